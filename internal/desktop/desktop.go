@@ -1,0 +1,87 @@
+// Package desktop is bureau's domain core: what a desktop is, which states it
+// moves through, and the errors every other package speaks in. It imports
+// nothing internal and no third-party code.
+package desktop
+
+import "time"
+
+// Spec is what a caller asks for when creating a desktop.
+type Spec struct {
+	Image       string `json:"image"`
+	VCPUs       int    `json:"vcpus"`
+	MemoryMiB   int    `json:"memory_mib"`
+	DataDiskGiB int    `json:"data_disk_gib"`
+}
+
+// Desktop is one persistent Linux desktop: a VM plus its disks.
+type Desktop struct {
+	ID    string `json:"id"`
+	Owner string `json:"owner"`
+	Name  string `json:"name"`
+	Spec
+
+	State        State  `json:"state"`
+	DesiredState State  `json:"desired_state"`
+	LastError    string `json:"last_error,omitempty"`
+	// Operation is the multi-step operation in flight, recorded before it
+	// starts so a restart can finish or undo it.
+	Operation string `json:"operation,omitempty"`
+
+	Accelerator string `json:"accelerator"`
+	Dir         string `json:"-"`
+	// DataDiskPath is where the data disk lives; after a delete that kept it,
+	// this says where to find it.
+	DataDiskPath string `json:"data_disk_path,omitempty"`
+
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+	DeletedAt *time.Time `json:"deleted_at,omitempty"`
+}
+
+// DomainName is the libvirt domain name of a desktop.
+func (d *Desktop) DomainName() string { return "bureau-" + d.ID }
+
+// Event is one entry of a desktop's history.
+type Event struct {
+	ID        string    `json:"id"`
+	DesktopID string    `json:"desktop_id"`
+	Type      string    `json:"type"`
+	Message   string    `json:"message"`
+	Actor     string    `json:"actor"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Image is a registered base image desktops boot from.
+type Image struct {
+	Name       string    `json:"name"`
+	OS         string    `json:"os"`
+	Version    string    `json:"version"`
+	Path       string    `json:"path"`
+	SizeBytes  int64     `json:"size_bytes"`
+	SHA256     string    `json:"sha256"`
+	RecipeHash string    `json:"recipe_hash,omitempty"`
+	Source     string    `json:"source"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// VMConfig is everything a hypervisor needs to define a desktop's VM. It is
+// plain data so the hypervisor adapter needs no knowledge of the database.
+type VMConfig struct {
+	Name        string
+	UUID        string
+	VCPUs       int
+	MemoryMiB   int
+	Accelerator Accelerator
+	OSDisk      string
+	DataDisk    string
+	SeedISO     string
+	SerialLog   string
+}
+
+// Accelerator selects hardware virtualization or software emulation.
+type Accelerator string
+
+const (
+	AccelKVM Accelerator = "kvm"
+	AccelTCG Accelerator = "tcg"
+)

@@ -1,0 +1,34 @@
+package desktop
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors; the API maps each to one HTTP status.
+var (
+	ErrNotFound     = errors.New("not found")
+	ErrNameTaken    = errors.New("name already in use")
+	ErrBusy         = errors.New("another operation is in progress on this desktop")
+	ErrUnauthorized = errors.New("unauthorized")
+	ErrForbidden    = errors.New("forbidden")
+	ErrUnavailable  = errors.New("unavailable")
+)
+
+// ValidationError names the field a request got wrong.
+type ValidationError struct {
+	Field   string
+	Message string
+}
+
+func (e *ValidationError) Error() string { return e.Field + ": " + e.Message }
+
+// TransitionError says an operation is not allowed in the desktop's current state.
+type TransitionError struct {
+	Op    Op
+	State State
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("cannot %s a desktop that is %s", e.Op, e.State)
+}

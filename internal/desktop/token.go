@@ -1,0 +1,28 @@
+package desktop
+
+import "time"
+
+// Token scopes.
+const (
+	ScopeAdmin = "admin" // sees and acts on every owner's desktops
+	ScopeOwner = "owner" // sees and acts on its owner's desktops only
+)
+
+// Token is an API token's record. The secret itself is never stored, only
+// its SHA-256.
+type Token struct {
+	ID         string     `json:"id"`
+	Owner      string     `json:"owner"`
+	Name       string     `json:"name"`
+	Hash       string     `json:"-"`
+	Scope      string     `json:"scope"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+}
+
+// Usable reports whether the token may authenticate a request at now.
+func (t *Token) Usable(now time.Time) bool {
+	return t.RevokedAt == nil && (t.ExpiresAt == nil || now.Before(*t.ExpiresAt))
+}

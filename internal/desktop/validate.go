@@ -1,0 +1,42 @@
+package desktop
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Limits on what a desktop may be given.
+const (
+	MinVCPUs, MaxVCPUs             = 1, 16
+	MinMemoryMiB, MaxMemoryMiB     = 512, 65536
+	MinDataDiskGiB, MaxDataDiskGiB = 1, 2048
+)
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// ValidateName checks a desktop name: 1–63 characters of [a-z0-9-], not
+// starting or ending with '-' (it becomes the guest's hostname).
+func ValidateName(name string) error {
+	if !nameRE.MatchString(name) {
+		return &ValidationError{Field: "name", Message: "must be 1-63 characters of a-z, 0-9 and '-', not starting or ending with '-'"}
+	}
+	return nil
+}
+
+// Validate checks the sizes of a spec.
+func (s Spec) Validate() error {
+	checks := []struct {
+		field    string
+		v, lo, hi int
+	}{
+		{"vcpus", s.VCPUs, MinVCPUs, MaxVCPUs},
+		{"memory_mib", s.MemoryMiB, MinMemoryMiB, MaxMemoryMiB},
+		{"data_disk_gib", s.DataDiskGiB, MinDataDiskGiB, MaxDataDiskGiB},
+	}
+	for _, c := range checks {
+		if c.v < c.lo || c.v > c.hi {
+			return &ValidationError{Field: c.field, Message: fmt.Sprintf("must be between %d and %d, got %d", c.lo, c.hi, c.v)}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+var errNotFound = desktop.ErrNotFound
+
+const desktopCols = `id, owner, name, image, vcpus, memory_mib, data_disk_gib, state, desired_state,
+operation, last_error, accelerator, dir, data_disk_path, created_at, updated_at, deleted_at`
+
+// CreateDesktop inserts d; a name already used by a live desktop of the same
+// owner is desktop.ErrNameTaken.
+func (s *Store) CreateDesktop(ctx context.Context, d *desktop.Desktop) error {
+	_, err := s.exec(ctx, `INSERT INTO desktops (`+desktopCols+`)
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		d.ID, d.Owner, d.Name, d.Image, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, string(d.State), string(d.DesiredState),
+		d.Operation, d.LastError, d.Accelerator, d.Dir, d.DataDiskPath, millis(d.CreatedAt), millis(d.UpdatedAt), nullMillis(d.DeletedAt))
+	if isUniqueViolation(err) {
+		return fmt.Errorf("desktop %q: %w", d.Name, desktop.ErrNameTaken)
+	}
+	if err != nil {
+		return fmt.Errorf("insert desktop: %w", err)
+	}
+	return nil
+}
+
+// UpdateDesktop writes every mutable field of d and stamps UpdatedAt.
+func (s *Store) UpdateDesktop(ctx context.Context, d *desktop.Desktop) error {
+	d.UpdatedAt = time.Now().UTC()
+	res, err := s.exec(ctx, `UPDATE desktops SET image=?, vcpus=?, memory_mib=?, data_disk_gib=?, state=?, desired_state=?,
+operation=?, last_error=?, accelerator=?, data_disk_path=?, updated_at=?, deleted_at=? WHERE id=?`,
+		d.Image, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, string(d.State), string(d.DesiredState),
+		d.Operation, d.LastError, d.Accelerator, d.DataDiskPath, millis(d.UpdatedAt), nullMillis(d.DeletedAt), d.ID)
+	if err != nil {
+		return fmt.Errorf("update desktop %s: %w", d.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("desktop %s: %w", d.ID, desktop.ErrNotFound)
+	}
+	return nil
+}
+
+// GetDesktop returns a desktop by id, deleted ones included.
+func (s *Store) GetDesktop(ctx context.Context, id string) (*desktop.Desktop, error) {
+	d, err := scanDesktop(s.queryRow(ctx, `SELECT `+desktopCols+` FROM desktops WHERE id=?`, id))
+	if err != nil {
+		return nil, fmt.Errorf("desktop %s: %w", id, notFound(err))
+	}
+	return d, nil
+}
+
+// DesktopFilter narrows ListDesktops; zero values match everything live.
+type DesktopFilter struct {
+	Owner          string // "" = every owner
+	IncludeDeleted bool
+}
+
+// ListDesktops returns desktops ordered by creation time.
+func (s *Store) ListDesktops(ctx context.Context, f DesktopFilter) ([]*desktop.Desktop, error) {
+	query := `SELECT ` + desktopCols + ` FROM desktops WHERE 1=1`
+	var args []any
+	if f.Owner != "" {
+		query += ` AND owner=?`
+		args = append(args, f.Owner)
+	}
+	if !f.IncludeDeleted {
+		query += ` AND deleted_at IS NULL`
+	}
+	rows, err := s.query(ctx, query+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list desktops: %w", err)
+	}
+	defer rows.Close()
+	var out []*desktop.Desktop
+	for rows.Next() {
+		d, err := scanDesktop(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list desktops: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+type scanner interface{ Scan(...any) error }
+
+func scanDesktop(r scanner) (*desktop.Desktop, error) {
+	var d desktop.Desktop
+	var state, desired string
+	var created, updated int64
+	var deleted sql.NullInt64
+	err := r.Scan(&d.ID, &d.Owner, &d.Name, &d.Image, &d.VCPUs, &d.MemoryMiB, &d.DataDiskGiB, &state, &desired,
+		&d.Operation, &d.LastError, &d.Accelerator, &d.Dir, &d.DataDiskPath, &created, &updated, &deleted)
+	if err != nil {
+		return nil, err
+	}
+	d.State, d.DesiredState = desktop.State(state), desktop.State(desired)
+	d.CreatedAt, d.UpdatedAt, d.DeletedAt = fromMillis(created), fromMillis(updated), fromNullMillis(deleted)
+	return &d, nil
+}

@@ -1,0 +1,152 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// openStores yields a migrated SQLite store and, when BUREAU_TEST_POSTGRES_URL
+// is set, a PostgreSQL one, so every test runs against both databases.
+func openStores(t *testing.T) map[string]*Store {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]*Store{}
+	urls := map[string]string{"sqlite": filepath.Join(t.TempDir(), "b.db")}
+	if pg := os.Getenv("BUREAU_TEST_POSTGRES_URL"); pg != "" {
+		urls["postgres"] = pg
+	}
+	for name, url := range urls {
+		s, err := Open(ctx, url)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if s.postgres {
+			// Start from an empty schema each time.
+			for _, tbl := range []string{"api_tokens", "images", "events", "desktops", "goose_db_version"} {
+				if _, err := s.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+tbl); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := s.Migrate(ctx, slog.New(slog.DiscardHandler)); err != nil {
+			t.Fatalf("%s migrate: %v", name, err)
+		}
+		// Migrating twice is a no-op.
+		if err := s.Migrate(ctx, slog.New(slog.DiscardHandler)); err != nil {
+			t.Fatalf("%s second migrate: %v", name, err)
+		}
+		t.Cleanup(func() { s.Close() })
+		out[name] = s
+	}
+	return out
+}
+
+func newDesktop(id, owner, name string) *desktop.Desktop {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	return &desktop.Desktop{ID: id, Owner: owner, Name: name,
+		Spec:  desktop.Spec{Image: "img", VCPUs: 2, MemoryMiB: 2048, DataDiskGiB: 20},
+		State: desktop.StateCreating, DesiredState: desktop.StateRunning, Accelerator: "tcg",
+		Dir: "/d/" + id, CreatedAt: now, UpdatedAt: now}
+}
+
+func TestDesktopsRoundTripAndNameUniqueness(t *testing.T) {
+	for db, s := range openStores(t) {
+		t.Run(db, func(t *testing.T) {
+			ctx := context.Background()
+			a := newDesktop("a1", "alice", "work")
+			if err := s.CreateDesktop(ctx, a); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.CreateDesktop(ctx, newDesktop("a2", "alice", "work")); !errors.Is(err, desktop.ErrNameTaken) {
+				t.Fatalf("duplicate name: got %v, want ErrNameTaken", err)
+			}
+			if err := s.CreateDesktop(ctx, newDesktop("b1", "bob", "work")); err != nil {
+				t.Fatalf("same name, other owner: %v", err)
+			}
+			got, err := s.GetDesktop(ctx, "a1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Name != "work" || got.VCPUs != 2 || got.State != desktop.StateCreating || !got.CreatedAt.Equal(a.CreatedAt) {
+				t.Fatalf("round trip: %+v", got)
+			}
+			// Deleting frees the name.
+			now := time.Now()
+			got.State, got.DeletedAt, got.DataDiskPath = desktop.StateDeleted, &now, "/kept/data.qcow2"
+			if err := s.UpdateDesktop(ctx, got); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.CreateDesktop(ctx, newDesktop("a3", "alice", "work")); err != nil {
+				t.Fatalf("reuse name after delete: %v", err)
+			}
+			live, _ := s.ListDesktops(ctx, DesktopFilter{Owner: "alice"})
+			if len(live) != 1 || live[0].ID != "a3" {
+				t.Fatalf("alice live desktops = %v", live)
+			}
+			all, _ := s.ListDesktops(ctx, DesktopFilter{IncludeDeleted: true})
+			if len(all) != 3 {
+				t.Fatalf("all desktops = %d, want 3", len(all))
+			}
+			if _, err := s.GetDesktop(ctx, "nope"); !errors.Is(err, desktop.ErrNotFound) {
+				t.Fatalf("missing desktop: %v", err)
+			}
+		})
+	}
+}
+
+func TestEventsImagesTokens(t *testing.T) {
+	for db, s := range openStores(t) {
+		t.Run(db, func(t *testing.T) {
+			ctx := context.Background()
+			base := time.Now().UTC()
+			for i, typ := range []string{"created", "started", "stopped"} {
+				e := &desktop.Event{ID: typ, DesktopID: "d", Type: typ, Message: typ, Actor: "test", CreatedAt: base.Add(time.Duration(i) * time.Second)}
+				if err := s.AddEvent(ctx, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			evs, err := s.ListEvents(ctx, "d", 2)
+			if err != nil || len(evs) != 2 || evs[0].Type != "started" || evs[1].Type != "stopped" {
+				t.Fatalf("events = %v, %v", evs, err)
+			}
+
+			im := &desktop.Image{Name: "deb", OS: "debian", Version: "12", Path: "/i/deb.qcow2", SizeBytes: 5, SHA256: "ab", Source: "build", CreatedAt: base}
+			if err := s.PutImage(ctx, im); err != nil {
+				t.Fatal(err)
+			}
+			im.SHA256 = "cd"
+			if err := s.PutImage(ctx, im); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.GetImage(ctx, "deb")
+			if err != nil || got.SHA256 != "cd" {
+				t.Fatalf("image = %+v, %v", got, err)
+			}
+			if err := s.DeleteImage(ctx, "deb"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DeleteImage(ctx, "deb"); !errors.Is(err, desktop.ErrNotFound) {
+				t.Fatalf("second delete: %v", err)
+			}
+
+			tok := &desktop.Token{ID: "t1", Owner: "alice", Name: "ci", Hash: "h1", Scope: desktop.ScopeOwner, CreatedAt: base}
+			if err := s.CreateToken(ctx, tok); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.RevokeToken(ctx, "t1", base); err != nil {
+				t.Fatal(err)
+			}
+			got2, err := s.TokenByHash(ctx, "h1")
+			if err != nil || got2.Usable(time.Now()) {
+				t.Fatalf("revoked token usable: %+v %v", got2, err)
+			}
+		})
+	}
+}

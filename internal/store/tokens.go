@@ -1,0 +1,91 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+const tokenCols = `id, owner, name, hash, scope, created_at, last_used_at, expires_at, revoked_at`
+
+// CreateToken stores a token record.
+func (s *Store) CreateToken(ctx context.Context, t *desktop.Token) error {
+	_, err := s.exec(ctx, `INSERT INTO api_tokens (`+tokenCols+`) VALUES (?,?,?,?,?,?,?,?,?)`,
+		t.ID, t.Owner, t.Name, t.Hash, t.Scope, millis(t.CreatedAt), nullMillis(t.LastUsedAt), nullMillis(t.ExpiresAt), nullMillis(t.RevokedAt))
+	if err != nil {
+		return fmt.Errorf("create token: %w", err)
+	}
+	return nil
+}
+
+// TokenByHash finds the token whose secret hashes to hash.
+func (s *Store) TokenByHash(ctx context.Context, hash string) (*desktop.Token, error) {
+	t, err := scanToken(s.queryRow(ctx, `SELECT `+tokenCols+` FROM api_tokens WHERE hash=?`, hash))
+	if err != nil {
+		return nil, fmt.Errorf("token: %w", notFound(err))
+	}
+	return t, nil
+}
+
+// TouchToken records that a token was just used.
+func (s *Store) TouchToken(ctx context.Context, id string, at time.Time) error {
+	_, err := s.exec(ctx, `UPDATE api_tokens SET last_used_at=? WHERE id=?`, millis(at), id)
+	return err
+}
+
+// ListTokens lists tokens, of one owner or ("" ) of all.
+func (s *Store) ListTokens(ctx context.Context, owner string) ([]*desktop.Token, error) {
+	query, args := `SELECT `+tokenCols+` FROM api_tokens`, []any{}
+	if owner != "" {
+		query += ` WHERE owner=?`
+		args = append(args, owner)
+	}
+	rows, err := s.query(ctx, query+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	defer rows.Close()
+	var out []*desktop.Token
+	for rows.Next() {
+		t, err := scanToken(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list tokens: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// CountTokens counts tokens ever created, revoked ones included.
+func (s *Store) CountTokens(ctx context.Context) (int, error) {
+	var n int
+	err := s.queryRow(ctx, `SELECT COUNT(*) FROM api_tokens`).Scan(&n)
+	return n, err
+}
+
+// RevokeToken marks a token revoked.
+func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error {
+	res, err := s.exec(ctx, `UPDATE api_tokens SET revoked_at=? WHERE id=? AND revoked_at IS NULL`, millis(at), id)
+	if err != nil {
+		return fmt.Errorf("revoke token: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("token %s: %w", id, desktop.ErrNotFound)
+	}
+	return nil
+}
+
+func scanToken(r scanner) (*desktop.Token, error) {
+	var t desktop.Token
+	var created int64
+	var used, expires, revoked sql.NullInt64
+	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Hash, &t.Scope, &created, &used, &expires, &revoked); err != nil {
+		return nil, err
+	}
+	t.CreatedAt = fromMillis(created)
+	t.LastUsedAt, t.ExpiresAt, t.RevokedAt = fromNullMillis(used), fromNullMillis(expires), fromNullMillis(revoked)
+	return &t, nil
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Prepares a Debian/Ubuntu host for bureau: installs missing packages, makes
+# /dev/kvm usable by libvirt's QEMU, and starts virtlogd/libvirtd when they
+# are not running (works with and without systemd). Idempotent.
+set -euo pipefail
+
+PKGS=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients libvirt-dev pkg-config
+      dnsmasq-base mmdebstrap extlinux syslinux-common fdisk e2fsprogs gcc make git curl ca-certificates)
+[ "${BUREAU_WITH_POSTGRES:-0}" = 1 ] && PKGS+=(postgresql)
+
+log() { echo "host-setup: $*" >&2; }
+
+if [ "$(id -u)" != 0 ]; then
+	log "must run as root (installs packages, starts libvirtd)"; exit 1
+fi
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	log "installing: ${missing[*]}"
+	apt-get update -q >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+fi
+
+# libvirt's QEMU runs as group kvm: without access every define takes ~84 s.
+if [ -e /dev/kvm ]; then
+	chgrp kvm /dev/kvm 2>/dev/null || true
+	chmod 660 /dev/kvm
+fi
+
+if ! pgrep -x virtlogd >/dev/null; then log "starting virtlogd"; virtlogd -d; fi
+if ! pgrep -x libvirtd >/dev/null; then log "starting libvirtd"; libvirtd -d; fi
+for _ in $(seq 1 50); do
+	virsh -c qemu:///system version >/dev/null 2>&1 && exit 0
+	sleep 0.2
+done
+log "libvirtd did not answer on qemu:///system"; exit 1
