@@ -1,0 +1,120 @@
+// Package cloudinit renders a desktop's NoCloud configuration from the
+// templates in images/cloud-init and writes it into a "cidata" ISO.
+package cloudinit
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/template"
+
+	templates "github.com/bureau/bureau/images/cloud-init"
+	diskfs "github.com/diskfs/go-diskfs"
+	"github.com/diskfs/go-diskfs/disk"
+	"github.com/diskfs/go-diskfs/filesystem"
+	"github.com/diskfs/go-diskfs/filesystem/iso9660"
+)
+
+// Config is what differs between desktops.
+type Config struct {
+	DesktopID  string
+	InstanceID string
+	Hostname   string
+	User       string
+	SSHKeys    []string
+}
+
+// Validate refuses input that could break out of the YAML it is put into.
+func (c Config) Validate() error {
+	for _, v := range []string{c.DesktopID, c.InstanceID, c.Hostname, c.User} {
+		if v == "" || strings.ContainsAny(v, "\n\r\"':#{}[]") {
+			return fmt.Errorf("cloud-init value %q is empty or has characters that are not allowed", v)
+		}
+	}
+	for _, k := range c.SSHKeys {
+		if strings.ContainsAny(k, "\n\r") || !strings.HasPrefix(k, "ssh-") && !strings.HasPrefix(k, "ecdsa-") && !strings.HasPrefix(k, "sk-") {
+			return fmt.Errorf("ssh key %.20q… is not a single-line OpenSSH public key", k)
+		}
+	}
+	return nil
+}
+
+var tmpl = template.Must(template.New("").Option("missingkey=error").ParseFS(templates.FS, "*.tmpl"))
+
+// Render returns the NoCloud files by name.
+func Render(c Config) (map[string][]byte, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for _, name := range []string{"user-data", "meta-data", "network-config"} {
+		var b bytes.Buffer
+		if err := tmpl.ExecuteTemplate(&b, name+".tmpl", c); err != nil {
+			return nil, fmt.Errorf("render %s: %w", name, err)
+		}
+		out[name] = b.Bytes()
+	}
+	return out, nil
+}
+
+// WriteSeed renders c and writes the ISO at path (atomically: a temporary
+// file renamed into place).
+func WriteSeed(ctx context.Context, path string, c Config) error {
+	files, err := Render(c)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tmp := path + ".partial"
+	os.Remove(tmp)
+	if err := writeISO(tmp, files); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write seed %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write seed: %w", err)
+	}
+	return nil
+}
+
+func writeISO(path string, files map[string][]byte) error {
+	size := int64(1 << 20)
+	for _, b := range files {
+		size += int64(len(b)) + 4096
+	}
+	d, err := diskfs.Create(path, size, diskfs.SectorSizeDefault)
+	if err != nil {
+		return err
+	}
+	d.LogicalBlocksize = 2048
+	workspace, err := os.MkdirTemp(filepath.Dir(path), ".seed-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(workspace)
+	fs, err := d.CreateFilesystem(disk.FilesystemSpec{Partition: 0, FSType: filesystem.TypeISO9660, VolumeLabel: "cidata", WorkDir: workspace})
+	if err != nil {
+		return err
+	}
+	defer fs.Close()
+	for name, content := range files {
+		f, err := fs.OpenFile("/"+name, os.O_CREATE|os.O_RDWR)
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(content); err != nil {
+			return err
+		}
+	}
+	iso, ok := fs.(*iso9660.FileSystem)
+	if !ok {
+		return fmt.Errorf("not an iso9660 filesystem")
+	}
+	return iso.Finalize(iso9660.FinalizeOptions{RockRidge: true, Joliet: true, VolumeIdentifier: "cidata"})
+}

@@ -1,0 +1,109 @@
+package cloudinit
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	diskfs "github.com/diskfs/go-diskfs"
+)
+
+func testConfig() Config {
+	return Config{DesktopID: "d1", InstanceID: "d1", Hostname: "agent-1", User: "agent",
+		SSHKeys: []string{"ssh-ed25519 AAAAC3Nza test@host"}}
+}
+
+func TestRenderUserData(t *testing.T) {
+	files, err := Render(testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ud := string(files["user-data"])
+	for _, want := range []string{
+		"#cloud-config\n", "hostname: agent-1\n", "- name: agent\n",
+		"layout: [100]", "overwrite: false", `"LABEL=agentdata", "/home"`,
+		`- "ssh-ed25519 AAAAC3Nza test@host"`,
+	} {
+		if !strings.Contains(ud, want) {
+			t.Errorf("user-data lacks %q:\n%s", want, ud)
+		}
+	}
+	if md := string(files["meta-data"]); md != "instance-id: d1\nlocal-hostname: agent-1\n" {
+		t.Errorf("meta-data = %q", md)
+	}
+	noKeys := testConfig()
+	noKeys.SSHKeys = nil
+	files, _ = Render(noKeys)
+	if strings.Contains(string(files["user-data"]), "ssh_authorized_keys") {
+		t.Error("ssh_authorized_keys rendered without keys")
+	}
+}
+
+func TestRenderRejectsInjection(t *testing.T) {
+	for _, c := range []Config{
+		func() Config { c := testConfig(); c.Hostname = "a\nruncmd: [reboot]"; return c }(),
+		func() Config { c := testConfig(); c.SSHKeys = []string{"ssh-rsa AAA\n- evil"}; return c }(),
+		func() Config { c := testConfig(); c.SSHKeys = []string{"not a key"}; return c }(),
+		func() Config { c := testConfig(); c.User = ""; return c }(),
+	} {
+		if _, err := Render(c); err == nil {
+			t.Errorf("Render(%+v) accepted bad input", c)
+		}
+	}
+}
+
+func TestWriteSeedIsReadableCidataISO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seed.iso")
+	if err := WriteSeed(context.Background(), path, testConfig()); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := Render(testConfig())
+	d, err := diskfs.Open(path, diskfs.WithOpenMode(diskfs.ReadOnly))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := d.GetFilesystem(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimRight(fs.Label(), " \x00"); got != "cidata" {
+		t.Errorf("volume label = %q, want cidata", got)
+	}
+	// NoCloud finds the seed by the label blkid reports.
+	if blkid, err := exec.LookPath("blkid"); err == nil {
+		out, err := exec.Command(blkid, "-p", "-o", "value", "-s", "LABEL", path).Output()
+		if err != nil || strings.TrimSpace(string(out)) != "cidata" {
+			t.Errorf("blkid label = %q, %v; want cidata", out, err)
+		}
+	}
+	for name, content := range want {
+		f, err := fs.OpenFile("/"+name, os.O_RDONLY)
+		if err != nil {
+			t.Fatalf("open %s in ISO: %v", name, err)
+		}
+		got, _ := io.ReadAll(f)
+		if string(got) != string(content) {
+			t.Errorf("%s in ISO differs:\n%s", name, got)
+		}
+	}
+	// cloud-init mounts the ISO with the kernel's driver, which needs Rock
+	// Ridge names; isoinfo shows what the kernel would see.
+	if isoinfo, err := exec.LookPath("isoinfo"); err == nil {
+		out, err := exec.Command(isoinfo, "-R", "-f", "-i", path).CombinedOutput()
+		if err != nil {
+			t.Fatalf("isoinfo: %v\n%s", err, out)
+		}
+		for _, n := range []string{"/user-data", "/meta-data", "/network-config"} {
+			if !strings.Contains(string(out), n+"\n") {
+				t.Errorf("isoinfo -R lists no %s:\n%s", n, out)
+			}
+		}
+	}
+	if _, err := os.Stat(path + ".partial"); !os.IsNotExist(err) {
+		t.Error("temporary file left behind")
+	}
+}

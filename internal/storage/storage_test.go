@@ -1,0 +1,75 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+func needQemuImg(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("qemu-img"); err != nil {
+		t.Skip("qemu-img not installed (scripts/host-setup.sh installs it)")
+	}
+}
+
+func TestOverlayAndDataDisk(t *testing.T) {
+	needQemuImg(t)
+	ctx, dir, d := context.Background(), t.TempDir(), Disks{}
+	base := filepath.Join(dir, "base.qcow2")
+	if err := d.CreateDataDisk(ctx, base, 2); err != nil {
+		t.Fatal(err)
+	}
+	os1 := filepath.Join(dir, "os.qcow2")
+	if err := d.CreateOverlay(ctx, base, os1, 10); err != nil {
+		t.Fatal(err)
+	}
+	info, err := d.Info(ctx, os1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Format != "qcow2" || info.BackingFile != base || info.VirtualSize != 10*gib {
+		t.Fatalf("overlay info = %+v", info)
+	}
+	// An overlay never shrinks below its base.
+	os2 := filepath.Join(dir, "os2.qcow2")
+	if err := d.CreateOverlay(ctx, base, os2, 1); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := d.Info(ctx, os2); info.VirtualSize != 2*gib {
+		t.Fatalf("small overlay size = %d, want base size", info.VirtualSize)
+	}
+	if err := d.Check(ctx, os1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCreateNeverReplacesExistingDisk(t *testing.T) {
+	needQemuImg(t)
+	ctx, d := context.Background(), Disks{}
+	path := filepath.Join(t.TempDir(), "data.qcow2")
+	if err := os.WriteFile(path, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CreateDataDisk(ctx, path, 1); !errors.Is(err, ErrExists) {
+		t.Fatalf("got %v, want ErrExists", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "precious" {
+		t.Fatal("existing file was changed")
+	}
+}
+
+func TestMissingBaseIsAnError(t *testing.T) {
+	needQemuImg(t)
+	dir := t.TempDir()
+	err := Disks{}.CreateOverlay(context.Background(), filepath.Join(dir, "none.qcow2"), filepath.Join(dir, "os.qcow2"), 10)
+	if err == nil {
+		t.Fatal("overlay over a missing base succeeded")
+	}
+	if _, statErr := os.Stat(filepath.Join(dir, "os.qcow2")); !os.IsNotExist(statErr) {
+		t.Error("failed create left a file behind")
+	}
+}
