@@ -76,6 +76,28 @@ type VMConfig struct {
 	DataDisk    string
 	SeedISO     string
 	SerialLog   string
+	// VNCSocket is the unix socket QEMU serves the display on; VNC is never
+	// exposed on a network port.
+	VNCSocket string
+}
+
+// VMState is what the hypervisor reports about a desktop's VM.
+type VMState string
+
+const (
+	VMMissing  VMState = "missing" // no such domain
+	VMShutoff  VMState = "shutoff"
+	VMRunning  VMState = "running"
+	VMPaused   VMState = "paused"
+	VMCrashed  VMState = "crashed"
+	VMShutdown VMState = "shutting-down"
+)
+
+// VMEvent is a lifecycle change the hypervisor reports for a VM.
+type VMEvent struct {
+	Domain string
+	State  VMState
+	Reason string
 }
 
 // Accelerator selects hardware virtualization or software emulation.
@@ -85,3 +107,18 @@ const (
 	AccelKVM Accelerator = "kvm"
 	AccelTCG Accelerator = "tcg"
 )
+
+// Exec is a command to run inside a desktop's guest.
+type Exec struct {
+	Argv  []string
+	Env   []string
+	Stdin []byte
+}
+
+// ExecResult is what a finished guest command produced.
+type ExecResult struct {
+	ExitCode  int    `json:"exit_code"`
+	Stdout    []byte `json:"stdout"`
+	Stderr    []byte `json:"stderr"`
+	Truncated bool   `json:"truncated"`
+}

@@ -26,7 +26,7 @@ func ValidateName(name string) error {
 // Validate checks the sizes of a spec.
 func (s Spec) Validate() error {
 	checks := []struct {
-		field    string
+		field     string
 		v, lo, hi int
 	}{
 		{"vcpus", s.VCPUs, MinVCPUs, MaxVCPUs},

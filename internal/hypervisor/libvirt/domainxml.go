@@ -1,0 +1,92 @@
+package libvirt
+
+import (
+	"fmt"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"libvirt.org/go/libvirtxml"
+)
+
+// DomainXML renders a desktop's libvirt domain definition.
+func DomainXML(c desktop.VMConfig) (string, error) {
+	dom := libvirtxml.Domain{
+		Type:   "qemu",
+		Name:   c.Name,
+		UUID:   c.UUID,
+		Memory: &libvirtxml.DomainMemory{Value: uint(c.MemoryMiB), Unit: "MiB"},
+		VCPU:   &libvirtxml.DomainVCPU{Placement: "static", Value: uint(c.VCPUs)},
+		OS: &libvirtxml.DomainOS{
+			Type:        &libvirtxml.DomainOSType{Arch: "x86_64", Machine: "pc", Type: "hvm"},
+			BootDevices: []libvirtxml.DomainBootDevice{{Dev: "hd"}},
+		},
+		Features: &libvirtxml.DomainFeatureList{ACPI: &libvirtxml.DomainFeature{}, APIC: &libvirtxml.DomainFeatureAPIC{}},
+		CPU:      &libvirtxml.DomainCPU{Mode: "maximum", Check: "none", Migratable: "on"},
+		Clock:    &libvirtxml.DomainClock{Offset: "utc"},
+
+		OnPoweroff: "destroy",
+		OnReboot:   "restart",
+		OnCrash:    "destroy",
+		Devices: &libvirtxml.DomainDeviceList{
+			Emulator: "/usr/bin/qemu-system-x86_64",
+			Disks: []libvirtxml.DomainDisk{
+				qcow2Disk(c.OSDisk, "vda", ""),
+				qcow2Disk(c.DataDisk, "vdb", "agentdata"),
+				{
+					Device:   "cdrom",
+					Driver:   &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"},
+					Source:   &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: c.SeedISO}},
+					Target:   &libvirtxml.DomainDiskTarget{Dev: "hdc", Bus: "ide"},
+					ReadOnly: &libvirtxml.DomainDiskReadOnly{},
+				},
+			},
+			Interfaces: []libvirtxml.DomainInterface{{
+				Source: &libvirtxml.DomainInterfaceSource{User: &libvirtxml.DomainInterfaceSourceUser{}},
+				Model:  &libvirtxml.DomainInterfaceModel{Type: "virtio"},
+			}},
+			Serials: []libvirtxml.DomainSerial{{
+				Source: &libvirtxml.DomainChardevSource{File: &libvirtxml.DomainChardevSourceFile{Path: c.SerialLog, Append: "on"}},
+				Target: &libvirtxml.DomainSerialTarget{Port: new(uint)},
+			}},
+			Channels: []libvirtxml.DomainChannel{{
+				Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{}},
+				Target: &libvirtxml.DomainChannelTarget{VirtIO: &libvirtxml.DomainChannelTargetVirtIO{Name: guestAgentChannel}},
+			}},
+			Inputs: []libvirtxml.DomainInput{{Type: "tablet", Bus: "usb"}, {Type: "keyboard", Bus: "ps2"}},
+			Graphics: []libvirtxml.DomainGraphic{{VNC: &libvirtxml.DomainGraphicVNC{
+				Listeners: []libvirtxml.DomainGraphicListener{{Socket: &libvirtxml.DomainGraphicListenerSocket{Socket: c.VNCSocket}}},
+			}}},
+			Videos:     []libvirtxml.DomainVideo{{Model: libvirtxml.DomainVideoModel{Type: "virtio", Heads: 1, Primary: "yes"}}},
+			MemBalloon: &libvirtxml.DomainMemBalloon{Model: "virtio", FreePageReporting: "on"},
+			RNGs: []libvirtxml.DomainRNG{{
+				Model:   "virtio",
+				Backend: &libvirtxml.DomainRNGBackend{Random: &libvirtxml.DomainRNGBackendRandom{Device: "/dev/urandom"}},
+			}},
+		},
+		// QEMU runs as root so it can use the files under bureau's data dir
+		// without relabelling them.
+		SecLabel: []libvirtxml.DomainSecLabel{{Type: "static", Model: "dac", Relabel: "no", Label: "+0:+0"}},
+	}
+	if c.Accelerator == desktop.AccelKVM {
+		dom.Type = "kvm"
+		// arch-capabilities off: some hosts fail with "failed to set MSR 0x10a".
+		dom.CPU = &libvirtxml.DomainCPU{Mode: "host-passthrough", Check: "none", Migratable: "on",
+			Features: []libvirtxml.DomainCPUFeature{{Policy: "disable", Name: "arch-capabilities"}}}
+	}
+	out, err := dom.Marshal()
+	if err != nil {
+		return "", fmt.Errorf("domain xml: %w", err)
+	}
+	return out, nil
+}
+
+const guestAgentChannel = "org.qemu.guest_agent.0"
+
+func qcow2Disk(path, dev, serial string) libvirtxml.DomainDisk {
+	return libvirtxml.DomainDisk{
+		Device: "disk",
+		Driver: &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "qcow2", Discard: "unmap"},
+		Source: &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: path}},
+		Target: &libvirtxml.DomainDiskTarget{Dev: dev, Bus: "virtio"},
+		Serial: serial,
+	}
+}

@@ -1,0 +1,170 @@
+// Package libvirt is bureau's only cgo package: it drives QEMU through
+// libvirtd (domains, lifecycle events, screenshots, guest agent, QMP) and
+// translates libvirt's states and errors into the desktop package's terms.
+// Every call carries a deadline so a wedged guest or daemon never hangs the
+// caller.
+package libvirt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"libvirt.org/go/libvirt"
+)
+
+// DefaultCallTimeout bounds a libvirt call when the caller's context has no
+// earlier deadline.
+const DefaultCallTimeout = 60 * time.Second
+
+// Hypervisor is a connection to one libvirtd.
+type Hypervisor struct {
+	uri string
+	log *slog.Logger
+
+	mu   sync.Mutex
+	conn *libvirt.Connect
+
+	events chan desktop.VMEvent
+}
+
+var registerEventsOnce sync.Once
+
+// Open connects to libvirtd at uri (e.g. qemu:///system) and starts
+// delivering lifecycle events of bureau's domains on Events.
+func Open(ctx context.Context, uri string, log *slog.Logger) (*Hypervisor, error) {
+	registerEventsOnce.Do(func() {
+		if err := libvirt.EventRegisterDefaultImpl(); err != nil {
+			log.Error("libvirt event loop registration failed", "err", err)
+			return
+		}
+		go func() {
+			for {
+				if err := libvirt.EventRunDefaultImpl(); err != nil {
+					log.Error("libvirt event loop", "err", err)
+					time.Sleep(time.Second)
+				}
+			}
+		}()
+	})
+	h := &Hypervisor{uri: uri, log: log, events: make(chan desktop.VMEvent, 256)}
+	if _, err := h.connect(ctx); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Events delivers lifecycle changes of domains named "bureau-…".
+func (h *Hypervisor) Events() <-chan desktop.VMEvent { return h.events }
+
+// Close drops the connection.
+func (h *Hypervisor) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conn != nil {
+		_, err := h.conn.Close()
+		h.conn = nil
+		return err
+	}
+	return nil
+}
+
+// connect returns a live connection, reconnecting (and re-registering for
+// events) when libvirtd restarted or the socket dropped.
+func (h *Hypervisor) connect(ctx context.Context) (*libvirt.Connect, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conn != nil {
+		if alive, err := h.conn.IsAlive(); err == nil && alive {
+			return h.conn, nil
+		}
+		h.conn.Close()
+		h.conn = nil
+	}
+	conn, err := call(ctx, func() (*libvirt.Connect, error) { return libvirt.NewConnect(h.uri) })
+	if err != nil {
+		return nil, fmt.Errorf("connect to libvirt at %s: %w", h.uri, err)
+	}
+	if err := conn.SetKeepAlive(5, 3); err != nil {
+		h.log.Warn("libvirt keepalive", "err", err)
+	}
+	if _, err := conn.DomainEventLifecycleRegister(nil, h.onLifecycle); err != nil {
+		h.log.Warn("libvirt lifecycle events unavailable", "err", err)
+	}
+	h.conn = conn
+	return conn, nil
+}
+
+// call runs fn with the context's deadline (or DefaultCallTimeout). libvirt's
+// C calls cannot be interrupted, so on timeout fn finishes in the background
+// and its result is dropped.
+func call[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultCallTimeout)
+		defer cancel()
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, fmt.Errorf("libvirt call: %w", ctx.Err())
+	}
+}
+
+// withDomain looks a domain up and runs fn on it within the deadline.
+func withDomain[T any](ctx context.Context, h *Hypervisor, name string, fn func(*libvirt.Domain) (T, error)) (T, error) {
+	var zero T
+	conn, err := h.connect(ctx)
+	if err != nil {
+		return zero, err
+	}
+	return call(ctx, func() (T, error) {
+		dom, err := conn.LookupDomainByName(name)
+		if err != nil {
+			return zero, translate(name, err)
+		}
+		defer dom.Free()
+		v, err := fn(dom)
+		return v, translate(name, err)
+	})
+}
+
+// ErrNoDomain means the domain does not exist.
+var ErrNoDomain = errors.New("no such domain")
+
+func translate(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var lerr libvirt.Error
+	if errors.As(err, &lerr) {
+		switch lerr.Code {
+		case libvirt.ERR_NO_DOMAIN:
+			return fmt.Errorf("domain %s: %w", name, ErrNoDomain)
+		case libvirt.ERR_AGENT_UNRESPONSIVE, libvirt.ERR_AGENT_UNSYNCED:
+			return fmt.Errorf("domain %s: guest agent not answering: %w", name, desktop.ErrUnavailable)
+		case libvirt.ERR_OPERATION_INVALID:
+			return fmt.Errorf("domain %s: %s: %w", name, lerr.Message, desktop.ErrUnavailable)
+		}
+		return fmt.Errorf("domain %s: %s", name, lerr.Message)
+	}
+	return fmt.Errorf("domain %s: %w", name, err)
+}
+
+func isBureauDomain(name string) bool { return strings.HasPrefix(name, "bureau-") }
