@@ -122,3 +122,9 @@ type ExecResult struct {
 	Stderr    []byte `json:"stderr"`
 	Truncated bool   `json:"truncated"`
 }
+
+// Filter narrows a listing of desktops; zero values match every live one.
+type Filter struct {
+	Owner          string // "" = every owner
+	IncludeDeleted bool
+}

@@ -55,14 +55,8 @@ func (s *Store) GetDesktop(ctx context.Context, id string) (*desktop.Desktop, er
 	return d, nil
 }
 
-// DesktopFilter narrows ListDesktops; zero values match everything live.
-type DesktopFilter struct {
-	Owner          string // "" = every owner
-	IncludeDeleted bool
-}
-
 // ListDesktops returns desktops ordered by creation time.
-func (s *Store) ListDesktops(ctx context.Context, f DesktopFilter) ([]*desktop.Desktop, error) {
+func (s *Store) ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error) {
 	query := `SELECT ` + desktopCols + ` FROM desktops WHERE 1=1`
 	var args []any
 	if f.Owner != "" {

@@ -86,11 +86,11 @@ func TestDesktopsRoundTripAndNameUniqueness(t *testing.T) {
 			if err := s.CreateDesktop(ctx, newDesktop("a3", "alice", "work")); err != nil {
 				t.Fatalf("reuse name after delete: %v", err)
 			}
-			live, _ := s.ListDesktops(ctx, DesktopFilter{Owner: "alice"})
+			live, _ := s.ListDesktops(ctx, desktop.Filter{Owner: "alice"})
 			if len(live) != 1 || live[0].ID != "a3" {
 				t.Fatalf("alice live desktops = %v", live)
 			}
-			all, _ := s.ListDesktops(ctx, DesktopFilter{IncludeDeleted: true})
+			all, _ := s.ListDesktops(ctx, desktop.Filter{IncludeDeleted: true})
 			if len(all) != 3 {
 				t.Fatalf("all desktops = %d, want 3", len(all))
 			}

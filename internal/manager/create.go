@@ -1,0 +1,111 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// CreateRequest asks for a new desktop.
+type CreateRequest struct {
+	Owner   string
+	Name    string
+	Spec    desktop.Spec
+	SSHKeys []string
+	Actor   string
+}
+
+// Create records a new desktop in state creating and builds and boots it in
+// the background; it returns as soon as the intent is recorded.
+func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Desktop, error) {
+	if err := desktop.ValidateName(req.Name); err != nil {
+		return nil, err
+	}
+	if err := req.Spec.Validate(); err != nil {
+		return nil, err
+	}
+	if req.Spec.Image == "" {
+		req.Spec.Image = m.cfg.DefaultImage
+	}
+	img, err := m.store.GetImage(ctx, req.Spec.Image)
+	if errors.Is(err, desktop.ErrNotFound) {
+		return nil, &desktop.ValidationError{Field: "image", Message: fmt.Sprintf("no image named %q (see GET /api/v1/images)", req.Spec.Image)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	id := newID()
+	dir := filepath.Join(m.cfg.DataDir, "desktops", id)
+	d := &desktop.Desktop{
+		ID: id, Owner: req.Owner, Name: req.Name, Spec: req.Spec,
+		State: desktop.StateCreating, DesiredState: desktop.StateRunning, Operation: "create",
+		Accelerator: string(m.cfg.Accelerator), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"),
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if err := m.lock(id, "create"); err != nil {
+		return nil, err
+	}
+	if err := m.store.CreateDesktop(ctx, d); err != nil {
+		m.unlock(id)
+		return nil, err
+	}
+	m.event(ctx, id, "create_requested", req.Actor, "create %s requested: %d vCPU, %d MiB, %d GiB data disk, image %s, %s",
+		d.Name, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, d.Image, d.Accelerator)
+	cp := *d
+	m.background(id, func(ctx context.Context) { m.build(ctx, &cp, img.Path, req.SSHKeys) })
+	return d, nil
+}
+
+// build makes the desktop's files and VM and boots it. Whatever it made is
+// removed again if a step fails, except a data disk that existed before.
+func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string, sshKeys []string) {
+	var undo reverter
+	start := time.Now()
+	err := func() error {
+		if err := os.MkdirAll(d.Dir, 0o750); err != nil {
+			return fmt.Errorf("create desktop folder: %w", err)
+		}
+		if _, err := os.Stat(d.DataDiskPath); errors.Is(err, os.ErrNotExist) {
+			if err := m.disks.CreateDataDisk(ctx, d.DataDiskPath, d.DataDiskGiB); err != nil {
+				return fmt.Errorf("data disk: %w", err)
+			}
+			// A data disk made by this create holds nothing yet.
+			undo.add(func(context.Context) { os.Remove(d.DataDiskPath) })
+		}
+		vm := m.VMConfig(d, newUUID())
+		if err := m.disks.CreateOverlay(ctx, basePath, vm.OSDisk, m.cfg.OSDiskGiB); err != nil {
+			return fmt.Errorf("OS disk: %w", err)
+		}
+		undo.add(func(context.Context) { os.Remove(vm.OSDisk) })
+		if err := m.seeds.WriteSeed(ctx, vm.SeedISO, Seed{DesktopID: d.ID, Hostname: d.Name, SSHKeys: sshKeys}); err != nil {
+			return fmt.Errorf("cloud-init seed: %w", err)
+		}
+		undo.add(func(context.Context) { os.Remove(vm.SeedISO); os.Remove(vm.SerialLog) })
+		if err := m.hv.Define(ctx, vm); err != nil {
+			return err
+		}
+		undo.add(func(ctx context.Context) { m.hv.Undefine(ctx, vm.Name) })
+		if err := m.hv.Start(ctx, vm.Name); err != nil {
+			return fmt.Errorf("start: %w", err)
+		}
+		return nil
+	}()
+	if err != nil {
+		cleanup, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		m.hv.Destroy(cleanup, d.DomainName())
+		undo.run(cleanup)
+		os.Remove(d.Dir) // only succeeds when nothing (no older data disk) is left
+		m.fail(cleanup, d, "create", err)
+		return
+	}
+	d.State, d.Operation, d.LastError = desktop.StateRunning, "", ""
+	m.save(ctx, d)
+	m.event(ctx, d.ID, "created", "bureau", "desktop %s created and started in %s", d.Name, time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,196 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/store"
+)
+
+type fakeHV struct {
+	mu         sync.Mutex
+	vms        map[string]desktop.VMState
+	defined    map[string]desktop.VMConfig
+	failOn     string // method name that fails
+	ignoreACPI bool
+	events     chan desktop.VMEvent
+	calls      []string
+}
+
+func newFakeHV() *fakeHV {
+	return &fakeHV{vms: map[string]desktop.VMState{}, defined: map[string]desktop.VMConfig{}, events: make(chan desktop.VMEvent, 16)}
+}
+
+func (f *fakeHV) step(method, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, method+" "+name)
+	if f.failOn == method {
+		return fmt.Errorf("injected %s failure", method)
+	}
+	return nil
+}
+
+func (f *fakeHV) Define(_ context.Context, c desktop.VMConfig) error {
+	if err := f.step("Define", c.Name); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.defined[c.Name] = c
+	if _, ok := f.vms[c.Name]; !ok {
+		f.vms[c.Name] = desktop.VMShutoff
+	}
+	return nil
+}
+
+func (f *fakeHV) set(name string, want desktop.VMState, method string) error {
+	if err := f.step(method, name); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.vms[name]; !ok {
+		return errors.New("no such domain")
+	}
+	f.vms[name] = want
+	return nil
+}
+
+func (f *fakeHV) Start(_ context.Context, n string) error {
+	return f.set(n, desktop.VMRunning, "Start")
+}
+func (f *fakeHV) Destroy(_ context.Context, n string) error {
+	f.mu.Lock()
+	_, ok := f.vms[n]
+	f.mu.Unlock()
+	if !ok {
+		return f.step("Destroy", n)
+	}
+	return f.set(n, desktop.VMShutoff, "Destroy")
+}
+func (f *fakeHV) Reboot(_ context.Context, n string) error {
+	return f.set(n, desktop.VMRunning, "Reboot")
+}
+func (f *fakeHV) Shutdown(_ context.Context, n string) error {
+	if f.ignoreACPI {
+		return f.step("Shutdown", n)
+	}
+	return f.set(n, desktop.VMShutoff, "Shutdown")
+}
+func (f *fakeHV) Undefine(_ context.Context, n string) error {
+	if err := f.step("Undefine", n); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.vms, n)
+	delete(f.defined, n)
+	return nil
+}
+func (f *fakeHV) State(_ context.Context, n string) (desktop.VMState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s, ok := f.vms[n]; ok {
+		return s, nil
+	}
+	return desktop.VMMissing, nil
+}
+func (f *fakeHV) List(context.Context) (map[string]desktop.VMState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]desktop.VMState{}
+	for k, v := range f.vms {
+		out[k] = v
+	}
+	return out, nil
+}
+func (f *fakeHV) Events() <-chan desktop.VMEvent { return f.events }
+
+// fakeDisks writes small placeholder files where qemu-img would.
+type fakeDisks struct{ failOverlay bool }
+
+func (fakeDisks) CreateDataDisk(_ context.Context, path string, _ int) error {
+	return os.WriteFile(path, []byte("data"), 0o600)
+}
+func (f fakeDisks) CreateOverlay(_ context.Context, _, path string, _ int) error {
+	if f.failOverlay {
+		return errors.New("injected overlay failure")
+	}
+	return os.WriteFile(path, []byte("os"), 0o600)
+}
+
+type fakeSeeds struct{}
+
+func (fakeSeeds) WriteSeed(_ context.Context, path string, _ Seed) error {
+	return os.WriteFile(path, []byte("seed"), 0o600)
+}
+
+type harness struct {
+	m     *Manager
+	hv    *fakeHV
+	store *store.Store
+	dir   string
+}
+
+func newHarness(t *testing.T, disks Disks) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.Open(context.Background(), filepath.Join(dir, "b.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Migrate(context.Background(), slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	st.PutImage(context.Background(), &desktop.Image{Name: "base", Path: filepath.Join(dir, "base.qcow2"), CreatedAt: time.Now()})
+	hv := newFakeHV()
+	m := New(Config{DataDir: dir, DefaultImage: "base", Accelerator: desktop.AccelTCG, StopTimeout: 300 * time.Millisecond},
+		hv, disks, fakeSeeds{}, st, slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { m.Close(); st.Close() })
+	return &harness{m: m, hv: hv, store: st, dir: dir}
+}
+
+// settle waits until the desktop's operation has finished.
+func (h *harness) settle(t *testing.T, id string) *desktop.Desktop {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if !h.m.isBusy(id) {
+			d, err := h.m.Get(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("desktop %s still busy", id)
+	return nil
+}
+
+func (h *harness) create(t *testing.T, name string) *desktop.Desktop {
+	t.Helper()
+	d, err := h.m.Create(context.Background(), CreateRequest{Owner: "alice", Name: name, Actor: "test",
+		Spec: desktop.Spec{VCPUs: 2, MemoryMiB: 2048, DataDiskGiB: 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != desktop.StateCreating {
+		t.Fatalf("create returned state %s, want creating", d.State)
+	}
+	return d
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

@@ -1,0 +1,236 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// begin locks a desktop for op, checks the transition and records the
+// transient state and intent before anything is done.
+func (m *Manager) begin(ctx context.Context, id string, op desktop.Op, desired desktop.State, actor string) (*desktop.Desktop, error) {
+	if err := m.lock(id, string(op)); err != nil {
+		return nil, err
+	}
+	d, err := m.store.GetDesktop(ctx, id)
+	if err == nil && d.DeletedAt != nil {
+		err = fmt.Errorf("desktop %s: %w", id, desktop.ErrNotFound)
+	}
+	if err != nil {
+		m.unlock(id)
+		return nil, err
+	}
+	through, err := desktop.Begin(op, d.State)
+	if err != nil {
+		m.unlock(id)
+		return nil, err
+	}
+	d.State, d.DesiredState, d.Operation = through, desired, string(op)
+	if err := m.store.UpdateDesktop(ctx, d); err != nil {
+		m.unlock(id)
+		return nil, err
+	}
+	m.event(ctx, id, string(op)+"_requested", actor, "%s requested", op)
+	return d, nil
+}
+
+// Start boots a stopped desktop in the background.
+func (m *Manager) Start(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
+	d, err := m.begin(ctx, id, desktop.OpStart, desktop.StateRunning, actor)
+	if err != nil {
+		return nil, err
+	}
+	cp := *d
+	m.background(id, func(ctx context.Context) { m.start(ctx, &cp) })
+	return d, nil
+}
+
+func (m *Manager) start(ctx context.Context, d *desktop.Desktop) {
+	begun := time.Now()
+	// A desktop in error may still have a running VM: starting it is a no-op.
+	st, err := m.hv.State(ctx, d.DomainName())
+	if err == nil && st == desktop.VMMissing {
+		err = errors.New("its VM definition is missing (recreate the desktop; its data disk is kept)")
+	}
+	if err == nil && st != desktop.VMRunning {
+		err = m.hv.Start(ctx, d.DomainName())
+	}
+	if err != nil {
+		m.fail(ctx, d, "start", err)
+		return
+	}
+	d.State, d.Operation, d.LastError = desktop.StateRunning, "", ""
+	m.save(ctx, d)
+	m.event(ctx, d.ID, "started", "bureau", "started in %s", time.Since(begun).Round(time.Millisecond))
+}
+
+// StopOptions tune Stop.
+type StopOptions struct {
+	Force   bool          // power off at once instead of an ACPI shutdown
+	Timeout time.Duration // how long the guest may take before it is forced
+}
+
+// Stop shuts a desktop down in the background: ACPI first, forced after the
+// timeout (or at once with Force).
+func (m *Manager) Stop(ctx context.Context, id, actor string, opts StopOptions) (*desktop.Desktop, error) {
+	d, err := m.begin(ctx, id, desktop.OpStop, desktop.StateStopped, actor)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = m.cfg.StopTimeout
+	}
+	cp := *d
+	m.background(id, func(ctx context.Context) { m.stop(ctx, &cp, opts) })
+	return d, nil
+}
+
+func (m *Manager) stop(ctx context.Context, d *desktop.Desktop, opts StopOptions) {
+	begun := time.Now()
+	how, err := m.powerOff(ctx, d.DomainName(), opts)
+	if err != nil {
+		m.fail(ctx, d, "stop", err)
+		return
+	}
+	d.State, d.Operation, d.LastError = desktop.StateStopped, "", ""
+	m.save(ctx, d)
+	m.event(ctx, d.ID, "stopped", "bureau", "stopped (%s) in %s", how, time.Since(begun).Round(time.Millisecond))
+}
+
+// powerOff brings a VM to shut-off and says how.
+func (m *Manager) powerOff(ctx context.Context, name string, opts StopOptions) (string, error) {
+	st, err := m.hv.State(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	if st == desktop.VMShutoff || st == desktop.VMMissing {
+		return "already off", nil
+	}
+	if !opts.Force && st == desktop.VMRunning {
+		if err := m.hv.Shutdown(ctx, name); err != nil {
+			m.log.Warn("ACPI shutdown refused; forcing", "domain", name, "err", err)
+		} else if m.waitFor(ctx, name, desktop.VMShutoff, opts.Timeout) {
+			return "guest shut down", nil
+		}
+	}
+	if err := m.hv.Destroy(ctx, name); err != nil {
+		return "", err
+	}
+	if opts.Force {
+		return "forced", nil
+	}
+	return fmt.Sprintf("forced after %s without ACPI shutdown", opts.Timeout), nil
+}
+
+// waitFor polls the VM's state until it is want or timeout passes.
+func (m *Manager) waitFor(ctx context.Context, name string, want desktop.VMState, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if st, err := m.hv.State(ctx, name); err == nil && (st == want || want == desktop.VMShutoff && st == desktop.VMMissing) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return false
+}
+
+// Reboot restarts a running desktop's guest.
+func (m *Manager) Reboot(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
+	d, err := m.begin(ctx, id, desktop.OpReboot, desktop.StateRunning, actor)
+	if err != nil {
+		return nil, err
+	}
+	cp := *d
+	m.background(id, func(ctx context.Context) {
+		if err := m.hv.Reboot(ctx, cp.DomainName()); err != nil {
+			m.fail(ctx, &cp, "reboot", err)
+			return
+		}
+		cp.State, cp.Operation, cp.LastError = desktop.StateRunning, "", ""
+		m.save(ctx, &cp)
+		m.event(ctx, cp.ID, "rebooted", "bureau", "reboot sent to the guest")
+	})
+	return d, nil
+}
+
+// DeleteResult says what a delete did with the data disk.
+type DeleteResult struct {
+	Desktop      *desktop.Desktop `json:"desktop"`
+	DataDeleted  bool             `json:"data_deleted"`
+	DataDiskKept string           `json:"data_disk_kept,omitempty"`
+}
+
+// Delete removes a desktop's VM, OS disk and seed. Its data disk is kept
+// unless deleteData is set, and the result says where it was kept. It runs
+// to the end even if the caller goes away.
+func (m *Manager) Delete(ctx context.Context, id, actor string, deleteData bool) (*DeleteResult, error) {
+	d, err := m.begin(ctx, id, desktop.OpDelete, desktop.StateDeleted, actor)
+	if err != nil {
+		return nil, err
+	}
+	if deleteData {
+		d.Operation = "delete+data"
+		m.save(ctx, d)
+	}
+	defer m.unlock(id)
+	opCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	return m.finishDelete(opCtx, d, deleteData)
+}
+
+func (m *Manager) finishDelete(ctx context.Context, d *desktop.Desktop, deleteData bool) (*DeleteResult, error) {
+	name := d.DomainName()
+	if err := m.hv.Destroy(ctx, name); err != nil && !isMissing(ctx, m.hv, name) {
+		m.fail(ctx, d, "delete", err)
+		return nil, err
+	}
+	if err := m.hv.Undefine(ctx, name); err != nil {
+		m.fail(ctx, d, "delete", err)
+		return nil, err
+	}
+	for _, f := range []string{"os.qcow2", "seed.iso", "seed.iso.partial", "serial.log", "vnc.sock"} {
+		if err := os.Remove(filepath.Join(d.Dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			m.fail(ctx, d, "delete", err)
+			return nil, err
+		}
+	}
+	res := &DeleteResult{Desktop: d, DataDeleted: deleteData}
+	if deleteData {
+		if err := os.Remove(d.DataDiskPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			m.fail(ctx, d, "delete", err)
+			return nil, err
+		}
+		os.Remove(d.Dir)
+		d.DataDiskPath = ""
+	} else if _, err := os.Stat(d.DataDiskPath); err == nil {
+		res.DataDiskKept = d.DataDiskPath
+	} else {
+		d.DataDiskPath = ""
+		os.Remove(d.Dir)
+	}
+	now := time.Now().UTC()
+	d.State, d.DesiredState, d.Operation, d.DeletedAt = desktop.StateDeleted, desktop.StateDeleted, "", &now
+	if err := m.store.UpdateDesktop(ctx, d); err != nil {
+		return nil, err
+	}
+	if res.DataDiskKept != "" {
+		m.event(ctx, d.ID, "deleted", "bureau", "deleted; data disk kept at %s", res.DataDiskKept)
+	} else {
+		m.event(ctx, d.ID, "deleted", "bureau", "deleted with its data disk")
+	}
+	return res, nil
+}
+
+func isMissing(ctx context.Context, hv Hypervisor, name string) bool {
+	st, err := hv.State(ctx, name)
+	return err == nil && st == desktop.VMMissing
+}

@@ -1,0 +1,216 @@
+// Package manager orchestrates desktop lifecycles: it records intent in the
+// store before acting, serializes operations per desktop, undoes half-done
+// work on failure, and reconciles the store with the hypervisor on start-up
+// and on lifecycle events. It declares the small interfaces it needs.
+package manager
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// Hypervisor runs desktops' VMs.
+type Hypervisor interface {
+	Define(ctx context.Context, c desktop.VMConfig) error
+	Start(ctx context.Context, name string) error
+	Shutdown(ctx context.Context, name string) error
+	Destroy(ctx context.Context, name string) error
+	Reboot(ctx context.Context, name string) error
+	Undefine(ctx context.Context, name string) error
+	State(ctx context.Context, name string) (desktop.VMState, error)
+	List(ctx context.Context) (map[string]desktop.VMState, error)
+	Events() <-chan desktop.VMEvent
+}
+
+// Disks makes disk files.
+type Disks interface {
+	CreateOverlay(ctx context.Context, base, path string, sizeGiB int) error
+	CreateDataDisk(ctx context.Context, path string, sizeGiB int) error
+}
+
+// Seed is what a desktop's cloud-init seed says.
+type Seed struct {
+	DesktopID string
+	Hostname  string
+	SSHKeys   []string
+}
+
+// SeedWriter writes a desktop's cloud-init seed ISO.
+type SeedWriter interface {
+	WriteSeed(ctx context.Context, path string, s Seed) error
+}
+
+// Store keeps desktops, their events and images.
+type Store interface {
+	CreateDesktop(ctx context.Context, d *desktop.Desktop) error
+	UpdateDesktop(ctx context.Context, d *desktop.Desktop) error
+	GetDesktop(ctx context.Context, id string) (*desktop.Desktop, error)
+	ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error)
+	AddEvent(ctx context.Context, e *desktop.Event) error
+	ListEvents(ctx context.Context, desktopID string, limit int) ([]*desktop.Event, error)
+	GetImage(ctx context.Context, name string) (*desktop.Image, error)
+}
+
+// Config holds the manager's settings.
+type Config struct {
+	DataDir      string
+	DefaultImage string
+	Accelerator  desktop.Accelerator
+	OSDiskGiB    int
+	StopTimeout  time.Duration
+	// OpTimeout bounds one background operation (create, start, stop…).
+	OpTimeout time.Duration
+}
+
+// Manager is the lifecycle orchestrator.
+type Manager struct {
+	cfg   Config
+	hv    Hypervisor
+	disks Disks
+	seeds SeedWriter
+	store Store
+	log   *slog.Logger
+
+	mu   sync.Mutex
+	busy map[string]string // desktop id → operation in flight
+	wg   sync.WaitGroup
+	// ctx outlives requests: a desktop's operation never dies with the HTTP
+	// request that asked for it.
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// New builds a manager; call Run to reconcile and follow hypervisor events.
+func New(cfg Config, hv Hypervisor, disks Disks, seeds SeedWriter, store Store, log *slog.Logger) *Manager {
+	if cfg.OSDiskGiB == 0 {
+		cfg.OSDiskGiB = 10
+	}
+	if cfg.StopTimeout == 0 {
+		cfg.StopTimeout = 90 * time.Second
+	}
+	if cfg.OpTimeout == 0 {
+		cfg.OpTimeout = 10 * time.Minute
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Manager{cfg: cfg, hv: hv, disks: disks, seeds: seeds, store: store, log: log,
+		busy: map[string]string{}, ctx: ctx, cancel: cancel}
+}
+
+// Close stops following events and waits for operations in flight.
+func (m *Manager) Close() {
+	m.cancel()
+	m.wg.Wait()
+}
+
+// Accelerator reports which accelerator new desktops use.
+func (m *Manager) Accelerator() desktop.Accelerator { return m.cfg.Accelerator }
+
+// lock marks a desktop busy with op; a second operation gets ErrBusy.
+func (m *Manager) lock(id, op string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur, ok := m.busy[id]; ok {
+		return fmt.Errorf("%w (%s)", desktop.ErrBusy, cur)
+	}
+	m.busy[id] = op
+	return nil
+}
+
+func (m *Manager) unlock(id string) {
+	m.mu.Lock()
+	delete(m.busy, id)
+	m.mu.Unlock()
+}
+
+func (m *Manager) isBusy(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.busy[id]
+	return ok
+}
+
+// background runs fn for desktop id under the manager's context and the
+// operation timeout, then releases the desktop's lock.
+func (m *Manager) background(id string, fn func(ctx context.Context)) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer m.unlock(id)
+		ctx, cancel := context.WithTimeout(m.ctx, m.cfg.OpTimeout)
+		defer cancel()
+		fn(ctx)
+	}()
+}
+
+// Get returns a desktop by id.
+func (m *Manager) Get(ctx context.Context, id string) (*desktop.Desktop, error) {
+	return m.store.GetDesktop(ctx, id)
+}
+
+// List returns desktops matching f.
+func (m *Manager) List(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error) {
+	return m.store.ListDesktops(ctx, f)
+}
+
+// Events returns a desktop's newest events.
+func (m *Manager) Events(ctx context.Context, id string, limit int) ([]*desktop.Event, error) {
+	return m.store.ListEvents(ctx, id, limit)
+}
+
+// VMConfig is the VM definition of a desktop.
+func (m *Manager) VMConfig(d *desktop.Desktop, uuid string) desktop.VMConfig {
+	return desktop.VMConfig{
+		Name: d.DomainName(), UUID: uuid, VCPUs: d.VCPUs, MemoryMiB: d.MemoryMiB,
+		Accelerator: desktop.Accelerator(d.Accelerator),
+		OSDisk:      filepath.Join(d.Dir, "os.qcow2"), DataDisk: d.DataDiskPath,
+		SeedISO: filepath.Join(d.Dir, "seed.iso"), SerialLog: filepath.Join(d.Dir, "serial.log"),
+		VNCSocket: filepath.Join(d.Dir, "vnc.sock"),
+	}
+}
+
+// save writes d, logging (not failing on) a store error: the caller has
+// already acted and the reconciler repairs what the store missed.
+func (m *Manager) save(ctx context.Context, d *desktop.Desktop) {
+	if err := m.store.UpdateDesktop(ctx, d); err != nil {
+		m.log.Error("saving desktop", "desktop", d.ID, "err", err)
+	}
+}
+
+// event records an entry in the desktop's history.
+func (m *Manager) event(ctx context.Context, id, typ, actor, format string, args ...any) {
+	e := &desktop.Event{ID: newID(), DesktopID: id, Type: typ, Message: fmt.Sprintf(format, args...),
+		Actor: actor, CreatedAt: time.Now().UTC()}
+	if err := m.store.AddEvent(ctx, e); err != nil {
+		m.log.Error("recording event", "desktop", id, "type", typ, "err", err)
+	}
+	m.log.Info(e.Message, "desktop", id, "event", typ, "actor", actor)
+}
+
+// fail puts a desktop into the error state with a reason.
+func (m *Manager) fail(ctx context.Context, d *desktop.Desktop, op string, err error) {
+	d.State, d.Operation, d.LastError = desktop.StateError, "", fmt.Sprintf("%s failed: %v", op, err)
+	m.save(ctx, d)
+	m.event(ctx, d.ID, op+"_failed", "bureau", "%s", d.LastError)
+}
+
+func newID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func newUUID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}

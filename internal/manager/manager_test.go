@@ -1,0 +1,219 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+func TestCreateBootsDesktop(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	d := h.settle(t, h.create(t, "agent-1").ID)
+	if d.State != desktop.StateRunning || d.Operation != "" || d.LastError != "" {
+		t.Fatalf("after create: %+v", d)
+	}
+	for _, f := range []string{"os.qcow2", "data.qcow2", "seed.iso"} {
+		if !exists(filepath.Join(d.Dir, f)) {
+			t.Errorf("%s missing", f)
+		}
+	}
+	vm := h.hv.defined[d.DomainName()]
+	if vm.DataDisk != d.DataDiskPath || vm.VCPUs != 2 || vm.Accelerator != desktop.AccelTCG || !strings.HasSuffix(vm.VNCSocket, "vnc.sock") {
+		t.Errorf("VM config = %+v", vm)
+	}
+	evs, _ := h.m.Events(context.Background(), d.ID, 10)
+	if len(evs) < 2 || evs[len(evs)-1].Type != "created" {
+		t.Errorf("events = %v", evs)
+	}
+}
+
+func TestCreateRejectsBadInput(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	bad := []CreateRequest{
+		{Owner: "a", Name: "Bad_Name", Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 1}},
+		{Owner: "a", Name: "ok", Spec: desktop.Spec{VCPUs: 0, MemoryMiB: 1024, DataDiskGiB: 1}},
+		{Owner: "a", Name: "ok", Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 1, Image: "nope"}},
+	}
+	for _, req := range bad {
+		var ve *desktop.ValidationError
+		if _, err := h.m.Create(ctx, req); !errors.As(err, &ve) {
+			t.Errorf("%+v: got %v, want ValidationError", req, err)
+		}
+	}
+	h.settle(t, h.create(t, "dup").ID)
+	_, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "dup", Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 1}})
+	if !errors.Is(err, desktop.ErrNameTaken) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	all, _ := h.m.List(ctx, desktop.Filter{})
+	if len(all) != 1 {
+		t.Fatalf("rejected creates left %d desktops", len(all))
+	}
+}
+
+func TestFailedCreateCleansUp(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	h.hv.failOn = "Start"
+	d := h.settle(t, h.create(t, "broken").ID)
+	if d.State != desktop.StateError || !strings.Contains(d.LastError, "injected Start failure") {
+		t.Fatalf("after failed create: %+v", d)
+	}
+	if _, ok := h.hv.defined[d.DomainName()]; ok {
+		t.Error("domain left defined")
+	}
+	if exists(d.Dir) {
+		t.Errorf("files left in %s", d.Dir)
+	}
+}
+
+func TestFailedCreateKeepsExistingDataDisk(t *testing.T) {
+	h := newHarness(t, fakeDisks{failOverlay: true})
+	d, err := h.m.Create(context.Background(), CreateRequest{Owner: "alice", Name: "reuse",
+		Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// That first build made its own data disk and, failing, removed it.
+	if d := h.settle(t, d.ID); d.State != desktop.StateError || exists(d.DataDiskPath) {
+		t.Fatalf("first build: %+v, data disk exists=%v", d, exists(d.DataDiskPath))
+	}
+	// Now a data disk that was there before the build (e.g. a user's
+	// workspace) must survive the same failure.
+	os.MkdirAll(d.Dir, 0o750)
+	os.WriteFile(d.DataDiskPath, []byte("precious"), 0o600)
+	cp := *d
+	h.m.lock(d.ID, "create")
+	h.m.build(context.Background(), &cp, "/base", nil)
+	h.m.unlock(d.ID)
+	if b, _ := os.ReadFile(d.DataDiskPath); string(b) != "precious" {
+		t.Fatal("pre-existing data disk was removed or changed by a failed create")
+	}
+}
+
+func TestStopStartAndStateErrors(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	id := h.settle(t, h.create(t, "s1").ID).ID
+	d, err := h.m.Stop(ctx, id, "test", StopOptions{})
+	if err != nil || d.State != desktop.StateStopping {
+		t.Fatalf("stop: %v %+v", err, d)
+	}
+	if d := h.settle(t, id); d.State != desktop.StateStopped || d.DesiredState != desktop.StateStopped {
+		t.Fatalf("after stop: %+v", d)
+	}
+	var te *desktop.TransitionError
+	if _, err := h.m.Stop(ctx, id, "test", StopOptions{}); !errors.As(err, &te) || te.State != desktop.StateStopped {
+		t.Fatalf("stop stopped: %v", err)
+	}
+	if _, err := h.m.Start(ctx, id, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.m.Start(ctx, id, "test"); !errors.Is(err, desktop.ErrBusy) && !errors.As(err, &te) {
+		t.Fatalf("second start while starting: %v", err)
+	}
+	if d := h.settle(t, id); d.State != desktop.StateRunning {
+		t.Fatalf("after start: %+v", d)
+	}
+	if _, err := h.m.Start(ctx, "nope", "test"); !errors.Is(err, desktop.ErrNotFound) {
+		t.Fatalf("start unknown: %v", err)
+	}
+}
+
+func TestStopForcesGuestThatIgnoresACPI(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	id := h.settle(t, h.create(t, "stubborn").ID).ID
+	h.hv.ignoreACPI = true
+	h.m.Stop(context.Background(), id, "test", StopOptions{Timeout: 100 * time.Millisecond})
+	d := h.settle(t, id)
+	if d.State != desktop.StateStopped {
+		t.Fatalf("after forced stop: %+v", d)
+	}
+	evs, _ := h.m.Events(context.Background(), id, 1)
+	if !strings.Contains(evs[0].Message, "forced after") {
+		t.Errorf("stop event = %q, want it to say it was forced", evs[0].Message)
+	}
+}
+
+func TestDeleteKeepsDataDiskUnlessAsked(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	keep := h.settle(t, h.create(t, "keep").ID)
+	res, err := h.m.Delete(ctx, keep.ID, "test", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DataDiskKept != keep.DataDiskPath || !exists(keep.DataDiskPath) || exists(filepath.Join(keep.Dir, "os.qcow2")) {
+		t.Fatalf("delete keep: %+v", res)
+	}
+	if _, ok := h.hv.vms[keep.DomainName()]; ok {
+		t.Error("domain left after delete")
+	}
+	if d, _ := h.m.Get(ctx, keep.ID); d.State != desktop.StateDeleted || d.DeletedAt == nil || d.DataDiskPath != keep.DataDiskPath {
+		t.Fatalf("deleted record: %+v", d)
+	}
+	if _, err := h.m.Delete(ctx, keep.ID, "test", false); !errors.Is(err, desktop.ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+	gone := h.settle(t, h.create(t, "gone").ID)
+	res, err = h.m.Delete(ctx, gone.ID, "test", true)
+	if err != nil || !res.DataDeleted || exists(gone.Dir) {
+		t.Fatalf("delete with data: %+v %v, dir exists=%v", res, err, exists(gone.Dir))
+	}
+}
+
+func TestReconcile(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	running := h.settle(t, h.create(t, "running").ID)
+	vanished := h.settle(t, h.create(t, "vanished").ID)
+	halfDeleted := h.settle(t, h.create(t, "half-deleted").ID)
+	// A restart finds: a VM still running, a VM gone with no intent, and a
+	// delete that was recorded but not carried out.
+	delete(h.hv.vms, vanished.DomainName())
+	halfDeleted.State, halfDeleted.Operation = desktop.StateDeleting, "delete"
+	h.store.UpdateDesktop(ctx, halfDeleted)
+	if err := h.m.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := h.m.Get(ctx, running.ID); d.State != desktop.StateRunning {
+		t.Errorf("running desktop became %s", d.State)
+	}
+	if h.hv.vms[running.DomainName()] != desktop.VMRunning {
+		t.Error("reconcile touched a running VM")
+	}
+	d, _ := h.m.Get(ctx, vanished.ID)
+	if d.State != desktop.StateError || !strings.Contains(d.LastError, "disappeared") || d.DeletedAt != nil {
+		t.Errorf("vanished desktop: %+v", d)
+	}
+	if !exists(vanished.DataDiskPath) {
+		t.Error("vanished desktop's data disk was removed")
+	}
+	if d, _ := h.m.Get(ctx, halfDeleted.ID); d.State != desktop.StateDeleted || !exists(halfDeleted.DataDiskPath) {
+		t.Errorf("interrupted delete not finished with data kept: %+v", d)
+	}
+}
+
+func TestGuestPowerOffEventStopsDesktop(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	d := h.settle(t, h.create(t, "ev").ID)
+	if err := h.m.Run(); err != nil {
+		t.Fatal(err)
+	}
+	h.hv.vms[d.DomainName()] = desktop.VMShutoff
+	h.hv.events <- desktop.VMEvent{Domain: d.DomainName(), State: desktop.VMShutoff, Reason: "Stopped Shutdown"}
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if got, _ := h.m.Get(context.Background(), d.ID); got.State == desktop.StateStopped {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("guest power-off event did not mark the desktop stopped")
+}
