@@ -1,0 +1,60 @@
+# bureau — persistent Linux desktops for agents.
+#   make run    set up the host, build or reuse the desktop image, migrate, serve
+#   make test   unit tests (SQLite + PostgreSQL) and end-to-end tests on real desktops
+
+SHELL := /bin/bash
+export GOTOOLCHAIN := local
+export PATH := /usr/local/go/bin:$(PATH)
+# Caches live outside the checkout so a fresh clone reuses them.
+export GOCACHE ?= /var/cache/bureau/go-build
+export GOMODCACHE ?= /var/cache/bureau/go-mod
+
+DATA_DIR ?= /var/lib/bureau
+BIN := bin/bureau
+E2E_TIMEOUT ?= 60m
+
+.PHONY: run serve setup build image migrate test unit e2e e2e-sqlite e2e-postgres vet bench clean
+
+run: setup build image migrate serve
+
+serve:
+	$(BIN) serve --data-dir $(DATA_DIR)
+
+setup:
+	@scripts/host-setup.sh
+
+build:
+	go build -o $(BIN) ./cmd/bureau
+
+# Builds debian-12-desktop from images/desktop, or reuses the image cached
+# under /var/cache/bureau/images for the same recipe hash.
+image: build
+	$(BIN) image build --data-dir $(DATA_DIR)
+
+migrate: build
+	$(BIN) migrate --data-dir $(DATA_DIR)
+
+vet:
+	go vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+
+test: setup vet unit image e2e
+
+unit:
+	BUREAU_TEST_POSTGRES_URL=$$(BUREAU_WITH_POSTGRES=1 scripts/postgres-setup.sh) go test -count=1 ./...
+
+# End-to-end: boots real desktops through a real bureau server, once with
+# SQLite and once with PostgreSQL.
+e2e: e2e-sqlite e2e-postgres
+
+e2e-sqlite: build
+	BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v ./e2e/
+
+e2e-postgres: build
+	BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \
+		BUREAU_E2E_DATABASE_URL=$$(scripts/postgres-setup.sh) \
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run TestDesktopLifecycle ./e2e/
+
+clean:
+	rm -rf bin

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/bureau/bureau/internal/config"
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/manager"
+	"github.com/spf13/cobra"
+)
+
+func desktopCmd(cfg *config.Config) *cobra.Command {
+	cmd := &cobra.Command{Use: "desktop", Aliases: []string{"desktops", "d"}, Short: "Create and manage desktops (through the API)"}
+	var wait time.Duration
+	withClient := func(run func(ctx context.Context, c *client, args []string) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			c, err := newClient(cfg)
+			if err != nil {
+				return err
+			}
+			return run(cmd.Context(), c, args)
+		}
+	}
+	addWait := func(cc *cobra.Command) {
+		cc.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for the operation to finish (e.g. 10m)")
+	}
+
+	var body struct {
+		Name        string   `json:"name"`
+		Image       string   `json:"image,omitempty"`
+		VCPUs       int      `json:"vcpus"`
+		MemoryMiB   int      `json:"memory_mib"`
+		DataDiskGiB int      `json:"data_disk_gib"`
+		SSHKeys     []string `json:"ssh_authorized_keys,omitempty"`
+	}
+	create := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a desktop",
+		Args:  cobra.ExactArgs(1),
+		RunE: withClient(func(ctx context.Context, c *client, args []string) error {
+			body.Name = args[0]
+			var d desktop.Desktop
+			if err := c.do(ctx, "POST", "/api/v1/desktops", body, &d); err != nil {
+				return err
+			}
+			return finish(ctx, c, &d, wait)
+		}),
+	}
+	create.Flags().StringVar(&body.Image, "image", "", "image name (default: the server's default image)")
+	create.Flags().IntVar(&body.VCPUs, "vcpus", 2, "virtual CPUs")
+	create.Flags().IntVar(&body.MemoryMiB, "memory", 4096, "memory in MiB")
+	create.Flags().IntVar(&body.DataDiskGiB, "disk", 20, "data disk (the user's /home) in GiB")
+	create.Flags().StringArrayVar(&body.SSHKeys, "ssh-key", nil, "authorized SSH public key (repeatable)")
+	addWait(create)
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List desktops",
+		RunE: withClient(func(ctx context.Context, c *client, _ []string) error {
+			var out struct {
+				Desktops []*desktop.Desktop `json:"desktops"`
+			}
+			if err := c.do(ctx, "GET", "/api/v1/desktops", nil, &out); err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tNAME\tSTATE\tVCPUS\tMEMORY\tDISK\tIMAGE\tCREATED")
+			for _, d := range out.Desktops {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d MiB\t%d GiB\t%s\t%s\n", d.ID, d.Name, d.State, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, d.Image, d.CreatedAt.Format(time.RFC3339))
+			}
+			return w.Flush()
+		}),
+	}
+	get := &cobra.Command{
+		Use:   "get ID|NAME",
+		Short: "Show a desktop as JSON",
+		Args:  cobra.ExactArgs(1),
+		RunE: withClient(func(ctx context.Context, c *client, args []string) error {
+			d, err := lookup(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			return printJSON(d)
+		}),
+	}
+	op := func(name, short string, query func() url.Values) *cobra.Command {
+		cc := &cobra.Command{
+			Use:   name + " ID|NAME",
+			Short: short,
+			Args:  cobra.ExactArgs(1),
+			RunE: withClient(func(ctx context.Context, c *client, args []string) error {
+				d, err := lookup(ctx, c, args[0])
+				if err != nil {
+					return err
+				}
+				path := "/api/v1/desktops/" + d.ID + "/" + name
+				if q := query(); len(q) > 0 {
+					path += "?" + q.Encode()
+				}
+				if err := c.do(ctx, "POST", path, nil, d); err != nil {
+					return err
+				}
+				return finish(ctx, c, d, wait)
+			}),
+		}
+		addWait(cc)
+		return cc
+	}
+	none := func() url.Values { return nil }
+	var force bool
+	var timeout int
+	stop := op("stop", "Shut a desktop down (ACPI, forced after --timeout)", func() url.Values {
+		q := url.Values{}
+		if force {
+			q.Set("force", "true")
+		}
+		if timeout > 0 {
+			q.Set("timeout", fmt.Sprint(timeout))
+		}
+		return q
+	})
+	stop.Flags().BoolVar(&force, "force", false, "power off at once")
+	stop.Flags().IntVar(&timeout, "timeout", 0, "seconds to wait for the guest before forcing (default 90)")
+
+	var deleteData bool
+	del := &cobra.Command{
+		Use:   "delete ID|NAME",
+		Short: "Delete a desktop (its data disk is kept unless --delete-data)",
+		Args:  cobra.ExactArgs(1),
+		RunE: withClient(func(ctx context.Context, c *client, args []string) error {
+			d, err := lookup(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			var res manager.DeleteResult
+			if err := c.do(ctx, "DELETE", fmt.Sprintf("/api/v1/desktops/%s?delete_data=%t", d.ID, deleteData), nil, &res); err != nil {
+				return err
+			}
+			if res.DataDiskKept != "" {
+				fmt.Printf("desktop %s deleted; its data disk is kept at %s\n", d.Name, res.DataDiskKept)
+			} else {
+				fmt.Printf("desktop %s deleted with its data disk\n", d.Name)
+			}
+			return nil
+		}),
+	}
+	del.Flags().BoolVar(&deleteData, "delete-data", false, "also delete the data disk (the user's /home)")
+
+	events := &cobra.Command{
+		Use:   "events ID|NAME",
+		Short: "Show a desktop's history",
+		Args:  cobra.ExactArgs(1),
+		RunE: withClient(func(ctx context.Context, c *client, args []string) error {
+			d, err := lookup(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			var out struct {
+				Events []*desktop.Event `json:"events"`
+			}
+			if err := c.do(ctx, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &out); err != nil {
+				return err
+			}
+			for _, e := range out.Events {
+				fmt.Printf("%s  %-18s %s  (%s)\n", e.CreatedAt.Local().Format("2006-01-02 15:04:05"), e.Type, e.Message, e.Actor)
+			}
+			return nil
+		}),
+	}
+	cmd.AddCommand(create, list, get, op("start", "Start a stopped desktop", none), stop,
+		op("reboot", "Reboot a running desktop", none), del, events)
+	return cmd
+}
+
+// lookup finds a desktop by id, or else by name.
+func lookup(ctx context.Context, c *client, ref string) (*desktop.Desktop, error) {
+	var d desktop.Desktop
+	err := c.do(ctx, "GET", "/api/v1/desktops/"+url.PathEscape(ref), nil, &d)
+	if err == nil {
+		return &d, nil
+	}
+	var out struct {
+		Desktops []*desktop.Desktop `json:"desktops"`
+	}
+	if lerr := c.do(ctx, "GET", "/api/v1/desktops", nil, &out); lerr != nil {
+		return nil, err
+	}
+	for _, d := range out.Desktops {
+		if d.Name == ref {
+			return d, nil
+		}
+	}
+	return nil, err
+}
+
+// finish prints the desktop, after waiting for its operation if asked.
+func finish(ctx context.Context, c *client, d *desktop.Desktop, wait time.Duration) error {
+	if wait > 0 {
+		deadline := time.Now().Add(wait)
+		for !d.State.Settled() {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("desktop %s still %s after %s", d.Name, d.State, wait)
+			}
+			time.Sleep(time.Second)
+			if err := c.do(ctx, "GET", "/api/v1/desktops/"+d.ID, nil, d); err != nil {
+				return err
+			}
+		}
+		if d.State == desktop.StateError {
+			return fmt.Errorf("desktop %s: %s", d.Name, d.LastError)
+		}
+	}
+	return printJSON(d)
+}
+
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

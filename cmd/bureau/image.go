@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/bureau/bureau/internal/config"
+	"github.com/bureau/bureau/internal/images"
+	"github.com/spf13/cobra"
+)
+
+// Image commands work on this host's data directory and database directly
+// (they run as root next to libvirtd).
+func imageCmd(cfg *config.Config) *cobra.Command {
+	cmd := &cobra.Command{Use: "image", Short: "Build, import, list and delete base images"}
+	var name, recipe, osName, osVersion string
+	build := &cobra.Command{
+		Use:   "build",
+		Short: "Build the default desktop image from its recipe (reused when the recipe is unchanged)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := newLogger("text")
+			st, err := openStore(cmd.Context(), cfg, log)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			start := time.Now()
+			im, reused, err := imageService(cfg, st, log).Build(cmd.Context(),
+				images.BuildRequest{Name: name, RecipeDir: recipe, OS: osName, Version: osVersion}, progressPrinter())
+			fmt.Fprintln(os.Stderr)
+			if err != nil {
+				return err
+			}
+			how := "built"
+			if reused {
+				how = "reused (recipe unchanged)"
+			}
+			fmt.Printf("image %s %s in %s: %s, %d MiB, sha256 %s, recipe %s\n", im.Name, how,
+				time.Since(start).Round(time.Second), im.Path, im.SizeBytes>>20, im.SHA256[:16], im.RecipeHash)
+			return nil
+		},
+	}
+	build.Flags().StringVar(&name, "name", cfg.DefaultImage, "image name")
+	build.Flags().StringVar(&recipe, "recipe", cfg.RecipeDir, "recipe folder holding build.sh (BUREAU_RECIPE_DIR)")
+	build.Flags().StringVar(&osName, "os", "debian", "operating system recorded for the image")
+	build.Flags().StringVar(&osVersion, "os-version", "12", "OS version recorded for the image")
+
+	var req images.ImportRequest
+	imp := &cobra.Command{
+		Use:   "import",
+		Short: "Import a disk image by --url (resumable download) or --path",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := newLogger("text")
+			st, err := openStore(cmd.Context(), cfg, log)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			im, err := imageService(cfg, st, log).Import(cmd.Context(), req, progressPrinter())
+			fmt.Fprintln(os.Stderr)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("image %s imported: %s, %d MiB, sha256 %s\n", im.Name, im.Path, im.SizeBytes>>20, im.SHA256[:16])
+			return nil
+		},
+	}
+	imp.Flags().StringVar(&req.Name, "name", "", "image name (required)")
+	imp.Flags().StringVar(&req.URL, "url", "", "http(s) URL to download")
+	imp.Flags().StringVar(&req.Path, "path", "", "local file to import")
+	imp.Flags().StringVar(&req.SHA256, "sha256", "", "expected SHA-256 of the file")
+	imp.Flags().StringVar(&req.OS, "os", "", "operating system, e.g. ubuntu")
+	imp.Flags().StringVar(&req.Version, "os-version", "", "OS version, e.g. 22.04")
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List registered images",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := newLogger("text")
+			st, err := openStore(cmd.Context(), cfg, log)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			ims, err := imageService(cfg, st, log).List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tOS\tSIZE\tCREATED\tSOURCE")
+			for _, im := range ims {
+				fmt.Fprintf(w, "%s\t%s %s\t%d MiB\t%s\t%s\n", im.Name, im.OS, im.Version, im.SizeBytes>>20, im.CreatedAt.Format(time.RFC3339), im.Source)
+			}
+			return w.Flush()
+		},
+	}
+	del := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete an image no desktop uses",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			log := newLogger("text")
+			st, err := openStore(cmd.Context(), cfg, log)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if err := imageService(cfg, st, log).Delete(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Printf("image %s deleted\n", args[0])
+			return nil
+		},
+	}
+	cmd.AddCommand(build, imp, list, del)
+	return cmd
+}
+
+// progressPrinter draws one updating line: phase, percent, ETA.
+func progressPrinter() images.ProgressFunc {
+	return func(p images.Progress) {
+		line := fmt.Sprintf("\r%-10s %5.1f%%", p.Phase, p.Percent)
+		if p.Total > 0 {
+			line += fmt.Sprintf("  %d/%d MiB", p.Done>>20, p.Total>>20)
+		}
+		if p.ETA > 0 {
+			line += "  ETA " + p.ETA.String()
+		}
+		fmt.Fprintf(os.Stderr, "%-60s", line)
+	}
+}

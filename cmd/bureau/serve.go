@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/bureau/bureau/internal/api"
+	"github.com/bureau/bureau/internal/auth"
+	"github.com/bureau/bureau/internal/config"
+	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
+	"github.com/bureau/bureau/internal/manager"
+	"github.com/bureau/bureau/internal/storage"
+	"github.com/spf13/cobra"
+)
+
+func serveCmd(cfg *config.Config) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the API and web console",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return serve(ctx, cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Listen, "listen", cfg.Listen, "address to serve on (BUREAU_LISTEN)")
+	f.StringVar(&cfg.LibvirtURI, "libvirt", cfg.LibvirtURI, "libvirt URI (BUREAU_LIBVIRT_URI)")
+	f.StringVar(&cfg.Accelerator, "accelerator", cfg.Accelerator, "auto, kvm or tcg (BUREAU_ACCELERATOR)")
+	f.StringVar(&cfg.DefaultImage, "default-image", cfg.DefaultImage, "image for desktops that name none (BUREAU_DEFAULT_IMAGE)")
+	f.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "json or text (BUREAU_LOG_FORMAT)")
+	return cmd
+}
+
+func serve(ctx context.Context, cfg *config.Config) error {
+	log := newLogger(cfg.LogFormat)
+	accel, why, err := hv.ChooseAccelerator(cfg.Accelerator)
+	if err != nil {
+		return err
+	}
+	log.Info("accelerator chosen", "accelerator", accel, "reason", why)
+
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tokens := auth.New(st)
+	if secret, err := tokens.Bootstrap(ctx, cfg.AdminToken); err != nil {
+		return fmt.Errorf("admin token: %w", err)
+	} else if secret != "" {
+		if err := os.WriteFile(cfg.AdminTokenFile(), []byte(secret+"\n"), 0o600); err != nil {
+			return fmt.Errorf("save admin token: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "\nbureau: first admin token (shown once, also saved to %s):\n\n    %s\n\n", cfg.AdminTokenFile(), secret)
+	}
+
+	h, err := hv.Open(ctx, cfg.LibvirtURI, log)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	m := manager.New(manager.Config{DataDir: cfg.DataDir, DefaultImage: cfg.DefaultImage, Accelerator: accel},
+		h, storage.Disks{}, seedWriter{}, st, log)
+	if err := m.Run(); err != nil {
+		return err
+	}
+	defer m.Close()
+
+	router := api.New(api.Deps{
+		Desktops: m, Screens: h, Tokens: tokens, Images: imageService(cfg, st, log), Log: log,
+		Info: map[string]string{"version": version, "accelerator": string(accel), "accelerator_reason": why,
+			"database": st.Dialect(), "default_image": cfg.DefaultImage, "go": runtime.Version()},
+	})
+	srv := &http.Server{Addr: cfg.Listen, Handler: router, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Info("serving", "listen", cfg.Listen, "database", st.Dialect(), "data_dir", cfg.DataDir)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down; desktops keep running")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

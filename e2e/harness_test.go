@@ -1,0 +1,290 @@
+//go:build e2e
+
+// Package e2e boots real desktops through a real bureau server process,
+// real libvirtd and the real desktop image. Boots are slow under software
+// emulation, so each test boots one desktop and checks many things on it.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
+)
+
+const adminToken = "e2e-admin-token-0123456789abcdef"
+
+// server is a bureau process under test with its own data directory.
+type server struct {
+	t       *testing.T
+	bin     string
+	dataDir string
+	dbURL   string
+	url     string
+	cmd     *exec.Cmd
+	logPath string
+	hv      *hv.Hypervisor
+}
+
+func repoRoot(t *testing.T) string {
+	wd, _ := os.Getwd()
+	return filepath.Dir(wd)
+}
+
+func newServer(t *testing.T) *server {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("end-to-end tests need root (libvirt, loop devices)")
+	}
+	bin := os.Getenv("BUREAU_E2E_BIN")
+	if bin == "" {
+		t.Skip("BUREAU_E2E_BIN not set: run through `make e2e`")
+	}
+	dataDir, err := os.MkdirTemp("/var/lib", "bureau-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{t: t, bin: bin, dataDir: dataDir, dbURL: os.Getenv("BUREAU_E2E_DATABASE_URL"), logPath: filepath.Join(dataDir, "server.log")}
+	if s.dbURL != "" {
+		resetPostgres(t, s.dbURL)
+	}
+	t.Cleanup(func() {
+		s.stop()
+		if t.Failed() {
+			if b, err := os.ReadFile(s.logPath); err == nil {
+				t.Logf("server log (last 4 KiB):\n%s", tailBytes(b, 4096))
+			}
+		}
+		os.RemoveAll(dataDir)
+	})
+	// The image build reuses the image cached for this recipe.
+	out, err := exec.Command(bin, s.args("image", "build", "--recipe", filepath.Join(repoRoot(t), "images/desktop"))...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("image build: %v\n%s", err, out)
+	}
+	t.Logf("image: %s", strings.TrimSpace(lastLine(string(out))))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s.hv, err = hv.Open(ctx, "qemu:///system", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.start()
+	return s
+}
+
+func (s *server) args(a ...string) []string {
+	a = append(a, "--data-dir", s.dataDir)
+	if s.dbURL != "" {
+		a = append(a, "--database", s.dbURL)
+	}
+	return a
+}
+
+func (s *server) start() {
+	s.t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.cmd = exec.Command(s.bin, s.args("serve", "--listen", addr)...)
+	s.cmd.Env = append(os.Environ(), "BUREAU_ADMIN_TOKEN="+adminToken)
+	s.cmd.Stdout, s.cmd.Stderr = logf, logf
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.url = "http://" + addr
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(s.url + "/healthz"); err == nil {
+			resp.Body.Close()
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.t.Fatal("bureau serve did not come up")
+}
+
+func (s *server) stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		s.cmd.Process.Kill()
+		<-done
+	}
+	s.cmd = nil
+}
+
+// call sends an API request and decodes the JSON reply into out.
+func (s *server) call(token, method, path string, body any, out any) int {
+	s.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		if raw, ok := body.(string); ok {
+			rd = strings.NewReader(raw)
+		} else {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+	}
+	req, _ := http.NewRequest(method, s.url+path, rd)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if b, ok := out.(*[]byte); ok {
+			*b = data
+		} else if err := json.Unmarshal(data, out); err != nil {
+			s.t.Fatalf("%s %s: %d %s: %v", method, path, resp.StatusCode, data, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+type apiErr struct {
+	Error struct {
+		Code, Message, Field, State string
+	} `json:"error"`
+}
+
+// expectError checks status and error code of a refused request.
+func (s *server) expectError(token, method, path string, body any, status int, code string) apiErr {
+	s.t.Helper()
+	var e apiErr
+	if got := s.call(token, method, path, body, &e); got != status || e.Error.Code != code {
+		s.t.Errorf("%s %s: got %d %+v, want %d %s", method, path, got, e.Error, status, code)
+	}
+	return e
+}
+
+// waitState polls the desktop until it reaches want (or fails).
+func (s *server) waitState(token, id string, want desktop.State, timeout time.Duration) *desktop.Desktop {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var d desktop.Desktop
+	for time.Now().Before(deadline) {
+		s.call(token, "GET", "/api/v1/desktops/"+id, nil, &d)
+		if d.State == want {
+			return &d
+		}
+		if d.State == desktop.StateError {
+			s.t.Fatalf("desktop %s went to error: %s", id, d.LastError)
+		}
+		time.Sleep(time.Second)
+	}
+	s.t.Fatalf("desktop %s is %s after %s, want %s", id, d.State, timeout, want)
+	return nil
+}
+
+// guest runs a shell command in the desktop through the guest agent.
+func (s *server) guest(d *desktop.Desktop, script string) (string, int) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := s.hv.GuestExec(ctx, d.DomainName(), desktop.Exec{Argv: []string{"/bin/sh", "-c", script}})
+	if err != nil {
+		s.t.Fatalf("guest exec %q: %v", script, err)
+	}
+	return strings.TrimSpace(string(res.Stdout) + string(res.Stderr)), res.ExitCode
+}
+
+// waitGuest polls a guest command until it succeeds.
+func (s *server) waitGuest(d *desktop.Desktop, what, script string, timeout time.Duration) time.Duration {
+	s.t.Helper()
+	start := time.Now()
+	for time.Since(start) < timeout {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := s.hv.GuestExec(ctx, d.DomainName(), desktop.Exec{Argv: []string{"/bin/sh", "-c", script}})
+		cancel()
+		if err == nil && res.ExitCode == 0 {
+			return time.Since(start)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	s.t.Fatalf("%s: not true after %s (%s)", what, timeout, script)
+	return 0
+}
+
+func (s *server) waitAgent(d *desktop.Desktop, timeout time.Duration) time.Duration {
+	s.t.Helper()
+	start := time.Now()
+	for time.Since(start) < timeout {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		err := s.hv.GuestPing(ctx, d.DomainName())
+		cancel()
+		if err == nil {
+			return time.Since(start)
+		}
+		time.Sleep(time.Second)
+	}
+	s.t.Fatalf("guest agent of %s silent after %s", d.Name, timeout)
+	return 0
+}
+
+func (s *server) vmState(d *desktop.Desktop) desktop.VMState {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := s.hv.State(ctx, d.DomainName())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return st
+}
+
+func resetPostgres(t *testing.T, url string) {
+	out, err := exec.Command("psql", url, "-q", "-c", "DROP SCHEMA public CASCADE; CREATE SCHEMA public;").CombinedOutput()
+	if err != nil {
+		t.Fatalf("reset postgres: %v\n%s", err, out)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func tailBytes(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+var _ = fmt.Sprintf

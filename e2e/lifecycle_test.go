@@ -1,0 +1,231 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"image"
+	"image/png"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// TestDesktopLifecycle boots one desktop from the built image and walks it
+// through the whole lifecycle a user sees: create, bad input, the guest's
+// view (hostname, /home on the data disk, X session, tools), a bureau
+// restart that must not touch the VM, stop, start with data intact, and
+// delete that keeps the data disk.
+func TestDesktopLifecycle(t *testing.T) {
+	s := newServer(t)
+
+	// Two owners: alice works, bob must not see alice's desktop.
+	var alice, bob struct {
+		Token string `json:"token"`
+	}
+	if code := s.call(adminToken, "POST", "/api/v1/tokens", map[string]any{"owner": "alice"}, &alice); code != http.StatusCreated {
+		t.Fatalf("create alice token: %d", code)
+	}
+	s.call(adminToken, "POST", "/api/v1/tokens", map[string]any{"owner": "bob"}, &bob)
+
+	// Bad input is refused before anything is made.
+	s.expectError("", "GET", "/api/v1/desktops", nil, 401, "unauthorized")
+	s.expectError("wrong", "GET", "/api/v1/desktops", nil, 401, "unauthorized")
+	if e := s.expectError(alice.Token, "POST", "/api/v1/desktops", map[string]any{"name": "Bad Name"}, 422, "invalid"); e.Error.Field != "name" {
+		t.Errorf("bad name: field %q", e.Error.Field)
+	}
+	for field, body := range map[string]map[string]any{
+		"vcpus":         {"name": "x", "vcpus": 17},
+		"memory_mib":    {"name": "x", "memory_mib": 100},
+		"data_disk_gib": {"name": "x", "data_disk_gib": 5000},
+		"image":         {"name": "x", "image": "no-such-image"},
+	} {
+		if e := s.expectError(alice.Token, "POST", "/api/v1/desktops", body, 422, "invalid"); e.Error.Field != field {
+			t.Errorf("%v: field %q, want %s", body, e.Error.Field, field)
+		}
+	}
+	s.expectError(alice.Token, "POST", "/api/v1/desktops", `{"name":"x","colour":"red"}`, 400, "bad_request")
+	s.expectError(alice.Token, "POST", "/api/v1/desktops", `{"name":`, 400, "bad_request")
+	s.expectError(alice.Token, "GET", "/api/v1/desktops/nope", nil, 404, "not_found")
+
+	// Create.
+	createdAt := time.Now()
+	var d desktop.Desktop
+	code := s.call(alice.Token, "POST", "/api/v1/desktops",
+		map[string]any{"name": "agent-1", "vcpus": 2, "memory_mib": 2048, "data_disk_gib": 4}, &d)
+	if code != http.StatusAccepted || d.State != desktop.StateCreating || d.Owner != "alice" {
+		t.Fatalf("create: %d %+v", code, d)
+	}
+	t.Cleanup(func() {
+		// Leave nothing behind even when a check fails half-way.
+		s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"?delete_data=true", nil, nil)
+	})
+	s.expectError(alice.Token, "POST", "/api/v1/desktops", map[string]any{"name": "agent-1"}, 409, "name_taken")
+	s.expectError(bob.Token, "GET", "/api/v1/desktops/"+d.ID, nil, 404, "not_found")
+	s.expectError(bob.Token, "POST", "/api/v1/desktops/"+d.ID+"/stop", nil, 404, "not_found")
+	var bobList struct{ Desktops []desktop.Desktop }
+	s.call(bob.Token, "GET", "/api/v1/desktops", nil, &bobList)
+	if len(bobList.Desktops) != 0 {
+		t.Errorf("bob sees %d desktops", len(bobList.Desktops))
+	}
+
+	running := s.waitState(alice.Token, d.ID, desktop.StateRunning, 5*time.Minute)
+	if running.Accelerator == "" || running.Image != "debian-12-desktop" {
+		t.Errorf("running desktop: %+v", running)
+	}
+	s.expectError(alice.Token, "POST", "/api/v1/desktops/"+d.ID+"/start", nil, 409, "invalid_state")
+	agentAfter := s.waitAgent(running, 10*time.Minute)
+	t.Logf("create→guest agent: %s (accelerator %s)", time.Since(createdAt).Round(time.Second), running.Accelerator)
+	_ = agentAfter
+
+	// Inside the guest: identity, data disk as /home, the desktop session.
+	s.waitGuest(running, "cloud-init done", "cloud-init status | grep -q 'status: done'", 10*time.Minute)
+	if out, _ := s.guest(running, "hostname"); out != "agent-1" {
+		t.Errorf("hostname = %q", out)
+	}
+	if out, _ := s.guest(running, "findmnt -n -o SOURCE,FSTYPE,LABEL /home"); !strings.HasPrefix(out, "/dev/vdb") || !strings.Contains(out, "ext4") {
+		t.Errorf("/home is %q, want the ext4 data disk /dev/vdb", out)
+	}
+	if out, _ := s.guest(running, "stat -c %U /home/agent && id -nG agent"); !strings.HasPrefix(out, "agent") || !strings.Contains(out, "sudo") {
+		t.Errorf("agent home/groups: %q", out)
+	}
+	if out, code := s.guest(running, "command -v firefox-esr xterm xdotool && systemctl is-active qemu-guest-agent"); code != 0 {
+		t.Errorf("tools or guest agent missing: %q", out)
+	}
+	visible := s.waitGuest(running, "Xfce session", "pgrep -u agent -x xfce4-session && pgrep -u agent -x xfce4-panel && pgrep -u agent -x xfdesktop", 10*time.Minute)
+	t.Logf("create→xfce panel and desktop up: %s", time.Since(createdAt).Round(time.Second))
+	_ = visible
+	shot := s.settledScreenshot(alice.Token, d.ID, 2*time.Minute)
+	checkDesktopVisible(t, shot)
+	os.WriteFile(filepath.Join(os.TempDir(), "bureau-e2e-desktop.png"), shot, 0o644)
+	t.Logf("create→desktop visible and settled: %s", time.Since(createdAt).Round(time.Second))
+
+	s.guest(running, "echo kept-across-restarts > /home/agent/marker.txt && chown agent: /home/agent/marker.txt && sync")
+
+	// A bureau restart must leave the running VM alone.
+	s.stop()
+	s.start()
+	if got := s.waitState(alice.Token, d.ID, desktop.StateRunning, 10*time.Second); got.LastError != "" {
+		t.Errorf("after restart: %+v", got)
+	}
+	if st := s.vmState(running); st != desktop.VMRunning {
+		t.Fatalf("VM is %s after a bureau restart", st)
+	}
+
+	// Stop (graceful), then start: the data disk's content is still there.
+	stopAt := time.Now()
+	var stopping desktop.Desktop
+	if code := s.call(alice.Token, "POST", "/api/v1/desktops/"+d.ID+"/stop", nil, &stopping); code != 202 || stopping.State != desktop.StateStopping {
+		t.Fatalf("stop: %d %+v", code, stopping)
+	}
+	s.waitState(alice.Token, d.ID, desktop.StateStopped, 3*time.Minute)
+	t.Logf("stop: %s", time.Since(stopAt).Round(100*time.Millisecond))
+	if st := s.vmState(running); st != desktop.VMShutoff {
+		t.Fatalf("VM is %s after stop", st)
+	}
+	s.expectError(alice.Token, "POST", "/api/v1/desktops/"+d.ID+"/stop", nil, 409, "invalid_state")
+	s.expectError(alice.Token, "GET", "/api/v1/desktops/"+d.ID+"/screenshot", nil, 409, "invalid_state")
+	startAt := time.Now()
+	s.call(alice.Token, "POST", "/api/v1/desktops/"+d.ID+"/start", nil, nil)
+	restarted := s.waitState(alice.Token, d.ID, desktop.StateRunning, 3*time.Minute)
+	t.Logf("start→guest agent: %s", (time.Since(startAt) + s.waitAgent(restarted, 10*time.Minute)).Round(time.Second))
+	s.waitGuest(restarted, "/home mounted", "test -f /home/agent/marker.txt", 5*time.Minute)
+	if out, _ := s.guest(restarted, "cat /home/agent/marker.txt"); out != "kept-across-restarts" {
+		t.Errorf("marker after stop/start = %q", out)
+	}
+
+	// Events tell the story.
+	var evs struct{ Events []desktop.Event }
+	s.call(alice.Token, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &evs)
+	types := []string{}
+	for _, e := range evs.Events {
+		types = append(types, e.Type)
+	}
+	for _, want := range []string{"create_requested", "created", "stopped", "started"} {
+		if !strings.Contains(strings.Join(types, " "), want) {
+			t.Errorf("events %v lack %s", types, want)
+		}
+	}
+
+	// Delete keeps the data disk and removes everything else.
+	var res struct {
+		DataDeleted  bool   `json:"data_deleted"`
+		DataDiskKept string `json:"data_disk_kept"`
+	}
+	if code := s.call(alice.Token, "DELETE", "/api/v1/desktops/"+d.ID, nil, &res); code != 200 {
+		t.Fatalf("delete: %d", code)
+	}
+	if res.DataDeleted || res.DataDiskKept != running.DataDiskPath || !exists(res.DataDiskKept) {
+		t.Errorf("delete result %+v; data disk %s exists=%v", res, running.DataDiskPath, exists(running.DataDiskPath))
+	}
+	if st := s.vmState(running); st != desktop.VMMissing {
+		t.Errorf("VM is %s after delete", st)
+	}
+	for _, f := range []string{"os.qcow2", "seed.iso"} {
+		if p := filepath.Join(filepath.Dir(running.DataDiskPath), f); exists(p) {
+			t.Errorf("%s left after delete", p)
+		}
+	}
+	s.expectError(alice.Token, "GET", "/api/v1/desktops/"+d.ID, nil, 404, "not_found")
+	os.Remove(res.DataDiskKept)
+}
+
+// settledScreenshot polls the API's screenshot until two frames a few
+// seconds apart are identical: the desktop has finished drawing.
+func (s *server) settledScreenshot(token, id string, timeout time.Duration) []byte {
+	s.t.Helper()
+	var prev []byte
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		var shot []byte
+		if code := s.call(token, "GET", "/api/v1/desktops/"+id+"/screenshot", nil, &shot); code != 200 {
+			s.t.Fatalf("screenshot: %d %s", code, shot)
+		}
+		if prev != nil && bytes.Equal(prev, shot) {
+			return shot
+		}
+		prev = shot
+		time.Sleep(3 * time.Second)
+	}
+	return prev
+}
+
+// checkDesktopVisible asserts the screenshot is the Xfce desktop at
+// 1280×800: a panel strip at the top that is not uniform (panel items)
+// and a screen with many colours (wallpaper), unlike a text console.
+func checkDesktopVisible(t *testing.T, shot []byte) {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("screenshot is not a PNG: %v", err)
+	}
+	b := img.Bounds()
+	if b.Dx() != 1280 || b.Dy() != 800 {
+		t.Errorf("screen is %dx%d, want 1280x800", b.Dx(), b.Dy())
+	}
+	panel := colours(img, image.Rect(0, 0, b.Dx(), 28))
+	screen := colours(img, b)
+	t.Logf("screenshot: %d colours in the top panel strip, %d on screen", panel, screen)
+	if panel < 8 {
+		t.Errorf("top panel strip has %d colours: no Xfce panel drawn", panel)
+	}
+	if screen < 200 {
+		t.Errorf("screen has %d colours: looks like a console, not the desktop", screen)
+	}
+}
+
+func colours(img image.Image, r image.Rectangle) int {
+	seen := map[uint32]bool{}
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			seen[cr>>8<<16|cg>>8<<8|cb>>8] = true
+		}
+	}
+	return len(seen)
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Configures the bootstrapped rootfs: customize.sh ROOTFS ROOT_UUID
+set -euo pipefail
+R=$1; ROOTUUID=$2
+here=$(cd "$(dirname "$0")" && pwd)
+
+# Config files shipped with the recipe, copied over the rootfs.
+cp -a "$here/files/." "$R/"
+
+echo "bureau-desktop" > "$R/etc/hostname"
+printf '127.0.0.1 localhost\n127.0.1.1 bureau-desktop\n::1 localhost ip6-localhost ip6-loopback\n' > "$R/etc/hosts"
+printf 'UUID=%s / ext4 defaults,errors=remount-ro 0 1\n' "$ROOTUUID" > "$R/etc/fstab"
+echo 'LANG=C.UTF-8' > "$R/etc/default/locale"
+
+# Xfce's panel asks on first start whether to use the default layout: ship
+# the default as the system-wide configuration so it never asks.
+install -D -m644 "$R/etc/xdg/xfce4/panel/default.xml" \
+	"$R/etc/xdg/xfce4/xfconf/xfce-perchannel-xml/xfce4-panel.xml"
+
+chroot "$R" systemctl enable systemd-networkd.service systemd-resolved.service qemu-guest-agent.service >/dev/null 2>&1 || true
+chroot "$R" systemctl set-default graphical.target
+# Work that only slows a boot under emulation and helps no desktop.
+for unit in e2scrub_reap.service e2scrub_all.timer apt-daily.timer apt-daily-upgrade.timer \
+	man-db.timer fstrim.timer systemd-networkd-wait-online.service; do
+	chroot "$R" systemctl disable "$unit" >/dev/null 2>&1 || true
+done
+chroot "$R" systemctl mask systemd-networkd-wait-online.service >/dev/null 2>&1 || true
+
+# Bootloader configuration (extlinux, installed by mkdisk.sh).
+KVER=$(ls "$R"/boot/vmlinuz-* | sed 's#.*/vmlinuz-##' | sort -V | tail -1)
+mkdir -p "$R/boot/extlinux"
+cat > "$R/boot/extlinux/extlinux.conf" <<CONF
+DEFAULT linux
+TIMEOUT 0
+PROMPT 0
+LABEL linux
+  LINUX /boot/vmlinuz-$KVER
+  INITRD /boot/initrd.img-$KVER
+  APPEND root=UUID=$ROOTUUID ro console=tty0 console=ttyS0,115200n8 quiet
+CONF
+
+# Every desktop gets its own identity at first boot.
+rm -f "$R"/etc/ssh/ssh_host_*
+truncate -s0 "$R/etc/machine-id"
+rm -f "$R/var/lib/dbus/machine-id"
+chroot "$R" apt-get clean
+rm -rf "$R"/var/lib/apt/lists/* "$R"/var/cache/apt/*.bin "$R"/tmp/* "$R"/var/log/*.log

@@ -1,0 +1,128 @@
+// Package api is bureau's HTTP surface: a gin router, token authentication,
+// handlers that return values, and one mapping from errors to responses.
+// Nothing imports this package; it declares the interfaces it uses.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/bureau/bureau/internal/auth"
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/manager"
+	"github.com/gin-gonic/gin"
+)
+
+// Desktops is the lifecycle service the API drives.
+type Desktops interface {
+	Create(ctx context.Context, req manager.CreateRequest) (*desktop.Desktop, error)
+	Get(ctx context.Context, id string) (*desktop.Desktop, error)
+	List(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error)
+	Start(ctx context.Context, id, actor string) (*desktop.Desktop, error)
+	Stop(ctx context.Context, id, actor string, opts manager.StopOptions) (*desktop.Desktop, error)
+	Reboot(ctx context.Context, id, actor string) (*desktop.Desktop, error)
+	Delete(ctx context.Context, id, actor string, deleteData bool) (*manager.DeleteResult, error)
+	Events(ctx context.Context, id string, limit int) ([]*desktop.Event, error)
+}
+
+// Screens takes screenshots of running desktops.
+type Screens interface {
+	Screenshot(ctx context.Context, domain string) ([]byte, string, error)
+}
+
+// Tokens issues and checks API tokens.
+type Tokens interface {
+	Authenticate(ctx context.Context, secret string) (*desktop.Token, error)
+	Create(ctx context.Context, req auth.CreateRequest) (string, *desktop.Token, error)
+	List(ctx context.Context, owner string) ([]*desktop.Token, error)
+	Revoke(ctx context.Context, id string) error
+}
+
+// Deps are what the API needs.
+type Deps struct {
+	Desktops Desktops
+	Screens  Screens
+	Tokens   Tokens
+	Images   Images
+	Log      *slog.Logger
+	// Info is served by GET /api/v1/info (accelerator, version…).
+	Info map[string]string
+}
+
+type server struct{ Deps }
+
+// New builds the router.
+func New(d Deps) *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	// Request cancellation reaches handlers through c (a context.Context).
+	r.ContextWithFallback = true
+	r.HandleMethodNotAllowed = true
+	s := &server{d}
+	r.Use(s.logRequests, gin.CustomRecovery(s.recovered))
+	r.NoRoute(func(c *gin.Context) { s.fail(c, errNoRoute) })
+	r.NoMethod(func(c *gin.Context) { s.fail(c, errNoMethod) })
+	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+
+	v1 := r.Group("/api/v1", s.authenticate)
+	v1.GET("/info", s.handle(s.info))
+	v1.GET("/desktops", s.handle(s.listDesktops))
+	v1.POST("/desktops", s.handle(s.createDesktop))
+	v1.GET("/desktops/:id", s.handle(s.getDesktop))
+	v1.DELETE("/desktops/:id", s.handle(s.deleteDesktop))
+	v1.POST("/desktops/:id/start", s.handle(s.startDesktop))
+	v1.POST("/desktops/:id/stop", s.handle(s.stopDesktop))
+	v1.POST("/desktops/:id/reboot", s.handle(s.rebootDesktop))
+	v1.GET("/desktops/:id/events", s.handle(s.desktopEvents))
+	v1.GET("/desktops/:id/screenshot", s.screenshot)
+	v1.GET("/images", s.handle(s.listImages))
+	v1.POST("/images", s.handle(s.importImage))
+	v1.DELETE("/images/:name", s.handle(s.deleteImage))
+	v1.GET("/tokens", s.handle(s.listTokens))
+	v1.POST("/tokens", s.handle(s.createToken))
+	v1.DELETE("/tokens/:id", s.handle(s.revokeToken))
+	return r
+}
+
+// reply is what a handler returns: a status and a JSON body.
+type reply struct {
+	status int
+	body   any
+}
+
+// handle adapts a value-returning handler: errors go through fail.
+func (s *server) handle(h func(c *gin.Context) (reply, error)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		r, err := h(c)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		if c.Writer.Written() { // the handler streamed its own response
+			return
+		}
+		if r.body == nil {
+			c.Status(r.status)
+			return
+		}
+		c.JSON(r.status, r.body)
+	}
+}
+
+func (s *server) info(c *gin.Context) (reply, error) {
+	return reply{http.StatusOK, s.Info}, nil
+}
+
+func (s *server) logRequests(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	s.Log.Info("request", "method", c.Request.Method, "path", c.FullPath(), "status", c.Writer.Status(),
+		"duration_ms", time.Since(start).Milliseconds(), "owner", c.GetString(ctxOwner))
+}
+
+func (s *server) recovered(c *gin.Context, v any) {
+	s.Log.Error("handler panic", "panic", v, "path", c.Request.URL.Path)
+	s.fail(c, errPanic)
+}

@@ -1,0 +1,311 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/auth"
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/images"
+	"github.com/bureau/bureau/internal/manager"
+	"github.com/bureau/bureau/internal/store"
+)
+
+// fakeDesktops keeps desktops in memory and records what it was asked.
+type fakeDesktops struct {
+	mu       sync.Mutex
+	desktops map[string]*desktop.Desktop
+	lastReq  manager.CreateRequest
+	lastStop manager.StopOptions
+	err      error // returned by every operation when set
+}
+
+func (f *fakeDesktops) Create(_ context.Context, req manager.CreateRequest) (*desktop.Desktop, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lastReq = req
+	if f.err != nil {
+		return nil, f.err
+	}
+	d := &desktop.Desktop{ID: fmt.Sprintf("d%d", len(f.desktops)+1), Owner: req.Owner, Name: req.Name, Spec: req.Spec, State: desktop.StateCreating}
+	f.desktops[d.ID] = d
+	return d, nil
+}
+func (f *fakeDesktops) Get(_ context.Context, id string) (*desktop.Desktop, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if d, ok := f.desktops[id]; ok {
+		cp := *d
+		return &cp, nil
+	}
+	return nil, fmt.Errorf("desktop %s: %w", id, desktop.ErrNotFound)
+}
+func (f *fakeDesktops) List(_ context.Context, flt desktop.Filter) ([]*desktop.Desktop, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*desktop.Desktop
+	for _, d := range f.desktops {
+		if flt.Owner == "" || d.Owner == flt.Owner {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+func (f *fakeDesktops) op(id string) (*desktop.Desktop, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	return f.Get(context.Background(), id)
+}
+func (f *fakeDesktops) Start(_ context.Context, id, _ string) (*desktop.Desktop, error) {
+	return f.op(id)
+}
+func (f *fakeDesktops) Reboot(_ context.Context, id, _ string) (*desktop.Desktop, error) {
+	return f.op(id)
+}
+func (f *fakeDesktops) Stop(_ context.Context, id, _ string, o manager.StopOptions) (*desktop.Desktop, error) {
+	f.lastStop = o
+	return f.op(id)
+}
+func (f *fakeDesktops) Delete(_ context.Context, id, _ string, deleteData bool) (*manager.DeleteResult, error) {
+	d, err := f.op(id)
+	if err != nil {
+		return nil, err
+	}
+	return &manager.DeleteResult{Desktop: d, DataDeleted: deleteData}, nil
+}
+func (f *fakeDesktops) Events(context.Context, string, int) ([]*desktop.Event, error) {
+	return nil, nil
+}
+
+type fakeScreens struct{}
+
+func (fakeScreens) Screenshot(context.Context, string) ([]byte, string, error) {
+	return []byte("\x89PNG"), "image/png", nil
+}
+
+type fakeImages struct{}
+
+func (fakeImages) List(context.Context) ([]*desktop.Image, error) { return nil, nil }
+func (fakeImages) Delete(_ context.Context, name string) error {
+	return &images.InUseError{Image: name, Desktops: []string{"a"}}
+}
+func (fakeImages) CheckImport(context.Context, images.ImportRequest) error { return nil }
+func (fakeImages) Import(_ context.Context, req images.ImportRequest, p images.ProgressFunc) (*desktop.Image, error) {
+	p(images.Progress{Phase: "download", Percent: 50})
+	return &desktop.Image{Name: req.Name}, nil
+}
+
+type env struct {
+	srv               *httptest.Server
+	desktops          *fakeDesktops
+	admin, alice, bob string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Migrate(context.Background(), slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { st.Close() })
+	tokens := auth.New(st)
+	mk := func(owner, scope string) string {
+		s, _, err := tokens.Create(context.Background(), auth.CreateRequest{Owner: owner, Scope: scope})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	e := &env{desktops: &fakeDesktops{desktops: map[string]*desktop.Desktop{}},
+		admin: mk("root", desktop.ScopeAdmin), alice: mk("alice", desktop.ScopeOwner), bob: mk("bob", desktop.ScopeOwner)}
+	e.srv = httptest.NewServer(New(Deps{Desktops: e.desktops, Screens: fakeScreens{}, Tokens: tokens, Images: fakeImages{},
+		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}}))
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+func (e *env) do(t *testing.T, token, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	json.Unmarshal(data, &out)
+	return resp.StatusCode, out
+}
+
+func errCode(body map[string]any) string {
+	e, _ := body["error"].(map[string]any)
+	s, _ := e["code"].(string)
+	return s
+}
+
+var routes = []struct{ method, path string }{
+	{"GET", "/api/v1/info"}, {"GET", "/api/v1/desktops"}, {"POST", "/api/v1/desktops"},
+	{"GET", "/api/v1/desktops/d1"}, {"DELETE", "/api/v1/desktops/d1"}, {"POST", "/api/v1/desktops/d1/start"},
+	{"POST", "/api/v1/desktops/d1/stop"}, {"POST", "/api/v1/desktops/d1/reboot"}, {"GET", "/api/v1/desktops/d1/events"},
+	{"GET", "/api/v1/desktops/d1/screenshot"}, {"GET", "/api/v1/images"}, {"POST", "/api/v1/images"},
+	{"DELETE", "/api/v1/images/x"}, {"GET", "/api/v1/tokens"}, {"POST", "/api/v1/tokens"}, {"DELETE", "/api/v1/tokens/x"},
+}
+
+func TestEveryRouteNeedsAToken(t *testing.T) {
+	e := newEnv(t)
+	if code, _ := e.do(t, "", "GET", "/healthz", ""); code != 200 {
+		t.Fatalf("healthz = %d", code)
+	}
+	for _, r := range routes {
+		for _, tok := range []string{"", "bureau_not-a-real-token"} {
+			if code, body := e.do(t, tok, r.method, r.path, "{}"); code != 401 || errCode(body) != "unauthorized" {
+				t.Errorf("%s %s with token %q: %d %v", r.method, r.path, tok, code, body)
+			}
+		}
+	}
+}
+
+func TestOwnersSeeOnlyTheirDesktops(t *testing.T) {
+	e := newEnv(t)
+	code, d := e.do(t, e.alice, "POST", "/api/v1/desktops", `{"name":"mine"}`)
+	if code != 202 || d["owner"] != "alice" || d["state"] != "creating" {
+		t.Fatalf("create: %d %v", code, d)
+	}
+	if req := e.desktops.lastReq; req.Spec.VCPUs != 2 || req.Spec.MemoryMiB != 4096 || req.Spec.DataDiskGiB != 20 {
+		t.Errorf("defaults not applied: %+v", req.Spec)
+	}
+	id := d["id"].(string)
+	e.desktops.desktops[id].State = desktop.StateRunning
+	for _, r := range routes {
+		if !strings.Contains(r.path, "/desktops/d1") {
+			continue
+		}
+		path := strings.Replace(r.path, "d1", id, 1)
+		if code, body := e.do(t, e.bob, r.method, path, ""); code != 404 || errCode(body) != "not_found" {
+			t.Errorf("bob %s %s: %d %v, want 404", r.method, path, code, body)
+		}
+		if code, _ := e.do(t, e.alice, r.method, path, ""); code >= 400 {
+			t.Errorf("alice %s %s: %d", r.method, path, code)
+		}
+		if code, _ := e.do(t, e.admin, r.method, path, ""); code >= 400 {
+			t.Errorf("admin %s %s: %d", r.method, path, code)
+		}
+	}
+	_, list := e.do(t, e.bob, "GET", "/api/v1/desktops", "")
+	if ds := list["desktops"].([]any); len(ds) != 0 {
+		t.Errorf("bob lists %d desktops", len(ds))
+	}
+	_, list = e.do(t, e.admin, "GET", "/api/v1/desktops", "")
+	if ds := list["desktops"].([]any); len(ds) != 1 {
+		t.Errorf("admin lists %d desktops", len(ds))
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	e := newEnv(t)
+	e.do(t, e.alice, "POST", "/api/v1/desktops", `{"name":"d"}`)
+	cases := []struct {
+		method, path, body string
+		status             int
+		code               string
+	}{
+		{"POST", "/api/v1/desktops", `{"name":"x","colour":"red"}`, 400, "bad_request"},
+		{"POST", "/api/v1/desktops", `{"name":`, 400, "bad_request"},
+		{"POST", "/api/v1/desktops", ``, 400, "bad_request"},
+		{"POST", "/api/v1/desktops", `{"name":"x"} {}`, 400, "bad_request"},
+		{"POST", "/api/v1/desktops", `{"name":"x","vcpus":"two"}`, 400, "bad_request"},
+		{"POST", "/api/v1/desktops/d1/stop?timeout=soon", ``, 422, "invalid"},
+		{"POST", "/api/v1/desktops/d1/stop?force=maybe", ``, 422, "invalid"},
+		{"DELETE", "/api/v1/desktops/d1?delete_data=perhaps", ``, 422, "invalid"},
+		{"GET", "/api/v1/desktops/d1/events?limit=0", ``, 422, "invalid"},
+		{"GET", "/api/v1/desktops/d1/screenshot", ``, 409, "invalid_state"},
+		{"DELETE", "/api/v1/images/x", ``, 403, "forbidden"},
+		{"POST", "/api/v1/tokens", `{"owner":"bob"}`, 403, "forbidden"},
+		{"GET", "/api/v1/nothing", ``, 404, "not_found"},
+		{"PUT", "/api/v1/desktops", ``, 405, "method_not_allowed"},
+	}
+	for _, c := range cases {
+		if code, body := e.do(t, e.alice, c.method, c.path, c.body); code != c.status || errCode(body) != c.code {
+			t.Errorf("%s %s %q: %d %v, want %d %s", c.method, c.path, c.body, code, body, c.status, c.code)
+		}
+	}
+	e.do(t, e.alice, "POST", "/api/v1/desktops/d1/stop?force=true&timeout=30", "")
+	if o := e.desktops.lastStop; !o.Force || o.Timeout != 30*time.Second {
+		t.Errorf("stop options = %+v", o)
+	}
+	if code, body := e.do(t, e.admin, "DELETE", "/api/v1/images/x", ""); code != 409 || errCode(body) != "in_use" {
+		t.Errorf("delete used image: %d %v", code, body)
+	}
+}
+
+func TestErrorMapping(t *testing.T) {
+	cases := []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{&desktop.ValidationError{Field: "vcpus", Message: "x"}, 422, "invalid"},
+		{fmt.Errorf("wrapped: %w", &desktop.TransitionError{Op: desktop.OpStop, State: desktop.StateStopped}), 409, "invalid_state"},
+		{fmt.Errorf("d: %w", desktop.ErrNameTaken), 409, "name_taken"},
+		{fmt.Errorf("d: %w", desktop.ErrBusy), 409, "busy"},
+		{fmt.Errorf("d: %w", desktop.ErrNotFound), 404, "not_found"},
+		{fmt.Errorf("agent: %w", desktop.ErrUnavailable), 503, "unavailable"},
+		{fmt.Errorf("x: %w", images.ErrExists), 409, "exists"},
+		{fmt.Errorf("disk on fire"), 500, "internal"},
+	}
+	for _, c := range cases {
+		status, body := classify(c.err)
+		if status != c.status || body.Code != c.code {
+			t.Errorf("%v → %d %s, want %d %s", c.err, status, body.Code, c.status, c.code)
+		}
+	}
+	if _, body := classify(fmt.Errorf("secret path /var/lib/x")); strings.Contains(body.Message, "/var/lib") {
+		t.Error("internal error message leaks details")
+	}
+	_, body := classify(&desktop.TransitionError{Op: desktop.OpStop, State: desktop.StateStopped})
+	if body.State != "stopped" || !strings.Contains(body.Message, "stopped") {
+		t.Errorf("transition error body %+v does not name the state", body)
+	}
+}
+
+func TestOperationErrorsReachTheClient(t *testing.T) {
+	e := newEnv(t)
+	e.do(t, e.alice, "POST", "/api/v1/desktops", `{"name":"d"}`)
+	e.desktops.err = fmt.Errorf("d1: %w", desktop.ErrBusy)
+	if code, body := e.do(t, e.alice, "POST", "/api/v1/desktops/d1/start", ""); code != 409 || errCode(body) != "busy" {
+		t.Errorf("busy start: %d %v", code, body)
+	}
+}
+
+func TestImportStreamsProgress(t *testing.T) {
+	e := newEnv(t)
+	req, _ := http.NewRequest("POST", e.srv.URL+"/api/v1/images", strings.NewReader(`{"name":"u","url":"http://127.0.0.1/x.img"}`))
+	req.Header.Set("Authorization", "Bearer "+e.admin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if resp.Header.Get("Content-Type") != "application/x-ndjson" || len(lines) != 2 ||
+		!strings.Contains(lines[0], `"progress"`) || !strings.Contains(lines[1], `"image"`) {
+		t.Fatalf("import stream: %s %q", resp.Header.Get("Content-Type"), data)
+	}
+}

@@ -1,0 +1,192 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/manager"
+	"github.com/gin-gonic/gin"
+)
+
+type createDesktopRequest struct {
+	Name        string   `json:"name"`
+	Image       string   `json:"image"`
+	VCPUs       *int     `json:"vcpus"`
+	MemoryMiB   *int     `json:"memory_mib"`
+	DataDiskGiB *int     `json:"data_disk_gib"`
+	SSHKeys     []string `json:"ssh_authorized_keys"`
+}
+
+// Defaults for sizes a create request leaves out: the free tier.
+const (
+	defaultVCPUs       = 2
+	defaultMemoryMiB   = 4096
+	defaultDataDiskGiB = 20
+)
+
+func orDefault(p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func (s *server) createDesktop(c *gin.Context) (reply, error) {
+	var req createDesktopRequest
+	if err := decode(c, &req); err != nil {
+		return reply{}, err
+	}
+	if len(req.SSHKeys) > 32 {
+		return reply{}, &desktop.ValidationError{Field: "ssh_authorized_keys", Message: "at most 32 keys"}
+	}
+	d, err := s.Desktops.Create(c, manager.CreateRequest{
+		Owner: caller(c).Owner, Name: req.Name, SSHKeys: req.SSHKeys, Actor: actor(c),
+		Spec: desktop.Spec{Image: req.Image, VCPUs: orDefault(req.VCPUs, defaultVCPUs),
+			MemoryMiB: orDefault(req.MemoryMiB, defaultMemoryMiB), DataDiskGiB: orDefault(req.DataDiskGiB, defaultDataDiskGiB)},
+	})
+	if err != nil {
+		return reply{}, err
+	}
+	c.Header("Location", "/api/v1/desktops/"+d.ID)
+	return reply{http.StatusAccepted, d}, nil
+}
+
+func (s *server) listDesktops(c *gin.Context) (reply, error) {
+	ds, err := s.Desktops.List(c, desktop.Filter{Owner: ownerFilter(c)})
+	if err != nil {
+		return reply{}, err
+	}
+	if ds == nil {
+		ds = []*desktop.Desktop{}
+	}
+	return reply{http.StatusOK, gin.H{"desktops": ds}}, nil
+}
+
+// owned loads the desktop named in the path if the caller may see it.
+// Someone else's desktop is "not found", so existence does not leak.
+func (s *server) owned(c *gin.Context) (*desktop.Desktop, error) {
+	id := c.Param("id")
+	d, err := s.Desktops.Get(c, id)
+	if err != nil {
+		return nil, err
+	}
+	if d.DeletedAt != nil || !isAdmin(c) && d.Owner != caller(c).Owner {
+		return nil, fmt.Errorf("desktop %s: %w", id, desktop.ErrNotFound)
+	}
+	return d, nil
+}
+
+func (s *server) getDesktop(c *gin.Context) (reply, error) {
+	d, err := s.owned(c)
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusOK, d}, nil
+}
+
+func (s *server) startDesktop(c *gin.Context) (reply, error) {
+	if _, err := s.owned(c); err != nil {
+		return reply{}, err
+	}
+	d, err := s.Desktops.Start(c, c.Param("id"), actor(c))
+	return reply{http.StatusAccepted, d}, err
+}
+
+func (s *server) stopDesktop(c *gin.Context) (reply, error) {
+	if _, err := s.owned(c); err != nil {
+		return reply{}, err
+	}
+	var opts manager.StopOptions
+	var err error
+	if opts.Force, err = boolQuery(c, "force"); err != nil {
+		return reply{}, err
+	}
+	if t := c.Query("timeout"); t != "" {
+		secs, err := strconv.Atoi(t)
+		if err != nil || secs < 1 || secs > 3600 {
+			return reply{}, &desktop.ValidationError{Field: "timeout", Message: "must be whole seconds between 1 and 3600"}
+		}
+		opts.Timeout = time.Duration(secs) * time.Second
+	}
+	d, err := s.Desktops.Stop(c, c.Param("id"), actor(c), opts)
+	return reply{http.StatusAccepted, d}, err
+}
+
+func (s *server) rebootDesktop(c *gin.Context) (reply, error) {
+	if _, err := s.owned(c); err != nil {
+		return reply{}, err
+	}
+	d, err := s.Desktops.Reboot(c, c.Param("id"), actor(c))
+	return reply{http.StatusAccepted, d}, err
+}
+
+func (s *server) deleteDesktop(c *gin.Context) (reply, error) {
+	if _, err := s.owned(c); err != nil {
+		return reply{}, err
+	}
+	deleteData, err := boolQuery(c, "delete_data")
+	if err != nil {
+		return reply{}, err
+	}
+	res, err := s.Desktops.Delete(c, c.Param("id"), actor(c), deleteData)
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusOK, res}, nil
+}
+
+func (s *server) desktopEvents(c *gin.Context) (reply, error) {
+	if _, err := s.owned(c); err != nil {
+		return reply{}, err
+	}
+	limit := 100
+	if l := c.Query("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			return reply{}, &desktop.ValidationError{Field: "limit", Message: "must be between 1 and 1000"}
+		}
+		limit = n
+	}
+	evs, err := s.Desktops.Events(c, c.Param("id"), limit)
+	if err != nil {
+		return reply{}, err
+	}
+	if evs == nil {
+		evs = []*desktop.Event{}
+	}
+	return reply{http.StatusOK, gin.H{"events": evs}}, nil
+}
+
+// screenshot serves the desktop's screen as the hypervisor returns it (PNG).
+func (s *server) screenshot(c *gin.Context) {
+	d, err := s.owned(c)
+	if err == nil && d.State != desktop.StateRunning {
+		err = &desktop.TransitionError{Op: "screenshot", State: d.State}
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	img, mime, err := s.Screens.Screenshot(c, d.DomainName())
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Header("Cache-Control", "no-store")
+	c.Data(http.StatusOK, mime, img)
+}
+
+func boolQuery(c *gin.Context, name string) (bool, error) {
+	v := c.Query(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, &desktop.ValidationError{Field: name, Message: "must be true or false"}
+	}
+	return b, nil
+}

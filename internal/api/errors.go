@@ -1,0 +1,104 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/images"
+	"github.com/gin-gonic/gin"
+)
+
+var (
+	errNoRoute  = errors.New("no such route")
+	errNoMethod = errors.New("method not allowed on this route")
+	errPanic    = errors.New("internal error")
+)
+
+// badRequest is a malformed request (not JSON, unknown field…).
+type badRequest struct{ msg string }
+
+func (e *badRequest) Error() string { return e.msg }
+
+// conflict is a 409 that is not a state transition (e.g. image in use).
+type conflict struct{ msg string }
+
+func (e *conflict) Error() string { return e.msg }
+
+type errorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+	State   string `json:"state,omitempty"`
+}
+
+// fail is the one place errors become HTTP responses.
+func (s *server) fail(c *gin.Context, err error) {
+	status, body := classify(err)
+	if status >= 500 {
+		s.Log.Error("request failed", "path", c.Request.URL.Path, "err", err)
+	}
+	c.AbortWithStatusJSON(status, gin.H{"error": body})
+}
+
+func classify(err error) (int, errorBody) {
+	var (
+		ve *desktop.ValidationError
+		te *desktop.TransitionError
+		br *badRequest
+		cf *conflict
+		iu *images.InUseError
+	)
+	switch {
+	case errors.As(err, &ve):
+		return http.StatusUnprocessableEntity, errorBody{Code: "invalid", Message: err.Error(), Field: ve.Field}
+	case errors.As(err, &te):
+		return http.StatusConflict, errorBody{Code: "invalid_state", Message: err.Error(), State: string(te.State)}
+	case errors.As(err, &br):
+		return http.StatusBadRequest, errorBody{Code: "bad_request", Message: err.Error()}
+	case errors.As(err, &iu):
+		return http.StatusConflict, errorBody{Code: "in_use", Message: err.Error()}
+	case errors.Is(err, images.ErrExists):
+		return http.StatusConflict, errorBody{Code: "exists", Message: err.Error()}
+	case errors.As(err, &cf):
+		return http.StatusConflict, errorBody{Code: "conflict", Message: err.Error()}
+	case errors.Is(err, desktop.ErrNameTaken):
+		return http.StatusConflict, errorBody{Code: "name_taken", Message: err.Error()}
+	case errors.Is(err, desktop.ErrBusy):
+		return http.StatusConflict, errorBody{Code: "busy", Message: err.Error()}
+	case errors.Is(err, desktop.ErrNotFound):
+		return http.StatusNotFound, errorBody{Code: "not_found", Message: err.Error()}
+	case errors.Is(err, errNoRoute):
+		return http.StatusNotFound, errorBody{Code: "not_found", Message: err.Error()}
+	case errors.Is(err, errNoMethod):
+		return http.StatusMethodNotAllowed, errorBody{Code: "method_not_allowed", Message: err.Error()}
+	case errors.Is(err, desktop.ErrUnauthorized):
+		return http.StatusUnauthorized, errorBody{Code: "unauthorized", Message: err.Error()}
+	case errors.Is(err, desktop.ErrForbidden):
+		return http.StatusForbidden, errorBody{Code: "forbidden", Message: err.Error()}
+	case errors.Is(err, desktop.ErrUnavailable):
+		return http.StatusServiceUnavailable, errorBody{Code: "unavailable", Message: err.Error()}
+	}
+	return http.StatusInternalServerError, errorBody{Code: "internal", Message: "internal error; see the server log"}
+}
+
+const maxBody = 1 << 20
+
+// decode reads a JSON body strictly: unknown fields and trailing data are
+// refused, and so is a body over 1 MiB.
+func decode(c *gin.Context, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return &badRequest{"request body is empty; expected a JSON object"}
+		}
+		return &badRequest{"invalid JSON body: " + err.Error()}
+	}
+	if dec.More() {
+		return &badRequest{"invalid JSON body: data after the object"}
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/images"
+	"github.com/gin-gonic/gin"
+)
+
+// Images manages base images.
+type Images interface {
+	List(ctx context.Context) ([]*desktop.Image, error)
+	Delete(ctx context.Context, name string) error
+	CheckImport(ctx context.Context, req images.ImportRequest) error
+	Import(ctx context.Context, req images.ImportRequest, progress images.ProgressFunc) (*desktop.Image, error)
+}
+
+func (s *server) listImages(c *gin.Context) (reply, error) {
+	ims, err := s.Images.List(c)
+	if err != nil {
+		return reply{}, err
+	}
+	if ims == nil {
+		ims = []*desktop.Image{}
+	}
+	return reply{http.StatusOK, gin.H{"images": ims}}, nil
+}
+
+func (s *server) deleteImage(c *gin.Context) (reply, error) {
+	if err := requireAdmin(c); err != nil {
+		return reply{}, err
+	}
+	if err := s.Images.Delete(c, c.Param("name")); err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusNoContent, nil}, nil
+}
+
+// importImage validates the request, then streams newline-delimited JSON:
+// {"progress":…} lines while it works and a last {"image":…} or
+// {"error":…} line. Closing the connection cancels the import.
+func (s *server) importImage(c *gin.Context) (reply, error) {
+	if err := requireAdmin(c); err != nil {
+		return reply{}, err
+	}
+	var req images.ImportRequest
+	if err := decode(c, &req); err != nil {
+		return reply{}, err
+	}
+	if err := s.Images.CheckImport(c, req); err != nil {
+		return reply{}, err
+	}
+	c.Header("Content-Type", "application/x-ndjson")
+	c.Status(http.StatusOK)
+	enc := json.NewEncoder(c.Writer)
+	flush := func(v any) {
+		enc.Encode(v)
+		c.Writer.Flush()
+	}
+	im, err := s.Images.Import(c, req, func(p images.Progress) { flush(gin.H{"progress": p}) })
+	if err != nil {
+		_, body := classify(err)
+		s.Log.Warn("image import failed", "name", req.Name, "err", err)
+		flush(gin.H{"error": body})
+		return reply{}, nil
+	}
+	flush(gin.H{"image": im})
+	return reply{}, nil
+}

@@ -1,0 +1,142 @@
+// Package auth issues and checks API tokens. A token's secret is shown once
+// at creation; only its SHA-256 is stored.
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// Store keeps token records.
+type Store interface {
+	CreateToken(ctx context.Context, t *desktop.Token) error
+	TokenByHash(ctx context.Context, hash string) (*desktop.Token, error)
+	TouchToken(ctx context.Context, id string, at time.Time) error
+	ListTokens(ctx context.Context, owner string) ([]*desktop.Token, error)
+	CountTokens(ctx context.Context) (int, error)
+	RevokeToken(ctx context.Context, id string, at time.Time) error
+}
+
+// Service issues and checks tokens.
+type Service struct {
+	store Store
+	now   func() time.Time
+}
+
+// New returns a token service over store.
+func New(store Store) *Service { return &Service{store: store, now: time.Now} }
+
+const secretPrefix = "bureau_"
+
+// Hash is the stored form of a secret.
+func Hash(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// NewSecret returns a fresh random secret with bureau's prefix.
+func NewSecret() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return secretPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// CreateRequest describes a token to issue.
+type CreateRequest struct {
+	Owner  string
+	Name   string
+	Scope  string
+	TTL    time.Duration // 0 = no expiry
+	Secret string        // "" = generate
+}
+
+// Create issues a token and returns its secret (shown only now) and record.
+func (s *Service) Create(ctx context.Context, req CreateRequest) (string, *desktop.Token, error) {
+	if req.Owner == "" || len(req.Owner) > 64 || strings.ContainsAny(req.Owner, " \t\n/") {
+		return "", nil, &desktop.ValidationError{Field: "owner", Message: "must be 1-64 characters without spaces or '/'"}
+	}
+	if req.Scope != desktop.ScopeAdmin && req.Scope != desktop.ScopeOwner {
+		return "", nil, &desktop.ValidationError{Field: "scope", Message: "must be admin or owner"}
+	}
+	if req.TTL < 0 {
+		return "", nil, &desktop.ValidationError{Field: "ttl", Message: "must not be negative"}
+	}
+	secret := req.Secret
+	if secret == "" {
+		secret = NewSecret()
+	} else if len(secret) < 24 {
+		return "", nil, &desktop.ValidationError{Field: "secret", Message: "must be at least 24 characters"}
+	}
+	now := s.now().UTC()
+	id := make([]byte, 8)
+	rand.Read(id)
+	t := &desktop.Token{ID: "tok_" + hex.EncodeToString(id), Owner: req.Owner, Name: req.Name, Hash: Hash(secret), Scope: req.Scope, CreatedAt: now}
+	if req.TTL > 0 {
+		exp := now.Add(req.TTL)
+		t.ExpiresAt = &exp
+	}
+	if err := s.store.CreateToken(ctx, t); err != nil {
+		return "", nil, err
+	}
+	return secret, t, nil
+}
+
+// Authenticate returns the usable token whose secret this is.
+func (s *Service) Authenticate(ctx context.Context, secret string) (*desktop.Token, error) {
+	if secret == "" {
+		return nil, fmt.Errorf("missing bearer token: %w", desktop.ErrUnauthorized)
+	}
+	t, err := s.store.TokenByHash(ctx, Hash(secret))
+	if errors.Is(err, desktop.ErrNotFound) {
+		return nil, fmt.Errorf("unknown token: %w", desktop.ErrUnauthorized)
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	if !t.Usable(now) {
+		return nil, fmt.Errorf("token revoked or expired: %w", desktop.ErrUnauthorized)
+	}
+	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) > time.Minute {
+		s.store.TouchToken(ctx, t.ID, now)
+	}
+	return t, nil
+}
+
+// List returns the tokens of owner ("" = all).
+func (s *Service) List(ctx context.Context, owner string) ([]*desktop.Token, error) {
+	return s.store.ListTokens(ctx, owner)
+}
+
+// Revoke revokes a token by id.
+func (s *Service) Revoke(ctx context.Context, id string) error {
+	return s.store.RevokeToken(ctx, id, s.now().UTC())
+}
+
+// Bootstrap makes sure an admin token exists. When none was ever issued it
+// creates one, from secret if given (BUREAU_ADMIN_TOKEN), and returns the
+// secret so the caller can show it once; otherwise it returns "".
+func (s *Service) Bootstrap(ctx context.Context, secret string) (string, error) {
+	if secret != "" {
+		if _, err := s.store.TokenByHash(ctx, Hash(secret)); err == nil {
+			return "", nil
+		}
+		sec, _, err := s.Create(ctx, CreateRequest{Owner: "admin", Name: "bootstrap (BUREAU_ADMIN_TOKEN)", Scope: desktop.ScopeAdmin, Secret: secret})
+		return sec, err
+	}
+	n, err := s.store.CountTokens(ctx)
+	if err != nil || n > 0 {
+		return "", err
+	}
+	sec, _, err := s.Create(ctx, CreateRequest{Owner: "admin", Name: "bootstrap", Scope: desktop.ScopeAdmin})
+	return sec, err
+}

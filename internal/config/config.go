@@ -1,0 +1,67 @@
+// Package config reads bureau's settings from the environment (BUREAU_*);
+// command-line flags override them in cmd/bureau.
+package config
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// Config is every setting bureau has.
+type Config struct {
+	DataDir      string // BUREAU_DATA_DIR: images, desktops, SQLite database
+	Listen       string // BUREAU_LISTEN
+	DatabaseURL  string // BUREAU_DATABASE_URL: postgres://… or a SQLite path
+	LibvirtURI   string // BUREAU_LIBVIRT_URI
+	Accelerator  string // BUREAU_ACCELERATOR: auto, kvm or tcg
+	DefaultImage string // BUREAU_DEFAULT_IMAGE
+	ImageCache   string // BUREAU_IMAGE_CACHE: built images by recipe hash
+	RecipeDir    string // BUREAU_RECIPE_DIR: the default image's recipe
+	AdminToken   string // BUREAU_ADMIN_TOKEN: the first admin token's secret
+	LogFormat    string // BUREAU_LOG_FORMAT: json or text
+
+	// Client side.
+	URL   string // BUREAU_URL
+	Token string // BUREAU_TOKEN
+}
+
+// FromEnv returns the configuration with defaults filled in.
+func FromEnv() Config {
+	c := Config{
+		DataDir:      env("BUREAU_DATA_DIR", "/var/lib/bureau"),
+		Listen:       env("BUREAU_LISTEN", "127.0.0.1:8080"),
+		DatabaseURL:  os.Getenv("BUREAU_DATABASE_URL"),
+		LibvirtURI:   env("BUREAU_LIBVIRT_URI", "qemu:///system"),
+		Accelerator:  env("BUREAU_ACCELERATOR", "auto"),
+		DefaultImage: env("BUREAU_DEFAULT_IMAGE", "debian-12-desktop"),
+		ImageCache:   env("BUREAU_IMAGE_CACHE", "/var/cache/bureau/images"),
+		RecipeDir:    env("BUREAU_RECIPE_DIR", "images/desktop"),
+		AdminToken:   os.Getenv("BUREAU_ADMIN_TOKEN"),
+		LogFormat:    env("BUREAU_LOG_FORMAT", "json"),
+		URL:          env("BUREAU_URL", "http://127.0.0.1:8080"),
+		Token:        os.Getenv("BUREAU_TOKEN"),
+	}
+	return c
+}
+
+// Database is the database URL, defaulting to SQLite in the data dir.
+func (c Config) Database() string {
+	if c.DatabaseURL != "" {
+		return c.DatabaseURL
+	}
+	return filepath.Join(c.DataDir, "bureau.db")
+}
+
+// ImagesDir holds registered base images.
+func (c Config) ImagesDir() string { return filepath.Join(c.DataDir, "images") }
+
+// AdminTokenFile is where the first admin token is saved (mode 0600) so the
+// CLI on the same host can use it.
+func (c Config) AdminTokenFile() string { return filepath.Join(c.DataDir, "admin-token") }
+
+func env(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

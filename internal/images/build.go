@@ -1,0 +1,190 @@
+package images
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// BuildRequest names the image to build and its recipe folder (holding
+// build.sh, which prints "@@progress <phase> <percent>" lines).
+type BuildRequest struct {
+	Name      string
+	RecipeDir string
+	OS        string
+	Version   string
+}
+
+// RecipeHash hashes every file of a recipe folder, names and contents.
+func RecipeHash(dir string) (string, error) {
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() && !strings.HasSuffix(p, ".md") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("recipe %s: %w", dir, err)
+	}
+	sort.Strings(files)
+	h := sha256.New()
+	for _, p := range files {
+		rel, _ := filepath.Rel(dir, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// Build makes the image from its recipe unless an image built from the same
+// recipe is registered or cached, and registers it. It reports whether it
+// reused an earlier build.
+func (s *Service) Build(ctx context.Context, req BuildRequest, progress ProgressFunc) (*desktop.Image, bool, error) {
+	if err := validName(req.Name); err != nil {
+		return nil, false, err
+	}
+	hash, err := RecipeHash(req.RecipeDir)
+	if err != nil {
+		return nil, false, err
+	}
+	im := &desktop.Image{Name: req.Name, OS: req.OS, Version: req.Version, Path: s.path(req.Name), RecipeHash: hash, Source: "recipe " + req.RecipeDir}
+	if old, err := s.Store.GetImage(ctx, req.Name); err == nil && old.RecipeHash == hash {
+		if _, err := os.Stat(old.Path); err == nil {
+			progress.report(Progress{Phase: "reused", Percent: 100})
+			return old, true, nil
+		}
+	}
+	cached := filepath.Join(s.CacheDir, req.Name+"-"+hash+".qcow2")
+	reused := true
+	if _, err := os.Stat(cached); errors.Is(err, os.ErrNotExist) {
+		reused = false
+		if err := ensureSpace(s.CacheDir, 8<<30); err != nil {
+			return nil, false, err
+		}
+		if err := s.runRecipe(ctx, req.RecipeDir, cached, progress); err != nil {
+			return nil, false, err
+		}
+	}
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return nil, false, err
+	}
+	if err := linkOrCopy(cached, im.Path); err != nil {
+		return nil, false, err
+	}
+	if err := s.register(ctx, im); err != nil {
+		return nil, false, err
+	}
+	progress.report(Progress{Phase: "registered", Percent: 100})
+	return im, reused, nil
+}
+
+// runRecipe runs build.sh, turning its progress lines into reports with an
+// estimate of the time left.
+func (s *Service) runRecipe(ctx context.Context, dir, out string, progress ProgressFunc) error {
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(dir, "build.sh"), out)
+	cmd.Stderr = &tail{max: 4096}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("image recipe: %w", err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 || f[0] != "@@progress" {
+			continue
+		}
+		pct, err := strconv.ParseFloat(f[2], 64)
+		if err != nil {
+			continue
+		}
+		p := Progress{Phase: f[1], Percent: pct}
+		if pct > 0 && pct < 100 {
+			elapsed := time.Since(start)
+			p.ETA = time.Duration(float64(elapsed) * (100 - pct) / pct).Round(time.Second)
+		}
+		progress.report(p)
+	}
+	if err := cmd.Wait(); err != nil {
+		os.Remove(out)
+		return fmt.Errorf("image recipe failed: %w: %s", err, cmd.Stderr.(*tail).String())
+	}
+	if _, err := os.Stat(out); err != nil {
+		return fmt.Errorf("image recipe wrote no image: %w", err)
+	}
+	return nil
+}
+
+func linkOrCopy(src, dst string) error {
+	tmp := dst + ".partial"
+	os.Remove(tmp)
+	if err := os.Link(src, tmp); err != nil {
+		if err := copyFile(src, tmp); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// tail keeps the last max bytes written to it, for error messages.
+type tail struct {
+	max int
+	b   []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string { return strings.TrimSpace(string(t.b)) }
