@@ -41,7 +41,7 @@ vet:
 test: setup vet unit image e2e
 
 unit:
-	BUREAU_TEST_POSTGRES_URL=$$(BUREAU_WITH_POSTGRES=1 scripts/postgres-setup.sh) go test -count=1 ./...
+	BUREAU_TEST_POSTGRES_URL=$$(scripts/postgres-setup.sh) go test -count=1 ./...
 
 # End-to-end: boots real desktops through a real bureau server, once with
 # SQLite and once with PostgreSQL.

@@ -124,8 +124,8 @@ func (s *Service) runRecipe(ctx context.Context, dir, out string, progress Progr
 			continue
 		}
 		p := Progress{Phase: f[1], Percent: pct}
-		if pct > 0 && pct < 100 {
-			elapsed := time.Since(start)
+		// Early phases are too short to extrapolate from.
+		if elapsed := time.Since(start); pct >= 5 && pct < 100 && elapsed > 15*time.Second {
 			p.ETA = time.Duration(float64(elapsed) * (100 - pct) / pct).Round(time.Second)
 		}
 		progress.report(p)

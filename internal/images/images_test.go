@@ -1,0 +1,250 @@
+package images
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/store"
+)
+
+func newService(t *testing.T) *Service {
+	t.Helper()
+	if _, err := exec.LookPath("qemu-img"); err != nil {
+		t.Skip("qemu-img not installed (scripts/host-setup.sh installs it)")
+	}
+	dir := t.TempDir()
+	st, err := store.Open(context.Background(), filepath.Join(dir, "b.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Migrate(context.Background(), slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { st.Close() })
+	return &Service{Dir: filepath.Join(dir, "images"), CacheDir: filepath.Join(dir, "cache"), Store: st, Log: slog.New(slog.DiscardHandler)}
+}
+
+// makeDisk writes a sparse raw disk of 128 MiB, with an MBR boot signature
+// when bootable, and returns its path.
+func makeDisk(t *testing.T, bootable bool) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "disk.raw")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(128 << 20)
+	if bootable {
+		f.WriteAt([]byte("bureau test boot code"), 0)
+		f.WriteAt([]byte{0x55, 0xAA}, 510)
+	}
+	f.Close()
+	return path
+}
+
+func toQcow2(t *testing.T, raw string) string {
+	t.Helper()
+	out := strings.TrimSuffix(raw, ".raw") + ".qcow2"
+	if b, err := exec.Command("qemu-img", "convert", "-f", "raw", "-O", "qcow2", raw, out).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	return out
+}
+
+func sum(t *testing.T, path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func TestImportFromPath(t *testing.T) {
+	s := newService(t)
+	ctx := context.Background()
+	src := toQcow2(t, makeDisk(t, true))
+	var phases []string
+	im, err := s.Import(ctx, ImportRequest{Name: "local", Path: src, SHA256: sum(t, src), OS: "test"}, func(p Progress) { phases = append(phases, p.Phase) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im.Path != filepath.Join(s.Dir, "local.qcow2") || im.SizeBytes == 0 || len(im.SHA256) != 64 {
+		t.Fatalf("imported %+v", im)
+	}
+	if got, err := s.Store.GetImage(ctx, "local"); err != nil || got.SHA256 != im.SHA256 {
+		t.Fatalf("registered: %+v %v", got, err)
+	}
+	if !strings.Contains(strings.Join(phases, ","), "registered") {
+		t.Errorf("progress phases %v", phases)
+	}
+	if !exists(src) {
+		t.Error("import by path removed the user's source file")
+	}
+	if _, err := s.Import(ctx, ImportRequest{Name: "local", Path: src}, nil); !errors.Is(err, ErrExists) {
+		t.Errorf("second import of the same name: %v", err)
+	}
+}
+
+func TestImportRefusesBadFiles(t *testing.T) {
+	s := newService(t)
+	ctx := context.Background()
+	garbage := filepath.Join(t.TempDir(), "garbage.img")
+	os.WriteFile(garbage, []byte("this is not a disk image at all"), 0o644)
+	cases := map[string]ImportRequest{
+		"too small":    {Name: "g", Path: garbage},
+		"no boot":      {Name: "nb", Path: makeDisk(t, false)},
+		"wrong sha":    {Name: "ws", Path: makeDisk(t, true), SHA256: strings.Repeat("0", 64)},
+		"bad name":     {Name: "Bad/Name", Path: garbage},
+		"both sources": {Name: "b", Path: garbage, URL: "http://x/y"},
+		"no source":    {Name: "b"},
+		"ftp url":      {Name: "b", URL: "ftp://x/y"},
+		"bad sha":      {Name: "b", Path: garbage, SHA256: "xyz"},
+		"missing file": {Name: "b", Path: "/nonexistent/disk.img"},
+	}
+	for what, req := range cases {
+		var ve *desktop.ValidationError
+		if _, err := s.Import(ctx, req, nil); !errors.As(err, &ve) {
+			t.Errorf("%s: got %v, want a ValidationError", what, err)
+		}
+	}
+	ims, _ := s.List(ctx)
+	if len(ims) != 0 {
+		t.Fatalf("refused imports registered %d images", len(ims))
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(s.Dir, "*"))
+	if len(leftovers) != 0 {
+		t.Fatalf("refused imports left files: %v", leftovers)
+	}
+}
+
+func TestImportFromURLResumes(t *testing.T) {
+	s := newService(t)
+	ctx := context.Background()
+	src := toQcow2(t, makeDisk(t, true))
+	var ranged atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Range") != "" {
+			ranged.Store(true)
+		}
+		f, _ := os.Open(src)
+		defer f.Close()
+		http.ServeContent(w, r, "disk.qcow2", time.Now(), f) // honours Range
+	}))
+	defer srv.Close()
+	// Half a download from an earlier, interrupted attempt.
+	data, _ := os.ReadFile(src)
+	os.MkdirAll(s.Dir, 0o755)
+	os.WriteFile(filepath.Join(s.Dir, "web.qcow2.download"), data[:len(data)/2], 0o644)
+
+	im, err := s.Import(ctx, ImportRequest{Name: "web", URL: srv.URL + "/disk.qcow2", SHA256: sum(t, src)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ranged.Load() {
+		t.Error("the partial download was not resumed with a Range request")
+	}
+	if exists(filepath.Join(s.Dir, "web.qcow2.download")) || !exists(im.Path) {
+		t.Error("download file left behind or image missing")
+	}
+}
+
+func TestImportWrongChecksumRemovesDownload(t *testing.T) {
+	s := newService(t)
+	src := toQcow2(t, makeDisk(t, true))
+	srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Dir(src))))
+	defer srv.Close()
+	_, err := s.Import(context.Background(), ImportRequest{Name: "bad", URL: srv.URL + "/" + filepath.Base(src), SHA256: strings.Repeat("a", 64)}, nil)
+	var ve *desktop.ValidationError
+	if !errors.As(err, &ve) || ve.Field != "sha256" {
+		t.Fatalf("got %v", err)
+	}
+	if exists(filepath.Join(s.Dir, "bad.qcow2.download")) || exists(filepath.Join(s.Dir, "bad.qcow2")) {
+		t.Error("files left after a checksum mismatch")
+	}
+	if _, err := s.Import(context.Background(), ImportRequest{Name: "gone", URL: srv.URL + "/missing"}, nil); !errors.As(err, &ve) {
+		t.Errorf("404 download: %v", err)
+	}
+}
+
+func TestBuildReusesCacheByRecipeHash(t *testing.T) {
+	s := newService(t)
+	ctx := context.Background()
+	recipe := t.TempDir()
+	disk := toQcow2(t, makeDisk(t, true))
+	// A recipe that "builds" by copying a prepared disk and counts its runs.
+	count := filepath.Join(t.TempDir(), "runs")
+	script := "#!/bin/bash\nset -e\necho run >> " + count + "\necho '@@progress bootstrap 50'\ncp " + disk + " \"$1\"\necho '@@progress done 100'\n"
+	os.WriteFile(filepath.Join(recipe, "build.sh"), []byte(script), 0o755)
+	var last Progress
+	im, reused, err := s.Build(ctx, BuildRequest{Name: "deb", RecipeDir: recipe}, func(p Progress) { last = p })
+	if err != nil || reused {
+		t.Fatalf("first build: %+v reused=%v %v", im, reused, err)
+	}
+	if last.Percent != 100 {
+		t.Errorf("last progress %+v", last)
+	}
+	if _, reused, _ := s.Build(ctx, BuildRequest{Name: "deb", RecipeDir: recipe}, nil); !reused {
+		t.Error("unchanged recipe rebuilt")
+	}
+	// A fresh data dir with the same cache reuses the cached file too.
+	s2 := *s
+	s2.Dir = filepath.Join(t.TempDir(), "images")
+	s.Store.DeleteImage(ctx, "deb")
+	if _, reused, err := s2.Build(ctx, BuildRequest{Name: "deb", RecipeDir: recipe}, nil); err != nil || !reused {
+		t.Errorf("cached image not reused: %v %v", reused, err)
+	}
+	runs, _ := os.ReadFile(count)
+	if strings.Count(string(runs), "run") != 1 {
+		t.Errorf("recipe ran %d times, want 1", strings.Count(string(runs), "run"))
+	}
+	// Changing the recipe changes the hash and builds again.
+	os.WriteFile(filepath.Join(recipe, "packages.txt"), []byte("vim\n"), 0o644)
+	if _, reused, _ := s.Build(ctx, BuildRequest{Name: "deb", RecipeDir: recipe}, nil); reused {
+		t.Error("changed recipe was not rebuilt")
+	}
+	// A failing recipe registers nothing.
+	os.WriteFile(filepath.Join(recipe, "build.sh"), []byte("#!/bin/bash\necho boom >&2\nexit 3\n"), 0o755)
+	if _, _, err := s.Build(ctx, BuildRequest{Name: "broken", RecipeDir: recipe}, nil); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Errorf("failing recipe: %v", err)
+	}
+	if _, err := s.Store.GetImage(ctx, "broken"); !errors.Is(err, desktop.ErrNotFound) {
+		t.Error("failed build registered an image")
+	}
+}
+
+func TestDeleteRefusesImageInUse(t *testing.T) {
+	s := newService(t)
+	ctx := context.Background()
+	src := toQcow2(t, makeDisk(t, true))
+	im, err := s.Import(ctx, ImportRequest{Name: "used", Path: src}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	s.Store.(*store.Store).CreateDesktop(ctx, &desktop.Desktop{ID: "d1", Owner: "a", Name: "n", Spec: desktop.Spec{Image: "used"},
+		State: desktop.StateRunning, DesiredState: desktop.StateRunning, CreatedAt: now, UpdatedAt: now})
+	var iu *InUseError
+	if err := s.Delete(ctx, "used"); !errors.As(err, &iu) || len(iu.Desktops) != 1 {
+		t.Fatalf("delete in use: %v", err)
+	}
+	if !exists(im.Path) {
+		t.Fatal("refused delete removed the file")
+	}
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
