@@ -43,7 +43,7 @@ type seedWriter struct{}
 
 func (seedWriter) WriteSeed(ctx context.Context, path string, s manager.Seed) error {
 	return cloudinit.WriteSeed(ctx, path, cloudinit.Config{DesktopID: s.DesktopID, InstanceID: s.DesktopID,
-		Hostname: s.Hostname, User: "agent", SSHKeys: s.SSHKeys})
+		Hostname: s.Hostname, User: "agent", SSHKeys: s.SSHKeys, InstallDesktop: s.InstallDesktop})
 }
 
 func migrateCmd(cfg *config.Config) *cobra.Command {

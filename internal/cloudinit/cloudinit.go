@@ -25,6 +25,9 @@ type Config struct {
 	Hostname   string
 	User       string
 	SSHKeys    []string
+	// InstallDesktop adds the first-boot desktop installation for images
+	// that were imported rather than built by bureau.
+	InstallDesktop bool
 }
 
 // Validate refuses input that could break out of the YAML it is put into.

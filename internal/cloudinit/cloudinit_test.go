@@ -43,6 +43,32 @@ func TestRenderUserData(t *testing.T) {
 	}
 }
 
+func TestRenderInstallsDesktopOnlyForImportedImages(t *testing.T) {
+	files, _ := Render(testConfig())
+	if strings.Contains(string(files["user-data"]), "packages:") {
+		t.Error("built image gets a package installation")
+	}
+	c := testConfig()
+	c.InstallDesktop = true
+	files, err := Render(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ud := string(files["user-data"])
+	for _, want := range []string{"packages:\n", "  - qemu-guest-agent\n", "  - xfce4-session\n", "autologin-user=agent\n",
+		`"BlankTime" "0"`, "[ systemctl, enable, --now, qemu-guest-agent ]"} {
+		if !strings.Contains(ud, want) {
+			t.Errorf("user-data lacks %q", want)
+		}
+	}
+	// It must stay one YAML document with the keys cloud-init reads at top level.
+	for _, key := range []string{"\npackages:", "\nwrite_files:", "\nruncmd:", "\npackage_update: true"} {
+		if strings.Count(ud, key) != 1 {
+			t.Errorf("top-level key %q appears %d times", key, strings.Count(ud, key))
+		}
+	}
+}
+
 func TestRenderRejectsInjection(t *testing.T) {
 	for _, c := range []Config{
 		func() Config { c := testConfig(); c.Hostname = "a\nruncmd: [reboot]"; return c }(),

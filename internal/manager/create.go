@@ -58,13 +58,14 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	m.event(ctx, id, "create_requested", req.Actor, "create %s requested: %d vCPU, %d MiB, %d GiB data disk, image %s, %s",
 		d.Name, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, d.Image, d.Accelerator)
 	cp := *d
-	m.background(id, func(ctx context.Context) { m.build(ctx, &cp, img.Path, req.SSHKeys) })
+	seed := Seed{DesktopID: id, Hostname: d.Name, SSHKeys: req.SSHKeys, InstallDesktop: img.RecipeHash == ""}
+	m.background(id, func(ctx context.Context) { m.build(ctx, &cp, img.Path, seed) })
 	return d, nil
 }
 
 // build makes the desktop's files and VM and boots it. Whatever it made is
 // removed again if a step fails, except a data disk that existed before.
-func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string, sshKeys []string) {
+func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string, seed Seed) {
 	var undo reverter
 	start := time.Now()
 	err := func() error {
@@ -83,7 +84,7 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 			return fmt.Errorf("OS disk: %w", err)
 		}
 		undo.add(func(context.Context) { os.Remove(vm.OSDisk) })
-		if err := m.seeds.WriteSeed(ctx, vm.SeedISO, Seed{DesktopID: d.ID, Hostname: d.Name, SSHKeys: sshKeys}); err != nil {
+		if err := m.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
 			return fmt.Errorf("cloud-init seed: %w", err)
 		}
 		undo.add(func(context.Context) { os.Remove(vm.SeedISO); os.Remove(vm.SerialLog) })

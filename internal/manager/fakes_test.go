@@ -128,15 +128,22 @@ func (f fakeDisks) CreateOverlay(_ context.Context, _, path string, _ int) error
 	return os.WriteFile(path, []byte("os"), 0o600)
 }
 
-type fakeSeeds struct{}
+type fakeSeeds struct {
+	mu   sync.Mutex
+	last Seed
+}
 
-func (fakeSeeds) WriteSeed(_ context.Context, path string, _ Seed) error {
+func (f *fakeSeeds) WriteSeed(_ context.Context, path string, s Seed) error {
+	f.mu.Lock()
+	f.last = s
+	f.mu.Unlock()
 	return os.WriteFile(path, []byte("seed"), 0o600)
 }
 
 type harness struct {
 	m     *Manager
 	hv    *fakeHV
+	seeds *fakeSeeds
 	store *store.Store
 	dir   string
 }
@@ -151,12 +158,13 @@ func newHarness(t *testing.T, disks Disks) *harness {
 	if err := st.Migrate(context.Background(), slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
-	st.PutImage(context.Background(), &desktop.Image{Name: "base", Path: filepath.Join(dir, "base.qcow2"), CreatedAt: time.Now()})
-	hv := newFakeHV()
+	st.PutImage(context.Background(), &desktop.Image{Name: "base", Path: filepath.Join(dir, "base.qcow2"), RecipeHash: "abc", CreatedAt: time.Now()})
+	st.PutImage(context.Background(), &desktop.Image{Name: "imported", Path: filepath.Join(dir, "ubuntu.qcow2"), CreatedAt: time.Now()})
+	hv, seeds := newFakeHV(), &fakeSeeds{}
 	m := New(Config{DataDir: dir, DefaultImage: "base", Accelerator: desktop.AccelTCG, StopTimeout: 300 * time.Millisecond},
-		hv, disks, fakeSeeds{}, st, slog.New(slog.DiscardHandler))
+		hv, disks, seeds, st, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { m.Close(); st.Close() })
-	return &harness{m: m, hv: hv, store: st, dir: dir}
+	return &harness{m: m, hv: hv, seeds: seeds, store: st, dir: dir}
 }
 
 // settle waits until the desktop's operation has finished.

@@ -41,6 +41,9 @@ type Seed struct {
 	DesktopID string
 	Hostname  string
 	SSHKeys   []string
+	// InstallDesktop asks the guest to install the desktop on first boot,
+	// for imported images that lack one.
+	InstallDesktop bool
 }
 
 // SeedWriter writes a desktop's cloud-init seed ISO.

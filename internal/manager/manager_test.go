@@ -27,6 +27,18 @@ func TestCreateBootsDesktop(t *testing.T) {
 	if vm.DataDisk != d.DataDiskPath || vm.VCPUs != 2 || vm.Accelerator != desktop.AccelTCG || !strings.HasSuffix(vm.VNCSocket, "vnc.sock") {
 		t.Errorf("VM config = %+v", vm)
 	}
+	if s := h.seeds.last; s.Hostname != "agent-1" || s.DesktopID != d.ID || s.InstallDesktop {
+		t.Errorf("seed for a built image = %+v", s)
+	}
+	imp, err := h.m.Create(context.Background(), CreateRequest{Owner: "alice", Name: "ubuntu",
+		Spec: desktop.Spec{Image: "imported", VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.settle(t, imp.ID)
+	if !h.seeds.last.InstallDesktop {
+		t.Error("an imported image's seed does not install the desktop")
+	}
 	evs, _ := h.m.Events(context.Background(), d.ID, 10)
 	if len(evs) < 2 || evs[len(evs)-1].Type != "created" {
 		t.Errorf("events = %v", evs)
@@ -90,7 +102,7 @@ func TestFailedCreateKeepsExistingDataDisk(t *testing.T) {
 	os.WriteFile(d.DataDiskPath, []byte("precious"), 0o600)
 	cp := *d
 	h.m.lock(d.ID, "create")
-	h.m.build(context.Background(), &cp, "/base", nil)
+	h.m.build(context.Background(), &cp, "/base", Seed{DesktopID: d.ID, Hostname: d.Name})
 	h.m.unlock(d.ID)
 	if b, _ := os.ReadFile(d.DataDiskPath); string(b) != "precious" {
 		t.Fatal("pre-existing data disk was removed or changed by a failed create")
