@@ -58,3 +58,8 @@ e2e-postgres: build
 
 clean:
 	rm -rf bin
+
+# Boots one real desktop and prints a table of what a user waits for.
+bench: setup build image
+	BUREAU_BENCH=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run TestBench ./e2e/

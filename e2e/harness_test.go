@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -287,4 +286,3 @@ func exists(path string) bool {
 	return err == nil
 }
 
-var _ = fmt.Sprintf

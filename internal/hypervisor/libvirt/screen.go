@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/digitalocean/go-qemu/qmp"
@@ -36,14 +38,16 @@ func (h *Hypervisor) Screenshot(ctx context.Context, name string) ([]byte, strin
 		chunk := make([]byte, 256<<10)
 		for {
 			n, err := stream.Recv(chunk)
+			if errors.Is(err, io.EOF) {
+				break
+			}
 			if err != nil {
 				stream.Abort()
 				return shot{}, err
 			}
-			if n == 0 {
-				break
+			if n > 0 {
+				buf.Write(chunk[:n])
 			}
-			buf.Write(chunk[:n])
 		}
 		return shot{buf.Bytes(), mime}, stream.Finish()
 	})

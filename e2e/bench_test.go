@@ -1,0 +1,107 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// TestBench measures what a user waits for, on one real desktop, and prints
+// a table (make bench). It is skipped unless BUREAU_BENCH=1.
+func TestBench(t *testing.T) {
+	if os.Getenv("BUREAU_BENCH") != "1" {
+		t.Skip("set BUREAU_BENCH=1 (make bench)")
+	}
+	s := newServer(t)
+	var info map[string]string
+	s.call(adminToken, "GET", "/api/v1/info", nil, &info)
+	type row struct{ name, value string }
+	var rows []row
+	add := func(name string, d time.Duration) {
+		rows = append(rows, row{name, d.Round(100 * time.Millisecond).String()})
+		t.Logf("%s: %s", name, d.Round(100*time.Millisecond))
+	}
+
+	t0 := time.Now()
+	var d desktop.Desktop
+	if code := s.call(adminToken, "POST", "/api/v1/desktops", map[string]any{"name": "bench", "vcpus": 2, "memory_mib": 2048, "data_disk_gib": 4}, &d); code != http.StatusAccepted {
+		t.Fatalf("create: %d", code)
+	}
+	t.Cleanup(func() { s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"?delete_data=true", nil, nil) })
+	add("create → API returns", time.Since(t0))
+	run := s.waitState(adminToken, d.ID, desktop.StateRunning, 5*time.Minute)
+	add("create → running (VM started)", time.Since(t0))
+	s.waitAgent(run, 10*time.Minute)
+	add("create → guest agent answers", time.Since(t0))
+	s.waitGuest(run, "xfce", "pgrep -u agent -x xfce4-panel && pgrep -u agent -x xfdesktop", 10*time.Minute)
+	add("create → Xfce panel and desktop running", time.Since(t0))
+	s.settledScreenshot(adminToken, d.ID, 3*time.Minute)
+	add("create → desktop visible (screen settled)", time.Since(t0))
+
+	// Screenshot latency: bureau's API against virsh screenshot, side by side.
+	api := timeN(20, func() {
+		var b []byte
+		s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/screenshot", nil, &b)
+	})
+	virsh := timeN(20, func() {
+		exec.Command("virsh", "-c", "qemu:///system", "screenshot", d.DomainName(), filepath.Join(t.TempDir(), "v.png")).Run()
+	})
+	rows = append(rows,
+		row{"screenshot via API p50 / p99 (20 runs)", fmt.Sprintf("%s / %s", pct(api, 50), pct(api, 99))},
+		row{"virsh screenshot p50 / p99 (20 runs)", fmt.Sprintf("%s / %s", pct(virsh, 50), pct(virsh, 99))},
+		row{"API / virsh p50 ratio", fmt.Sprintf("%.2f", float64(pct(api, 50))/float64(pct(virsh, 50)))})
+
+	t1 := time.Now()
+	s.call(adminToken, "POST", "/api/v1/desktops/"+d.ID+"/stop", nil, nil)
+	s.waitState(adminToken, d.ID, desktop.StateStopped, 3*time.Minute)
+	add("stop (ACPI) → stopped", time.Since(t1))
+	t2 := time.Now()
+	s.call(adminToken, "POST", "/api/v1/desktops/"+d.ID+"/start", nil, nil)
+	run = s.waitState(adminToken, d.ID, desktop.StateRunning, 3*time.Minute)
+	s.waitAgent(run, 10*time.Minute)
+	add("start → guest agent answers", time.Since(t2))
+	s.waitGuest(run, "xfce", "pgrep -u agent -x xfce4-panel && pgrep -u agent -x xfdesktop", 10*time.Minute)
+	s.settledScreenshot(adminToken, d.ID, 3*time.Minute)
+	add("start → desktop visible (screen settled)", time.Since(t2))
+	t3 := time.Now()
+	s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"?delete_data=true", nil, nil)
+	add("delete (running, with data)", time.Since(t3))
+
+	host, _ := os.Hostname()
+	fmt.Printf("\nbureau bench — %s, %d cores, accelerator %s, database %s, %s\n\n", host, runtime.NumCPU(), info["accelerator"], info["database"], time.Now().UTC().Format("2006-01-02"))
+	fmt.Println("| measure | value |\n|---|---|")
+	for _, r := range rows {
+		fmt.Printf("| %s | %s |\n", r.name, r.value)
+	}
+	fmt.Println()
+}
+
+func timeN(n int, f func()) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		start := time.Now()
+		f()
+		out[i] = time.Since(start)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	i := (len(sorted)*p + 99) / 100
+	if i > 0 {
+		i--
+	}
+	return sorted[i].Round(time.Millisecond)
+}
+
