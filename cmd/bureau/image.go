@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/bureau/bureau/internal/config"
 	"github.com/bureau/bureau/internal/images"
+	"github.com/bureau/bureau/internal/store"
 	"github.com/spf13/cobra"
 )
 
@@ -19,15 +22,9 @@ func imageCmd(cfg *config.Config) *cobra.Command {
 	build := &cobra.Command{
 		Use:   "build",
 		Short: "Build the default desktop image from its recipe (reused when the recipe is unchanged)",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := newLogger("text")
-			st, err := openStore(cmd.Context(), cfg, log)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
+		RunE: withStore(cfg, func(ctx context.Context, st *store.Store, log *slog.Logger, _ []string) error {
 			start := time.Now()
-			im, reused, err := imageService(cfg, st, log).Build(cmd.Context(),
+			im, reused, err := imageService(cfg, st, log).Build(ctx,
 				images.BuildRequest{Name: name, RecipeDir: recipe, OS: osName, Version: osVersion}, progressPrinter())
 			fmt.Fprintln(os.Stderr)
 			if err != nil {
@@ -40,7 +37,7 @@ func imageCmd(cfg *config.Config) *cobra.Command {
 			fmt.Printf("image %s %s in %s: %s, %d MiB, sha256 %s, recipe %s\n", im.Name, how,
 				time.Since(start).Round(time.Second), im.Path, im.SizeBytes>>20, im.SHA256[:16], im.RecipeHash)
 			return nil
-		},
+		}),
 	}
 	build.Flags().StringVar(&name, "name", cfg.DefaultImage, "image name")
 	build.Flags().StringVar(&recipe, "recipe", cfg.RecipeDir, "recipe folder holding build.sh (BUREAU_RECIPE_DIR)")
@@ -51,21 +48,15 @@ func imageCmd(cfg *config.Config) *cobra.Command {
 	imp := &cobra.Command{
 		Use:   "import",
 		Short: "Import a disk image by --url (resumable download) or --path",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := newLogger("text")
-			st, err := openStore(cmd.Context(), cfg, log)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			im, err := imageService(cfg, st, log).Import(cmd.Context(), req, progressPrinter())
+		RunE: withStore(cfg, func(ctx context.Context, st *store.Store, log *slog.Logger, _ []string) error {
+			im, err := imageService(cfg, st, log).Import(ctx, req, progressPrinter())
 			fmt.Fprintln(os.Stderr)
 			if err != nil {
 				return err
 			}
 			fmt.Printf("image %s imported: %s, %d MiB, sha256 %s\n", im.Name, im.Path, im.SizeBytes>>20, im.SHA256[:16])
 			return nil
-		},
+		}),
 	}
 	imp.Flags().StringVar(&req.Name, "name", "", "image name (required)")
 	imp.Flags().StringVar(&req.URL, "url", "", "http(s) URL to download")
@@ -77,14 +68,8 @@ func imageCmd(cfg *config.Config) *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List registered images",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := newLogger("text")
-			st, err := openStore(cmd.Context(), cfg, log)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			ims, err := imageService(cfg, st, log).List(cmd.Context())
+		RunE: withStore(cfg, func(ctx context.Context, st *store.Store, log *slog.Logger, _ []string) error {
+			ims, err := imageService(cfg, st, log).List(ctx)
 			if err != nil {
 				return err
 			}
@@ -94,25 +79,19 @@ func imageCmd(cfg *config.Config) *cobra.Command {
 				fmt.Fprintf(w, "%s\t%s %s\t%d MiB\t%s\t%s\n", im.Name, im.OS, im.Version, im.SizeBytes>>20, im.CreatedAt.Format(time.RFC3339), im.Source)
 			}
 			return w.Flush()
-		},
+		}),
 	}
 	del := &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete an image no desktop uses",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			log := newLogger("text")
-			st, err := openStore(cmd.Context(), cfg, log)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			if err := imageService(cfg, st, log).Delete(cmd.Context(), args[0]); err != nil {
+		RunE: withStore(cfg, func(ctx context.Context, st *store.Store, log *slog.Logger, args []string) error {
+			if err := imageService(cfg, st, log).Delete(ctx, args[0]); err != nil {
 				return err
 			}
 			fmt.Printf("image %s deleted\n", args[0])
 			return nil
-		},
+		}),
 	}
 	cmd.AddCommand(build, imp, list, del)
 	return cmd

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/bureau/bureau/internal/auth"
 	"github.com/bureau/bureau/internal/config"
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/store"
 	"github.com/spf13/cobra"
 )
 
@@ -20,21 +23,16 @@ func tokenCmd(cfg *config.Config) *cobra.Command {
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create a token; its secret is printed once",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := openStore(cmd.Context(), cfg, newLogger("text"))
-			if err != nil {
-				return err
-			}
-			defer st.Close()
+		RunE: withStore(cfg, func(ctx context.Context, st *store.Store, _ *slog.Logger, _ []string) error {
 			req.TTL = ttl
-			secret, tok, err := auth.New(st).Create(cmd.Context(), req)
+			secret, tok, err := auth.New(st).Create(ctx, req)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "token %s for %s (%s) created; the secret is shown only now:\n", tok.ID, tok.Owner, tok.Scope)
 			fmt.Println(secret)
 			return nil
-		},
+		}),
 	}
 	create.Flags().StringVar(&req.Owner, "owner", "", "owner the token acts for (required)")
 	create.Flags().StringVar(&req.Name, "name", "", "a label for the token")
@@ -43,13 +41,8 @@ func tokenCmd(cfg *config.Config) *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List tokens",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := openStore(cmd.Context(), cfg, newLogger("text"))
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			toks, err := auth.New(st).List(cmd.Context(), "")
+		RunE: withStore(cfg, func(ctx context.Context, st *store.Store, _ *slog.Logger, _ []string) error {
+			toks, err := auth.New(st).List(ctx, "")
 			if err != nil {
 				return err
 			}
@@ -63,24 +56,19 @@ func tokenCmd(cfg *config.Config) *cobra.Command {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Owner, t.Scope, t.Name, t.CreatedAt.Format(time.RFC3339), status)
 			}
 			return w.Flush()
-		},
+		}),
 	}
 	revoke := &cobra.Command{
 		Use:   "revoke ID",
 		Short: "Revoke a token",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := openStore(cmd.Context(), cfg, newLogger("text"))
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			if err := auth.New(st).Revoke(cmd.Context(), args[0]); err != nil {
+		RunE: withStore(cfg, func(ctx context.Context, st *store.Store, _ *slog.Logger, args []string) error {
+			if err := auth.New(st).Revoke(ctx, args[0]); err != nil {
 				return err
 			}
 			fmt.Printf("token %s revoked\n", args[0])
 			return nil
-		},
+		}),
 	}
 	cmd.AddCommand(create, list, revoke)
 	return cmd

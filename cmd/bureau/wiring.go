@@ -46,19 +46,27 @@ func (seedWriter) WriteSeed(ctx context.Context, path string, s manager.Seed) er
 		Hostname: s.Hostname, User: "agent", SSHKeys: s.SSHKeys, InstallDesktop: s.InstallDesktop})
 }
 
+// withStore makes a cobra RunE for a command that works on this host's
+// database directly: it opens and migrates the store and closes it after.
+func withStore(cfg *config.Config, run func(ctx context.Context, st *store.Store, log *slog.Logger, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		log := newLogger("text")
+		st, err := openStore(cmd.Context(), cfg, log)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return run(cmd.Context(), st, log, args)
+	}
+}
+
 func migrateCmd(cfg *config.Config) *cobra.Command {
 	return &cobra.Command{
 		Use:   "migrate",
 		Short: "Create or upgrade the database schema",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := newLogger("text")
-			st, err := openStore(cmd.Context(), cfg, log)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
+		RunE: withStore(cfg, func(_ context.Context, st *store.Store, _ *slog.Logger, _ []string) error {
 			fmt.Printf("database %s (%s) is up to date\n", cfg.Database(), st.Dialect())
 			return nil
-		},
+		}),
 	}
 }
