@@ -139,6 +139,17 @@ func TestDesktopLifecycle(t *testing.T) {
 		t.Errorf("marker after stop/start = %q", out)
 	}
 
+	// Reboot: the guest comes back with a new boot id and the data intact.
+	bootID, _ := s.guest(restarted, "cat /proc/sys/kernel/random/boot_id")
+	if code := s.call(alice.Token, "POST", "/api/v1/desktops/"+d.ID+"/reboot", nil, nil); code != 202 {
+		t.Fatalf("reboot: %d", code)
+	}
+	s.waitState(alice.Token, d.ID, desktop.StateRunning, time.Minute)
+	rebootAt := time.Now()
+	s.waitGuest(restarted, "new boot id", "test \"$(cat /proc/sys/kernel/random/boot_id)\" != "+bootID, 5*time.Minute)
+	s.waitGuest(restarted, "/home after reboot", "grep -q kept-across-restarts /home/agent/marker.txt", 5*time.Minute)
+	t.Logf("reboot→guest agent with /home: %s", time.Since(rebootAt).Round(time.Second))
+
 	// Events tell the story.
 	var evs struct{ Events []desktop.Event }
 	s.call(alice.Token, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &evs)
@@ -146,7 +157,7 @@ func TestDesktopLifecycle(t *testing.T) {
 	for _, e := range evs.Events {
 		types = append(types, e.Type)
 	}
-	for _, want := range []string{"create_requested", "created", "stopped", "started"} {
+	for _, want := range []string{"create_requested", "created", "stopped", "started", "rebooted"} {
 		if !strings.Contains(strings.Join(types, " "), want) {
 			t.Errorf("events %v lack %s", types, want)
 		}
