@@ -104,4 +104,3 @@ func pct(sorted []time.Duration, p int) time.Duration {
 	}
 	return sorted[i].Round(time.Millisecond)
 }
-
