@@ -86,6 +86,13 @@ func newServer(t *testing.T) *server {
 	return s
 }
 
+// with returns a copy of s that reports to t (a subtest).
+func (s *server) with(t *testing.T) *server {
+	c := *s
+	c.t = t
+	return &c
+}
+
 func (s *server) args(a ...string) []string {
 	a = append(a, "--data-dir", s.dataDir)
 	if s.dbURL != "" {

@@ -105,6 +105,12 @@ func TestDesktopLifecycle(t *testing.T) {
 	os.WriteFile(filepath.Join(os.TempDir(), "bureau-e2e-desktop.png"), shot, 0o644)
 	t.Logf("create→desktop visible and settled: %s", time.Since(createdAt).Round(time.Second))
 
+	// Feature checks registered by other files run against this one
+	// running desktop: a boot is too slow to spend one per feature.
+	for _, c := range runningChecks {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, s.with(t), alice.Token, running) })
+	}
+
 	s.guest(running, "echo kept-across-restarts > /home/agent/marker.txt && chown agent: /home/agent/marker.txt && sync")
 
 	// A bureau restart must leave the running VM alone.
@@ -185,6 +191,17 @@ func TestDesktopLifecycle(t *testing.T) {
 	s.expectError(alice.Token, "GET", "/api/v1/desktops/"+d.ID, nil, 404, "not_found")
 	os.Remove(res.DataDiskKept)
 }
+
+// runningCheck is a feature test run on the shared running desktop. It gets
+// a server bound to its own subtest, the owner's token and the desktop, and
+// must leave the desktop running for the checks after it.
+type runningCheck struct {
+	name string
+	fn   func(t *testing.T, s *server, token string, d *desktop.Desktop)
+}
+
+// runningChecks is filled by init functions of feature test files.
+var runningChecks []runningCheck
 
 // settledScreenshot polls the API's screenshot until two frames a few
 // seconds apart are identical: the desktop has finished drawing.

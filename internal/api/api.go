@@ -46,7 +46,13 @@ type Deps struct {
 	Screens  Screens
 	Tokens   Tokens
 	Images   Images
-	Log      *slog.Logger
+	// Console issues console tokens and proxies VNC (console.go).
+	Console Console
+	// Computer drives screen, mouse and keyboard (computer.go).
+	Computer Computer
+	// Guest runs commands and moves files inside desktops (guest.go).
+	Guest Guest
+	Log   *slog.Logger
 	// Info is served by GET /api/v1/info (accelerator, version…).
 	Info map[string]string
 }
@@ -83,6 +89,10 @@ func New(d Deps) *gin.Engine {
 	v1.GET("/tokens", s.handle(s.listTokens))
 	v1.POST("/tokens", s.handle(s.createToken))
 	v1.DELETE("/tokens/:id", s.handle(s.revokeToken))
+	s.consoleRoutes(r, v1)
+	s.computerRoutes(v1)
+	s.guestRoutes(v1)
+	s.mcpRoutes(r)
 	return r
 }
 

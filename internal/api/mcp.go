@@ -1,0 +1,5 @@
+package api
+
+import "github.com/gin-gonic/gin"
+
+func (s *server) mcpRoutes(r *gin.Engine) {}
