@@ -174,7 +174,10 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		}),
 	}
 	cmd.AddCommand(create, list, get, op("start", "Start a stopped desktop", none), stop,
-		op("reboot", "Reboot a running desktop", none), del, events)
+		op("reboot", "Reboot a running desktop", none), del, events,
+		op("pause", "Freeze a running desktop (RAM stays in host memory)", none),
+		op("resume", "Resume a paused or hibernated desktop", none),
+		op("hibernate", "Save a desktop's RAM to disk and free its CPU and memory", none))
 	return cmd
 }
 

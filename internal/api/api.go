@@ -25,6 +25,11 @@ type Desktops interface {
 	Reboot(ctx context.Context, id, actor string) (*desktop.Desktop, error)
 	Delete(ctx context.Context, id, actor string, deleteData bool) (*manager.DeleteResult, error)
 	Events(ctx context.Context, id string, limit int) ([]*desktop.Event, error)
+	Pause(ctx context.Context, id, actor string) (*desktop.Desktop, error)
+	Resume(ctx context.Context, id, actor string) (*desktop.Desktop, error)
+	Hibernate(ctx context.Context, id, actor string) (*desktop.Desktop, error)
+	// Wake resumes a paused or hibernated desktop and waits until it runs.
+	Wake(ctx context.Context, id, actor string) (*desktop.Desktop, error)
 }
 
 // Screens takes screenshots of running desktops.
@@ -81,6 +86,9 @@ func New(d Deps) *gin.Engine {
 	v1.POST("/desktops/:id/start", s.handle(s.startDesktop))
 	v1.POST("/desktops/:id/stop", s.handle(s.stopDesktop))
 	v1.POST("/desktops/:id/reboot", s.handle(s.rebootDesktop))
+	v1.POST("/desktops/:id/pause", s.handle(s.pauseDesktop))
+	v1.POST("/desktops/:id/resume", s.handle(s.resumeDesktop))
+	v1.POST("/desktops/:id/hibernate", s.handle(s.hibernateDesktop))
 	v1.GET("/desktops/:id/events", s.handle(s.desktopEvents))
 	v1.GET("/desktops/:id/screenshot", s.screenshot)
 	v1.GET("/images", s.handle(s.listImages))

@@ -87,6 +87,26 @@ func (f *fakeDesktops) Delete(_ context.Context, id, _ string, deleteData bool) 
 func (f *fakeDesktops) Events(context.Context, string, int) ([]*desktop.Event, error) {
 	return nil, nil
 }
+func (f *fakeDesktops) Pause(_ context.Context, id, _ string) (*desktop.Desktop, error) {
+	return f.setState(id, desktop.StatePaused)
+}
+func (f *fakeDesktops) Resume(_ context.Context, id, _ string) (*desktop.Desktop, error) {
+	return f.setState(id, desktop.StateRunning)
+}
+func (f *fakeDesktops) Hibernate(_ context.Context, id, _ string) (*desktop.Desktop, error) {
+	return f.setState(id, desktop.StateHibernating)
+}
+func (f *fakeDesktops) Wake(_ context.Context, id, _ string) (*desktop.Desktop, error) {
+	return f.setState(id, desktop.StateRunning)
+}
+func (f *fakeDesktops) setState(id string, st desktop.State) (*desktop.Desktop, error) {
+	d, err := f.op(id)
+	if err != nil {
+		return nil, err
+	}
+	d.State = st
+	return d, nil
+}
 
 type fakeScreens struct{}
 

@@ -89,6 +89,7 @@ const (
 	VMShutoff  VMState = "shutoff"
 	VMRunning  VMState = "running"
 	VMPaused   VMState = "paused"
+	VMSaved    VMState = "saved" // shut off with its RAM saved (hibernated)
 	VMCrashed  VMState = "crashed"
 	VMShutdown VMState = "shutting-down"
 )

@@ -12,19 +12,30 @@ const (
 	StateStopping  State = "stopping"
 	StateStopped   State = "stopped"
 	StateRebooting State = "rebooting"
-	StateDeleting  State = "deleting"
-	StateDeleted   State = "deleted"
-	StateError     State = "error"
+	// Paused: the VM is frozen with its RAM held in host memory.
+	StatePausing State = "pausing"
+	StatePaused  State = "paused"
+	// Hibernated: RAM saved to disk, no CPU or memory used on the host;
+	// resuming brings back the running programs.
+	StateHibernating State = "hibernating"
+	StateHibernated  State = "hibernated"
+	StateResuming    State = "resuming"
+	StateDeleting    State = "deleting"
+	StateDeleted     State = "deleted"
+	StateError       State = "error"
 )
 
 // Op names a lifecycle operation a caller can ask for.
 type Op string
 
 const (
-	OpStart  Op = "start"
-	OpStop   Op = "stop"
-	OpReboot Op = "reboot"
-	OpDelete Op = "delete"
+	OpStart     Op = "start"
+	OpStop      Op = "stop"
+	OpReboot    Op = "reboot"
+	OpDelete    Op = "delete"
+	OpPause     Op = "pause"
+	OpResume    Op = "resume"
+	OpHibernate Op = "hibernate"
 )
 
 // transitions is the one table of which operation may begin from which state
@@ -33,10 +44,13 @@ var transitions = map[Op]struct {
 	from    []State
 	through State
 }{
-	OpStart:  {[]State{StateStopped, StateError}, StateStarting},
-	OpStop:   {[]State{StateRunning, StateError}, StateStopping},
-	OpReboot: {[]State{StateRunning}, StateRebooting},
-	OpDelete: {[]State{StateCreating, StateRunning, StateStopped, StateError}, StateDeleting},
+	OpStart:     {[]State{StateStopped, StateHibernated, StateError}, StateStarting},
+	OpStop:      {[]State{StateRunning, StatePaused, StateHibernated, StateError}, StateStopping},
+	OpReboot:    {[]State{StateRunning}, StateRebooting},
+	OpDelete:    {[]State{StateCreating, StateRunning, StatePaused, StateHibernated, StateStopped, StateError}, StateDeleting},
+	OpPause:     {[]State{StateRunning}, StatePausing},
+	OpResume:    {[]State{StatePaused, StateHibernated}, StateResuming},
+	OpHibernate: {[]State{StateRunning, StatePaused}, StateHibernating},
 }
 
 // Begin checks that op may start from the current state and returns the
@@ -52,7 +66,7 @@ func Begin(op Op, current State) (State, error) {
 // Settled reports whether no operation is moving the desktop.
 func (s State) Settled() bool {
 	switch s {
-	case StateRunning, StateStopped, StateError, StateDeleted:
+	case StateRunning, StatePaused, StateHibernated, StateStopped, StateError, StateDeleted:
 		return true
 	}
 	return false

@@ -114,6 +114,21 @@ func (f *fakeHV) List(context.Context) (map[string]desktop.VMState, error) {
 	return out, nil
 }
 func (f *fakeHV) Events() <-chan desktop.VMEvent { return f.events }
+func (f *fakeHV) Suspend(_ context.Context, n string) error {
+	return f.set(n, desktop.VMPaused, "Suspend")
+}
+func (f *fakeHV) Resume(_ context.Context, n string) error {
+	return f.set(n, desktop.VMRunning, "Resume")
+}
+func (f *fakeHV) Hibernate(_ context.Context, n string) error {
+	return f.set(n, desktop.VMSaved, "Hibernate")
+}
+func (f *fakeHV) DiscardHibernation(_ context.Context, n string) error {
+	return f.set(n, desktop.VMShutoff, "DiscardHibernation")
+}
+func (f *fakeHV) SyncGuestClock(_ context.Context, n string) error {
+	return f.step("SyncGuestClock", n)
+}
 
 // fakeDisks writes small placeholder files where qemu-img would.
 type fakeDisks struct{ failOverlay bool }

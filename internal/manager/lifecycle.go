@@ -57,7 +57,13 @@ func (m *Manager) start(ctx context.Context, d *desktop.Desktop) {
 	if err == nil && st == desktop.VMMissing {
 		err = errors.New("its VM definition is missing (recreate the desktop; its data disk is kept)")
 	}
-	if err == nil && st != desktop.VMRunning {
+	if err == nil && st == desktop.VMSaved {
+		m.restore(ctx, d, "start")
+		return
+	}
+	if err == nil && st == desktop.VMPaused {
+		err = m.hv.Resume(ctx, d.DomainName())
+	} else if err == nil && st != desktop.VMRunning {
 		err = m.hv.Start(ctx, d.DomainName())
 	}
 	if err != nil {
@@ -108,8 +114,22 @@ func (m *Manager) powerOff(ctx context.Context, name string, opts StopOptions) (
 	if err != nil {
 		return "", err
 	}
-	if st == desktop.VMShutoff || st == desktop.VMMissing {
+	switch st {
+	case desktop.VMShutoff, desktop.VMMissing:
 		return "already off", nil
+	case desktop.VMSaved:
+		// Stopping a hibernated desktop is asked for explicitly: its saved
+		// RAM goes, its disks stay.
+		if err := m.hv.DiscardHibernation(ctx, name); err != nil {
+			return "", err
+		}
+		return "saved RAM of the hibernated desktop discarded", nil
+	case desktop.VMPaused:
+		// A frozen guest cannot answer ACPI.
+		if err := m.hv.Destroy(ctx, name); err != nil {
+			return "", err
+		}
+		return "powered off while paused", nil
 	}
 	if !opts.Force && st == desktop.VMRunning {
 		if err := m.hv.Shutdown(ctx, name); err != nil {

@@ -28,6 +28,11 @@ type Hypervisor interface {
 	State(ctx context.Context, name string) (desktop.VMState, error)
 	List(ctx context.Context) (map[string]desktop.VMState, error)
 	Events() <-chan desktop.VMEvent
+	Suspend(ctx context.Context, name string) error
+	Resume(ctx context.Context, name string) error
+	Hibernate(ctx context.Context, name string) error
+	DiscardHibernation(ctx context.Context, name string) error
+	SyncGuestClock(ctx context.Context, name string) error
 }
 
 // Disks makes disk files.

@@ -62,7 +62,7 @@ func (m *Manager) reconcileOne(ctx context.Context, d *desktop.Desktop, vm deskt
 			return
 		}
 		d.State, d.Operation, d.LastError = state, "", lastErr
-		if state == desktop.StateRunning || state == desktop.StateStopped {
+		if state != desktop.StateError {
 			d.DesiredState = state
 		}
 		m.save(ctx, d)
@@ -90,7 +90,9 @@ func (m *Manager) reconcileOne(ctx context.Context, d *desktop.Desktop, vm deskt
 	case desktop.VMRunning, desktop.VMShutdown:
 		set(desktop.StateRunning, "", "VM found running")
 	case desktop.VMPaused:
-		set(desktop.StateRunning, "", "VM found paused")
+		set(desktop.StatePaused, "", "VM found paused")
+	case desktop.VMSaved:
+		set(desktop.StateHibernated, "", "VM found hibernated")
 	case desktop.VMShutoff:
 		set(desktop.StateStopped, "", "VM found shut off")
 	case desktop.VMCrashed:
@@ -122,6 +124,10 @@ func (m *Manager) onEvent(ctx context.Context, ev desktop.VMEvent) {
 		want = desktop.StateRunning
 	case desktop.VMShutoff:
 		want = desktop.StateStopped
+	case desktop.VMPaused:
+		want = desktop.StatePaused
+	case desktop.VMSaved:
+		want = desktop.StateHibernated
 	case desktop.VMCrashed:
 		want, lastErr = desktop.StateError, "the VM crashed ("+ev.Reason+")"
 	default:

@@ -84,11 +84,7 @@ func (h *Hypervisor) Undefine(ctx context.Context, name string) error {
 // State reports a VM's state; a missing domain is desktop.VMMissing.
 func (h *Hypervisor) State(ctx context.Context, name string) (desktop.VMState, error) {
 	st, err := withDomain(ctx, h, name, func(d *libvirt.Domain) (desktop.VMState, error) {
-		s, reason, err := d.GetState()
-		if err != nil {
-			return "", err
-		}
-		return vmState(s, reason), nil
+		return domainState(d)
 	})
 	if errors.Is(err, ErrNoDomain) {
 		return desktop.VMMissing, nil
@@ -111,14 +107,30 @@ func (h *Hypervisor) List(ctx context.Context) (map[string]desktop.VMState, erro
 		for _, d := range doms {
 			name, err := d.GetName()
 			if err == nil && isBureauDomain(name) {
-				if s, reason, err := d.GetState(); err == nil {
-					out[name] = vmState(s, reason)
+				if st, err := domainState(&d); err == nil {
+					out[name] = st
 				}
 			}
 			d.Free()
 		}
 		return out, nil
 	})
+}
+
+// domainState is a domain's state; a shut-off domain with a managed save
+// image is hibernated (VMSaved), whatever libvirt remembers of why it stopped.
+func domainState(d *libvirt.Domain) (desktop.VMState, error) {
+	s, reason, err := d.GetState()
+	if err != nil {
+		return "", err
+	}
+	st := vmState(s, reason)
+	if st == desktop.VMShutoff {
+		if saved, err := d.HasManagedSaveImage(0); err == nil && saved {
+			return desktop.VMSaved, nil
+		}
+	}
+	return st, nil
 }
 
 // vmState is the one place libvirt's domain states become bureau's.
@@ -154,6 +166,9 @@ func (h *Hypervisor) onLifecycle(_ *libvirt.Connect, d *libvirt.Domain, ev *libv
 		out.State = desktop.VMPaused
 	case libvirt.DOMAIN_EVENT_STOPPED:
 		out.State = desktop.VMShutoff
+		if libvirt.DomainEventStoppedDetailType(ev.Detail) == libvirt.DOMAIN_EVENT_STOPPED_SAVED {
+			out.State = desktop.VMSaved
+		}
 		if libvirt.DomainEventStoppedDetailType(ev.Detail) == libvirt.DOMAIN_EVENT_STOPPED_CRASHED ||
 			libvirt.DomainEventStoppedDetailType(ev.Detail) == libvirt.DOMAIN_EVENT_STOPPED_FAILED {
 			out.State = desktop.VMCrashed

@@ -1,0 +1,51 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/gin-gonic/gin"
+)
+
+func (s *server) pauseDesktop(c *gin.Context) (reply, error) {
+	if _, err := s.owned(c); err != nil {
+		return reply{}, err
+	}
+	d, err := s.Desktops.Pause(c, c.Param("id"), actor(c))
+	return reply{http.StatusOK, d}, err
+}
+
+// resumeDesktop answers 200 when a paused desktop is running again, 202
+// while a hibernated one is being restored.
+func (s *server) resumeDesktop(c *gin.Context) (reply, error) {
+	if _, err := s.owned(c); err != nil {
+		return reply{}, err
+	}
+	d, err := s.Desktops.Resume(c, c.Param("id"), actor(c))
+	if err != nil {
+		return reply{}, err
+	}
+	if d.State == desktop.StateRunning {
+		return reply{http.StatusOK, d}, nil
+	}
+	return reply{http.StatusAccepted, d}, nil
+}
+
+func (s *server) hibernateDesktop(c *gin.Context) (reply, error) {
+	if _, err := s.owned(c); err != nil {
+		return reply{}, err
+	}
+	d, err := s.Desktops.Hibernate(c, c.Param("id"), actor(c))
+	return reply{http.StatusAccepted, d}, err
+}
+
+// awake returns the caller's desktop in :id, running: a paused or
+// hibernated desktop is woken first ("wake on use"). Routes that need a
+// running guest (screen, input, exec, files, console) call it.
+func (s *server) awake(c *gin.Context) (*desktop.Desktop, error) {
+	d, err := s.owned(c)
+	if err != nil || d.State == desktop.StateRunning {
+		return d, err
+	}
+	return s.Desktops.Wake(c, d.ID, actor(c))
+}

@@ -1,0 +1,169 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// Pause freezes a running desktop at once; its RAM stays in host memory.
+func (m *Manager) Pause(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
+	d, err := m.begin(ctx, id, desktop.OpPause, desktop.StatePaused, actor)
+	if err != nil {
+		return nil, err
+	}
+	defer m.unlock(id)
+	if err := m.hv.Suspend(ctx, d.DomainName()); err != nil {
+		// The VM is as it was: say so instead of marking the desktop broken.
+		d.State, d.DesiredState, d.Operation = desktop.StateRunning, desktop.StateRunning, ""
+		m.save(ctx, d)
+		return nil, fmt.Errorf("pause: %w", err)
+	}
+	d.State, d.Operation, d.LastError = desktop.StatePaused, "", ""
+	m.save(ctx, d)
+	m.event(ctx, id, "paused", actor, "paused")
+	return d, nil
+}
+
+// Resume brings a paused desktop back at once, or a hibernated one in the
+// background (202: it is "resuming" until its RAM is restored).
+func (m *Manager) Resume(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
+	d, err := m.begin(ctx, id, desktop.OpResume, desktop.StateRunning, actor)
+	if err != nil {
+		return nil, err
+	}
+	st, err := m.hv.State(ctx, d.DomainName())
+	if err != nil {
+		m.unlock(id)
+		return nil, err
+	}
+	if st == desktop.VMPaused {
+		defer m.unlock(id)
+		if err := m.hv.Resume(ctx, d.DomainName()); err != nil {
+			d.State, d.Operation = desktop.StatePaused, ""
+			m.save(ctx, d)
+			return nil, fmt.Errorf("resume: %w", err)
+		}
+		m.syncClock(d)
+		d.State, d.Operation, d.LastError = desktop.StateRunning, "", ""
+		m.save(ctx, d)
+		m.event(ctx, id, "resumed", actor, "resumed from pause")
+		return d, nil
+	}
+	cp := *d
+	m.background(id, func(ctx context.Context) { m.restore(ctx, &cp, "resume") })
+	return d, nil
+}
+
+// restore starts a hibernated VM from its saved RAM.
+func (m *Manager) restore(ctx context.Context, d *desktop.Desktop, op string) {
+	begun := time.Now()
+	if err := m.hv.Start(ctx, d.DomainName()); err != nil {
+		m.fail(ctx, d, op, err)
+		return
+	}
+	d.State, d.Operation, d.LastError = desktop.StateRunning, "", ""
+	m.save(ctx, d)
+	m.event(ctx, d.ID, "resumed", "bureau", "resumed from hibernation in %s", time.Since(begun).Round(time.Millisecond))
+	m.syncClock(d)
+}
+
+// syncClock sets the guest clock after a resume, in the background: the
+// guest agent needs a moment to come back and a late clock is not fatal.
+func (m *Manager) syncClock(d *desktop.Desktop) {
+	name, id := d.DomainName(), d.ID
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		ctx, cancel := context.WithTimeout(m.ctx, time.Minute)
+		defer cancel()
+		var err error
+		for ctx.Err() == nil {
+			if err = m.hv.SyncGuestClock(ctx, name); err == nil {
+				return
+			}
+			time.Sleep(time.Second)
+		}
+		m.log.Warn("guest clock not synced after resume", "desktop", id, "err", err)
+	}()
+}
+
+// Hibernate saves a desktop's RAM to disk and stops its VM in the
+// background; resume or start brings its programs back.
+func (m *Manager) Hibernate(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
+	d, err := m.begin(ctx, id, desktop.OpHibernate, desktop.StateHibernated, actor)
+	if err != nil {
+		return nil, err
+	}
+	cp := *d
+	m.background(id, func(ctx context.Context) { m.hibernate(ctx, &cp, actor) })
+	return d, nil
+}
+
+func (m *Manager) hibernate(ctx context.Context, d *desktop.Desktop, actor string) {
+	begun := time.Now()
+	if err := m.hv.Hibernate(ctx, d.DomainName()); err != nil {
+		// A failed save leaves the VM running (libvirt only stops it once the
+		// image is complete): report it without losing the desktop.
+		st, _ := m.hv.State(ctx, d.DomainName())
+		d.Operation, d.LastError = "", fmt.Sprintf("hibernate failed: %v", err)
+		switch st {
+		case desktop.VMRunning:
+			d.State, d.DesiredState = desktop.StateRunning, desktop.StateRunning
+		case desktop.VMPaused:
+			d.State, d.DesiredState = desktop.StatePaused, desktop.StatePaused
+		default:
+			d.State = desktop.StateError
+		}
+		m.save(ctx, d)
+		m.event(ctx, d.ID, "hibernate_failed", "bureau", "%s", d.LastError)
+		return
+	}
+	d.State, d.Operation, d.LastError = desktop.StateHibernated, "", ""
+	m.save(ctx, d)
+	m.event(ctx, d.ID, "hibernated", actor, "hibernated in %s", time.Since(begun).Round(time.Millisecond))
+}
+
+// WakeTimeout bounds how long Wake waits for a hibernated desktop.
+const WakeTimeout = 3 * time.Minute
+
+// Wake makes sure a desktop is running before it is used: a paused or
+// hibernated desktop is resumed ("wake on use") and Wake waits for it. A
+// running desktop returns at once; any other state is a TransitionError.
+func (m *Manager) Wake(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
+	d, err := m.store.GetDesktop(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	switch d.State {
+	case desktop.StateRunning:
+		return d, nil
+	case desktop.StatePaused, desktop.StateHibernated:
+		if _, err := m.Resume(ctx, id, actor); err != nil {
+			return nil, err
+		}
+	case desktop.StateResuming:
+	default:
+		return nil, &desktop.TransitionError{Op: "use", State: d.State}
+	}
+	deadline := time.Now().Add(WakeTimeout)
+	for time.Now().Before(deadline) {
+		if d, err = m.store.GetDesktop(ctx, id); err != nil {
+			return nil, err
+		}
+		if d.State == desktop.StateRunning {
+			return d, nil
+		}
+		if d.State.Settled() {
+			return nil, &desktop.TransitionError{Op: "use", State: d.State}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return nil, fmt.Errorf("desktop %s did not wake within %s: %w", id, WakeTimeout, desktop.ErrUnavailable)
+}

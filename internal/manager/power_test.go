@@ -1,0 +1,140 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+func TestPauseResume(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "p").ID)
+	p, err := h.m.Pause(ctx, d.ID, "alice")
+	if err != nil || p.State != desktop.StatePaused || h.hv.vms[d.DomainName()] != desktop.VMPaused {
+		t.Fatalf("pause: %v %+v", err, p)
+	}
+	var te *desktop.TransitionError
+	if _, err := h.m.Pause(ctx, d.ID, "alice"); !errors.As(err, &te) {
+		t.Errorf("pausing a paused desktop: %v", err)
+	}
+	if _, err := h.m.Reboot(ctx, d.ID, "alice"); !errors.As(err, &te) {
+		t.Errorf("rebooting a paused desktop: %v", err)
+	}
+	r, err := h.m.Resume(ctx, d.ID, "alice")
+	if err != nil || r.State != desktop.StateRunning || h.hv.vms[d.DomainName()] != desktop.VMRunning {
+		t.Fatalf("resume: %v %+v", err, r)
+	}
+}
+
+func TestPauseFailureKeepsDesktopRunning(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	d := h.settle(t, h.create(t, "p").ID)
+	h.hv.failOn = "Suspend"
+	if _, err := h.m.Pause(context.Background(), d.ID, "alice"); err == nil {
+		t.Fatal("pause succeeded despite the hypervisor failing")
+	}
+	if got, _ := h.m.Get(context.Background(), d.ID); got.State != desktop.StateRunning || h.m.isBusy(d.ID) {
+		t.Fatalf("after a failed pause: %+v busy=%v", got, h.m.isBusy(d.ID))
+	}
+}
+
+func TestHibernateAndResumeOrStart(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "h").ID)
+	hb, err := h.m.Hibernate(ctx, d.ID, "alice")
+	if err != nil || hb.State != desktop.StateHibernating {
+		t.Fatalf("hibernate: %v %+v", err, hb)
+	}
+	if got := h.settle(t, d.ID); got.State != desktop.StateHibernated || h.hv.vms[d.DomainName()] != desktop.VMSaved {
+		t.Fatalf("after hibernate: %+v vm=%s", got, h.hv.vms[d.DomainName()])
+	}
+	if r, err := h.m.Resume(ctx, d.ID, "alice"); err != nil || r.State != desktop.StateResuming {
+		t.Fatalf("resume: %v %+v", err, r)
+	}
+	if got := h.settle(t, d.ID); got.State != desktop.StateRunning {
+		t.Fatalf("after resume: %+v", got)
+	}
+	// Start works on a hibernated desktop too, and restores it.
+	h.m.Hibernate(ctx, d.ID, "alice")
+	h.settle(t, d.ID)
+	h.m.Start(ctx, d.ID, "alice")
+	if got := h.settle(t, d.ID); got.State != desktop.StateRunning {
+		t.Fatalf("start from hibernation: %+v", got)
+	}
+	evs, _ := h.m.Events(ctx, d.ID, 50)
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.Type)
+	}
+	if s := strings.Join(types, " "); strings.Count(s, "hibernated") != 2 || strings.Count(s, "resumed") != 2 {
+		t.Errorf("events %v", types)
+	}
+}
+
+func TestFailedHibernateLeavesDesktopRunning(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	d := h.settle(t, h.create(t, "h").ID)
+	h.hv.failOn = "Hibernate"
+	h.m.Hibernate(context.Background(), d.ID, "alice")
+	got := h.settle(t, d.ID)
+	if got.State != desktop.StateRunning || !strings.Contains(got.LastError, "hibernate failed") {
+		t.Fatalf("after failed hibernate: %+v", got)
+	}
+}
+
+func TestStopHibernatedDiscardsSavedRAM(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "h").ID)
+	h.m.Hibernate(ctx, d.ID, "alice")
+	h.settle(t, d.ID)
+	h.m.Stop(ctx, d.ID, "alice", StopOptions{})
+	if got := h.settle(t, d.ID); got.State != desktop.StateStopped || h.hv.vms[d.DomainName()] != desktop.VMShutoff {
+		t.Fatalf("stop of a hibernated desktop: %+v vm=%s", got, h.hv.vms[d.DomainName()])
+	}
+}
+
+func TestWake(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "w").ID)
+	h.m.Hibernate(ctx, d.ID, "alice")
+	h.settle(t, d.ID)
+	w, err := h.m.Wake(ctx, d.ID, "alice")
+	if err != nil || w.State != desktop.StateRunning {
+		t.Fatalf("wake hibernated: %v %+v", err, w)
+	}
+	h.m.Pause(ctx, d.ID, "alice")
+	if w, err := h.m.Wake(ctx, d.ID, "alice"); err != nil || w.State != desktop.StateRunning {
+		t.Fatalf("wake paused: %v %+v", err, w)
+	}
+	h.m.Stop(ctx, d.ID, "alice", StopOptions{Force: true})
+	h.settle(t, d.ID)
+	var te *desktop.TransitionError
+	if _, err := h.m.Wake(ctx, d.ID, "alice"); !errors.As(err, &te) || te.State != desktop.StateStopped {
+		t.Fatalf("wake stopped: %v", err)
+	}
+}
+
+func TestReconcileFindsPausedAndHibernated(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	a := h.settle(t, h.create(t, "a").ID)
+	b := h.settle(t, h.create(t, "b").ID)
+	h.hv.vms[a.DomainName()] = desktop.VMPaused
+	h.hv.vms[b.DomainName()] = desktop.VMSaved
+	if err := h.m.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := h.m.Get(ctx, a.ID); got.State != desktop.StatePaused {
+		t.Errorf("paused VM → %s", got.State)
+	}
+	if got, _ := h.m.Get(ctx, b.ID); got.State != desktop.StateHibernated {
+		t.Errorf("saved VM → %s", got.State)
+	}
+}
