@@ -204,7 +204,9 @@ type runningCheck struct {
 var runningChecks []runningCheck
 
 // settledScreenshot polls the API's screenshot until two frames a few
-// seconds apart are identical: the desktop has finished drawing.
+// seconds apart are identical and something is drawn: the desktop has
+// finished drawing. (The session's processes exist a while before the first
+// frame is painted, and a blank screen is also "settled".)
 func (s *server) settledScreenshot(token, id string, timeout time.Duration) []byte {
 	s.t.Helper()
 	var prev []byte
@@ -214,13 +216,31 @@ func (s *server) settledScreenshot(token, id string, timeout time.Duration) []by
 		if code := s.call(token, "GET", "/api/v1/desktops/"+id+"/screenshot", nil, &shot); code != 200 {
 			s.t.Fatalf("screenshot: %d %s", code, shot)
 		}
-		if prev != nil && bytes.Equal(prev, shot) {
+		if prev != nil && bytes.Equal(prev, shot) && !uniform(shot) {
 			return shot
 		}
 		prev = shot
 		time.Sleep(3 * time.Second)
 	}
 	return prev
+}
+
+// uniform reports whether a PNG is one colour (nothing drawn yet).
+func uniform(shot []byte) bool {
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		return false
+	}
+	b := img.Bounds()
+	first := img.At(b.Min.X, b.Min.Y)
+	for y := b.Min.Y; y < b.Max.Y; y += 4 {
+		for x := b.Min.X; x < b.Max.X; x += 4 {
+			if img.At(x, y) != first {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // checkDesktopVisible asserts the screenshot is the Xfce desktop at

@@ -19,13 +19,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 	cmd := &cobra.Command{Use: "desktop", Aliases: []string{"desktops", "d"}, Short: "Create and manage desktops (through the API)"}
 	var wait time.Duration
 	withClient := func(run func(ctx context.Context, c *client, args []string) error) func(*cobra.Command, []string) error {
-		return func(cmd *cobra.Command, args []string) error {
-			c, err := newClient(cfg)
-			if err != nil {
-				return err
-			}
-			return run(cmd.Context(), c, args)
-		}
+		return runWithClient(cfg, run)
 	}
 	addWait := func(cc *cobra.Command) {
 		cc.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for the operation to finish (e.g. 10m)")
@@ -177,7 +171,8 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		op("reboot", "Reboot a running desktop", none), del, events,
 		op("pause", "Freeze a running desktop (RAM stays in host memory)", none),
 		op("resume", "Resume a paused or hibernated desktop", none),
-		op("hibernate", "Save a desktop's RAM to disk and free its CPU and memory", none))
+		op("hibernate", "Save a desktop's RAM to disk and free its CPU and memory", none),
+		snapshotCmd(cfg))
 	return cmd
 }
 

@@ -30,6 +30,10 @@ type Desktops interface {
 	Hibernate(ctx context.Context, id, actor string) (*desktop.Desktop, error)
 	// Wake resumes a paused or hibernated desktop and waits until it runs.
 	Wake(ctx context.Context, id, actor string) (*desktop.Desktop, error)
+	CreateSnapshot(ctx context.Context, id string, req manager.SnapshotRequest) (*desktop.Snapshot, error)
+	ListSnapshots(ctx context.Context, id string) ([]*desktop.Snapshot, error)
+	RevertSnapshot(ctx context.Context, id, name, actor string) (*desktop.Desktop, error)
+	DeleteSnapshot(ctx context.Context, id, name, actor string) error
 }
 
 // Screens takes screenshots of running desktops.
@@ -89,6 +93,10 @@ func New(d Deps) *gin.Engine {
 	v1.POST("/desktops/:id/pause", s.handle(s.pauseDesktop))
 	v1.POST("/desktops/:id/resume", s.handle(s.resumeDesktop))
 	v1.POST("/desktops/:id/hibernate", s.handle(s.hibernateDesktop))
+	v1.GET("/desktops/:id/snapshots", s.handle(s.listSnapshots))
+	v1.POST("/desktops/:id/snapshots", s.handle(s.createSnapshot))
+	v1.POST("/desktops/:id/snapshots/:name/revert", s.handle(s.revertSnapshot))
+	v1.DELETE("/desktops/:id/snapshots/:name", s.handle(s.deleteSnapshot))
 	v1.GET("/desktops/:id/events", s.handle(s.desktopEvents))
 	v1.GET("/desktops/:id/screenshot", s.screenshot)
 	v1.GET("/images", s.handle(s.listImages))

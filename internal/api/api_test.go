@@ -99,6 +99,25 @@ func (f *fakeDesktops) Hibernate(_ context.Context, id, _ string) (*desktop.Desk
 func (f *fakeDesktops) Wake(_ context.Context, id, _ string) (*desktop.Desktop, error) {
 	return f.setState(id, desktop.StateRunning)
 }
+func (f *fakeDesktops) CreateSnapshot(_ context.Context, id string, req manager.SnapshotRequest) (*desktop.Snapshot, error) {
+	if _, err := f.op(id); err != nil {
+		return nil, err
+	}
+	return &desktop.Snapshot{DesktopID: id, Name: req.Name, Scope: req.Scope}, nil
+}
+func (f *fakeDesktops) ListSnapshots(_ context.Context, id string) ([]*desktop.Snapshot, error) {
+	if _, err := f.op(id); err != nil {
+		return nil, err
+	}
+	return []*desktop.Snapshot{}, nil
+}
+func (f *fakeDesktops) RevertSnapshot(_ context.Context, id, _, _ string) (*desktop.Desktop, error) {
+	return f.setState(id, desktop.StateReverting)
+}
+func (f *fakeDesktops) DeleteSnapshot(_ context.Context, id, _, _ string) error {
+	_, err := f.op(id)
+	return err
+}
 func (f *fakeDesktops) setState(id string, st desktop.State) (*desktop.Desktop, error) {
 	d, err := f.op(id)
 	if err != nil {
@@ -185,6 +204,9 @@ var routes = []struct{ method, path string }{
 	{"POST", "/api/v1/desktops/d1/stop"}, {"POST", "/api/v1/desktops/d1/reboot"}, {"GET", "/api/v1/desktops/d1/events"},
 	{"GET", "/api/v1/desktops/d1/screenshot"}, {"GET", "/api/v1/images"}, {"POST", "/api/v1/images"},
 	{"DELETE", "/api/v1/images/x"}, {"GET", "/api/v1/tokens"}, {"POST", "/api/v1/tokens"}, {"DELETE", "/api/v1/tokens/x"},
+	{"POST", "/api/v1/desktops/d1/pause"}, {"POST", "/api/v1/desktops/d1/resume"}, {"POST", "/api/v1/desktops/d1/hibernate"},
+	{"GET", "/api/v1/desktops/d1/snapshots"}, {"POST", "/api/v1/desktops/d1/snapshots/x/revert"},
+	{"DELETE", "/api/v1/desktops/d1/snapshots/x"},
 }
 
 func TestEveryRouteNeedsAToken(t *testing.T) {
@@ -234,6 +256,28 @@ func TestOwnersSeeOnlyTheirDesktops(t *testing.T) {
 	_, list = e.do(t, e.admin, "GET", "/api/v1/desktops", "")
 	if ds := list["desktops"].([]any); len(ds) != 1 {
 		t.Errorf("admin lists %d desktops", len(ds))
+	}
+}
+
+func TestSnapshotRoutes(t *testing.T) {
+	e := newEnv(t)
+	_, d := e.do(t, e.alice, "POST", "/api/v1/desktops", `{"name":"mine"}`)
+	id := d["id"].(string)
+	base := "/api/v1/desktops/" + id + "/snapshots"
+	if code, sn := e.do(t, e.alice, "POST", base, `{"name":"s1","scope":"data","description":"ws"}`); code != 201 || sn["name"] != "s1" || sn["scope"] != "data" {
+		t.Errorf("create snapshot: %d %v", code, sn)
+	}
+	if code, body := e.do(t, e.alice, "POST", base, `{"name":"s1","colour":"red"}`); code != 400 {
+		t.Errorf("unknown field: %d %v", code, body)
+	}
+	if code, body := e.do(t, e.bob, "POST", base, `{"name":"s1"}`); code != 404 {
+		t.Errorf("bob snapshots alice's desktop: %d %v", code, body)
+	}
+	if code, r := e.do(t, e.alice, "POST", base+"/s1/revert", ""); code != 202 || r["state"] != "reverting" {
+		t.Errorf("revert: %d %v", code, r)
+	}
+	if code, _ := e.do(t, e.alice, "DELETE", base+"/s1", ""); code != 204 {
+		t.Errorf("delete snapshot: %d", code)
 	}
 }
 

@@ -20,6 +20,7 @@ const (
 	StateHibernating State = "hibernating"
 	StateHibernated  State = "hibernated"
 	StateResuming    State = "resuming"
+	StateReverting   State = "reverting"
 	StateDeleting    State = "deleting"
 	StateDeleted     State = "deleted"
 	StateError       State = "error"
@@ -36,6 +37,7 @@ const (
 	OpPause     Op = "pause"
 	OpResume    Op = "resume"
 	OpHibernate Op = "hibernate"
+	OpRevert    Op = "revert"
 )
 
 // transitions is the one table of which operation may begin from which state
@@ -51,6 +53,7 @@ var transitions = map[Op]struct {
 	OpPause:     {[]State{StateRunning}, StatePausing},
 	OpResume:    {[]State{StatePaused, StateHibernated}, StateResuming},
 	OpHibernate: {[]State{StateRunning, StatePaused}, StateHibernating},
+	OpRevert:    {[]State{StateRunning, StatePaused, StateStopped}, StateReverting},
 }
 
 // Begin checks that op may start from the current state and returns the

@@ -130,8 +130,50 @@ func (f *fakeHV) SyncGuestClock(_ context.Context, n string) error {
 	return f.step("SyncGuestClock", n)
 }
 
+func (f *fakeHV) SnapshotWithMemory(_ context.Context, n, snap, _ string) error {
+	return f.step("SnapshotWithMemory", n+"/"+snap)
+}
+func (f *fakeHV) RevertSnapshot(_ context.Context, n, snap string) error {
+	if err := f.set(n, desktop.VMRunning, "RevertSnapshot"); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.calls[len(f.calls)-1] += "/" + snap
+	f.mu.Unlock()
+	return nil
+}
+func (f *fakeHV) DeleteSnapshot(_ context.Context, n, snap string) error {
+	return f.step("DeleteSnapshot", n+"/"+snap)
+}
+func (f *fakeHV) LiveDiskSnapshot(_ context.Context, n, snap string, files []string) (bool, error) {
+	return true, f.step("LiveDiskSnapshot", fmt.Sprintf("%s/%s %d", n, snap, len(files)))
+}
+func (f *fakeHV) DeleteLiveDiskSnapshot(_ context.Context, n, snap string, files []string) error {
+	return f.step("DeleteLiveDiskSnapshot", fmt.Sprintf("%s/%s %d", n, snap, len(files)))
+}
+
 // fakeDisks writes small placeholder files where qemu-img would.
-type fakeDisks struct{ failOverlay bool }
+type fakeDisks struct {
+	failOverlay bool
+	// snaps records file snapshot calls as "op file name".
+	snaps *[]string
+}
+
+func (f fakeDisks) note(op, path, name string) error {
+	if f.snaps != nil {
+		*f.snaps = append(*f.snaps, op+" "+filepath.Base(path)+" "+name)
+	}
+	return nil
+}
+func (f fakeDisks) Snapshot(_ context.Context, path, name string) error {
+	return f.note("snapshot", path, name)
+}
+func (f fakeDisks) RevertSnapshot(_ context.Context, path, name string) error {
+	return f.note("revert", path, name)
+}
+func (f fakeDisks) DeleteSnapshot(_ context.Context, path, name string) error {
+	return f.note("delete", path, name)
+}
 
 func (fakeDisks) CreateDataDisk(_ context.Context, path string, _ int) error {
 	return os.WriteFile(path, []byte("data"), 0o600)

@@ -237,6 +237,9 @@ func (m *Manager) finishDelete(ctx context.Context, d *desktop.Desktop, deleteDa
 		d.DataDiskPath = ""
 		os.Remove(d.Dir)
 	}
+	if err := m.store.DeleteSnapshots(ctx, d.ID); err != nil {
+		m.log.Error("forgetting snapshots of a deleted desktop", "desktop", d.ID, "err", err)
+	}
 	now := time.Now().UTC()
 	d.State, d.DesiredState, d.Operation, d.DeletedAt = desktop.StateDeleted, desktop.StateDeleted, "", &now
 	if err := m.store.UpdateDesktop(ctx, d); err != nil {

@@ -33,12 +33,21 @@ type Hypervisor interface {
 	Hibernate(ctx context.Context, name string) error
 	DiscardHibernation(ctx context.Context, name string) error
 	SyncGuestClock(ctx context.Context, name string) error
+	SnapshotWithMemory(ctx context.Context, name, snap, description string) error
+	RevertSnapshot(ctx context.Context, name, snap string) error
+	DeleteSnapshot(ctx context.Context, name, snap string) error
+	LiveDiskSnapshot(ctx context.Context, name, snap string, files []string) (quiesced bool, err error)
+	DeleteLiveDiskSnapshot(ctx context.Context, name, snap string, files []string) error
 }
 
 // Disks makes disk files.
 type Disks interface {
 	CreateOverlay(ctx context.Context, base, path string, sizeGiB int) error
 	CreateDataDisk(ctx context.Context, path string, sizeGiB int) error
+	// Snapshot, RevertSnapshot and DeleteSnapshot work on files no VM has open.
+	Snapshot(ctx context.Context, path, name string) error
+	RevertSnapshot(ctx context.Context, path, name string) error
+	DeleteSnapshot(ctx context.Context, path, name string) error
 }
 
 // Seed is what a desktop's cloud-init seed says.
@@ -65,6 +74,12 @@ type Store interface {
 	AddEvent(ctx context.Context, e *desktop.Event) error
 	ListEvents(ctx context.Context, desktopID string, limit int) ([]*desktop.Event, error)
 	GetImage(ctx context.Context, name string) (*desktop.Image, error)
+	CreateSnapshot(ctx context.Context, sn *desktop.Snapshot) error
+	GetSnapshot(ctx context.Context, desktopID, name string) (*desktop.Snapshot, error)
+	ListSnapshots(ctx context.Context, desktopID string) ([]*desktop.Snapshot, error)
+	MarkSnapshotReverted(ctx context.Context, sn *desktop.Snapshot) error
+	DeleteSnapshot(ctx context.Context, id string) error
+	DeleteSnapshots(ctx context.Context, desktopID string) error
 }
 
 // Config holds the manager's settings.

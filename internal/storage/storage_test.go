@@ -73,3 +73,34 @@ func TestMissingBaseIsAnError(t *testing.T) {
 		t.Error("failed create left a file behind")
 	}
 }
+
+func TestSnapshotsAndResize(t *testing.T) {
+	needQemuImg(t)
+	ctx := context.Background()
+	d := Disks{}
+	path := filepath.Join(t.TempDir(), "data.qcow2")
+	if err := d.CreateDataDisk(ctx, path, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Snapshot(ctx, path, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RevertSnapshot(ctx, path, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RevertSnapshot(ctx, path, "nope"); err == nil {
+		t.Error("reverting to a missing snapshot succeeded")
+	}
+	if err := d.DeleteSnapshot(ctx, path, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Resize(ctx, path, 2); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := d.Info(ctx, path); info.VirtualSize != 2*gib {
+		t.Errorf("after resize: %d bytes", info.VirtualSize)
+	}
+	if err := d.Resize(ctx, path, 1); err == nil {
+		t.Error("shrinking was accepted")
+	}
+}

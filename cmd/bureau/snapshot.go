@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/bureau/bureau/internal/config"
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/spf13/cobra"
+)
+
+// runWithClient adapts a command body that talks to the API.
+func runWithClient(cfg *config.Config, run func(ctx context.Context, c *client, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := newClient(cfg)
+		if err != nil {
+			return err
+		}
+		return run(cmd.Context(), c, args)
+	}
+}
+
+func snapshotCmd(cfg *config.Config) *cobra.Command {
+	cmd := &cobra.Command{Use: "snapshot", Aliases: []string{"snapshots", "snap"}, Short: "Take, list, revert to and delete a desktop's snapshots"}
+	base := func(ctx context.Context, c *client, ref string) (string, error) {
+		d, err := lookup(ctx, c, ref)
+		if err != nil {
+			return "", err
+		}
+		return "/api/v1/desktops/" + d.ID + "/snapshots", nil
+	}
+
+	var req struct {
+		Name        string `json:"name"`
+		Description string `json:"description,omitempty"`
+		Scope       string `json:"scope,omitempty"`
+		Memory      *bool  `json:"memory,omitempty"`
+	}
+	var memory, noMemory bool
+	create := &cobra.Command{
+		Use:   "create DESKTOP NAME",
+		Short: "Take a snapshot (with RAM when the desktop runs, unless --no-memory)",
+		Args:  cobra.ExactArgs(2),
+		RunE: runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
+			path, err := base(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			req.Name = args[1]
+			if memory {
+				req.Memory = &memory
+			} else if noMemory {
+				f := false
+				req.Memory = &f
+			}
+			var sn desktop.Snapshot
+			if err := c.do(ctx, "POST", path, req, &sn); err != nil {
+				return err
+			}
+			return printJSON(sn)
+		}),
+	}
+	create.Flags().StringVar(&req.Description, "description", "", "what this snapshot is")
+	create.Flags().StringVar(&req.Scope, "scope", "all", "all, data (the user's /home only) or os")
+	create.Flags().BoolVar(&memory, "memory", false, "include RAM (running desktop, scope all)")
+	create.Flags().BoolVar(&noMemory, "no-memory", false, "disks only, even for a running desktop")
+
+	list := &cobra.Command{
+		Use:   "list DESKTOP",
+		Short: "List a desktop's snapshots",
+		Args:  cobra.ExactArgs(1),
+		RunE: runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
+			path, err := base(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			var out struct{ Snapshots []desktop.Snapshot }
+			if err := c.do(ctx, "GET", path, nil, &out); err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tSCOPE\tMEMORY\tPARENT\tSIZE\tCREATED\tDESCRIPTION")
+			for _, s := range out.Snapshots {
+				fmt.Fprintf(w, "%s\t%s\t%t\t%s\t%d MiB\t%s\t%s\n", s.Name, s.Scope, s.Memory, s.Parent,
+					s.SizeBytes>>20, s.CreatedAt.Local().Format(time.DateTime), s.Description)
+			}
+			return w.Flush()
+		}),
+	}
+
+	var wait time.Duration
+	revert := &cobra.Command{
+		Use:   "revert DESKTOP NAME",
+		Short: "Return a desktop to a snapshot",
+		Args:  cobra.ExactArgs(2),
+		RunE: runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
+			path, err := base(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			var d desktop.Desktop
+			if err := c.do(ctx, "POST", path+"/"+url.PathEscape(args[1])+"/revert", nil, &d); err != nil {
+				return err
+			}
+			return finish(ctx, c, &d, wait)
+		}),
+	}
+	revert.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for the revert to finish")
+
+	del := &cobra.Command{
+		Use:   "delete DESKTOP NAME",
+		Short: "Delete a snapshot",
+		Args:  cobra.ExactArgs(2),
+		RunE: runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
+			path, err := base(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.do(ctx, "DELETE", path+"/"+url.PathEscape(args[1]), nil, nil); err != nil {
+				return err
+			}
+			fmt.Printf("snapshot %s deleted\n", args[1])
+			return nil
+		}),
+	}
+	cmd.AddCommand(create, list, revert, del)
+	return cmd
+}

@@ -1,0 +1,103 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+func init() { runningChecks = append(runningChecks, runningCheck{"snapshots", testSnapshots}) }
+
+// testSnapshots takes a data-only snapshot and a memory snapshot of the
+// running desktop, reverts to the memory one (programs and files come back
+// as they were) and then to the data one (only /home rolls back; the
+// desktop restarts).
+func testSnapshots(t *testing.T, s *server, token string, d *desktop.Desktop) {
+	base := "/api/v1/desktops/" + d.ID + "/snapshots"
+	ws := "/home/agent/workspace.txt"
+	s.guest(d, "echo v1 > "+ws+" && echo os-v1 > /var/tmp/os.txt && sync")
+	var sn desktop.Snapshot
+	if code := s.call(token, "POST", base, map[string]any{"name": "ws1", "scope": "data", "description": "workspace v1"}, &sn); code != http.StatusCreated || sn.Memory || sn.Scope != "data" {
+		t.Fatalf("data snapshot: %d %+v", code, sn)
+	}
+	s.expectError(token, "POST", base, map[string]any{"name": "ws1"}, 409, "name_taken")
+	s.expectError(token, "POST", base, map[string]any{"name": "x", "scope": "home"}, 422, "invalid")
+	s.expectError(token, "POST", base, map[string]any{"name": "../x"}, 422, "invalid")
+
+	// A process started before the memory snapshot survives its revert; one
+	// started after it does not exist afterwards.
+	before, _ := s.guest(d, "echo v2 > "+ws+" && sync && (nohup sleep 100000 >/dev/null 2>&1 & echo $!)")
+	takeAt := time.Now()
+	if code := s.call(token, "POST", base, map[string]any{"name": "full"}, &sn); code != http.StatusCreated || !sn.Memory || sn.Parent != "ws1" {
+		t.Fatalf("memory snapshot: %d %+v", code, sn)
+	}
+	t.Logf("memory snapshot of a running desktop: %s", time.Since(takeAt).Round(100*time.Millisecond))
+	after, _ := s.guest(d, "echo v3 > "+ws+" && echo os-v3 > /var/tmp/os.txt && sync && (nohup sleep 200000 >/dev/null 2>&1 & echo $!)")
+
+	var list struct{ Snapshots []desktop.Snapshot }
+	s.call(token, "GET", base, nil, &list)
+	if len(list.Snapshots) != 2 || list.Snapshots[0].Name != "ws1" || list.Snapshots[1].Name != "full" {
+		t.Errorf("snapshots listed: %+v", list.Snapshots)
+	}
+
+	revertAt := time.Now()
+	var r desktop.Desktop
+	if code := s.call(token, "POST", base+"/full/revert", nil, &r); code != http.StatusAccepted || r.State != desktop.StateReverting {
+		t.Fatalf("revert: %d %+v", code, r)
+	}
+	s.expectError(token, "POST", base+"/full/revert", nil, 409, "busy")
+	s.waitState(token, d.ID, desktop.StateRunning, 5*time.Minute)
+	s.waitAgent(d, 2*time.Minute)
+	t.Logf("revert to a memory snapshot → guest agent: %s", time.Since(revertAt).Round(100*time.Millisecond))
+	if out, _ := s.guest(d, "cat "+ws); out != "v2" {
+		t.Errorf("workspace after memory revert = %q, want v2", out)
+	}
+	if out, code := s.guest(d, "kill -0 "+before+" && echo alive"); code != 0 || out != "alive" {
+		t.Errorf("process %s from before the snapshot: %q", before, out)
+	}
+	if _, code := s.guest(d, "kill -0 "+after); code == 0 {
+		t.Errorf("process %s started after the snapshot survived the revert", after)
+	}
+
+	// Data-only revert: /home goes back to v1, the OS disk keeps os-v1… as
+	// restored by the memory revert; write a new OS marker to prove it stays.
+	s.guest(d, "echo v4 > "+ws+" && echo os-v4 > /var/tmp/os.txt && sync")
+	dataAt := time.Now()
+	s.call(token, "POST", base+"/ws1/revert", nil, &r)
+	s.waitState(token, d.ID, desktop.StateRunning, 5*time.Minute)
+	s.waitGuest(d, "home mounted after data revert", "test -f "+ws, 5*time.Minute)
+	t.Logf("revert of the data disk (restart included) → guest: %s", time.Since(dataAt).Round(time.Second))
+	if out, _ := s.guest(d, "cat "+ws); out != "v1" {
+		t.Errorf("workspace after data revert = %q, want v1", out)
+	}
+	if out, _ := s.guest(d, "cat /var/tmp/os.txt"); out != "os-v4" {
+		t.Errorf("OS disk after a data-only revert = %q, want os-v4 (untouched)", out)
+	}
+
+	if code := s.call(token, "DELETE", base+"/full", nil, nil); code != http.StatusNoContent {
+		t.Errorf("delete snapshot: %d", code)
+	}
+	s.expectError(token, "DELETE", base+"/full", nil, 404, "not_found")
+	s.call(token, "GET", base, nil, &list)
+	if len(list.Snapshots) != 1 || list.Snapshots[0].Name != "ws1" {
+		t.Errorf("after delete: %+v", list.Snapshots)
+	}
+	var evs struct{ Events []desktop.Event }
+	s.call(token, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &evs)
+	var types []string
+	for _, e := range evs.Events {
+		types = append(types, e.Type)
+	}
+	for _, want := range []string{"snapshot_created", "reverted", "snapshot_deleted"} {
+		if !strings.Contains(strings.Join(types, " "), want) {
+			t.Errorf("events lack %s", want)
+		}
+	}
+	// The Xfce session comes back after the restart for the checks after this.
+	s.waitGuest(d, "Xfce session after data revert", "pgrep -u agent -x xfce4-panel", 5*time.Minute)
+}

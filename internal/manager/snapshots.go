@@ -1,0 +1,289 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// SnapshotRequest asks for a snapshot of a desktop.
+type SnapshotRequest struct {
+	Name        string
+	Description string
+	Scope       string // desktop.ScopeAll (default), ScopeData or ScopeOS
+	// Memory includes the RAM, so running programs come back on revert. Nil
+	// means: yes when the desktop runs and the scope is "all".
+	Memory *bool
+	Actor  string
+}
+
+// snapshotFiles are the disk files a scope covers.
+func (m *Manager) snapshotFiles(d *desktop.Desktop, scope string) []string {
+	osDisk := filepath.Join(d.Dir, "os.qcow2")
+	switch scope {
+	case desktop.ScopeData:
+		return []string{d.DataDiskPath}
+	case desktop.ScopeOS:
+		return []string{osDisk}
+	}
+	return []string{osDisk, d.DataDiskPath}
+}
+
+// CreateSnapshot takes a named snapshot: with RAM of a running desktop
+// (libvirt internal snapshot), disk-only of a running one (QMP, quiesced by
+// the guest agent when it answers), or of a stopped one's files (qemu-img).
+// Nothing is recorded unless every disk was snapshotted.
+func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotRequest) (*desktop.Snapshot, error) {
+	if req.Scope == "" {
+		req.Scope = desktop.ScopeAll
+	}
+	if err := desktop.ValidateSnapshot(req.Name, req.Scope, req.Memory != nil && *req.Memory); err != nil {
+		return nil, err
+	}
+	if err := m.lock(id, "snapshot"); err != nil {
+		return nil, err
+	}
+	defer m.unlock(id)
+	d, err := m.live(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	running := d.State == desktop.StateRunning || d.State == desktop.StatePaused
+	if !running && d.State != desktop.StateStopped {
+		return nil, &desktop.TransitionError{Op: "snapshot", State: d.State}
+	}
+	memory := running && req.Scope == desktop.ScopeAll
+	if req.Memory != nil {
+		memory = *req.Memory
+	}
+	if memory && !running {
+		return nil, &desktop.ValidationError{Field: "memory", Message: "the desktop is stopped: its snapshot can only hold its disks"}
+	}
+	if _, err := m.store.GetSnapshot(ctx, id, req.Name); err == nil {
+		return nil, fmt.Errorf("snapshot %q of desktop %s: %w", req.Name, id, desktop.ErrNameTaken)
+	} else if !errors.Is(err, desktop.ErrNotFound) {
+		return nil, err
+	}
+	existing, err := m.store.ListSnapshots(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+
+	files := m.snapshotFiles(d, req.Scope)
+	before := allocated(files)
+	begun := time.Now()
+	how := "disk-only, desktop stopped"
+	switch {
+	case memory:
+		err = m.hv.SnapshotWithMemory(ctx, d.DomainName(), req.Name, req.Description)
+		how = "with memory"
+	case running:
+		var quiesced bool
+		quiesced, err = m.hv.LiveDiskSnapshot(ctx, d.DomainName(), req.Name, files)
+		how = "disk-only, live, filesystems frozen by the guest agent"
+		if !quiesced {
+			how = "disk-only, live, crash-consistent (guest agent did not freeze filesystems)"
+		}
+	default:
+		err = m.snapshotFilesOffline(ctx, files, req.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %q: %w", req.Name, err)
+	}
+	sn := &desktop.Snapshot{ID: newID(), DesktopID: id, Name: req.Name, Description: req.Description,
+		Scope: req.Scope, Memory: memory, Parent: latest(existing), SizeBytes: max(0, allocated(files)-before),
+		CreatedAt: time.Now().UTC()}
+	if err := m.store.CreateSnapshot(ctx, sn); err != nil {
+		// Unrecorded, the snapshot would be invisible: take it back.
+		m.dropSnapshot(context.WithoutCancel(ctx), d, sn)
+		return nil, err
+	}
+	m.event(ctx, id, "snapshot_created", req.Actor, "snapshot %q (%s, scope %s) in %s", sn.Name, how, sn.Scope,
+		time.Since(begun).Round(time.Millisecond))
+	return sn, nil
+}
+
+// snapshotFilesOffline snapshots each file, undoing the ones done if one fails.
+func (m *Manager) snapshotFilesOffline(ctx context.Context, files []string, name string) error {
+	for i, f := range files {
+		if err := m.disks.Snapshot(ctx, f, name); err != nil {
+			for _, done := range files[:i] {
+				m.disks.DeleteSnapshot(context.WithoutCancel(ctx), done, name)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// ListSnapshots returns a desktop's snapshots, oldest first.
+func (m *Manager) ListSnapshots(ctx context.Context, id string) ([]*desktop.Snapshot, error) {
+	if _, err := m.live(ctx, id); err != nil {
+		return nil, err
+	}
+	return m.store.ListSnapshots(ctx, id)
+}
+
+// RevertSnapshot returns a desktop to a snapshot in the background. A memory
+// snapshot comes back running with its programs; a disk-only one needs the
+// VM off, so a running desktop is shut down, reverted and started again.
+func (m *Manager) RevertSnapshot(ctx context.Context, id, name, actor string) (*desktop.Desktop, error) {
+	if err := m.lock(id, "revert"); err != nil {
+		return nil, err
+	}
+	d, err := m.live(ctx, id)
+	if err != nil {
+		m.unlock(id)
+		return nil, err
+	}
+	sn, err := m.store.GetSnapshot(ctx, id, name)
+	if err != nil {
+		m.unlock(id)
+		return nil, err
+	}
+	through, err := desktop.Begin(desktop.OpRevert, d.State)
+	if err != nil {
+		m.unlock(id)
+		return nil, err
+	}
+	wasRunning := d.State != desktop.StateStopped
+	d.State, d.Operation = through, "revert"
+	if sn.Memory || wasRunning {
+		d.DesiredState = desktop.StateRunning
+	}
+	if err := m.store.UpdateDesktop(ctx, d); err != nil {
+		m.unlock(id)
+		return nil, err
+	}
+	m.event(ctx, id, "revert_requested", actor, "revert to snapshot %q requested", name)
+	cp := *d
+	m.background(id, func(ctx context.Context) { m.revert(ctx, &cp, sn, wasRunning, actor) })
+	return d, nil
+}
+
+func (m *Manager) revert(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot, wasRunning bool, actor string) {
+	begun := time.Now()
+	name := d.DomainName()
+	final := desktop.StateStopped
+	if sn.Memory {
+		if err := m.hv.RevertSnapshot(ctx, name, sn.Name); err != nil {
+			m.fail(ctx, d, "revert", err)
+			return
+		}
+		final = desktop.StateRunning
+	} else {
+		if _, err := m.powerOff(ctx, name, StopOptions{Timeout: m.cfg.StopTimeout}); err != nil {
+			m.fail(ctx, d, "revert", err)
+			return
+		}
+		for _, f := range m.snapshotFiles(d, sn.Scope) {
+			if err := m.disks.RevertSnapshot(ctx, f, sn.Name); err != nil {
+				m.fail(ctx, d, "revert", err)
+				return
+			}
+		}
+		if wasRunning {
+			if err := m.hv.Start(ctx, name); err != nil {
+				m.fail(ctx, d, "revert", err)
+				return
+			}
+			final = desktop.StateRunning
+		}
+	}
+	now := time.Now().UTC()
+	sn.RevertedAt = &now
+	if err := m.store.MarkSnapshotReverted(ctx, sn); err != nil {
+		m.log.Error("recording revert", "desktop", d.ID, "err", err)
+	}
+	d.State, d.DesiredState, d.Operation, d.LastError = final, final, "", ""
+	m.save(ctx, d)
+	m.event(ctx, d.ID, "reverted", actor, "reverted to snapshot %q in %s", sn.Name, time.Since(begun).Round(time.Millisecond))
+}
+
+// DeleteSnapshot removes a snapshot from the disks and the list.
+func (m *Manager) DeleteSnapshot(ctx context.Context, id, name, actor string) error {
+	if err := m.lock(id, "delete snapshot"); err != nil {
+		return err
+	}
+	defer m.unlock(id)
+	d, err := m.live(ctx, id)
+	if err != nil {
+		return err
+	}
+	sn, err := m.store.GetSnapshot(ctx, id, name)
+	if err != nil {
+		return err
+	}
+	if err := m.dropSnapshot(ctx, d, sn); err != nil {
+		return fmt.Errorf("delete snapshot %q: %w", name, err)
+	}
+	if err := m.store.DeleteSnapshot(ctx, sn.ID); err != nil {
+		return err
+	}
+	m.event(ctx, id, "snapshot_deleted", actor, "snapshot %q deleted", name)
+	return nil
+}
+
+// dropSnapshot removes a snapshot's data from the disks, by the route that
+// fits how it was taken and whether the VM has its disks open.
+func (m *Manager) dropSnapshot(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot) error {
+	if sn.Memory {
+		return m.hv.DeleteSnapshot(ctx, d.DomainName(), sn.Name)
+	}
+	files := m.snapshotFiles(d, sn.Scope)
+	st, err := m.hv.State(ctx, d.DomainName())
+	if err != nil {
+		return err
+	}
+	if st == desktop.VMRunning || st == desktop.VMPaused {
+		return m.hv.DeleteLiveDiskSnapshot(ctx, d.DomainName(), sn.Name, files)
+	}
+	for _, f := range files {
+		if err := m.disks.DeleteSnapshot(ctx, f, sn.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// live loads a desktop that has not been deleted.
+func (m *Manager) live(ctx context.Context, id string) (*desktop.Desktop, error) {
+	d, err := m.store.GetDesktop(ctx, id)
+	if err == nil && d.DeletedAt != nil {
+		err = fmt.Errorf("desktop %s: %w", id, desktop.ErrNotFound)
+	}
+	return d, err
+}
+
+// latest is the snapshot the desktop last came from: the newest one created
+// or reverted to.
+func latest(snaps []*desktop.Snapshot) string {
+	var name string
+	var at time.Time
+	for _, s := range snaps {
+		t := s.CreatedAt
+		if s.RevertedAt != nil && s.RevertedAt.After(t) {
+			t = *s.RevertedAt
+		}
+		if !t.Before(at) {
+			name, at = s.Name, t
+		}
+	}
+	return name
+}
+
+// allocated sums the bytes the files take on the host.
+func allocated(files []string) int64 {
+	var n int64
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil {
+			n += blocks(fi)
+		}
+	}
+	return n
+}
