@@ -172,7 +172,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		op("pause", "Freeze a running desktop (RAM stays in host memory)", none),
 		op("resume", "Resume a paused or hibernated desktop", none),
 		op("hibernate", "Save a desktop's RAM to disk and free its CPU and memory", none),
-		snapshotCmd(cfg))
+		snapshotCmd(cfg), reimageCmd(cfg), resizeCmd(cfg))
 	return cmd
 }
 

@@ -130,3 +130,48 @@ func snapshotCmd(cfg *config.Config) *cobra.Command {
 	cmd.AddCommand(create, list, revert, del)
 	return cmd
 }
+
+func reimageCmd(cfg *config.Config) *cobra.Command {
+	var image string
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "reimage DESKTOP",
+		Short: "Replace the OS disk with a fresh copy of an image; the data disk (/home) is kept",
+		Args:  cobra.ExactArgs(1),
+		RunE: runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
+			d, err := lookup(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.do(ctx, "POST", "/api/v1/desktops/"+d.ID+"/reimage", map[string]string{"image": image}, d); err != nil {
+				return err
+			}
+			return finish(ctx, c, d, wait)
+		}),
+	}
+	cmd.Flags().StringVar(&image, "image", "", "image to use (default: the desktop's current image)")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for the reimage to finish")
+	return cmd
+}
+
+func resizeCmd(cfg *config.Config) *cobra.Command {
+	return &cobra.Command{
+		Use:   "grow-disk DESKTOP SIZE_GIB",
+		Short: "Grow a desktop's data disk (live when running); shrinking is refused",
+		Args:  cobra.ExactArgs(2),
+		RunE: runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
+			d, err := lookup(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			var size int
+			if _, err := fmt.Sscan(args[1], &size); err != nil {
+				return fmt.Errorf("size %q: want whole GiB", args[1])
+			}
+			if err := c.do(ctx, "POST", "/api/v1/desktops/"+d.ID+"/data-disk", map[string]int{"size_gib": size}, d); err != nil {
+				return err
+			}
+			return printJSON(d)
+		}),
+	}
+}

@@ -42,7 +42,11 @@ func imageService(cfg *config.Config, st *store.Store, log *slog.Logger) *images
 type seedWriter struct{}
 
 func (seedWriter) WriteSeed(ctx context.Context, path string, s manager.Seed) error {
-	return cloudinit.WriteSeed(ctx, path, cloudinit.Config{DesktopID: s.DesktopID, InstanceID: s.DesktopID,
+	instance := s.InstanceID
+	if instance == "" {
+		instance = s.DesktopID
+	}
+	return cloudinit.WriteSeed(ctx, path, cloudinit.Config{DesktopID: s.DesktopID, InstanceID: instance,
 		Hostname: s.Hostname, User: "agent", SSHKeys: s.SSHKeys, InstallDesktop: s.InstallDesktop})
 }
 

@@ -34,6 +34,8 @@ type Desktops interface {
 	ListSnapshots(ctx context.Context, id string) ([]*desktop.Snapshot, error)
 	RevertSnapshot(ctx context.Context, id, name, actor string) (*desktop.Desktop, error)
 	DeleteSnapshot(ctx context.Context, id, name, actor string) error
+	Reimage(ctx context.Context, id, image, actor string) (*desktop.Desktop, error)
+	ResizeDataDisk(ctx context.Context, id string, sizeGiB int, actor string) (*desktop.Desktop, error)
 }
 
 // Screens takes screenshots of running desktops.
@@ -93,6 +95,8 @@ func New(d Deps) *gin.Engine {
 	v1.POST("/desktops/:id/pause", s.handle(s.pauseDesktop))
 	v1.POST("/desktops/:id/resume", s.handle(s.resumeDesktop))
 	v1.POST("/desktops/:id/hibernate", s.handle(s.hibernateDesktop))
+	v1.POST("/desktops/:id/reimage", s.handle(s.reimageDesktop))
+	v1.POST("/desktops/:id/data-disk", s.handle(s.resizeDataDisk))
 	v1.GET("/desktops/:id/snapshots", s.handle(s.listSnapshots))
 	v1.POST("/desktops/:id/snapshots", s.handle(s.createSnapshot))
 	v1.POST("/desktops/:id/snapshots/:name/revert", s.handle(s.revertSnapshot))

@@ -118,6 +118,16 @@ func (f *fakeDesktops) DeleteSnapshot(_ context.Context, id, _, _ string) error 
 	_, err := f.op(id)
 	return err
 }
+func (f *fakeDesktops) Reimage(_ context.Context, id, _, _ string) (*desktop.Desktop, error) {
+	return f.setState(id, desktop.StateReimaging)
+}
+func (f *fakeDesktops) ResizeDataDisk(_ context.Context, id string, size int, _ string) (*desktop.Desktop, error) {
+	d, err := f.op(id)
+	if err == nil {
+		d.DataDiskGiB = size
+	}
+	return d, err
+}
 func (f *fakeDesktops) setState(id string, st desktop.State) (*desktop.Desktop, error) {
 	d, err := f.op(id)
 	if err != nil {
@@ -206,7 +216,7 @@ var routes = []struct{ method, path string }{
 	{"DELETE", "/api/v1/images/x"}, {"GET", "/api/v1/tokens"}, {"POST", "/api/v1/tokens"}, {"DELETE", "/api/v1/tokens/x"},
 	{"POST", "/api/v1/desktops/d1/pause"}, {"POST", "/api/v1/desktops/d1/resume"}, {"POST", "/api/v1/desktops/d1/hibernate"},
 	{"GET", "/api/v1/desktops/d1/snapshots"}, {"POST", "/api/v1/desktops/d1/snapshots/x/revert"},
-	{"DELETE", "/api/v1/desktops/d1/snapshots/x"},
+	{"DELETE", "/api/v1/desktops/d1/snapshots/x"}, {"POST", "/api/v1/desktops/d1/reimage"},
 }
 
 func TestEveryRouteNeedsAToken(t *testing.T) {
@@ -278,6 +288,24 @@ func TestSnapshotRoutes(t *testing.T) {
 	}
 	if code, _ := e.do(t, e.alice, "DELETE", base+"/s1", ""); code != 204 {
 		t.Errorf("delete snapshot: %d", code)
+	}
+}
+
+func TestReimageAndResizeRoutes(t *testing.T) {
+	e := newEnv(t)
+	_, d := e.do(t, e.alice, "POST", "/api/v1/desktops", `{"name":"mine"}`)
+	base := "/api/v1/desktops/" + d["id"].(string)
+	if code, r := e.do(t, e.alice, "POST", base+"/reimage", `{"image":"debian"}`); code != 202 || r["state"] != "reimaging" {
+		t.Errorf("reimage: %d %v", code, r)
+	}
+	if code, r := e.do(t, e.alice, "POST", base+"/data-disk", `{"size_gib":40}`); code != 200 || r["data_disk_gib"] != 40.0 {
+		t.Errorf("resize: %d %v", code, r)
+	}
+	if code, r := e.do(t, e.alice, "POST", base+"/data-disk", `{}`); code != 422 {
+		t.Errorf("resize without size: %d %v", code, r)
+	}
+	if code, _ := e.do(t, e.bob, "POST", base+"/data-disk", `{"size_gib":40}`); code != 404 {
+		t.Errorf("bob resizes alice's disk: %d", code)
 	}
 }
 

@@ -102,3 +102,11 @@ func decode(c *gin.Context, v any) error {
 	}
 	return nil
 }
+
+// decodeOptional is decode for requests whose body may be left out.
+func decodeOptional(c *gin.Context, v any) error {
+	if c.Request.ContentLength == 0 {
+		return nil
+	}
+	return decode(c, v)
+}

@@ -49,3 +49,34 @@ func (s *server) awake(c *gin.Context) (*desktop.Desktop, error) {
 	}
 	return s.Desktops.Wake(c, d.ID, actor(c))
 }
+
+func (s *server) reimageDesktop(c *gin.Context) (reply, error) {
+	if _, err := s.owned(c); err != nil {
+		return reply{}, err
+	}
+	var req struct {
+		Image string `json:"image"`
+	}
+	if err := decodeOptional(c, &req); err != nil {
+		return reply{}, err
+	}
+	d, err := s.Desktops.Reimage(c, c.Param("id"), req.Image, actor(c))
+	return reply{http.StatusAccepted, d}, err
+}
+
+func (s *server) resizeDataDisk(c *gin.Context) (reply, error) {
+	if _, err := s.owned(c); err != nil {
+		return reply{}, err
+	}
+	var req struct {
+		SizeGiB *int `json:"size_gib"`
+	}
+	if err := decode(c, &req); err != nil {
+		return reply{}, err
+	}
+	if req.SizeGiB == nil {
+		return reply{}, &desktop.ValidationError{Field: "size_gib", Message: "required: the new size in GiB"}
+	}
+	d, err := s.Desktops.ResizeDataDisk(c, c.Param("id"), *req.SizeGiB, actor(c))
+	return reply{http.StatusOK, d}, err
+}

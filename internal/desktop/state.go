@@ -21,6 +21,7 @@ const (
 	StateHibernated  State = "hibernated"
 	StateResuming    State = "resuming"
 	StateReverting   State = "reverting"
+	StateReimaging   State = "reimaging"
 	StateDeleting    State = "deleting"
 	StateDeleted     State = "deleted"
 	StateError       State = "error"
@@ -38,6 +39,7 @@ const (
 	OpResume    Op = "resume"
 	OpHibernate Op = "hibernate"
 	OpRevert    Op = "revert"
+	OpReimage   Op = "reimage"
 )
 
 // transitions is the one table of which operation may begin from which state
@@ -54,6 +56,7 @@ var transitions = map[Op]struct {
 	OpResume:    {[]State{StatePaused, StateHibernated}, StateResuming},
 	OpHibernate: {[]State{StateRunning, StatePaused}, StateHibernating},
 	OpRevert:    {[]State{StateRunning, StatePaused, StateStopped}, StateReverting},
+	OpReimage:   {[]State{StateRunning, StateStopped, StateError}, StateReimaging},
 }
 
 // Begin checks that op may start from the current state and returns the

@@ -152,6 +152,16 @@ func (f *fakeHV) DeleteLiveDiskSnapshot(_ context.Context, n, snap string, files
 	return f.step("DeleteLiveDiskSnapshot", fmt.Sprintf("%s/%s %d", n, snap, len(files)))
 }
 
+func (f *fakeHV) ResizeDisk(_ context.Context, n, file string, bytes int64) error {
+	return f.step("ResizeDisk", fmt.Sprintf("%s %s %d", n, filepath.Base(file), bytes))
+}
+func (f *fakeHV) GuestExec(_ context.Context, n string, e desktop.Exec) (*desktop.ExecResult, error) {
+	if err := f.step("GuestExec", n); err != nil {
+		return nil, err
+	}
+	return &desktop.ExecResult{}, nil
+}
+
 // fakeDisks writes small placeholder files where qemu-img would.
 type fakeDisks struct {
 	failOverlay bool
@@ -170,6 +180,9 @@ func (f fakeDisks) Snapshot(_ context.Context, path, name string) error {
 }
 func (f fakeDisks) RevertSnapshot(_ context.Context, path, name string) error {
 	return f.note("revert", path, name)
+}
+func (f fakeDisks) Resize(_ context.Context, path string, size int) error {
+	return f.note("resize", path, fmt.Sprint(size))
 }
 func (f fakeDisks) DeleteSnapshot(_ context.Context, path, name string) error {
 	return f.note("delete", path, name)

@@ -38,6 +38,8 @@ type Hypervisor interface {
 	DeleteSnapshot(ctx context.Context, name, snap string) error
 	LiveDiskSnapshot(ctx context.Context, name, snap string, files []string) (quiesced bool, err error)
 	DeleteLiveDiskSnapshot(ctx context.Context, name, snap string, files []string) error
+	ResizeDisk(ctx context.Context, name, file string, bytes int64) error
+	GuestExec(ctx context.Context, name string, e desktop.Exec) (*desktop.ExecResult, error)
 }
 
 // Disks makes disk files.
@@ -48,13 +50,17 @@ type Disks interface {
 	Snapshot(ctx context.Context, path, name string) error
 	RevertSnapshot(ctx context.Context, path, name string) error
 	DeleteSnapshot(ctx context.Context, path, name string) error
+	Resize(ctx context.Context, path string, sizeGiB int) error
 }
 
 // Seed is what a desktop's cloud-init seed says.
 type Seed struct {
 	DesktopID string
-	Hostname  string
-	SSHKeys   []string
+	// InstanceID changes when cloud-init must set the system up again
+	// (reimage); empty means the desktop id.
+	InstanceID string
+	Hostname   string
+	SSHKeys    []string
 	// InstallDesktop asks the guest to install the desktop on first boot,
 	// for imported images that lack one.
 	InstallDesktop bool

@@ -47,3 +47,12 @@ func (h *Hypervisor) SyncGuestClock(ctx context.Context, name string) error {
 	return h.agent(ctx, name, map[string]any{"execute": "guest-set-time",
 		"arguments": map[string]int64{"time": time.Now().UnixNano()}}, nil)
 }
+
+// ResizeDisk grows the disk backed by file of a running VM to bytes; the
+// guest sees the new size at once.
+func (h *Hypervisor) ResizeDisk(ctx context.Context, name, file string, bytes int64) error {
+	_, err := withDomain(ctx, h, name, func(d *libvirt.Domain) (struct{}, error) {
+		return struct{}{}, d.BlockResize(file, uint64(bytes), libvirt.DOMAIN_BLOCK_RESIZE_BYTES)
+	})
+	return err
+}

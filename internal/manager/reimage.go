@@ -1,0 +1,155 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// Reimage replaces a desktop's OS disk with a fresh overlay of image (the
+// same or a newer one) and keeps its data disk, the user's /home. A running
+// desktop is shut down first and started again after. Snapshots that hold
+// the old OS disk are deleted; data-only snapshots stay.
+func (m *Manager) Reimage(ctx context.Context, id, image, actor string) (*desktop.Desktop, error) {
+	d, err := m.live(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if image == "" {
+		image = d.Image
+	}
+	img, err := m.store.GetImage(ctx, image)
+	if errors.Is(err, desktop.ErrNotFound) {
+		return nil, &desktop.ValidationError{Field: "image", Message: fmt.Sprintf("no image %q is registered", image)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	wasRunning := d.State == desktop.StateRunning
+	desired := desktop.StateStopped
+	if wasRunning {
+		desired = desktop.StateRunning
+	}
+	d, err = m.begin(ctx, id, desktop.OpReimage, desired, actor)
+	if err != nil {
+		return nil, err
+	}
+	cp := *d
+	m.background(id, func(ctx context.Context) { m.reimage(ctx, &cp, img, wasRunning, actor) })
+	return d, nil
+}
+
+func (m *Manager) reimage(ctx context.Context, d *desktop.Desktop, img *desktop.Image, wasRunning bool, actor string) {
+	begun := time.Now()
+	name := d.DomainName()
+	vm := m.VMConfig(d, "")
+	err := func() error {
+		if _, err := m.powerOff(ctx, name, StopOptions{Timeout: m.cfg.StopTimeout}); err != nil {
+			return err
+		}
+		snaps, err := m.store.ListSnapshots(ctx, d.ID)
+		if err != nil {
+			return err
+		}
+		for _, sn := range snaps {
+			if sn.Scope == desktop.ScopeData {
+				continue
+			}
+			if err := m.dropSnapshot(ctx, d, sn); err != nil {
+				return fmt.Errorf("snapshot %q holds the old OS disk and could not be deleted: %w", sn.Name, err)
+			}
+			if err := m.store.DeleteSnapshot(ctx, sn.ID); err != nil {
+				return err
+			}
+		}
+		// The new disk is complete before it replaces the old one, so a
+		// failure or crash leaves one or the other, never half of either.
+		fresh := vm.OSDisk + ".new"
+		os.Remove(fresh)
+		if err := m.disks.CreateOverlay(ctx, img.Path, fresh, m.cfg.OSDiskGiB); err != nil {
+			return fmt.Errorf("OS disk: %w", err)
+		}
+		// A new instance id makes cloud-init set the system up again on the
+		// fresh disk; the data disk is only formatted when it has no
+		// filesystem, so /home is kept.
+		seed := Seed{DesktopID: d.ID, InstanceID: d.ID + "-" + newID(), Hostname: d.Name, InstallDesktop: img.RecipeHash == ""}
+		if err := m.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
+			os.Remove(fresh)
+			return fmt.Errorf("cloud-init seed: %w", err)
+		}
+		if err := os.Rename(fresh, vm.OSDisk); err != nil {
+			os.Remove(fresh)
+			return fmt.Errorf("replace OS disk: %w", err)
+		}
+		d.Image = img.Name
+		if wasRunning {
+			return m.hv.Start(ctx, name)
+		}
+		return nil
+	}()
+	if err != nil {
+		m.fail(ctx, d, "reimage", err)
+		return
+	}
+	d.State, d.Operation, d.LastError = desktop.StateStopped, "", ""
+	if wasRunning {
+		d.State = desktop.StateRunning
+	}
+	m.save(ctx, d)
+	m.event(ctx, d.ID, "reimaged", actor, "OS disk replaced with a fresh copy of %s in %s; data disk kept", img.Name,
+		time.Since(begun).Round(time.Millisecond))
+}
+
+// ResizeDataDisk grows a desktop's data disk to sizeGiB. A running desktop's
+// disk grows live and its filesystem is grown inside the guest; a stopped
+// one's file grows now and the guest grows the filesystem at its next boot.
+func (m *Manager) ResizeDataDisk(ctx context.Context, id string, sizeGiB int, actor string) (*desktop.Desktop, error) {
+	spec := desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: sizeGiB}
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if err := m.lock(id, "resize"); err != nil {
+		return nil, err
+	}
+	defer m.unlock(id)
+	d, err := m.live(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if sizeGiB < d.DataDiskGiB {
+		return nil, &desktop.ValidationError{Field: "size_gib", Message: fmt.Sprintf("shrinking is refused: the data disk is %d GiB", d.DataDiskGiB)}
+	}
+	if sizeGiB == d.DataDiskGiB {
+		return d, nil
+	}
+	switch d.State {
+	case desktop.StateRunning:
+		if err := m.hv.ResizeDisk(ctx, d.DomainName(), d.DataDiskPath, int64(sizeGiB)<<30); err != nil {
+			return nil, fmt.Errorf("resize data disk: %w", err)
+		}
+		res, err := m.hv.GuestExec(ctx, d.DomainName(), desktop.Exec{Argv: []string{"/bin/sh", "-c", growHome}})
+		if err != nil || res.ExitCode != 0 {
+			// The disk is bigger; the filesystem follows at the next boot.
+			m.log.Warn("growing /home in the guest failed; it grows at the next boot", "desktop", id, "err", err)
+		}
+	case desktop.StateStopped:
+		if err := m.disks.Resize(ctx, d.DataDiskPath, sizeGiB); err != nil {
+			return nil, fmt.Errorf("resize data disk: %w", err)
+		}
+	default:
+		return nil, &desktop.TransitionError{Op: "resize", State: d.State}
+	}
+	old := d.DataDiskGiB
+	d.DataDiskGiB = sizeGiB
+	m.save(ctx, d)
+	m.event(ctx, id, "data_disk_resized", actor, "data disk grown from %d to %d GiB", old, sizeGiB)
+	return d, nil
+}
+
+// growHome grows the data disk's partition and ext4 filesystem to the disk.
+// The seed's bootcmd runs the same at every boot.
+const growHome = `growpart /dev/vdb 1; resize2fs /dev/vdb1`
