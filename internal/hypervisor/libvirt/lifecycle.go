@@ -38,9 +38,13 @@ func (h *Hypervisor) Start(ctx context.Context, name string) error {
 	return err
 }
 
-// Shutdown asks the guest to power off (ACPI power button) and returns at once.
+// Shutdown asks the guest to power off and returns at once: through the
+// guest agent when it answers, else by the ACPI power button.
 func (h *Hypervisor) Shutdown(ctx context.Context, name string) error {
 	_, err := withDomain(ctx, h, name, func(d *libvirt.Domain) (struct{}, error) {
+		if err := d.ShutdownFlags(libvirt.DOMAIN_SHUTDOWN_GUEST_AGENT); err == nil {
+			return struct{}{}, nil
+		}
 		return struct{}{}, d.ShutdownFlags(libvirt.DOMAIN_SHUTDOWN_ACPI_POWER_BTN)
 	})
 	return err
@@ -58,10 +62,15 @@ func (h *Hypervisor) Destroy(ctx context.Context, name string) error {
 	return err
 }
 
-// Reboot asks the guest to reboot (ACPI), falling back to a reset when the
-// guest ignores it is the caller's decision.
+// Reboot asks the guest to reboot: through the guest agent when it answers
+// (an ordered "shutdown -r" that works even while the guest is still
+// booting, when an ACPI button press can go unnoticed), else by the ACPI
+// power button.
 func (h *Hypervisor) Reboot(ctx context.Context, name string) error {
 	_, err := withDomain(ctx, h, name, func(d *libvirt.Domain) (struct{}, error) {
+		if err := d.Reboot(libvirt.DOMAIN_REBOOT_GUEST_AGENT); err == nil {
+			return struct{}{}, nil
+		}
 		return struct{}{}, d.Reboot(libvirt.DOMAIN_REBOOT_ACPI_POWER_BTN)
 	})
 	return err
