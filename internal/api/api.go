@@ -36,6 +36,11 @@ type Desktops interface {
 	DeleteSnapshot(ctx context.Context, id, name, actor string) error
 	Reimage(ctx context.Context, id, image, actor string) (*desktop.Desktop, error)
 	ResizeDataDisk(ctx context.Context, id string, sizeGiB int, actor string) (*desktop.Desktop, error)
+	SetIdleTimeout(ctx context.Context, id string, seconds int, actor string) (*desktop.Desktop, error)
+	// Touch records use of a desktop; AddViewer counts a console viewer
+	// until done is called. Both keep a desktop from idle hibernation.
+	Touch(id string)
+	AddViewer(id string) (done func())
 }
 
 // Screens takes screenshots of running desktops.
@@ -83,12 +88,13 @@ func New(d Deps) *gin.Engine {
 	r.NoMethod(func(c *gin.Context) { s.fail(c, errNoMethod) })
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 
-	v1 := r.Group("/api/v1", s.authenticate)
+	v1 := r.Group("/api/v1", s.authenticate, s.touchActivity)
 	v1.GET("/info", s.handle(s.info))
 	v1.GET("/desktops", s.handle(s.listDesktops))
 	v1.POST("/desktops", s.handle(s.createDesktop))
 	v1.GET("/desktops/:id", s.handle(s.getDesktop))
 	v1.DELETE("/desktops/:id", s.handle(s.deleteDesktop))
+	v1.PATCH("/desktops/:id", s.handle(s.updateDesktop))
 	v1.POST("/desktops/:id/start", s.handle(s.startDesktop))
 	v1.POST("/desktops/:id/stop", s.handle(s.stopDesktop))
 	v1.POST("/desktops/:id/reboot", s.handle(s.rebootDesktop))

@@ -28,6 +28,7 @@ type fakeDesktops struct {
 	lastReq  manager.CreateRequest
 	lastStop manager.StopOptions
 	err      error // returned by every operation when set
+	touched  []string
 }
 
 func (f *fakeDesktops) Create(_ context.Context, req manager.CreateRequest) (*desktop.Desktop, error) {
@@ -38,6 +39,9 @@ func (f *fakeDesktops) Create(_ context.Context, req manager.CreateRequest) (*de
 		return nil, f.err
 	}
 	d := &desktop.Desktop{ID: fmt.Sprintf("d%d", len(f.desktops)+1), Owner: req.Owner, Name: req.Name, Spec: req.Spec, State: desktop.StateCreating}
+	if req.IdleTimeout != nil {
+		d.IdleTimeoutSeconds = *req.IdleTimeout
+	}
 	f.desktops[d.ID] = d
 	return d, nil
 }
@@ -128,6 +132,22 @@ func (f *fakeDesktops) ResizeDataDisk(_ context.Context, id string, size int, _ 
 	}
 	return d, err
 }
+func (f *fakeDesktops) SetIdleTimeout(_ context.Context, id string, secs int, _ string) (*desktop.Desktop, error) {
+	if err := desktop.ValidateIdleTimeout(secs); err != nil {
+		return nil, err
+	}
+	d, err := f.op(id)
+	if err == nil {
+		d.IdleTimeoutSeconds = secs
+	}
+	return d, err
+}
+func (f *fakeDesktops) Touch(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.touched = append(f.touched, id)
+}
+func (f *fakeDesktops) AddViewer(string) func() { return func() {} }
 func (f *fakeDesktops) setState(id string, st desktop.State) (*desktop.Desktop, error) {
 	d, err := f.op(id)
 	if err != nil {
@@ -306,6 +326,35 @@ func TestReimageAndResizeRoutes(t *testing.T) {
 	}
 	if code, _ := e.do(t, e.bob, "POST", base+"/data-disk", `{"size_gib":40}`); code != 404 {
 		t.Errorf("bob resizes alice's disk: %d", code)
+	}
+}
+
+func TestActionsCountAsActivity(t *testing.T) {
+	e := newEnv(t)
+	_, d := e.do(t, e.alice, "POST", "/api/v1/desktops", `{"name":"mine","idle_timeout_seconds":600}`)
+	id := d["id"].(string)
+	if d["idle_timeout_seconds"] != 600.0 {
+		t.Errorf("created with idle timeout %v", d["idle_timeout_seconds"])
+	}
+	base := "/api/v1/desktops/" + id
+	e.do(t, e.alice, "GET", base, "")
+	e.do(t, e.alice, "GET", base+"/events", "")
+	if len(e.desktops.touched) != 0 {
+		t.Errorf("polling counted as activity: %v", e.desktops.touched)
+	}
+	e.do(t, e.bob, "POST", base+"/pause", "")
+	if len(e.desktops.touched) != 0 {
+		t.Errorf("a refused request counted as activity: %v", e.desktops.touched)
+	}
+	e.do(t, e.alice, "POST", base+"/pause", "")
+	if len(e.desktops.touched) != 1 || e.desktops.touched[0] != id {
+		t.Errorf("an action was not counted: %v", e.desktops.touched)
+	}
+	if code, r := e.do(t, e.alice, "PATCH", base, `{"idle_timeout_seconds":0}`); code != 200 || r["idle_timeout_seconds"] != 0.0 {
+		t.Errorf("patch: %d %v", code, r)
+	}
+	if code, r := e.do(t, e.alice, "PATCH", base, `{"idle_timeout_seconds":5}`); code != 422 {
+		t.Errorf("patch with 5 s: %d %v", code, r)
 	}
 }
 

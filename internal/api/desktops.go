@@ -18,6 +18,7 @@ type createDesktopRequest struct {
 	MemoryMiB   *int     `json:"memory_mib"`
 	DataDiskGiB *int     `json:"data_disk_gib"`
 	SSHKeys     []string `json:"ssh_authorized_keys"`
+	IdleTimeout *int     `json:"idle_timeout_seconds"`
 }
 
 // Defaults for sizes a create request leaves out: the free tier.
@@ -43,7 +44,7 @@ func (s *server) createDesktop(c *gin.Context) (reply, error) {
 		return reply{}, &desktop.ValidationError{Field: "ssh_authorized_keys", Message: "at most 32 keys"}
 	}
 	d, err := s.Desktops.Create(c, manager.CreateRequest{
-		Owner: caller(c).Owner, Name: req.Name, SSHKeys: req.SSHKeys, Actor: actor(c),
+		Owner: caller(c).Owner, Name: req.Name, SSHKeys: req.SSHKeys, Actor: actor(c), IdleTimeout: req.IdleTimeout,
 		Spec: desktop.Spec{Image: req.Image, VCPUs: orDefault(req.VCPUs, defaultVCPUs),
 			MemoryMiB: orDefault(req.MemoryMiB, defaultMemoryMiB), DataDiskGiB: orDefault(req.DataDiskGiB, defaultDataDiskGiB)},
 	})

@@ -32,6 +32,9 @@ type Desktop struct {
 	// DataDiskPath is where the data disk lives; after a delete that kept it,
 	// this says where to find it.
 	DataDiskPath string `json:"data_disk_path,omitempty"`
+	// IdleTimeoutSeconds: a running desktop with no console viewers, no API
+	// actions and an idle guest CPU for this long is hibernated; 0 = never.
+	IdleTimeoutSeconds int `json:"idle_timeout_seconds"`
 
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`

@@ -40,3 +40,18 @@ func (s Spec) Validate() error {
 	}
 	return nil
 }
+
+// Idle timeout bounds, in seconds (0 = never hibernate when idle).
+const (
+	DefaultIdleTimeout = 1800
+	MinIdleTimeout     = 60
+	MaxIdleTimeout     = 7 * 24 * 3600
+)
+
+// ValidateIdleTimeout checks an idle timeout in seconds.
+func ValidateIdleTimeout(s int) error {
+	if s != 0 && (s < MinIdleTimeout || s > MaxIdleTimeout) {
+		return &ValidationError{Field: "idle_timeout_seconds", Message: fmt.Sprintf("0 (never) or %d to %d seconds", MinIdleTimeout, MaxIdleTimeout)}
+	}
+	return nil
+}

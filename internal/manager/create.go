@@ -18,6 +18,9 @@ type CreateRequest struct {
 	Spec    desktop.Spec
 	SSHKeys []string
 	Actor   string
+	// IdleTimeout is the idle hibernation timeout in seconds; nil means
+	// desktop.DefaultIdleTimeout, 0 never.
+	IdleTimeout *int
 }
 
 // Create records a new desktop in state creating and builds and boots it in
@@ -27,6 +30,13 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		return nil, err
 	}
 	if err := req.Spec.Validate(); err != nil {
+		return nil, err
+	}
+	idle := desktop.DefaultIdleTimeout
+	if req.IdleTimeout != nil {
+		idle = *req.IdleTimeout
+	}
+	if err := desktop.ValidateIdleTimeout(idle); err != nil {
 		return nil, err
 	}
 	if req.Spec.Image == "" {
@@ -46,7 +56,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		ID: id, Owner: req.Owner, Name: req.Name, Spec: req.Spec,
 		State: desktop.StateCreating, DesiredState: desktop.StateRunning, Operation: "create",
 		Accelerator: string(m.cfg.Accelerator), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"),
-		CreatedAt: now, UpdatedAt: now,
+		IdleTimeoutSeconds: idle, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := m.lock(id, "create"); err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ type fakeHV struct {
 	ignoreACPI bool
 	events     chan desktop.VMEvent
 	calls      []string
+	cpu        time.Duration // reported by CPUTime
 }
 
 func newFakeHV() *fakeHV {
@@ -160,6 +161,12 @@ func (f *fakeHV) GuestExec(_ context.Context, n string, e desktop.Exec) (*deskto
 		return nil, err
 	}
 	return &desktop.ExecResult{}, nil
+}
+
+func (f *fakeHV) CPUTime(context.Context, string) (time.Duration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cpu, nil
 }
 
 // fakeDisks writes small placeholder files where qemu-img would.

@@ -40,6 +40,8 @@ type Hypervisor interface {
 	DeleteLiveDiskSnapshot(ctx context.Context, name, snap string, files []string) error
 	ResizeDisk(ctx context.Context, name, file string, bytes int64) error
 	GuestExec(ctx context.Context, name string, e desktop.Exec) (*desktop.ExecResult, error)
+	// CPUTime is the guest's total CPU time so far.
+	CPUTime(ctx context.Context, name string) (time.Duration, error)
 }
 
 // Disks makes disk files.
@@ -97,6 +99,11 @@ type Config struct {
 	StopTimeout  time.Duration
 	// OpTimeout bounds one background operation (create, start, stop…).
 	OpTimeout time.Duration
+	// IdleCheck is how often idle desktops are looked for (0 = 15 s);
+	// IdleCPU the share of one host CPU below which a guest counts as idle
+	// (0 = 0.3: an idle Xfce desktop under TCG stays well below it).
+	IdleCheck time.Duration
+	IdleCPU   float64
 }
 
 // Manager is the lifecycle orchestrator.
@@ -110,7 +117,10 @@ type Manager struct {
 
 	mu   sync.Mutex
 	busy map[string]string // desktop id → operation in flight
-	wg   sync.WaitGroup
+
+	idleMu sync.Mutex
+	idle   map[string]*idleState
+	wg     sync.WaitGroup
 	// ctx outlives requests: a desktop's operation never dies with the HTTP
 	// request that asked for it.
 	ctx    context.Context
@@ -128,9 +138,15 @@ func New(cfg Config, hv Hypervisor, disks Disks, seeds SeedWriter, store Store, 
 	if cfg.OpTimeout == 0 {
 		cfg.OpTimeout = 10 * time.Minute
 	}
+	if cfg.IdleCheck == 0 {
+		cfg.IdleCheck = 15 * time.Second
+	}
+	if cfg.IdleCPU == 0 {
+		cfg.IdleCPU = 0.3
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{cfg: cfg, hv: hv, disks: disks, seeds: seeds, store: store, log: log,
-		busy: map[string]string{}, ctx: ctx, cancel: cancel}
+		busy: map[string]string{}, idle: map[string]*idleState{}, ctx: ctx, cancel: cancel}
 }
 
 // Close stops following events and waits for operations in flight.

@@ -15,7 +15,11 @@ func (m *Manager) Run() error {
 	if err := m.Reconcile(m.ctx); err != nil {
 		return err
 	}
-	m.wg.Add(1)
+	m.wg.Add(2)
+	go func() {
+		defer m.wg.Done()
+		m.watchIdle(m.cfg.IdleCheck)
+	}()
 	go func() {
 		defer m.wg.Done()
 		for {

@@ -56,3 +56,14 @@ func (h *Hypervisor) ResizeDisk(ctx context.Context, name, file string, bytes in
 	})
 	return err
 }
+
+// CPUTime is the total CPU time the VM's vCPUs have used.
+func (h *Hypervisor) CPUTime(ctx context.Context, name string) (time.Duration, error) {
+	return withDomain(ctx, h, name, func(d *libvirt.Domain) (time.Duration, error) {
+		info, err := d.GetInfo()
+		if err != nil {
+			return 0, err
+		}
+		return time.Duration(info.CpuTime), nil
+	})
+}

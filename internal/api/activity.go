@@ -1,0 +1,54 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+)
+
+// passive are desktop routes that only look: polling them does not keep a
+// desktop from being hibernated when idle.
+var passive = map[string]bool{
+	"/api/v1/desktops/:id":           true,
+	"/api/v1/desktops/:id/events":    true,
+	"/api/v1/desktops/:id/snapshots": true,
+}
+
+// touchActivity marks the desktop in :id as used by any other request to
+// it, after the request was authenticated.
+func (s *server) touchActivity(c *gin.Context) {
+	c.Next()
+	id := c.Param("id")
+	if id == "" || !strings.HasPrefix(c.FullPath(), "/api/v1/desktops/:id") || c.Writer.Status() >= 400 {
+		return
+	}
+	if c.Request.Method == http.MethodGet && passive[c.FullPath()] {
+		return
+	}
+	s.Desktops.Touch(id)
+}
+
+type updateDesktopRequest struct {
+	IdleTimeout *int `json:"idle_timeout_seconds"`
+}
+
+// updateDesktop changes a desktop's settings (PATCH): its idle timeout.
+func (s *server) updateDesktop(c *gin.Context) (reply, error) {
+	d, err := s.owned(c)
+	if err != nil {
+		return reply{}, err
+	}
+	var req updateDesktopRequest
+	if err := decode(c, &req); err != nil {
+		return reply{}, err
+	}
+	if req.IdleTimeout == nil {
+		return reply{http.StatusOK, d}, nil
+	}
+	d, err = s.Desktops.SetIdleTimeout(c, d.ID, *req.IdleTimeout, actor(c))
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusOK, d}, nil
+}

@@ -1,0 +1,144 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// idleState is what the idle monitor knows about one running desktop.
+type idleState struct {
+	since   time.Time     // start of the current quiet period
+	cpu     time.Duration // guest CPU time at the last check
+	checked time.Time
+	viewers int
+}
+
+// Touch records use of a desktop (an API action): its quiet period restarts.
+func (m *Manager) Touch(id string) {
+	m.idleMu.Lock()
+	defer m.idleMu.Unlock()
+	if st, ok := m.idle[id]; ok {
+		st.since = time.Now()
+	}
+}
+
+// AddViewer counts a console viewer of a desktop until the returned func is
+// called; a desktop with viewers is never idle.
+func (m *Manager) AddViewer(id string) (done func()) {
+	m.idleMu.Lock()
+	st := m.idleEntry(id)
+	st.viewers++
+	m.idleMu.Unlock()
+	return func() {
+		m.idleMu.Lock()
+		defer m.idleMu.Unlock()
+		if st, ok := m.idle[id]; ok {
+			st.viewers--
+			st.since = time.Now()
+		}
+	}
+}
+
+func (m *Manager) idleEntry(id string) *idleState {
+	st, ok := m.idle[id]
+	if !ok {
+		st = &idleState{since: time.Now()}
+		m.idle[id] = st
+	}
+	return st
+}
+
+// SetIdleTimeout changes a desktop's idle hibernation timeout (0 = never).
+func (m *Manager) SetIdleTimeout(ctx context.Context, id string, seconds int, actor string) (*desktop.Desktop, error) {
+	if err := desktop.ValidateIdleTimeout(seconds); err != nil {
+		return nil, err
+	}
+	d, err := m.live(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	d.IdleTimeoutSeconds = seconds
+	if err := m.store.UpdateDesktop(ctx, d); err != nil {
+		return nil, err
+	}
+	m.event(ctx, id, "idle_timeout_set", actor, "idle timeout set to %s", idleText(seconds))
+	return d, nil
+}
+
+func idleText(s int) string {
+	if s == 0 {
+		return "never"
+	}
+	return (time.Duration(s) * time.Second).String()
+}
+
+// watchIdle checks running desktops every interval and hibernates those
+// quiet for their whole idle timeout: no console viewers, no API actions
+// and guest CPU below the configured share of one host CPU.
+func (m *Manager) watchIdle(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(m.ctx, interval)
+			m.checkIdle(ctx, time.Now())
+			cancel()
+		}
+	}
+}
+
+func (m *Manager) checkIdle(ctx context.Context, now time.Time) {
+	desktops, err := m.store.ListDesktops(ctx, desktop.Filter{})
+	if err != nil {
+		m.log.Warn("idle check", "err", err)
+		return
+	}
+	running := map[string]bool{}
+	for _, d := range desktops {
+		if d.State != desktop.StateRunning || m.isBusy(d.ID) {
+			continue
+		}
+		running[d.ID] = true
+		cpu, err := m.hv.CPUTime(ctx, d.DomainName())
+		if err != nil {
+			continue
+		}
+		m.idleMu.Lock()
+		st := m.idleEntry(d.ID)
+		if !st.checked.IsZero() {
+			share := float64(cpu-st.cpu) / float64(now.Sub(st.checked))
+			if share > m.cfg.IdleCPU {
+				st.since = now // the guest is working
+			}
+		}
+		st.cpu, st.checked = cpu, now
+		quiet := now.Sub(st.since)
+		idle := st.viewers == 0 && d.IdleTimeoutSeconds > 0 && quiet >= time.Duration(d.IdleTimeoutSeconds)*time.Second
+		m.idleMu.Unlock()
+		if idle {
+			m.hibernateIdle(ctx, d, quiet)
+		}
+	}
+	m.idleMu.Lock()
+	for id, st := range m.idle {
+		if !running[id] && st.viewers == 0 {
+			delete(m.idle, id) // quiet periods start afresh when it runs again
+		}
+	}
+	m.idleMu.Unlock()
+}
+
+func (m *Manager) hibernateIdle(ctx context.Context, d *desktop.Desktop, quiet time.Duration) {
+	why := fmt.Sprintf("idle for %s (no console viewers, no API actions, guest CPU under %.0f%% of a host CPU); hibernating",
+		quiet.Round(time.Second), m.cfg.IdleCPU*100)
+	m.event(ctx, d.ID, "idle", "bureau", "%s", why)
+	if _, err := m.Hibernate(ctx, d.ID, "bureau (idle)"); err != nil {
+		m.log.Warn("idle hibernation", "desktop", d.ID, "err", err)
+	}
+}

@@ -1,0 +1,102 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+func TestIdleDesktopIsHibernated(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "idle").ID)
+	if d.IdleTimeoutSeconds != desktop.DefaultIdleTimeout {
+		t.Fatalf("default idle timeout = %d", d.IdleTimeoutSeconds)
+	}
+	now := time.Now()
+	h.m.checkIdle(ctx, now)
+	h.hv.cpu += time.Second // 1 s of CPU in 29 min: idle
+	h.m.checkIdle(ctx, now.Add(29*time.Minute))
+	if got, _ := h.m.Get(ctx, d.ID); got.State != desktop.StateRunning {
+		t.Fatalf("hibernated before its timeout: %s", got.State)
+	}
+	h.m.checkIdle(ctx, now.Add(31*time.Minute))
+	got := h.settle(t, d.ID)
+	if got.State != desktop.StateHibernated {
+		t.Fatalf("after 31 idle minutes: %s", got.State)
+	}
+	evs, _ := h.m.Events(ctx, d.ID, 20)
+	var found bool
+	for _, e := range evs {
+		found = found || e.Type == "idle" && strings.Contains(e.Message, "no console viewers")
+	}
+	if !found {
+		t.Errorf("no idle event: %v", evs)
+	}
+}
+
+func TestBusyDesktopsStayRunning(t *testing.T) {
+	ctx := context.Background()
+	cases := map[string]func(h *harness, id string, now time.Time){
+		"viewer": func(h *harness, id string, now time.Time) { h.m.AddViewer(id) },
+		"cpu": func(h *harness, id string, now time.Time) {
+			h.hv.cpu += 20 * time.Minute // 20 of 40 minutes: 50 % of a CPU
+		},
+		"api action": func(h *harness, id string, now time.Time) {
+			h.m.Touch(id)
+			h.m.idle[id].since = now.Add(20 * time.Minute)
+		},
+		"never": func(h *harness, id string, now time.Time) {
+			if _, err := h.m.SetIdleTimeout(ctx, id, 0, "alice"); err != nil {
+				panic(err)
+			}
+		},
+	}
+	for name, busy := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, fakeDisks{})
+			d := h.settle(t, h.create(t, "busy").ID)
+			now := time.Now()
+			h.m.checkIdle(ctx, now)
+			busy(h, d.ID, now)
+			h.m.checkIdle(ctx, now.Add(40*time.Minute))
+			if got := h.settle(t, d.ID); got.State != desktop.StateRunning {
+				t.Errorf("%s: desktop %s", name, got.State)
+			}
+		})
+	}
+}
+
+func TestViewerLeavingRestartsQuietPeriod(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "v").ID)
+	done := h.m.AddViewer(d.ID)
+	done()
+	h.m.checkIdle(ctx, time.Now().Add(10*time.Minute))
+	if got := h.settle(t, d.ID); got.State != desktop.StateRunning {
+		t.Errorf("hibernated 10 minutes after the viewer left: %s", got.State)
+	}
+}
+
+func TestSetIdleTimeoutValidates(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	d := h.settle(t, h.create(t, "v").ID)
+	var ve *desktop.ValidationError
+	for _, bad := range []int{-1, 5, 8 * 24 * 3600} {
+		if _, err := h.m.SetIdleTimeout(context.Background(), d.ID, bad, "alice"); !errors.As(err, &ve) {
+			t.Errorf("%d: %v", bad, err)
+		}
+	}
+	got, err := h.m.SetIdleTimeout(context.Background(), d.ID, 120, "alice")
+	if err != nil || got.IdleTimeoutSeconds != 120 {
+		t.Fatalf("set: %v %+v", err, got)
+	}
+	if again, _ := h.m.Get(context.Background(), d.ID); again.IdleTimeoutSeconds != 120 {
+		t.Errorf("not stored: %d", again.IdleTimeoutSeconds)
+	}
+}
