@@ -32,13 +32,19 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		MemoryMiB   int      `json:"memory_mib"`
 		DataDiskGiB int      `json:"data_disk_gib"`
 		SSHKeys     []string `json:"ssh_authorized_keys,omitempty"`
+		IdleTimeout *int     `json:"idle_timeout_seconds,omitempty"`
 	}
+	var idle time.Duration
 	create := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a desktop",
 		Args:  cobra.ExactArgs(1),
 		RunE: withClient(func(ctx context.Context, c *client, args []string) error {
 			body.Name = args[0]
+			if idle >= 0 {
+				secs := int(idle.Seconds())
+				body.IdleTimeout = &secs
+			}
 			var d desktop.Desktop
 			if err := c.do(ctx, "POST", "/api/v1/desktops", body, &d); err != nil {
 				return err
@@ -51,6 +57,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 	create.Flags().IntVar(&body.MemoryMiB, "memory", 4096, "memory in MiB")
 	create.Flags().IntVar(&body.DataDiskGiB, "disk", 20, "data disk (the user's /home) in GiB")
 	create.Flags().StringArrayVar(&body.SSHKeys, "ssh-key", nil, "authorized SSH public key (repeatable)")
+	create.Flags().DurationVar(&idle, "idle-timeout", -1, "hibernate after this long unused (e.g. 30m; 0 = never; default 30m)")
 	addWait(create)
 
 	list := &cobra.Command{
@@ -172,7 +179,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		op("pause", "Freeze a running desktop (RAM stays in host memory)", none),
 		op("resume", "Resume a paused or hibernated desktop", none),
 		op("hibernate", "Save a desktop's RAM to disk and free its CPU and memory", none),
-		snapshotCmd(cfg), reimageCmd(cfg), resizeCmd(cfg))
+		snapshotCmd(cfg), reimageCmd(cfg), resizeCmd(cfg), idleCmd(cfg))
 	return cmd
 }
 

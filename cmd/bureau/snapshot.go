@@ -175,3 +175,26 @@ func resizeCmd(cfg *config.Config) *cobra.Command {
 		}),
 	}
 }
+
+func idleCmd(cfg *config.Config) *cobra.Command {
+	return &cobra.Command{
+		Use:   "idle-timeout DESKTOP DURATION",
+		Short: "Hibernate the desktop after DURATION unused (e.g. 45m; 0 = never)",
+		Args:  cobra.ExactArgs(2),
+		RunE: runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
+			d, err := lookup(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			dur, err := time.ParseDuration(args[1])
+			if err != nil {
+				return fmt.Errorf("duration %q: %w", args[1], err)
+			}
+			body := map[string]int{"idle_timeout_seconds": int(dur.Seconds())}
+			if err := c.do(ctx, "PATCH", "/api/v1/desktops/"+d.ID, body, d); err != nil {
+				return err
+			}
+			return printJSON(d)
+		}),
+	}
+}
