@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -19,6 +20,8 @@ type createDesktopRequest struct {
 	DataDiskGiB *int     `json:"data_disk_gib"`
 	SSHKeys     []string `json:"ssh_authorized_keys"`
 	IdleTimeout *int     `json:"idle_timeout_seconds"`
+	// From clones another desktop's snapshot.
+	From *manager.CloneSource `json:"from"`
 }
 
 // Defaults for sizes a create request leaves out: the free tier.
@@ -43,10 +46,19 @@ func (s *server) createDesktop(c *gin.Context) (reply, error) {
 	if len(req.SSHKeys) > 32 {
 		return reply{}, &desktop.ValidationError{Field: "ssh_authorized_keys", Message: "at most 32 keys"}
 	}
-	d, err := s.Desktops.Create(c, manager.CreateRequest{
+	dataDisk := orDefault(req.DataDiskGiB, defaultDataDiskGiB)
+	if req.From != nil {
+		if err := s.canClone(c, req.From); err != nil {
+			return reply{}, err
+		}
+		if req.DataDiskGiB == nil {
+			dataDisk = 0 // the source's size
+		}
+	}
+	d, err := s.Desktops.Create(c, manager.CreateRequest{From: req.From,
 		Owner: caller(c).Owner, Name: req.Name, SSHKeys: req.SSHKeys, Actor: actor(c), IdleTimeout: req.IdleTimeout,
 		Spec: desktop.Spec{Image: req.Image, VCPUs: orDefault(req.VCPUs, defaultVCPUs),
-			MemoryMiB: orDefault(req.MemoryMiB, defaultMemoryMiB), DataDiskGiB: orDefault(req.DataDiskGiB, defaultDataDiskGiB)},
+			MemoryMiB: orDefault(req.MemoryMiB, defaultMemoryMiB), DataDiskGiB: dataDisk},
 	})
 	if err != nil {
 		return reply{}, err
@@ -190,4 +202,20 @@ func boolQuery(c *gin.Context, name string) (bool, error) {
 		return false, &desktop.ValidationError{Field: name, Message: "must be true or false"}
 	}
 	return b, nil
+}
+
+// canClone checks that the caller may see the desktop a clone copies from;
+// one it may not see does not exist for it.
+func (s *server) canClone(c *gin.Context, from *manager.CloneSource) error {
+	if from.DesktopID == "" || from.Snapshot == "" {
+		return &desktop.ValidationError{Field: "from", Message: `give {"desktop": id, "snapshot": name}`}
+	}
+	src, err := s.Desktops.Get(c, from.DesktopID)
+	if err == nil && (src.DeletedAt != nil || !isAdmin(c) && src.Owner != caller(c).Owner) {
+		err = desktop.ErrNotFound
+	}
+	if errors.Is(err, desktop.ErrNotFound) {
+		return &desktop.ValidationError{Field: "from.desktop", Message: fmt.Sprintf("no desktop %q", from.DesktopID)}
+	}
+	return err
 }

@@ -21,6 +21,20 @@ type CreateRequest struct {
 	// IdleTimeout is the idle hibernation timeout in seconds; nil means
 	// desktop.DefaultIdleTimeout, 0 never.
 	IdleTimeout *int
+	// From makes the desktop a clone of another desktop's snapshot.
+	From *CloneSource
+}
+
+// CloneSource names the snapshot a new desktop starts from.
+type CloneSource struct {
+	DesktopID string `json:"desktop"`
+	Snapshot  string `json:"snapshot"`
+}
+
+// clone is what build copies from when it makes a clone.
+type clone struct {
+	src  *desktop.Desktop
+	snap *desktop.Snapshot
 }
 
 // Create records a new desktop in state creating and builds and boots it in
@@ -28,6 +42,16 @@ type CreateRequest struct {
 func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Desktop, error) {
 	if err := desktop.ValidateName(req.Name); err != nil {
 		return nil, err
+	}
+	var cl *clone
+	if req.From != nil {
+		var err error
+		if cl, err = m.cloneSource(ctx, req); err != nil {
+			return nil, err
+		}
+		req.Spec.Image = cl.src.Image
+		// A clone's data disk is at least as large as its source's.
+		req.Spec.DataDiskGiB = max(req.Spec.DataDiskGiB, cl.src.DataDiskGiB)
 	}
 	if err := req.Spec.Validate(); err != nil {
 		return nil, err
@@ -69,13 +93,17 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		d.Name, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, d.Image, d.Accelerator)
 	cp := *d
 	seed := Seed{DesktopID: id, Hostname: d.Name, SSHKeys: req.SSHKeys, InstallDesktop: img.RecipeHash == ""}
-	m.background(id, func(ctx context.Context) { m.build(ctx, &cp, img.Path, seed) })
+	if cl != nil {
+		m.event(ctx, id, "clone_requested", req.Actor, "cloned from snapshot %q (scope %s) of desktop %s",
+			cl.snap.Name, cl.snap.Scope, cl.src.Name)
+	}
+	m.background(id, func(ctx context.Context) { m.build(ctx, &cp, img.Path, seed, cl) })
 	return d, nil
 }
 
 // build makes the desktop's files and VM and boots it. Whatever it made is
 // removed again if a step fails, except a data disk that existed before.
-func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string, seed Seed) {
+func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string, seed Seed, cl *clone) {
 	var undo reverter
 	start := time.Now()
 	err := func() error {
@@ -83,14 +111,14 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 			return fmt.Errorf("create desktop folder: %w", err)
 		}
 		if _, err := os.Stat(d.DataDiskPath); errors.Is(err, os.ErrNotExist) {
-			if err := m.disks.CreateDataDisk(ctx, d.DataDiskPath, d.DataDiskGiB); err != nil {
+			if err := m.makeDataDisk(ctx, d, cl); err != nil {
 				return fmt.Errorf("data disk: %w", err)
 			}
-			// A data disk made by this create holds nothing yet.
+			// A data disk made by this create holds nothing of the user's yet.
 			undo.add(func(context.Context) { os.Remove(d.DataDiskPath) })
 		}
 		vm := m.VMConfig(d, newUUID())
-		if err := m.disks.CreateOverlay(ctx, basePath, vm.OSDisk, m.cfg.OSDiskGiB); err != nil {
+		if err := m.makeOSDisk(ctx, vm.OSDisk, basePath, cl); err != nil {
 			return fmt.Errorf("OS disk: %w", err)
 		}
 		undo.add(func(context.Context) { os.Remove(vm.OSDisk) })

@@ -191,6 +191,10 @@ func (f fakeDisks) RevertSnapshot(_ context.Context, path, name string) error {
 func (f fakeDisks) Resize(_ context.Context, path string, size int) error {
 	return f.note("resize", path, fmt.Sprint(size))
 }
+func (f fakeDisks) CopySnapshot(_ context.Context, src, name, dst, backing string) error {
+	f.note("copy "+filepath.Base(src)+"@"+name+" base="+filepath.Base(backing), dst, "")
+	return os.WriteFile(dst, []byte("copy of "+src+"@"+name), 0o600)
+}
 func (f fakeDisks) DeleteSnapshot(_ context.Context, path, name string) error {
 	return f.note("delete", path, name)
 }

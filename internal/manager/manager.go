@@ -53,6 +53,9 @@ type Disks interface {
 	RevertSnapshot(ctx context.Context, path, name string) error
 	DeleteSnapshot(ctx context.Context, path, name string) error
 	Resize(ctx context.Context, path string, sizeGiB int) error
+	// CopySnapshot writes dst as src was at a snapshot (an overlay of
+	// backing when given).
+	CopySnapshot(ctx context.Context, src, name, dst, backing string) error
 }
 
 // Seed is what a desktop's cloud-init seed says.

@@ -82,11 +82,16 @@ func (d Disks) Check(ctx context.Context, path string) error {
 }
 
 func (d Disks) run(ctx context.Context, args ...string) ([]byte, error) {
+	return d.runFor(ctx, 2*time.Minute, args...)
+}
+
+// runFor runs qemu-img with a deadline of at most limit.
+func (d Disks) runFor(ctx context.Context, limit time.Duration, args ...string) ([]byte, error) {
 	bin := d.QemuImg
 	if bin == "" {
 		bin = "qemu-img"
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, args...)

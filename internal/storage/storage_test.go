@@ -104,3 +104,37 @@ func TestSnapshotsAndResize(t *testing.T) {
 		t.Error("shrinking was accepted")
 	}
 }
+
+func TestCopySnapshot(t *testing.T) {
+	needQemuImg(t)
+	ctx := context.Background()
+	d := Disks{}
+	dir := t.TempDir()
+	base, overlay := filepath.Join(dir, "base.qcow2"), filepath.Join(dir, "os.qcow2")
+	if err := d.CreateDataDisk(ctx, base, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CreateOverlay(ctx, base, overlay, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Snapshot(ctx, overlay, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	clone := filepath.Join(dir, "clone.qcow2")
+	if err := d.CopySnapshot(ctx, overlay, "s1", clone, base); err != nil {
+		t.Fatal(err)
+	}
+	info, err := d.Info(ctx, clone)
+	if err != nil || info.BackingFile != base || info.VirtualSize != 1<<30 {
+		t.Fatalf("clone: %v %+v", err, info)
+	}
+	if err := d.CopySnapshot(ctx, overlay, "s1", clone, ""); !errors.Is(err, ErrExists) {
+		t.Errorf("copy over an existing file: %v", err)
+	}
+	if err := d.CopySnapshot(ctx, overlay, "nope", filepath.Join(dir, "x.qcow2"), ""); err == nil {
+		t.Error("copy of a missing snapshot succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.qcow2")); !errors.Is(err, os.ErrNotExist) {
+		t.Error("a failed copy left its file")
+	}
+}
