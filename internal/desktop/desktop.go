@@ -132,3 +132,39 @@ type Filter struct {
 	Owner          string // "" = every owner
 	IncludeDeleted bool
 }
+
+// VMStats are a running VM's resource figures as the hypervisor reports them.
+type VMStats struct {
+	CPUTimeNs uint64 `json:"cpu_time_ns"`
+	VCPUs     int    `json:"vcpus"`
+	// Memory in KiB: the maximum, what the balloon currently gives the
+	// guest, what the QEMU process holds on the host, and the guest's own
+	// view (available, unused, usable) when its balloon driver reports it.
+	MemoryMaxKiB       uint64      `json:"memory_max_kib"`
+	MemoryCurrentKiB   uint64      `json:"memory_current_kib"`
+	MemoryRSSKiB       uint64      `json:"memory_rss_kib"`
+	MemoryAvailableKiB uint64      `json:"memory_available_kib,omitempty"`
+	MemoryUnusedKiB    uint64      `json:"memory_unused_kib,omitempty"`
+	MemoryUsableKiB    uint64      `json:"memory_usable_kib,omitempty"`
+	Disks              []DiskStats `json:"disks"`
+	Networks           []NetStats  `json:"networks"`
+}
+
+// DiskStats are one disk's I/O counters and sizes.
+type DiskStats struct {
+	Name            string `json:"name"`
+	Path            string `json:"path"`
+	ReadBytes       uint64 `json:"read_bytes"`
+	WriteBytes      uint64 `json:"write_bytes"`
+	ReadRequests    uint64 `json:"read_requests"`
+	WriteRequests   uint64 `json:"write_requests"`
+	AllocationBytes uint64 `json:"allocation_bytes"`
+	CapacityBytes   uint64 `json:"capacity_bytes"`
+}
+
+// NetStats are one network interface's counters.
+type NetStats struct {
+	Name    string `json:"name"`
+	RxBytes uint64 `json:"rx_bytes"`
+	TxBytes uint64 `json:"tx_bytes"`
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -28,11 +29,9 @@ func openStores(t *testing.T) map[string]*Store {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if s.postgres {
-			// Start from an empty schema each time.
-			for _, tbl := range []string{"api_tokens", "images", "events", "desktops", "goose_db_version"} {
-				if _, err := s.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+tbl); err != nil {
-					t.Fatal(err)
-				}
+			// Start from an empty schema each time, whatever tables exist.
+			if _, err := s.db.ExecContext(ctx, "DROP SCHEMA public CASCADE; CREATE SCHEMA public"); err != nil {
+				t.Fatal(err)
 			}
 		}
 		if err := s.Migrate(ctx, slog.New(slog.DiscardHandler)); err != nil {
@@ -146,6 +145,45 @@ func TestEventsImagesTokens(t *testing.T) {
 			got2, err := s.TokenByHash(ctx, "h1")
 			if err != nil || got2.Usable(time.Now()) {
 				t.Fatalf("revoked token usable: %+v %v", got2, err)
+			}
+		})
+	}
+}
+
+func TestAuditLogAndSnapshots(t *testing.T) {
+	for db, s := range openStores(t) {
+		t.Run(db, func(t *testing.T) {
+			ctx := context.Background()
+			s.CreateDesktop(ctx, newDesktop("da", "alice", "a"))
+			s.CreateDesktop(ctx, newDesktop("db", "bob", "b"))
+			base := time.Now().UTC()
+			for i, d := range []string{"da", "db", "da"} {
+				s.AddEvent(ctx, &desktop.Event{ID: fmt.Sprint("e", i), DesktopID: d, Type: "t", Actor: "x", CreatedAt: base.Add(time.Duration(i) * time.Second)})
+			}
+			if evs, err := s.ListAllEvents(ctx, "alice", 10); err != nil || len(evs) != 2 || evs[0].ID != "e0" || evs[1].ID != "e2" {
+				t.Fatalf("alice's audit log: %v %v", evs, err)
+			}
+			if evs, _ := s.ListAllEvents(ctx, "", 2); len(evs) != 2 || evs[0].ID != "e1" {
+				t.Fatalf("admin's newest 2: %v", evs)
+			}
+
+			sn := &desktop.Snapshot{ID: "s1", DesktopID: "da", Name: "clean", Scope: "all", Memory: true, CreatedAt: base}
+			if err := s.CreateSnapshot(ctx, sn); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.CreateSnapshot(ctx, &desktop.Snapshot{ID: "s2", DesktopID: "da", Name: "clean", Scope: "data", CreatedAt: base}); !errors.Is(err, desktop.ErrNameTaken) {
+				t.Fatalf("duplicate snapshot name: %v", err)
+			}
+			now := base.Add(time.Minute)
+			sn.RevertedAt = &now
+			s.MarkSnapshotReverted(ctx, sn)
+			got, err := s.GetSnapshot(ctx, "da", "clean")
+			if err != nil || !got.Memory || got.RevertedAt == nil || got.Scope != "all" {
+				t.Fatalf("snapshot = %+v %v", got, err)
+			}
+			s.DeleteSnapshots(ctx, "da")
+			if list, _ := s.ListSnapshots(ctx, "da"); len(list) != 0 {
+				t.Fatalf("after delete: %v", list)
 			}
 		})
 	}

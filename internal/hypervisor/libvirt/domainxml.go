@@ -55,8 +55,9 @@ func DomainXML(c desktop.VMConfig) (string, error) {
 			Graphics: []libvirtxml.DomainGraphic{{VNC: &libvirtxml.DomainGraphicVNC{
 				Listeners: []libvirtxml.DomainGraphicListener{{Socket: &libvirtxml.DomainGraphicListenerSocket{Socket: c.VNCSocket}}},
 			}}},
-			Videos:     []libvirtxml.DomainVideo{{Model: libvirtxml.DomainVideoModel{Type: "virtio", Heads: 1, Primary: "yes"}}},
-			MemBalloon: &libvirtxml.DomainMemBalloon{Model: "virtio", FreePageReporting: "on"},
+			Videos: []libvirtxml.DomainVideo{{Model: libvirtxml.DomainVideoModel{Type: "virtio", Heads: 1, Primary: "yes"}}},
+			// Balloon statistics every 10 s feed /stats and /metrics.
+			MemBalloon: &libvirtxml.DomainMemBalloon{Model: "virtio", FreePageReporting: "on", Stats: &libvirtxml.DomainMemBalloonStats{Period: 10}},
 			RNGs: []libvirtxml.DomainRNG{{
 				Model:   "virtio",
 				Backend: &libvirtxml.DomainRNGBackend{Random: &libvirtxml.DomainRNGBackendRandom{Device: "/dev/urandom"}},
