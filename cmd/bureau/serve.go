@@ -16,6 +16,7 @@ import (
 	"github.com/bureau/bureau/internal/config"
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
 	"github.com/bureau/bureau/internal/manager"
+	"github.com/bureau/bureau/internal/metrics"
 	"github.com/bureau/bureau/internal/storage"
 	"github.com/spf13/cobra"
 )
@@ -67,8 +68,10 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	defer h.Close()
-	m := manager.New(manager.Config{DataDir: cfg.DataDir, DefaultImage: cfg.DefaultImage, Accelerator: accel},
-		h, storage.Disks{}, seedWriter{}, st, log)
+	met := metrics.New(st, h, log)
+	m := manager.New(manager.Config{DataDir: cfg.DataDir, DefaultImage: cfg.DefaultImage, Accelerator: accel,
+		Observe: met.ObserveOperation}, h, storage.Disks{}, seedWriter{}, st, log)
+	met.SetViewers(m)
 	if err := m.Run(); err != nil {
 		return err
 	}
@@ -76,6 +79,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 
 	router := api.New(api.Deps{
 		Desktops: m, Screens: h, Tokens: tokens, Images: imageService(cfg, st, log), Log: log,
+		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest,
 		Info: map[string]string{"version": version, "accelerator": string(accel), "accelerator_reason": why,
 			"database": st.Dialect(), "default_image": cfg.DefaultImage, "go": runtime.Version()},
 	})

@@ -5,6 +5,8 @@ package api
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"time"
@@ -68,7 +70,14 @@ type Deps struct {
 	Computer Computer
 	// Guest runs commands and moves files inside desktops (guest.go).
 	Guest Guest
-	Log   *slog.Logger
+	// Live feeds state changes and the audit log; Stats reads VM figures.
+	Live  Live
+	Stats Stats
+	// Metrics serves /metrics (Prometheus) when set; Observe records each
+	// request's latency.
+	Metrics http.Handler
+	Observe func(method, route string, status int, took time.Duration)
+	Log     *slog.Logger
 	// Info is served by GET /api/v1/info (accelerator, version…).
 	Info map[string]string
 }
@@ -90,6 +99,18 @@ func New(d Deps) *gin.Engine {
 
 	v1 := r.Group("/api/v1", s.authenticate, s.touchActivity)
 	v1.GET("/info", s.handle(s.info))
+	v1.GET("/events", s.handle(s.auditLog))
+	v1.GET("/events/stream", s.streamEvents)
+	v1.GET("/desktops/:id/stats", s.handle(s.desktopStats))
+	if d.Metrics != nil {
+		r.GET("/metrics", s.authenticate, func(c *gin.Context) {
+			if err := requireAdmin(c); err != nil {
+				s.fail(c, err)
+				return
+			}
+			d.Metrics.ServeHTTP(c.Writer, c.Request)
+		})
+	}
 	v1.GET("/desktops", s.handle(s.listDesktops))
 	v1.POST("/desktops", s.handle(s.createDesktop))
 	v1.GET("/desktops/:id", s.handle(s.getDesktop))
@@ -151,14 +172,37 @@ func (s *server) info(c *gin.Context) (reply, error) {
 	return reply{http.StatusOK, s.Info}, nil
 }
 
+// logRequests logs each request with an id (X-Request-Id, taken from the
+// client when it sends a sane one) and records its latency.
 func (s *server) logRequests(c *gin.Context) {
 	start := time.Now()
+	id := c.GetHeader("X-Request-Id")
+	if len(id) == 0 || len(id) > 64 {
+		id = newRequestID()
+	}
+	c.Set(ctxRequestID, id)
+	c.Header("X-Request-Id", id)
 	c.Next()
+	took := time.Since(start)
 	s.Log.Info("request", "method", c.Request.Method, "path", c.FullPath(), "status", c.Writer.Status(),
-		"duration_ms", time.Since(start).Milliseconds(), "owner", c.GetString(ctxOwner))
+		"duration_ms", took.Milliseconds(), "owner", c.GetString(ctxOwner), "desktop", c.Param("id"),
+		"request_id", c.GetString(ctxRequestID))
+	if s.Observe != nil {
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		s.Observe(c.Request.Method, route, c.Writer.Status(), took)
+	}
 }
 
 func (s *server) recovered(c *gin.Context, v any) {
 	s.Log.Error("handler panic", "panic", v, "path", c.Request.URL.Path)
 	s.fail(c, errPanic)
+}
+
+func newRequestID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -179,6 +180,7 @@ type env struct {
 	srv               *httptest.Server
 	desktops          *fakeDesktops
 	admin, alice, bob string
+	live *fakeLive
 }
 
 func newEnv(t *testing.T) *env {
@@ -199,7 +201,9 @@ func newEnv(t *testing.T) *env {
 	}
 	e := &env{desktops: &fakeDesktops{desktops: map[string]*desktop.Desktop{}},
 		admin: mk("root", desktop.ScopeAdmin), alice: mk("alice", desktop.ScopeOwner), bob: mk("bob", desktop.ScopeOwner)}
+	e.live = &fakeLive{Feed: &manager.Feed{}}
 	e.srv = httptest.NewServer(New(Deps{Desktops: e.desktops, Screens: fakeScreens{}, Tokens: tokens, Images: fakeImages{},
+		Live: e.live, Stats: fakeStats{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "bureau_up 1\n") }),
 		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}}))
 	t.Cleanup(e.srv.Close)
 	return e
@@ -448,5 +452,92 @@ func TestImportStreamsProgress(t *testing.T) {
 	if resp.Header.Get("Content-Type") != "application/x-ndjson" || len(lines) != 2 ||
 		!strings.Contains(lines[0], `"progress"`) || !strings.Contains(lines[1], `"image"`) {
 		t.Fatalf("import stream: %s %q", resp.Header.Get("Content-Type"), data)
+	}
+}
+
+type fakeLive struct {
+	*manager.Feed
+	events []*desktop.Event
+}
+
+func (f *fakeLive) AuditLog(_ context.Context, owner string, limit int) ([]*desktop.Event, error) {
+	out := []*desktop.Event{}
+	for _, e := range f.events {
+		if owner == "" || e.Actor == owner {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+type fakeStats struct{}
+
+func (fakeStats) DomainStats(context.Context, string) (*desktop.VMStats, error) {
+	return &desktop.VMStats{CPUTimeNs: 42, VCPUs: 2}, nil
+}
+
+func TestAuditLogStatsAndMetrics(t *testing.T) {
+	e := newEnv(t)
+	e.live.events = []*desktop.Event{{ID: "1", Actor: "alice"}, {ID: "2", Actor: "bob"}}
+	if code, r := e.do(t, e.alice, "GET", "/api/v1/events", ""); code != 200 || len(r["events"].([]any)) != 1 {
+		t.Errorf("alice's audit log: %d %v", code, r)
+	}
+	if code, r := e.do(t, e.admin, "GET", "/api/v1/events?limit=5", ""); code != 200 || len(r["events"].([]any)) != 2 {
+		t.Errorf("admin's audit log: %d %v", code, r)
+	}
+	if code, _ := e.do(t, e.admin, "GET", "/api/v1/events?limit=0", ""); code != 422 {
+		t.Errorf("limit 0: %d", code)
+	}
+	_, d := e.do(t, e.alice, "POST", "/api/v1/desktops", `{"name":"mine"}`)
+	id := d["id"].(string)
+	if code, r := e.do(t, e.alice, "GET", "/api/v1/desktops/"+id+"/stats", ""); code != 409 {
+		t.Errorf("stats of a desktop being created: %d %v", code, r)
+	}
+	e.desktops.desktops[id].State = desktop.StateRunning
+	if code, r := e.do(t, e.alice, "GET", "/api/v1/desktops/"+id+"/stats", ""); code != 200 || r["cpu_time_ns"] != 42.0 {
+		t.Errorf("stats: %d %v", code, r)
+	}
+	for tok, want := range map[string]int{"": 401, e.alice: 403, e.admin: 200} {
+		req, _ := http.NewRequest("GET", e.srv.URL+"/metrics", nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("/metrics with token %q: %d, want %d", tok, resp.StatusCode, want)
+		}
+	}
+}
+
+func TestEventStreamDeliversOwnChanges(t *testing.T) {
+	e := newEnv(t)
+	// EventSource cannot send headers: the stream takes the token in the query.
+	resp, err := http.Get(e.srv.URL + "/api/v1/events/stream?access_token=" + e.alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	rd := bufio.NewReader(resp.Body)
+	rd.ReadString('\n') // the opening comment
+	rd.ReadString('\n')
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		e.live.Publish(manager.Change{Owner: "bob", Desktop: &desktop.Desktop{ID: "bobs"}})
+		e.live.Publish(manager.Change{Owner: "alice", Desktop: &desktop.Desktop{ID: "alices", State: desktop.StateRunning}})
+	}()
+	line1, _ := rd.ReadString('\n')
+	line2, _ := rd.ReadString('\n')
+	if line1 != "event: desktop\n" || !strings.Contains(line2, `"id":"alices"`) {
+		t.Errorf("stream sent %q %q", line1, line2)
+	}
+	if resp, _ := http.Get(e.srv.URL + "/api/v1/desktops?access_token=" + e.alice); resp.StatusCode != 401 {
+		t.Errorf("a token in the query works outside the stream: %d", resp.StatusCode)
 	}
 }

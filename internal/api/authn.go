@@ -11,11 +11,17 @@ import (
 const (
 	ctxOwner = "bureau.owner"
 	ctxToken = "bureau.token"
+	// ctxRequestID is the request's id in logs and the X-Request-Id header.
+	ctxRequestID = "bureau.request_id"
 )
 
 // authenticate requires a valid bearer token on every /api route.
 func (s *server) authenticate(c *gin.Context) {
 	h := c.GetHeader("Authorization")
+	if h == "" && c.FullPath() == "/api/v1/events/stream" && c.Query("access_token") != "" {
+		// Browsers' EventSource cannot send headers.
+		h = "Bearer " + c.Query("access_token")
+	}
 	secret, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok {
 		s.fail(c, fmt.Errorf("send Authorization: Bearer <token>: %w", desktop.ErrUnauthorized))

@@ -142,9 +142,11 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 		undo.run(cleanup)
 		os.Remove(d.Dir) // only succeeds when nothing (no older data disk) is left
 		m.fail(cleanup, d, "create", err)
+		m.observe("create", start, err)
 		return
 	}
 	d.State, d.Operation, d.LastError = desktop.StateRunning, "", ""
 	m.save(ctx, d)
+	m.observe("create", start, nil)
 	m.event(ctx, d.ID, "created", "bureau", "desktop %s created and started in %s", d.Name, time.Since(start).Round(time.Millisecond))
 }

@@ -61,7 +61,7 @@ func (m *Manager) SetIdleTimeout(ctx context.Context, id string, seconds int, ac
 		return nil, err
 	}
 	d.IdleTimeoutSeconds = seconds
-	if err := m.store.UpdateDesktop(ctx, d); err != nil {
+	if err := m.put(ctx, d); err != nil {
 		return nil, err
 	}
 	m.event(ctx, id, "idle_timeout_set", actor, "idle timeout set to %s", idleText(seconds))
@@ -141,4 +141,17 @@ func (m *Manager) hibernateIdle(ctx context.Context, d *desktop.Desktop, quiet t
 	if _, err := m.Hibernate(ctx, d.ID, "bureau (idle)"); err != nil {
 		m.log.Warn("idle hibernation", "desktop", d.ID, "err", err)
 	}
+}
+
+// Viewers returns the console viewers connected to each desktop now.
+func (m *Manager) Viewers() map[string]int {
+	m.idleMu.Lock()
+	defer m.idleMu.Unlock()
+	out := map[string]int{}
+	for id, st := range m.idle {
+		if st.viewers > 0 {
+			out[id] = st.viewers
+		}
+	}
+	return out
 }

@@ -31,7 +31,7 @@ func (m *Manager) begin(ctx context.Context, id string, op desktop.Op, desired d
 		return nil, err
 	}
 	d.State, d.DesiredState, d.Operation = through, desired, string(op)
-	if err := m.store.UpdateDesktop(ctx, d); err != nil {
+	if err := m.put(ctx, d); err != nil {
 		m.unlock(id)
 		return nil, err
 	}
@@ -66,6 +66,7 @@ func (m *Manager) start(ctx context.Context, d *desktop.Desktop) {
 	} else if err == nil && st != desktop.VMRunning {
 		err = m.hv.Start(ctx, d.DomainName())
 	}
+	m.observe("start", begun, err)
 	if err != nil {
 		m.fail(ctx, d, "start", err)
 		return
@@ -99,6 +100,7 @@ func (m *Manager) Stop(ctx context.Context, id, actor string, opts StopOptions) 
 func (m *Manager) stop(ctx context.Context, d *desktop.Desktop, opts StopOptions) {
 	begun := time.Now()
 	how, err := m.powerOff(ctx, d.DomainName(), opts)
+	m.observe("stop", begun, err)
 	if err != nil {
 		m.fail(ctx, d, "stop", err)
 		return
@@ -242,7 +244,7 @@ func (m *Manager) finishDelete(ctx context.Context, d *desktop.Desktop, deleteDa
 	}
 	now := time.Now().UTC()
 	d.State, d.DesiredState, d.Operation, d.DeletedAt = desktop.StateDeleted, desktop.StateDeleted, "", &now
-	if err := m.store.UpdateDesktop(ctx, d); err != nil {
+	if err := m.put(ctx, d); err != nil {
 		return nil, err
 	}
 	if res.DataDiskKept != "" {

@@ -84,6 +84,7 @@ type Store interface {
 	ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error)
 	AddEvent(ctx context.Context, e *desktop.Event) error
 	ListEvents(ctx context.Context, desktopID string, limit int) ([]*desktop.Event, error)
+	ListAllEvents(ctx context.Context, owner string, limit int) ([]*desktop.Event, error)
 	GetImage(ctx context.Context, name string) (*desktop.Image, error)
 	CreateSnapshot(ctx context.Context, sn *desktop.Snapshot) error
 	GetSnapshot(ctx context.Context, desktopID, name string) (*desktop.Snapshot, error)
@@ -107,6 +108,8 @@ type Config struct {
 	// (0 = 0.3: an idle Xfce desktop under TCG stays well below it).
 	IdleCheck time.Duration
 	IdleCPU   float64
+	// Observe, when set, is told how long each finished operation took.
+	Observe func(op string, took time.Duration, err error)
 }
 
 // Manager is the lifecycle orchestrator.
@@ -123,6 +126,9 @@ type Manager struct {
 
 	idleMu sync.Mutex
 	idle   map[string]*idleState
+
+	// Feed delivers desktop changes to live subscribers.
+	*Feed
 	wg     sync.WaitGroup
 	// ctx outlives requests: a desktop's operation never dies with the HTTP
 	// request that asked for it.
@@ -149,7 +155,7 @@ func New(cfg Config, hv Hypervisor, disks Disks, seeds SeedWriter, store Store, 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{cfg: cfg, hv: hv, disks: disks, seeds: seeds, store: store, log: log,
-		busy: map[string]string{}, idle: map[string]*idleState{}, ctx: ctx, cancel: cancel}
+		busy: map[string]string{}, idle: map[string]*idleState{}, Feed: &Feed{}, ctx: ctx, cancel: cancel}
 }
 
 // Close stops following events and waits for operations in flight.
@@ -227,9 +233,19 @@ func (m *Manager) VMConfig(d *desktop.Desktop, uuid string) desktop.VMConfig {
 // save writes d, logging (not failing on) a store error: the caller has
 // already acted and the reconciler repairs what the store missed.
 func (m *Manager) save(ctx context.Context, d *desktop.Desktop) {
-	if err := m.store.UpdateDesktop(ctx, d); err != nil {
+	if err := m.put(ctx, d); err != nil {
 		m.log.Error("saving desktop", "desktop", d.ID, "err", err)
 	}
+}
+
+// put writes d and tells live subscribers.
+func (m *Manager) put(ctx context.Context, d *desktop.Desktop) error {
+	if err := m.store.UpdateDesktop(ctx, d); err != nil {
+		return err
+	}
+	cp := *d
+	m.Publish(Change{Owner: d.Owner, Desktop: &cp})
+	return nil
 }
 
 // event records an entry in the desktop's history.
@@ -238,6 +254,9 @@ func (m *Manager) event(ctx context.Context, id, typ, actor, format string, args
 		Actor: actor, CreatedAt: time.Now().UTC()}
 	if err := m.store.AddEvent(ctx, e); err != nil {
 		m.log.Error("recording event", "desktop", id, "type", typ, "err", err)
+	}
+	if d, err := m.store.GetDesktop(ctx, id); err == nil {
+		m.Publish(Change{Owner: d.Owner, Event: e})
 	}
 	m.log.Info(e.Message, "desktop", id, "event", typ, "actor", actor)
 }
@@ -261,4 +280,16 @@ func newUUID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// AuditLog returns the newest limit events of owner's desktops ("" = all).
+func (m *Manager) AuditLog(ctx context.Context, owner string, limit int) ([]*desktop.Event, error) {
+	return m.store.ListAllEvents(ctx, owner, limit)
+}
+
+// observe reports a finished operation's duration.
+func (m *Manager) observe(op string, begun time.Time, err error) {
+	if m.cfg.Observe != nil {
+		m.cfg.Observe(op, time.Since(begun), err)
+	}
 }

@@ -60,7 +60,9 @@ func (m *Manager) Resume(ctx context.Context, id, actor string) (*desktop.Deskto
 // restore starts a hibernated VM from its saved RAM.
 func (m *Manager) restore(ctx context.Context, d *desktop.Desktop, op string) {
 	begun := time.Now()
-	if err := m.hv.Start(ctx, d.DomainName()); err != nil {
+	err := m.hv.Start(ctx, d.DomainName())
+	m.observe("resume", begun, err)
+	if err != nil {
 		m.fail(ctx, d, op, err)
 		return
 	}
@@ -104,7 +106,9 @@ func (m *Manager) Hibernate(ctx context.Context, id, actor string) (*desktop.Des
 
 func (m *Manager) hibernate(ctx context.Context, d *desktop.Desktop, actor string) {
 	begun := time.Now()
-	if err := m.hv.Hibernate(ctx, d.DomainName()); err != nil {
+	err := m.hv.Hibernate(ctx, d.DomainName())
+	m.observe("hibernate", begun, err)
+	if err != nil {
 		// A failed save leaves the VM running (libvirt only stops it once the
 		// image is complete): report it without losing the desktop.
 		st, _ := m.hv.State(ctx, d.DomainName())

@@ -91,6 +91,7 @@ func (m *Manager) reimage(ctx context.Context, d *desktop.Desktop, img *desktop.
 		}
 		return nil
 	}()
+	m.observe("reimage", begun, err)
 	if err != nil {
 		m.fail(ctx, d, "reimage", err)
 		return

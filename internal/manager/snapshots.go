@@ -92,6 +92,7 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 	default:
 		err = m.snapshotFilesOffline(ctx, files, req.Name)
 	}
+	m.observe("snapshot", begun, err)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %q: %w", req.Name, err)
 	}
@@ -156,7 +157,7 @@ func (m *Manager) RevertSnapshot(ctx context.Context, id, name, actor string) (*
 	if sn.Memory || wasRunning {
 		d.DesiredState = desktop.StateRunning
 	}
-	if err := m.store.UpdateDesktop(ctx, d); err != nil {
+	if err := m.put(ctx, d); err != nil {
 		m.unlock(id)
 		return nil, err
 	}
@@ -195,6 +196,7 @@ func (m *Manager) revert(ctx context.Context, d *desktop.Desktop, sn *desktop.Sn
 			final = desktop.StateRunning
 		}
 	}
+	m.observe("revert", begun, nil)
 	now := time.Now().UTC()
 	sn.RevertedAt = &now
 	if err := m.store.MarkSnapshotReverted(ctx, sn); err != nil {

@@ -1,0 +1,97 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/manager"
+	"github.com/gin-gonic/gin"
+)
+
+// Live is the feed of desktop changes and the audit log.
+type Live interface {
+	Subscribe(ctx context.Context, owner string) *manager.Subscription
+	AuditLog(ctx context.Context, owner string, limit int) ([]*desktop.Event, error)
+}
+
+// Stats reports running VMs' resource figures.
+type Stats interface {
+	DomainStats(ctx context.Context, name string) (*desktop.VMStats, error)
+}
+
+// auditLog lists who did what to the caller's desktops (all for admins).
+func (s *server) auditLog(c *gin.Context) (reply, error) {
+	limit := 200
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			return reply{}, &desktop.ValidationError{Field: "limit", Message: "must be 1 to 10000"}
+		}
+		limit = n
+	}
+	evs, err := s.Live.AuditLog(c, ownerFilter(c), limit)
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusOK, gin.H{"events": evs}}, nil
+}
+
+// streamEvents serves state changes and events of the caller's desktops as
+// server-sent events: "desktop" (the desktop's record after a change) and
+// "event" (a new history entry), with a comment every 15 s to keep proxies
+// from closing an idle stream.
+func (s *server) streamEvents(c *gin.Context) {
+	sub := s.Live.Subscribe(c, ownerFilter(c))
+	w := c.Writer
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, ": bureau live events\n\n")
+	w.Flush()
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	for {
+		select {
+		case <-c.Request.Context().Done():
+			return
+		case <-keepalive.C:
+			fmt.Fprint(w, ": keepalive\n\n")
+		case ch := <-sub.C:
+			if n := sub.Dropped(); n > 0 {
+				fmt.Fprintf(w, "event: dropped\ndata: {\"count\":%d}\n\n", n)
+			}
+			kind, v := "event", any(ch.Event)
+			if ch.Desktop != nil {
+				kind, v = "desktop", ch.Desktop
+			}
+			b, err := json.Marshal(v)
+			if err != nil {
+				continue
+			}
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", kind, b)
+		}
+		w.Flush()
+	}
+}
+
+// desktopStats returns a running desktop's resource figures.
+func (s *server) desktopStats(c *gin.Context) (reply, error) {
+	d, err := s.owned(c)
+	if err != nil {
+		return reply{}, err
+	}
+	if d.State != desktop.StateRunning {
+		return reply{}, &desktop.TransitionError{Op: "read the statistics of", State: d.State}
+	}
+	st, err := s.Stats.DomainStats(c, d.DomainName())
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusOK, st}, nil
+}

@@ -1,0 +1,80 @@
+// Package metrics exposes bureau to Prometheus: per-desktop resource use
+// read from the hypervisor at scrape time, desktop states, API latency and
+// operation durations.
+package metrics
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Desktops lists desktops.
+type Desktops interface {
+	ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error)
+}
+
+// VMs reports the resource figures of running VMs by domain name.
+type VMs interface {
+	Stats(ctx context.Context) (map[string]*desktop.VMStats, error)
+}
+
+// Viewers counts console viewers per desktop.
+type Viewers interface {
+	Viewers() map[string]int
+}
+
+// Metrics owns bureau's Prometheus registry.
+type Metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.HistogramVec
+	ops      *prometheus.HistogramVec
+	coll     *collector
+}
+
+// SetViewers tells the metrics where console viewers are counted.
+func (m *Metrics) SetViewers(v Viewers) { m.coll.viewers = v }
+
+// New registers bureau's metrics.
+func New(desktops Desktops, vms VMs, log *slog.Logger) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "bureau_http_request_duration_seconds", Help: "API request latency by route.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"method", "route", "code"}),
+		ops: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "bureau_operation_duration_seconds", Help: "Desktop operation durations (create, start, stop, hibernate, resume, snapshot, revert…).",
+			Buckets: []float64{.1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600},
+		}, []string{"operation", "result"}),
+	}
+	m.coll = &collector{desktops: desktops, vms: vms, log: log}
+	m.reg.MustRegister(m.requests, m.ops, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), m.coll)
+	return m
+}
+
+// Handler serves the metrics in Prometheus' text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Timeout: 20 * time.Second})
+}
+
+// ObserveRequest records one API request.
+func (m *Metrics) ObserveRequest(method, route string, status int, took time.Duration) {
+	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Observe(took.Seconds())
+}
+
+// ObserveOperation records one finished desktop operation.
+func (m *Metrics) ObserveOperation(op string, took time.Duration, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.ops.WithLabelValues(op, result).Observe(took.Seconds())
+}
