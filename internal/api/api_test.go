@@ -180,7 +180,7 @@ type env struct {
 	srv               *httptest.Server
 	desktops          *fakeDesktops
 	admin, alice, bob string
-	live *fakeLive
+	live              *fakeLive
 }
 
 func newEnv(t *testing.T) *env {

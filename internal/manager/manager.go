@@ -129,7 +129,7 @@ type Manager struct {
 
 	// Feed delivers desktop changes to live subscribers.
 	*Feed
-	wg     sync.WaitGroup
+	wg sync.WaitGroup
 	// ctx outlives requests: a desktop's operation never dies with the HTTP
 	// request that asked for it.
 	ctx    context.Context
