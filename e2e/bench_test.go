@@ -61,6 +61,8 @@ func TestBench(t *testing.T) {
 		row{"virsh screenshot p50 / p99 (20 runs)", fmt.Sprintf("%s / %s", pct(virsh, 50), pct(virsh, 99))},
 		row{"API / virsh p50 ratio", fmt.Sprintf("%.2f", float64(pct(api, 50))/float64(pct(virsh, 50)))})
 
+	benchPersistence(t, s, d.ID, run, add, func(name, v string) { rows = append(rows, row{name, v}) })
+
 	t1 := time.Now()
 	s.call(adminToken, "POST", "/api/v1/desktops/"+d.ID+"/stop", nil, nil)
 	s.waitState(adminToken, d.ID, desktop.StateStopped, 3*time.Minute)

@@ -30,6 +30,13 @@ if [ -e /dev/kvm ]; then
 	chmod 660 /dev/kvm
 fi
 
+# Density: let the kernel merge identical pages of the desktops (same OS,
+# same programs) when KSM is available.
+if [ -w /sys/kernel/mm/ksm/run ] && [ "$(cat /sys/kernel/mm/ksm/run)" = 0 ]; then
+	log "enabling KSM (kernel same-page merging)"
+	echo 1 > /sys/kernel/mm/ksm/run
+fi
+
 if ! pgrep -x virtlogd >/dev/null; then log "starting virtlogd"; virtlogd -d; fi
 if ! pgrep -x libvirtd >/dev/null; then log "starting libvirtd"; libvirtd -d; fi
 for _ in $(seq 1 50); do
