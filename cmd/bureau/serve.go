@@ -14,7 +14,9 @@ import (
 	"github.com/bureau/bureau/internal/api"
 	"github.com/bureau/bureau/internal/auth"
 	"github.com/bureau/bureau/internal/config"
+	"github.com/bureau/bureau/internal/desktop"
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
+	"github.com/bureau/bureau/internal/host"
 	"github.com/bureau/bureau/internal/manager"
 	"github.com/bureau/bureau/internal/metrics"
 	"github.com/bureau/bureau/internal/storage"
@@ -37,11 +39,15 @@ func serveCmd(cfg *config.Config) *cobra.Command {
 	f.StringVar(&cfg.Accelerator, "accelerator", cfg.Accelerator, "auto, kvm or tcg (BUREAU_ACCELERATOR)")
 	f.StringVar(&cfg.DefaultImage, "default-image", cfg.DefaultImage, "image for desktops that name none (BUREAU_DEFAULT_IMAGE)")
 	f.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "json or text (BUREAU_LOG_FORMAT)")
+	f.StringVar(&cfg.DefaultPlan, "default-plan", cfg.DefaultPlan, "quota plan of owners without their own: free, team or unlimited (BUREAU_DEFAULT_PLAN)")
 	return cmd
 }
 
 func serve(ctx context.Context, cfg *config.Config) error {
 	log := newLogger(cfg.LogFormat)
+	if _, ok := desktop.Plans[cfg.DefaultPlan]; !ok {
+		return fmt.Errorf("default plan %q: want one of %v", cfg.DefaultPlan, desktop.PlanNames())
+	}
 	accel, why, err := hv.ChooseAccelerator(cfg.Accelerator)
 	if err != nil {
 		return err
@@ -70,7 +76,8 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	defer h.Close()
 	met := metrics.New(st, h, log)
 	m := manager.New(manager.Config{DataDir: cfg.DataDir, DefaultImage: cfg.DefaultImage, Accelerator: accel,
-		Observe: met.ObserveOperation}, h, storage.Disks{}, seedWriter{}, st, log)
+		Observe: met.ObserveOperation, DefaultPlan: cfg.DefaultPlan, Capacity: host.Capacity{DataDir: cfg.DataDir}},
+		h, storage.Disks{}, seedWriter{}, st, log)
 	met.SetViewers(m)
 	if err := m.Run(); err != nil {
 		return err

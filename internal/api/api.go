@@ -43,6 +43,7 @@ type Desktops interface {
 	// until done is called. Both keep a desktop from idle hibernation.
 	Touch(id string)
 	AddViewer(id string) (done func())
+	Quotas
 }
 
 // Screens takes screenshots of running desktops.
@@ -100,6 +101,9 @@ func New(d Deps) *gin.Engine {
 	v1 := r.Group("/api/v1", s.authenticate, s.touchActivity)
 	v1.GET("/info", s.handle(s.info))
 	v1.GET("/events", s.handle(s.auditLog))
+	v1.GET("/quota", s.handle(s.getQuota))
+	v1.GET("/quotas/:owner", s.handle(s.getQuota))
+	v1.PUT("/quotas/:owner", s.handle(s.putQuota))
 	v1.GET("/events/stream", s.streamEvents)
 	v1.GET("/desktops/:id/stats", s.handle(s.desktopStats))
 	if d.Metrics != nil {

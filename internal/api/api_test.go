@@ -149,6 +149,20 @@ func (f *fakeDesktops) Touch(id string) {
 	f.touched = append(f.touched, id)
 }
 func (f *fakeDesktops) AddViewer(string) func() { return func() {} }
+func (f *fakeDesktops) Quota(_ context.Context, owner string) (desktop.Quota, desktop.Usage, error) {
+	q := desktop.Plans["free"]
+	q.Owner = owner
+	return q, desktop.Usage{Desktops: len(f.desktops)}, nil
+}
+func (f *fakeDesktops) CheckQuota(ctx context.Context, owner string, add desktop.Usage) error {
+	q, u, _ := f.Quota(ctx, owner)
+	u.Desktops += add.Desktops
+	u.VCPUs, u.MemoryMiB, u.DiskMiB = add.VCPUs, add.MemoryMiB, add.DiskMiB
+	return q.Check(u)
+}
+func (f *fakeDesktops) SetQuota(_ context.Context, q desktop.Quota, _ string) (*desktop.Quota, error) {
+	return &q, desktop.ValidateQuota(q)
+}
 func (f *fakeDesktops) setState(id string, st desktop.State) (*desktop.Desktop, error) {
 	d, err := f.op(id)
 	if err != nil {
@@ -359,6 +373,32 @@ func TestActionsCountAsActivity(t *testing.T) {
 	}
 	if code, r := e.do(t, e.alice, "PATCH", base, `{"idle_timeout_seconds":5}`); code != 422 {
 		t.Errorf("patch with 5 s: %d %v", code, r)
+	}
+}
+
+func TestQuotas(t *testing.T) {
+	e := newEnv(t)
+	code, body := e.do(t, e.alice, "POST", "/api/v1/desktops", `{"name":"big","vcpus":4}`)
+	if code != 403 || errCode(body) != "quota_exceeded" || !strings.Contains(fmt.Sprint(body), "vcpus limit is 2") {
+		t.Errorf("4 vCPUs on the free tier: %d %v", code, body)
+	}
+	if code, _ := e.do(t, e.admin, "POST", "/api/v1/desktops", `{"name":"big","vcpus":4}`); code != 202 {
+		t.Errorf("admins have no quota: %d", code)
+	}
+	if code, r := e.do(t, e.alice, "GET", "/api/v1/quota", ""); code != 200 || r["quota"].(map[string]any)["plan"] != "free" {
+		t.Errorf("own quota: %d %v", code, r)
+	}
+	if code, _ := e.do(t, e.alice, "GET", "/api/v1/quotas/bob", ""); code != 403 {
+		t.Errorf("alice reads bob's quota: %d", code)
+	}
+	if code, _ := e.do(t, e.alice, "PUT", "/api/v1/quotas/alice", `{"plan":"unlimited"}`); code != 403 {
+		t.Errorf("alice raises her own quota: %d", code)
+	}
+	if code, r := e.do(t, e.admin, "PUT", "/api/v1/quotas/alice", `{"plan":"custom","max_vcpus":8}`); code != 200 || r["max_vcpus"] != 8.0 {
+		t.Errorf("admin sets a quota: %d %v", code, r)
+	}
+	if code, _ := e.do(t, e.admin, "PUT", "/api/v1/quotas/alice", `{"plan":"gold"}`); code != 422 {
+		t.Errorf("unknown plan: %d", code)
 	}
 }
 

@@ -50,6 +50,7 @@ func classify(err error) (int, errorBody) {
 		br *badRequest
 		cf *conflict
 		iu *images.InUseError
+		qe *desktop.QuotaError
 	)
 	switch {
 	case errors.As(err, &ve):
@@ -78,6 +79,10 @@ func classify(err error) (int, errorBody) {
 		return http.StatusUnauthorized, errorBody{Code: "unauthorized", Message: err.Error()}
 	case errors.Is(err, desktop.ErrForbidden):
 		return http.StatusForbidden, errorBody{Code: "forbidden", Message: err.Error()}
+	case errors.As(err, &qe):
+		return http.StatusForbidden, errorBody{Code: "quota_exceeded", Message: err.Error(), Field: qe.Limit}
+	case errors.Is(err, desktop.ErrCapacity):
+		return http.StatusInsufficientStorage, errorBody{Code: "insufficient_capacity", Message: err.Error()}
 	case errors.Is(err, desktop.ErrUnavailable):
 		return http.StatusServiceUnavailable, errorBody{Code: "unavailable", Message: err.Error()}
 	}

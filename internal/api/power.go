@@ -77,6 +77,11 @@ func (s *server) resizeDataDisk(c *gin.Context) (reply, error) {
 	if req.SizeGiB == nil {
 		return reply{}, &desktop.ValidationError{Field: "size_gib", Message: "required: the new size in GiB"}
 	}
+	if cur, err := s.owned(c); err != nil {
+		return reply{}, err
+	} else if err := s.withinQuota(c, desktop.Usage{DiskMiB: (*req.SizeGiB - cur.DataDiskGiB) * 1024}); err != nil {
+		return reply{}, err
+	}
 	d, err := s.Desktops.ResizeDataDisk(c, c.Param("id"), *req.SizeGiB, actor(c))
 	return reply{http.StatusOK, d}, err
 }

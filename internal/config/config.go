@@ -19,6 +19,7 @@ type Config struct {
 	RecipeDir    string // BUREAU_RECIPE_DIR: the default image's recipe
 	AdminToken   string // BUREAU_ADMIN_TOKEN: the first admin token's secret
 	LogFormat    string // BUREAU_LOG_FORMAT: json or text
+	DefaultPlan  string // BUREAU_DEFAULT_PLAN: quota plan of owners without their own
 
 	// Client side.
 	URL   string // BUREAU_URL
@@ -38,6 +39,7 @@ func FromEnv() Config {
 		RecipeDir:    env("BUREAU_RECIPE_DIR", "images/desktop"),
 		AdminToken:   os.Getenv("BUREAU_ADMIN_TOKEN"),
 		LogFormat:    env("BUREAU_LOG_FORMAT", "json"),
+		DefaultPlan:  env("BUREAU_DEFAULT_PLAN", "free"),
 		URL:          env("BUREAU_URL", "http://127.0.0.1:8080"),
 		Token:        os.Getenv("BUREAU_TOKEN"),
 	}

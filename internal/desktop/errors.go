@@ -13,6 +13,7 @@ var (
 	ErrUnauthorized = errors.New("unauthorized")
 	ErrForbidden    = errors.New("forbidden")
 	ErrUnavailable  = errors.New("unavailable")
+	ErrCapacity     = errors.New("not enough capacity on the host")
 )
 
 // ValidationError names the field a request got wrong.

@@ -73,6 +73,9 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	if err != nil {
 		return nil, err
 	}
+	if err := m.roomFor(req.Spec.MemoryMiB, newDesktopDiskMiB); err != nil {
+		return nil, err
+	}
 	now := time.Now().UTC()
 	id := newID()
 	dir := filepath.Join(m.cfg.DataDir, "desktops", id)

@@ -41,6 +41,11 @@ func (m *Manager) begin(ctx context.Context, id string, op desktop.Op, desired d
 
 // Start boots a stopped desktop in the background.
 func (m *Manager) Start(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
+	if cur, err := m.live(ctx, id); err == nil && cur.State != desktop.StateRunning {
+		if err := m.roomFor(cur.MemoryMiB, 0); err != nil {
+			return nil, err
+		}
+	}
 	d, err := m.begin(ctx, id, desktop.OpStart, desktop.StateRunning, actor)
 	if err != nil {
 		return nil, err

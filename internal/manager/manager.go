@@ -92,6 +92,9 @@ type Store interface {
 	MarkSnapshotReverted(ctx context.Context, sn *desktop.Snapshot) error
 	DeleteSnapshot(ctx context.Context, id string) error
 	DeleteSnapshots(ctx context.Context, desktopID string) error
+	GetQuota(ctx context.Context, owner string) (*desktop.Quota, error)
+	PutQuota(ctx context.Context, q *desktop.Quota) error
+	Usage(ctx context.Context, owner string) (desktop.Usage, error)
 }
 
 // Config holds the manager's settings.
@@ -108,6 +111,10 @@ type Config struct {
 	// (0 = 0.3: an idle Xfce desktop under TCG stays well below it).
 	IdleCheck time.Duration
 	IdleCPU   float64
+	// Capacity, when set, refuses desktops the host has no room for.
+	Capacity Capacity
+	// DefaultPlan is the quota plan of owners without their own ("free").
+	DefaultPlan string
 	// Observe, when set, is told how long each finished operation took.
 	Observe func(op string, took time.Duration, err error)
 }

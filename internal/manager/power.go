@@ -30,6 +30,11 @@ func (m *Manager) Pause(ctx context.Context, id, actor string) (*desktop.Desktop
 // Resume brings a paused desktop back at once, or a hibernated one in the
 // background (202: it is "resuming" until its RAM is restored).
 func (m *Manager) Resume(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
+	if cur, err := m.live(ctx, id); err == nil && cur.State == desktop.StateHibernated {
+		if err := m.roomFor(cur.MemoryMiB, 0); err != nil {
+			return nil, err
+		}
+	}
 	d, err := m.begin(ctx, id, desktop.OpResume, desktop.StateRunning, actor)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,59 @@
+package api
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/gin-gonic/gin"
+)
+
+// Quotas are owners' limits.
+type Quotas interface {
+	Quota(ctx context.Context, owner string) (desktop.Quota, desktop.Usage, error)
+	CheckQuota(ctx context.Context, owner string, add desktop.Usage) error
+	SetQuota(ctx context.Context, q desktop.Quota, actor string) (*desktop.Quota, error)
+}
+
+// withinQuota refuses what would take the caller past its quota; admins
+// have none.
+func (s *server) withinQuota(c *gin.Context, add desktop.Usage) error {
+	if isAdmin(c) {
+		return nil
+	}
+	return s.Desktops.CheckQuota(c, caller(c).Owner, add)
+}
+
+// getQuota shows the caller's limits and usage (GET /quota), or any
+// owner's for admins (GET /quotas/:owner).
+func (s *server) getQuota(c *gin.Context) (reply, error) {
+	owner := caller(c).Owner
+	if o := c.Param("owner"); o != "" && o != owner {
+		if err := requireAdmin(c); err != nil {
+			return reply{}, err
+		}
+		owner = o
+	}
+	q, u, err := s.Desktops.Quota(c, owner)
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusOK, gin.H{"quota": q, "usage": u}}, nil
+}
+
+// putQuota sets an owner's plan or custom limits (admins only).
+func (s *server) putQuota(c *gin.Context) (reply, error) {
+	if err := requireAdmin(c); err != nil {
+		return reply{}, err
+	}
+	var q desktop.Quota
+	if err := decode(c, &q); err != nil {
+		return reply{}, err
+	}
+	q.Owner = c.Param("owner")
+	got, err := s.Desktops.SetQuota(c, q, actor(c))
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusOK, got}, nil
+}

@@ -1,0 +1,67 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+type fakeCapacity struct{ memFree int }
+
+func (f fakeCapacity) Check(mem, _ int) error {
+	if mem > f.memFree {
+		return fmt.Errorf("only %d MiB: %w", f.memFree, desktop.ErrCapacity)
+	}
+	return nil
+}
+
+func TestQuotaDefaultsToTheFreeTierAndCountsSnapshots(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	q, u, err := h.m.Quota(ctx, "alice")
+	if err != nil || q.Plan != "free" || q.MaxVCPUs != 2 || q.MaxMemoryMiB != 4096 || q.MaxDiskGiB != 20 || u.Desktops != 0 {
+		t.Fatalf("default quota %+v usage %+v %v", q, u, err)
+	}
+	d := h.settle(t, h.createFor(t, "a")) // 2 vCPU, 2 GiB, 20 GiB data disk (the harness's size)
+	var qe *desktop.QuotaError
+	if err := h.m.CheckQuota(ctx, "alice", desktop.Usage{Desktops: 1, VCPUs: 2, MemoryMiB: 1024}); !errors.As(err, &qe) || qe.Limit != "vcpus" {
+		t.Errorf("a second 2-vCPU desktop on the free tier: %v", err)
+	}
+	h.store.CreateSnapshot(ctx, &desktop.Snapshot{ID: "s", DesktopID: d.ID, Name: "big", Scope: "all", SizeBytes: 2 << 30, CreatedAt: d.CreatedAt})
+	if err := h.m.CheckQuota(ctx, "alice", desktop.Usage{}); !errors.As(err, &qe) || qe.Limit != "disk_gib" {
+		t.Errorf("2 GiB of snapshots over a 20 GiB data disk on the free tier: %v", err)
+	}
+	if _, err := h.m.SetQuota(ctx, desktop.Quota{Owner: "alice", Plan: "team"}, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.m.CheckQuota(ctx, "alice", desktop.Usage{Desktops: 1, VCPUs: 4, MemoryMiB: 8192}); err != nil {
+		t.Errorf("on the team plan: %v", err)
+	}
+	var ve *desktop.ValidationError
+	if _, err := h.m.SetQuota(ctx, desktop.Quota{Owner: "alice", Plan: "gold"}, "admin"); !errors.As(err, &ve) {
+		t.Errorf("unknown plan: %v", err)
+	}
+}
+
+func (h *harness) createFor(t *testing.T, name string) string { return h.create(t, name).ID }
+
+func TestCapacityRefusesCreateAndStart(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.createFor(t, "a"))
+	h.m.Stop(ctx, d.ID, "alice", StopOptions{Force: true})
+	h.settle(t, d.ID)
+	h.m.cfg.Capacity = fakeCapacity{memFree: 100}
+	if _, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "b", Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 1}}); !errors.Is(err, desktop.ErrCapacity) {
+		t.Errorf("create without memory: %v", err)
+	}
+	if _, err := h.m.Start(ctx, d.ID, "alice"); !errors.Is(err, desktop.ErrCapacity) {
+		t.Errorf("start without memory: %v", err)
+	}
+	if got, _ := h.m.Get(ctx, d.ID); got.State != desktop.StateStopped {
+		t.Errorf("a refused start changed the desktop: %s", got.State)
+	}
+}

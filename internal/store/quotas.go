@@ -1,0 +1,55 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// GetQuota returns an owner's quota; desktop.ErrNotFound when none was set.
+func (s *Store) GetQuota(ctx context.Context, owner string) (*desktop.Quota, error) {
+	var q desktop.Quota
+	err := s.queryRow(ctx, `SELECT owner, plan, max_desktops, max_vcpus, max_memory_mib, max_disk_gib FROM quotas WHERE owner=?`, owner).
+		Scan(&q.Owner, &q.Plan, &q.MaxDesktops, &q.MaxVCPUs, &q.MaxMemoryMiB, &q.MaxDiskGiB)
+	if err != nil {
+		return nil, fmt.Errorf("quota of %s: %w", owner, notFound(err))
+	}
+	return &q, nil
+}
+
+// PutQuota sets an owner's quota.
+func (s *Store) PutQuota(ctx context.Context, q *desktop.Quota) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("set quota: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM quotas WHERE owner=?`), q.Owner); err != nil {
+		return fmt.Errorf("set quota: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO quotas (owner, plan, max_desktops, max_vcpus, max_memory_mib, max_disk_gib, updated_at) VALUES (?,?,?,?,?,?,?)`),
+		q.Owner, q.Plan, q.MaxDesktops, q.MaxVCPUs, q.MaxMemoryMiB, q.MaxDiskGiB, millis(time.Now())); err != nil {
+		return fmt.Errorf("set quota: %w", err)
+	}
+	return tx.Commit()
+}
+
+// Usage sums what an owner's live desktops and their snapshots use.
+func (s *Store) Usage(ctx context.Context, owner string) (desktop.Usage, error) {
+	var u desktop.Usage
+	var snapBytes int64
+	err := s.queryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(vcpus),0), COALESCE(SUM(memory_mib),0), COALESCE(SUM(data_disk_gib),0)*1024
+FROM desktops WHERE owner=? AND deleted_at IS NULL`, owner).Scan(&u.Desktops, &u.VCPUs, &u.MemoryMiB, &u.DiskMiB)
+	if err != nil {
+		return u, fmt.Errorf("usage of %s: %w", owner, err)
+	}
+	err = s.queryRow(ctx, `SELECT COALESCE(SUM(s.size_bytes),0) FROM snapshots s JOIN desktops d ON d.id = s.desktop_id
+WHERE d.owner=? AND d.deleted_at IS NULL`, owner).Scan(&snapBytes)
+	if err != nil {
+		return u, fmt.Errorf("usage of %s: %w", owner, err)
+	}
+	u.DiskMiB += int((snapBytes + 1<<20 - 1) >> 20)
+	return u, nil
+}
