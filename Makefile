@@ -13,7 +13,7 @@ DATA_DIR ?= /var/lib/bureau
 BIN := bin/bureau
 E2E_TIMEOUT ?= 60m
 
-.PHONY: run serve setup build image migrate test unit e2e e2e-sqlite e2e-postgres vet bench clean
+.PHONY: run serve setup build image migrate test unit fuzz e2e e2e-sqlite e2e-postgres vet bench clean
 
 run: setup build image migrate serve
 
@@ -38,10 +38,14 @@ vet:
 	go vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 
-test: setup vet unit image e2e
+test: setup vet unit fuzz image e2e
 
 unit:
 	BUREAU_TEST_POSTGRES_URL=$$(scripts/postgres-setup.sh) go test -count=1 ./...
+
+# Every fuzz target for a bounded time (FUZZTIME per target, default 15s).
+fuzz:
+	scripts/fuzz.sh
 
 # End-to-end: boots real desktops through a real bureau server, once with
 # SQLite and once with PostgreSQL.

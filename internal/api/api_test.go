@@ -197,7 +197,10 @@ type env struct {
 	live              *fakeLive
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvF(t) }
+
+// newEnvF builds the environment for a test or a fuzz target.
+func newEnvF(t testing.TB) *env {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"))
 	if err != nil {
@@ -224,6 +227,10 @@ func newEnv(t *testing.T) *env {
 }
 
 func (e *env) do(t *testing.T, token, method, path, body string) (int, map[string]any) {
+	return e.doF(t, token, method, path, body)
+}
+
+func (e *env) doF(t testing.TB, token, method, path, body string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
 	if token != "" {

@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"text/template"
+	"unicode"
+	"unicode/utf8"
 
 	templates "github.com/bureau/bureau/images/cloud-init"
 	diskfs "github.com/diskfs/go-diskfs"
@@ -30,15 +33,25 @@ type Config struct {
 	InstallDesktop bool
 }
 
+// hostnameRE is one RFC 1123 label; identRE ids and user names. The
+// templates quote these values, so a name like "yes" stays a string.
+var (
+	hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
+	identRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
+)
+
 // Validate refuses input that could break out of the YAML it is put into.
 func (c Config) Validate() error {
-	for _, v := range []string{c.DesktopID, c.InstanceID, c.Hostname, c.User} {
-		if v == "" || strings.ContainsAny(v, "\n\r\"':#{}[]") {
+	if !hostnameRE.MatchString(c.Hostname) {
+		return fmt.Errorf("hostname %q is not a valid host name (letters, digits and inner hyphens, at most 63)", c.Hostname)
+	}
+	for _, v := range []string{c.DesktopID, c.InstanceID, c.User} {
+		if !identRE.MatchString(v) {
 			return fmt.Errorf("cloud-init value %q is empty or has characters that are not allowed", v)
 		}
 	}
 	for _, k := range c.SSHKeys {
-		if strings.ContainsAny(k, "\n\r") || !strings.HasPrefix(k, "ssh-") && !strings.HasPrefix(k, "ecdsa-") && !strings.HasPrefix(k, "sk-") {
+		if !printable(k) || !strings.HasPrefix(k, "ssh-") && !strings.HasPrefix(k, "ecdsa-") && !strings.HasPrefix(k, "sk-") {
 			return fmt.Errorf("ssh key %.20q… is not a single-line OpenSSH public key", k)
 		}
 	}
@@ -120,4 +133,17 @@ func writeISO(path string, files map[string][]byte) error {
 		return fmt.Errorf("not an iso9660 filesystem")
 	}
 	return iso.Finalize(iso9660.FinalizeOptions{RockRidge: true, Joliet: true, VolumeIdentifier: "cidata"})
+}
+
+// printable reports whether s is valid UTF-8 with no control characters.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }

@@ -24,7 +24,7 @@ func TestRenderUserData(t *testing.T) {
 	}
 	ud := string(files["user-data"])
 	for _, want := range []string{
-		"#cloud-config\n", "hostname: agent-1\n", "- name: agent\n",
+		"#cloud-config\n", `hostname: "agent-1"`, `- name: "agent"`,
 		"layout: [100]", "overwrite: false", `"LABEL=agentdata", "/home"`,
 		`- "ssh-ed25519 AAAAC3Nza test@host"`,
 	} {
@@ -32,7 +32,7 @@ func TestRenderUserData(t *testing.T) {
 			t.Errorf("user-data lacks %q:\n%s", want, ud)
 		}
 	}
-	if md := string(files["meta-data"]); md != "instance-id: d1\nlocal-hostname: agent-1\n" {
+	if md := string(files["meta-data"]); md != "instance-id: \"d1\"\nlocal-hostname: \"agent-1\"\n" {
 		t.Errorf("meta-data = %q", md)
 	}
 	noKeys := testConfig()
