@@ -25,6 +25,14 @@ func tokenCmd(cfg *config.Config) *cobra.Command {
 		Short: "Create a token; its secret is printed once",
 		RunE: withStore(cfg, func(ctx context.Context, st *store.Store, _ *slog.Logger, _ []string) error {
 			req.TTL = ttl
+			if req.DesktopID != "" {
+				// A desktop token belongs to its desktop's owner.
+				d, err := st.GetDesktop(ctx, req.DesktopID)
+				if err != nil || d.DeletedAt != nil {
+					return fmt.Errorf("desktop %q: %w", req.DesktopID, desktop.ErrNotFound)
+				}
+				req.Scope, req.Owner = desktop.ScopeDesktop, d.Owner
+			}
 			secret, tok, err := auth.New(st).Create(ctx, req)
 			if err != nil {
 				return err
@@ -36,7 +44,9 @@ func tokenCmd(cfg *config.Config) *cobra.Command {
 	}
 	create.Flags().StringVar(&req.Owner, "owner", "", "owner the token acts for (required)")
 	create.Flags().StringVar(&req.Name, "name", "", "a label for the token")
-	create.Flags().StringVar(&req.Scope, "scope", desktop.ScopeOwner, "owner or admin")
+	create.Flags().StringVar(&req.Scope, "scope", desktop.ScopeOwner, "owner or admin (--desktop makes a desktop token)")
+	create.Flags().StringVar(&req.DesktopID, "desktop", "", "reach only this desktop (id): the token to give its agent")
+	create.Flags().BoolVar(&req.ComputerOnly, "computer-only", false, "with --desktop: only screenshots and mouse/keyboard")
 	create.Flags().DurationVar(&ttl, "ttl", 0, "lifetime, e.g. 720h (0 = no expiry)")
 	list := &cobra.Command{
 		Use:   "list",

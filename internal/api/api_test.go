@@ -409,6 +409,43 @@ func TestQuotas(t *testing.T) {
 	}
 }
 
+func TestDesktopScopedTokens(t *testing.T) {
+	e := newEnv(t)
+	_, d := e.do(t, e.alice, "POST", "/api/v1/desktops", `{"name":"mine"}`)
+	_, other := e.do(t, e.alice, "POST", "/api/v1/desktops", `{"name":"other"}`)
+	id, otherID := d["id"].(string), other["id"].(string)
+	e.desktops.desktops[id].State = desktop.StateRunning
+	if code, _ := e.do(t, e.bob, "POST", "/api/v1/tokens", `{"scope":"desktop","desktop_id":"`+id+`"}`); code != 422 {
+		t.Errorf("bob makes a token for alice's desktop: %d", code)
+	}
+	code, r := e.do(t, e.alice, "POST", "/api/v1/tokens", `{"scope":"desktop","desktop_id":"`+id+`"}`)
+	if code != 201 {
+		t.Fatalf("desktop token: %d %v", code, r)
+	}
+	agent := r["token"].(string)
+	_, r = e.do(t, e.alice, "POST", "/api/v1/tokens", `{"desktop_id":"`+id+`","computer_only":true}`)
+	viewer := r["token"].(string)
+	for _, c := range []struct {
+		token, method, path string
+		want                int
+	}{
+		{agent, "GET", "/api/v1/desktops/" + id, 200},
+		{agent, "POST", "/api/v1/desktops/" + id + "/pause", 200},
+		{agent, "GET", "/api/v1/desktops/" + id + "/screenshot", 200},
+		{agent, "GET", "/api/v1/desktops/" + otherID, 404},
+		{agent, "GET", "/api/v1/desktops", 403},
+		{agent, "POST", "/api/v1/tokens", 403},
+		{agent, "DELETE", "/api/v1/desktops/" + id, 403},
+		{viewer, "GET", "/api/v1/desktops/" + id, 200},
+		{viewer, "POST", "/api/v1/desktops/" + id + "/stop", 403},
+		{viewer, "GET", "/api/v1/desktops/" + otherID + "/screenshot", 404},
+	} {
+		if code, body := e.do(t, c.token, c.method, c.path, ""); code != c.want {
+			t.Errorf("%s %s: %d %v, want %d", c.method, c.path, code, body, c.want)
+		}
+	}
+}
+
 func TestBadRequests(t *testing.T) {
 	e := newEnv(t)
 	e.do(t, e.alice, "POST", "/api/v1/desktops", `{"name":"d"}`)

@@ -34,7 +34,46 @@ func (s *server) authenticate(c *gin.Context) {
 	}
 	c.Set(ctxToken, tok)
 	c.Set(ctxOwner, tok.Owner)
+	if err := scopeAllows(c, tok); err != nil {
+		s.fail(c, err)
+		return
+	}
 	c.Next()
+}
+
+// computerRoutes are what a computer-only desktop token may use.
+var computerRoutes = map[string]bool{
+	"GET /api/v1/desktops/:id":             true,
+	"GET /api/v1/desktops/:id/screenshot":  true,
+	"POST /api/v1/desktops/:id/computer":   true,
+	"GET /api/v1/desktops/:id/cursor":      true,
+	"GET /api/v1/desktops/:id/screenshots": true,
+}
+
+// scopeAllows confines a desktop token to its desktop (another desktop is
+// "not found", so existence does not leak) and, when computer-only, to the
+// screen, mouse and keyboard. It may not delete the desktop.
+func scopeAllows(c *gin.Context, tok *desktop.Token) error {
+	if tok.Scope != desktop.ScopeDesktop {
+		return nil
+	}
+	route := c.Request.Method + " " + c.FullPath()
+	if route == "GET /api/v1/info" {
+		return nil
+	}
+	if !strings.HasPrefix(c.FullPath(), "/api/v1/desktops/:id") {
+		return fmt.Errorf("this token reaches desktop %s only: %w", tok.DesktopID, desktop.ErrForbidden)
+	}
+	if c.Param("id") != tok.DesktopID {
+		return fmt.Errorf("desktop %s: %w", c.Param("id"), desktop.ErrNotFound)
+	}
+	if route == "DELETE /api/v1/desktops/:id" {
+		return fmt.Errorf("a desktop token cannot delete its desktop: %w", desktop.ErrForbidden)
+	}
+	if tok.ComputerOnly && !computerRoutes[route] {
+		return fmt.Errorf("this token may only see the screen and use mouse and keyboard: %w", desktop.ErrForbidden)
+	}
+	return nil
 }
 
 func caller(c *gin.Context) *desktop.Token {

@@ -15,6 +15,9 @@ type createTokenRequest struct {
 	Name       string `json:"name"`
 	Scope      string `json:"scope"`
 	TTLSeconds int64  `json:"ttl_seconds"`
+	// DesktopID and ComputerOnly make a "desktop" token for one desktop.
+	DesktopID    string `json:"desktop_id"`
+	ComputerOnly bool   `json:"computer_only"`
 }
 
 // createToken lets an admin issue tokens for any owner, and an owner issue
@@ -29,12 +32,26 @@ func (s *server) createToken(c *gin.Context) (reply, error) {
 	}
 	if req.Scope == "" {
 		req.Scope = desktop.ScopeOwner
+		if req.DesktopID != "" {
+			req.Scope = desktop.ScopeDesktop
+		}
 	}
-	if !isAdmin(c) && (req.Owner != caller(c).Owner || req.Scope != desktop.ScopeOwner) {
+	if req.Scope == desktop.ScopeDesktop {
+		// A desktop token belongs to the desktop's owner; its owner (or an
+		// admin) hands it to the agent driving that desktop.
+		d, err := s.Desktops.Get(c, req.DesktopID)
+		if err == nil && (d.DeletedAt != nil || !isAdmin(c) && d.Owner != caller(c).Owner) {
+			err = desktop.ErrNotFound
+		}
+		if err != nil {
+			return reply{}, &desktop.ValidationError{Field: "desktop_id", Message: fmt.Sprintf("no desktop %q", req.DesktopID)}
+		}
+		req.Owner = d.Owner
+	} else if !isAdmin(c) && (req.Owner != caller(c).Owner || req.Scope != desktop.ScopeOwner) {
 		return reply{}, fmt.Errorf("owner tokens may only create owner tokens for themselves: %w", desktop.ErrForbidden)
 	}
 	secret, tok, err := s.Tokens.Create(c, auth.CreateRequest{Owner: req.Owner, Name: req.Name, Scope: req.Scope,
-		TTL: time.Duration(req.TTLSeconds) * time.Second})
+		TTL: time.Duration(req.TTLSeconds) * time.Second, DesktopID: req.DesktopID, ComputerOnly: req.ComputerOnly})
 	if err != nil {
 		return reply{}, err
 	}

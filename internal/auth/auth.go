@@ -57,6 +57,9 @@ type CreateRequest struct {
 	Scope  string
 	TTL    time.Duration // 0 = no expiry
 	Secret string        // "" = generate
+	// DesktopID and ComputerOnly narrow a desktop-scoped token.
+	DesktopID    string
+	ComputerOnly bool
 }
 
 // Create issues a token and returns its secret (shown only now) and record.
@@ -64,8 +67,17 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (string, *deskt
 	if req.Owner == "" || len(req.Owner) > 64 || strings.ContainsAny(req.Owner, " \t\n/") {
 		return "", nil, &desktop.ValidationError{Field: "owner", Message: "must be 1-64 characters without spaces or '/'"}
 	}
-	if req.Scope != desktop.ScopeAdmin && req.Scope != desktop.ScopeOwner {
-		return "", nil, &desktop.ValidationError{Field: "scope", Message: "must be admin or owner"}
+	switch req.Scope {
+	case desktop.ScopeAdmin, desktop.ScopeOwner:
+		if req.DesktopID != "" || req.ComputerOnly {
+			return "", nil, &desktop.ValidationError{Field: "desktop_id", Message: `only a "desktop" token names a desktop`}
+		}
+	case desktop.ScopeDesktop:
+		if req.DesktopID == "" {
+			return "", nil, &desktop.ValidationError{Field: "desktop_id", Message: "a desktop token needs the desktop it reaches"}
+		}
+	default:
+		return "", nil, &desktop.ValidationError{Field: "scope", Message: "must be admin, owner or desktop"}
 	}
 	if req.TTL < 0 {
 		return "", nil, &desktop.ValidationError{Field: "ttl", Message: "must not be negative"}
@@ -79,7 +91,8 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (string, *deskt
 	now := s.now().UTC()
 	id := make([]byte, 8)
 	rand.Read(id)
-	t := &desktop.Token{ID: "tok_" + hex.EncodeToString(id), Owner: req.Owner, Name: req.Name, Hash: Hash(secret), Scope: req.Scope, CreatedAt: now}
+	t := &desktop.Token{ID: "tok_" + hex.EncodeToString(id), Owner: req.Owner, Name: req.Name, Hash: Hash(secret), Scope: req.Scope, CreatedAt: now,
+		DesktopID: req.DesktopID, ComputerOnly: req.ComputerOnly}
 	if req.TTL > 0 {
 		exp := now.Add(req.TTL)
 		t.ExpiresAt = &exp

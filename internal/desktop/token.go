@@ -6,6 +6,9 @@ import "time"
 const (
 	ScopeAdmin = "admin" // sees and acts on every owner's desktops
 	ScopeOwner = "owner" // sees and acts on its owner's desktops only
+	// ScopeDesktop reaches one desktop only (DesktopID): the token to hand
+	// the agent that drives it.
+	ScopeDesktop = "desktop"
 )
 
 // Token is an API token's record. The secret itself is never stored, only
@@ -20,6 +23,10 @@ type Token struct {
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+	DesktopID  string     `json:"desktop_id,omitempty"`
+	// ComputerOnly limits a desktop token to the screen, mouse and
+	// keyboard (screenshot and computer actions).
+	ComputerOnly bool `json:"computer_only,omitempty"`
 }
 
 // Usable reports whether the token may authenticate a request at now.

@@ -9,12 +9,13 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-const tokenCols = `id, owner, name, hash, scope, created_at, last_used_at, expires_at, revoked_at`
+const tokenCols = `id, owner, name, hash, scope, created_at, last_used_at, expires_at, revoked_at, desktop_id, computer_only`
 
 // CreateToken stores a token record.
 func (s *Store) CreateToken(ctx context.Context, t *desktop.Token) error {
-	_, err := s.exec(ctx, `INSERT INTO api_tokens (`+tokenCols+`) VALUES (?,?,?,?,?,?,?,?,?)`,
-		t.ID, t.Owner, t.Name, t.Hash, t.Scope, millis(t.CreatedAt), nullMillis(t.LastUsedAt), nullMillis(t.ExpiresAt), nullMillis(t.RevokedAt))
+	_, err := s.exec(ctx, `INSERT INTO api_tokens (`+tokenCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
+		t.ID, t.Owner, t.Name, t.Hash, t.Scope, millis(t.CreatedAt), nullMillis(t.LastUsedAt), nullMillis(t.ExpiresAt), nullMillis(t.RevokedAt),
+		t.DesktopID, t.ComputerOnly)
 	if err != nil {
 		return fmt.Errorf("create token: %w", err)
 	}
@@ -82,7 +83,7 @@ func scanToken(r scanner) (*desktop.Token, error) {
 	var t desktop.Token
 	var created int64
 	var used, expires, revoked sql.NullInt64
-	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Hash, &t.Scope, &created, &used, &expires, &revoked); err != nil {
+	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Hash, &t.Scope, &created, &used, &expires, &revoked, &t.DesktopID, &t.ComputerOnly); err != nil {
 		return nil, err
 	}
 	t.CreatedAt = fromMillis(created)
