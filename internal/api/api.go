@@ -83,7 +83,10 @@ type Deps struct {
 	Info map[string]string
 }
 
-type server struct{ Deps }
+type server struct {
+	Deps
+	limits *limiter
+}
 
 // New builds the router.
 func New(d Deps) *gin.Engine {
@@ -92,7 +95,7 @@ func New(d Deps) *gin.Engine {
 	// Request cancellation reaches handlers through c (a context.Context).
 	r.ContextWithFallback = true
 	r.HandleMethodNotAllowed = true
-	s := &server{d}
+	s := &server{Deps: d, limits: newLimiter()}
 	r.Use(s.logRequests, gin.CustomRecovery(s.recovered))
 	r.NoRoute(func(c *gin.Context) { s.fail(c, errNoRoute) })
 	r.NoMethod(func(c *gin.Context) { s.fail(c, errNoMethod) })
@@ -116,7 +119,7 @@ func New(d Deps) *gin.Engine {
 		})
 	}
 	v1.GET("/desktops", s.handle(s.listDesktops))
-	v1.POST("/desktops", s.handle(s.createDesktop))
+	v1.POST("/desktops", s.rateLimited(rateHeavy, s.handle(s.createDesktop)))
 	v1.GET("/desktops/:id", s.handle(s.getDesktop))
 	v1.DELETE("/desktops/:id", s.handle(s.deleteDesktop))
 	v1.PATCH("/desktops/:id", s.handle(s.updateDesktop))
@@ -126,16 +129,16 @@ func New(d Deps) *gin.Engine {
 	v1.POST("/desktops/:id/pause", s.handle(s.pauseDesktop))
 	v1.POST("/desktops/:id/resume", s.handle(s.resumeDesktop))
 	v1.POST("/desktops/:id/hibernate", s.handle(s.hibernateDesktop))
-	v1.POST("/desktops/:id/reimage", s.handle(s.reimageDesktop))
+	v1.POST("/desktops/:id/reimage", s.rateLimited(rateHeavy, s.handle(s.reimageDesktop)))
 	v1.POST("/desktops/:id/data-disk", s.handle(s.resizeDataDisk))
 	v1.GET("/desktops/:id/snapshots", s.handle(s.listSnapshots))
-	v1.POST("/desktops/:id/snapshots", s.handle(s.createSnapshot))
+	v1.POST("/desktops/:id/snapshots", s.rateLimited(rateHeavy, s.handle(s.createSnapshot)))
 	v1.POST("/desktops/:id/snapshots/:name/revert", s.handle(s.revertSnapshot))
 	v1.DELETE("/desktops/:id/snapshots/:name", s.handle(s.deleteSnapshot))
 	v1.GET("/desktops/:id/events", s.handle(s.desktopEvents))
-	v1.GET("/desktops/:id/screenshot", s.screenshot)
+	v1.GET("/desktops/:id/screenshot", s.rateLimited(rateScreen, s.screenshot))
 	v1.GET("/images", s.handle(s.listImages))
-	v1.POST("/images", s.handle(s.importImage))
+	v1.POST("/images", s.rateLimited(rateHeavy, s.handle(s.importImage)))
 	v1.DELETE("/images/:name", s.handle(s.deleteImage))
 	v1.GET("/tokens", s.handle(s.listTokens))
 	v1.POST("/tokens", s.handle(s.createToken))
