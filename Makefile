@@ -57,7 +57,7 @@ e2e-sqlite: build
 
 e2e-postgres: build
 	BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \
-		BUREAU_E2E_DATABASE_URL=$$(scripts/postgres-setup.sh) \
+		BUREAU_E2E_DATABASE_URL=$$(scripts/postgres-setup.sh) BUREAU_E2E_QUICK=1 \
 		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run TestDesktopLifecycle ./e2e/
 
 clean:
