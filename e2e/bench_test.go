@@ -28,8 +28,12 @@ func TestBench(t *testing.T) {
 	type row struct{ name, value string }
 	var rows []row
 	add := func(name string, d time.Duration) {
-		rows = append(rows, row{name, d.Round(100 * time.Millisecond).String()})
-		t.Logf("%s: %s", name, d.Round(100*time.Millisecond))
+		r := d.Round(100 * time.Millisecond)
+		if d < time.Second {
+			r = d.Round(time.Millisecond)
+		}
+		rows = append(rows, row{name, r.String()})
+		t.Logf("%s: %s", name, r)
 	}
 
 	t0 := time.Now()
