@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -167,6 +168,19 @@ func TestDesktopLifecycle(t *testing.T) {
 		if !strings.Contains(strings.Join(types, " "), want) {
 			t.Errorf("events %v lack %s", types, want)
 		}
+	}
+
+	// QEMU dying under a running desktop: it is "crashed" with the reason,
+	// its data disk intact, and it can still be deleted.
+	if out, err := exec.Command("pkill", "-KILL", "-f", "guest="+running.DomainName()+",").CombinedOutput(); err != nil {
+		t.Fatalf("kill QEMU: %v %s", err, out)
+	}
+	crashed := s.waitState(alice.Token, d.ID, desktop.StateCrashed, 30*time.Second)
+	if !strings.Contains(crashed.LastError, "died") {
+		t.Errorf("crashed desktop's reason: %q", crashed.LastError)
+	}
+	if !exists(running.DataDiskPath) {
+		t.Error("data disk gone after the crash")
 	}
 
 	// Delete keeps the data disk and removes everything else.

@@ -30,7 +30,8 @@ func (s *server) touchActivity(c *gin.Context) {
 }
 
 type updateDesktopRequest struct {
-	IdleTimeout *int `json:"idle_timeout_seconds"`
+	IdleTimeout    *int  `json:"idle_timeout_seconds"`
+	RestartOnCrash *bool `json:"restart_on_crash"`
 }
 
 // updateDesktop changes a desktop's settings (PATCH): its idle timeout.
@@ -43,12 +44,15 @@ func (s *server) updateDesktop(c *gin.Context) (reply, error) {
 	if err := decode(c, &req); err != nil {
 		return reply{}, err
 	}
-	if req.IdleTimeout == nil {
-		return reply{http.StatusOK, d}, nil
+	if req.IdleTimeout != nil {
+		if d, err = s.Desktops.SetIdleTimeout(c, d.ID, *req.IdleTimeout, actor(c)); err != nil {
+			return reply{}, err
+		}
 	}
-	d, err = s.Desktops.SetIdleTimeout(c, d.ID, *req.IdleTimeout, actor(c))
-	if err != nil {
-		return reply{}, err
+	if req.RestartOnCrash != nil {
+		if d, err = s.Desktops.SetRestartOnCrash(c, d.ID, *req.RestartOnCrash, actor(c)); err != nil {
+			return reply{}, err
+		}
 	}
 	return reply{http.StatusOK, d}, nil
 }

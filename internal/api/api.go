@@ -39,6 +39,7 @@ type Desktops interface {
 	Reimage(ctx context.Context, id, image, actor string) (*desktop.Desktop, error)
 	ResizeDataDisk(ctx context.Context, id string, sizeGiB int, actor string) (*desktop.Desktop, error)
 	SetIdleTimeout(ctx context.Context, id string, seconds int, actor string) (*desktop.Desktop, error)
+	SetRestartOnCrash(ctx context.Context, id string, on bool, actor string) (*desktop.Desktop, error)
 	// Touch records use of a desktop; AddViewer counts a console viewer
 	// until done is called. Both keep a desktop from idle hibernation.
 	Touch(id string)

@@ -143,6 +143,13 @@ func (f *fakeDesktops) SetIdleTimeout(_ context.Context, id string, secs int, _ 
 	}
 	return d, err
 }
+func (f *fakeDesktops) SetRestartOnCrash(_ context.Context, id string, on bool, _ string) (*desktop.Desktop, error) {
+	d, err := f.op(id)
+	if err == nil {
+		d.RestartOnCrash = on
+	}
+	return d, err
+}
 func (f *fakeDesktops) Touch(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

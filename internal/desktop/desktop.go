@@ -35,6 +35,8 @@ type Desktop struct {
 	// IdleTimeoutSeconds: a running desktop with no console viewers, no API
 	// actions and an idle guest CPU for this long is hibernated; 0 = never.
 	IdleTimeoutSeconds int `json:"idle_timeout_seconds"`
+	// RestartOnCrash starts the desktop again when its QEMU process dies.
+	RestartOnCrash bool `json:"restart_on_crash"`
 
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`

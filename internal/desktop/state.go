@@ -25,6 +25,8 @@ const (
 	StateDeleting    State = "deleting"
 	StateDeleted     State = "deleted"
 	StateError       State = "error"
+	// Crashed: the VM's QEMU process died; LastError says why.
+	StateCrashed State = "crashed"
 )
 
 // Op names a lifecycle operation a caller can ask for.
@@ -48,15 +50,15 @@ var transitions = map[Op]struct {
 	from    []State
 	through State
 }{
-	OpStart:     {[]State{StateStopped, StateHibernated, StateError}, StateStarting},
+	OpStart:     {[]State{StateStopped, StateHibernated, StateCrashed, StateError}, StateStarting},
 	OpStop:      {[]State{StateRunning, StatePaused, StateHibernated, StateError}, StateStopping},
 	OpReboot:    {[]State{StateRunning}, StateRebooting},
-	OpDelete:    {[]State{StateCreating, StateRunning, StatePaused, StateHibernated, StateStopped, StateError}, StateDeleting},
+	OpDelete:    {[]State{StateCreating, StateRunning, StatePaused, StateHibernated, StateStopped, StateCrashed, StateError}, StateDeleting},
 	OpPause:     {[]State{StateRunning}, StatePausing},
 	OpResume:    {[]State{StatePaused, StateHibernated}, StateResuming},
 	OpHibernate: {[]State{StateRunning, StatePaused}, StateHibernating},
 	OpRevert:    {[]State{StateRunning, StatePaused, StateStopped}, StateReverting},
-	OpReimage:   {[]State{StateRunning, StateStopped, StateError}, StateReimaging},
+	OpReimage:   {[]State{StateRunning, StateStopped, StateCrashed, StateError}, StateReimaging},
 }
 
 // Begin checks that op may start from the current state and returns the
@@ -72,7 +74,7 @@ func Begin(op Op, current State) (State, error) {
 // Settled reports whether no operation is moving the desktop.
 func (s State) Settled() bool {
 	switch s {
-	case StateRunning, StatePaused, StateHibernated, StateStopped, StateError, StateDeleted:
+	case StateRunning, StatePaused, StateHibernated, StateStopped, StateCrashed, StateError, StateDeleted:
 		return true
 	}
 	return false

@@ -51,6 +51,21 @@ func (m *Manager) idleEntry(id string) *idleState {
 	return st
 }
 
+// SetRestartOnCrash sets whether a desktop is started again when its QEMU
+// process dies.
+func (m *Manager) SetRestartOnCrash(ctx context.Context, id string, on bool, actor string) (*desktop.Desktop, error) {
+	d, err := m.live(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	d.RestartOnCrash = on
+	if err := m.put(ctx, d); err != nil {
+		return nil, err
+	}
+	m.event(ctx, id, "restart_policy_set", actor, "restart on crash: %t", on)
+	return d, nil
+}
+
 // SetIdleTimeout changes a desktop's idle hibernation timeout (0 = never).
 func (m *Manager) SetIdleTimeout(ctx context.Context, id string, seconds int, actor string) (*desktop.Desktop, error) {
 	if err := desktop.ValidateIdleTimeout(seconds); err != nil {

@@ -229,3 +229,46 @@ func TestGuestPowerOffEventStopsDesktop(t *testing.T) {
 	}
 	t.Fatal("guest power-off event did not mark the desktop stopped")
 }
+
+func TestCrashMarksCrashedAndRestartPolicyRestarts(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	plain := h.settle(t, h.create(t, "plain").ID)
+	kept := h.settle(t, h.create(t, "kept").ID)
+	if _, err := h.m.SetRestartOnCrash(ctx, kept.ID, true, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.m.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []*desktop.Desktop{plain, kept} {
+		h.hv.mu.Lock()
+		h.hv.vms[d.DomainName()] = desktop.VMCrashed
+		h.hv.mu.Unlock()
+		h.hv.events <- desktop.VMEvent{Domain: d.DomainName(), State: desktop.VMCrashed, Reason: "Stopped Failed"}
+	}
+	wait := func(id string, want desktop.State) *desktop.Desktop {
+		deadline := time.Now().Add(3 * time.Second)
+		for time.Now().Before(deadline) {
+			if got, _ := h.m.Get(ctx, id); got.State == want && !h.m.isBusy(id) {
+				return got
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		got, _ := h.m.Get(ctx, id)
+		t.Fatalf("desktop %s is %s, want %s", id, got.State, want)
+		return nil
+	}
+	if got := wait(plain.ID, desktop.StateCrashed); !strings.Contains(got.LastError, "QEMU process died") {
+		t.Errorf("crashed desktop's reason: %q", got.LastError)
+	}
+	wait(kept.ID, desktop.StateRunning)
+	evs, _ := h.m.Events(ctx, kept.ID, 20)
+	var actors []string
+	for _, e := range evs {
+		actors = append(actors, e.Actor)
+	}
+	if !strings.Contains(strings.Join(actors, ","), "restart on crash") {
+		t.Errorf("no restart event: %v", actors)
+	}
+}

@@ -100,7 +100,7 @@ func (m *Manager) reconcileOne(ctx context.Context, d *desktop.Desktop, vm deskt
 	case desktop.VMShutoff:
 		set(desktop.StateStopped, "", "VM found shut off")
 	case desktop.VMCrashed:
-		set(desktop.StateError, "the VM crashed", "VM found crashed")
+		set(desktop.StateCrashed, "the VM crashed while bureau was not running", "VM found crashed")
 	case desktop.VMMissing:
 		set(desktop.StateError, "its VM disappeared from libvirt without bureau deleting it; files are kept in "+d.Dir, "VM missing without a recorded intent")
 	}
@@ -133,7 +133,7 @@ func (m *Manager) onEvent(ctx context.Context, ev desktop.VMEvent) {
 	case desktop.VMSaved:
 		want = desktop.StateHibernated
 	case desktop.VMCrashed:
-		want, lastErr = desktop.StateError, "the VM crashed ("+ev.Reason+")"
+		want, lastErr = desktop.StateCrashed, "its QEMU process died ("+ev.Reason+")"
 	default:
 		return
 	}
@@ -141,9 +141,14 @@ func (m *Manager) onEvent(ctx context.Context, ev desktop.VMEvent) {
 		return
 	}
 	d.State, d.LastError = want, lastErr
-	if want != desktop.StateError {
+	if want != desktop.StateCrashed {
 		d.DesiredState = want
 	}
 	m.save(ctx, d)
 	m.event(ctx, d.ID, "vm_"+string(ev.State), "libvirt", "VM is now %s (%s)", ev.State, ev.Reason)
+	if want == desktop.StateCrashed && d.RestartOnCrash {
+		if _, err := m.Start(ctx, d.ID, "bureau (restart on crash)"); err != nil {
+			m.log.Warn("restart after crash", "desktop", d.ID, "err", err)
+		}
+	}
 }

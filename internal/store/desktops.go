@@ -12,16 +12,16 @@ import (
 var errNotFound = desktop.ErrNotFound
 
 const desktopCols = `id, owner, name, image, vcpus, memory_mib, data_disk_gib, state, desired_state,
-operation, last_error, accelerator, dir, data_disk_path, created_at, updated_at, deleted_at, idle_timeout_s`
+operation, last_error, accelerator, dir, data_disk_path, created_at, updated_at, deleted_at, idle_timeout_s, restart_on_crash`
 
 // CreateDesktop inserts d; a name already used by a live desktop of the same
 // owner is desktop.ErrNameTaken.
 func (s *Store) CreateDesktop(ctx context.Context, d *desktop.Desktop) error {
 	_, err := s.exec(ctx, `INSERT INTO desktops (`+desktopCols+`)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		d.ID, d.Owner, d.Name, d.Image, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, string(d.State), string(d.DesiredState),
 		d.Operation, d.LastError, d.Accelerator, d.Dir, d.DataDiskPath, millis(d.CreatedAt), millis(d.UpdatedAt), nullMillis(d.DeletedAt),
-		d.IdleTimeoutSeconds)
+		d.IdleTimeoutSeconds, d.RestartOnCrash)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("desktop %q: %w", d.Name, desktop.ErrNameTaken)
 	}
@@ -35,9 +35,9 @@ VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 func (s *Store) UpdateDesktop(ctx context.Context, d *desktop.Desktop) error {
 	d.UpdatedAt = time.Now().UTC()
 	res, err := s.exec(ctx, `UPDATE desktops SET image=?, vcpus=?, memory_mib=?, data_disk_gib=?, state=?, desired_state=?,
-operation=?, last_error=?, accelerator=?, data_disk_path=?, updated_at=?, deleted_at=?, idle_timeout_s=? WHERE id=?`,
+operation=?, last_error=?, accelerator=?, data_disk_path=?, updated_at=?, deleted_at=?, idle_timeout_s=?, restart_on_crash=? WHERE id=?`,
 		d.Image, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, string(d.State), string(d.DesiredState),
-		d.Operation, d.LastError, d.Accelerator, d.DataDiskPath, millis(d.UpdatedAt), nullMillis(d.DeletedAt), d.IdleTimeoutSeconds, d.ID)
+		d.Operation, d.LastError, d.Accelerator, d.DataDiskPath, millis(d.UpdatedAt), nullMillis(d.DeletedAt), d.IdleTimeoutSeconds, d.RestartOnCrash, d.ID)
 	if err != nil {
 		return fmt.Errorf("update desktop %s: %w", d.ID, err)
 	}
@@ -91,7 +91,7 @@ func scanDesktop(r scanner) (*desktop.Desktop, error) {
 	var created, updated int64
 	var deleted sql.NullInt64
 	err := r.Scan(&d.ID, &d.Owner, &d.Name, &d.Image, &d.VCPUs, &d.MemoryMiB, &d.DataDiskGiB, &state, &desired,
-		&d.Operation, &d.LastError, &d.Accelerator, &d.Dir, &d.DataDiskPath, &created, &updated, &deleted, &d.IdleTimeoutSeconds)
+		&d.Operation, &d.LastError, &d.Accelerator, &d.Dir, &d.DataDiskPath, &created, &updated, &deleted, &d.IdleTimeoutSeconds, &d.RestartOnCrash)
 	if err != nil {
 		return nil, err
 	}
