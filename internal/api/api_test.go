@@ -39,6 +39,17 @@ func (f *fakeDesktops) Create(_ context.Context, req manager.CreateRequest) (*de
 	if f.err != nil {
 		return nil, f.err
 	}
+	if err := req.Spec.Validate(); err != nil && req.From == nil {
+		return nil, err
+	}
+	if !req.Unlimited {
+		f.mu.Unlock()
+		err := f.CheckQuota(context.Background(), req.Owner, desktop.Usage{Desktops: 1, VCPUs: req.Spec.VCPUs, MemoryMiB: req.Spec.MemoryMiB, DiskMiB: req.Spec.DataDiskGiB * 1024})
+		f.mu.Lock()
+		if err != nil {
+			return nil, err
+		}
+	}
 	d := &desktop.Desktop{ID: fmt.Sprintf("d%d", len(f.desktops)+1), Owner: req.Owner, Name: req.Name, Spec: req.Spec, State: desktop.StateCreating}
 	if req.IdleTimeout != nil {
 		d.IdleTimeoutSeconds = *req.IdleTimeout

@@ -79,8 +79,11 @@ func (s *server) resizeDataDisk(c *gin.Context) (reply, error) {
 	}
 	if cur, err := s.owned(c); err != nil {
 		return reply{}, err
-	} else if err := s.withinQuota(c, desktop.Usage{DiskMiB: (*req.SizeGiB - cur.DataDiskGiB) * 1024}); err != nil {
-		return reply{}, err
+	} else if *req.SizeGiB > cur.DataDiskGiB && *req.SizeGiB <= desktop.MaxDataDiskGiB {
+		// Sizes the manager refuses anyway get that (422) answer instead.
+		if err := s.withinQuota(c, desktop.Usage{DiskMiB: (*req.SizeGiB - cur.DataDiskGiB) * 1024}); err != nil {
+			return reply{}, err
+		}
 	}
 	d, err := s.Desktops.ResizeDataDisk(c, c.Param("id"), *req.SizeGiB, actor(c))
 	return reply{http.StatusOK, d}, err

@@ -23,6 +23,8 @@ type CreateRequest struct {
 	IdleTimeout *int
 	// From makes the desktop a clone of another desktop's snapshot.
 	From *CloneSource
+	// Unlimited skips the owner's quota (admins).
+	Unlimited bool
 }
 
 // CloneSource names the snapshot a new desktop starts from.
@@ -72,6 +74,17 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	}
 	if err != nil {
 		return nil, err
+	}
+	// Refusals in the order a caller fixes them: the request, the name, the
+	// owner's quota, then the host.
+	if err := m.nameFree(ctx, req.Owner, req.Name); err != nil {
+		return nil, err
+	}
+	if !req.Unlimited {
+		add := desktop.Usage{Desktops: 1, VCPUs: req.Spec.VCPUs, MemoryMiB: req.Spec.MemoryMiB, DiskMiB: req.Spec.DataDiskGiB * 1024}
+		if err := m.CheckQuota(ctx, req.Owner, add); err != nil {
+			return nil, err
+		}
 	}
 	if err := m.roomFor(req.Spec.MemoryMiB, newDesktopDiskMiB); err != nil {
 		return nil, err
@@ -152,4 +165,19 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 	m.save(ctx, d)
 	m.observe("create", start, nil)
 	m.event(ctx, d.ID, "created", "bureau", "desktop %s created and started in %s", d.Name, time.Since(start).Round(time.Millisecond))
+}
+
+// nameFree refuses a name the owner already uses for a live desktop (the
+// store's unique index is the final word when two creates race).
+func (m *Manager) nameFree(ctx context.Context, owner, name string) error {
+	ds, err := m.store.ListDesktops(ctx, desktop.Filter{Owner: owner})
+	if err != nil {
+		return err
+	}
+	for _, d := range ds {
+		if d.Name == name {
+			return fmt.Errorf("desktop %q: %w", name, desktop.ErrNameTaken)
+		}
+	}
+	return nil
 }

@@ -242,7 +242,7 @@ func newHarness(t *testing.T, disks Disks) *harness {
 	st.PutImage(context.Background(), &desktop.Image{Name: "base", Path: filepath.Join(dir, "base.qcow2"), RecipeHash: "abc", CreatedAt: time.Now()})
 	st.PutImage(context.Background(), &desktop.Image{Name: "imported", Path: filepath.Join(dir, "ubuntu.qcow2"), CreatedAt: time.Now()})
 	hv, seeds := newFakeHV(), &fakeSeeds{}
-	m := New(Config{DataDir: dir, DefaultImage: "base", Accelerator: desktop.AccelTCG, StopTimeout: 300 * time.Millisecond},
+	m := New(Config{DataDir: dir, DefaultImage: "base", Accelerator: desktop.AccelTCG, StopTimeout: 300 * time.Millisecond, DefaultPlan: "unlimited"},
 		hv, disks, seeds, st, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { m.Close(); st.Close() })
 	return &harness{m: m, hv: hv, seeds: seeds, store: st, dir: dir}

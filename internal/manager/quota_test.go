@@ -20,6 +20,7 @@ func (f fakeCapacity) Check(mem, _ int) error {
 
 func TestQuotaDefaultsToTheFreeTierAndCountsSnapshots(t *testing.T) {
 	h := newHarness(t, fakeDisks{})
+	h.m.cfg.DefaultPlan = "free"
 	ctx := context.Background()
 	q, u, err := h.m.Quota(ctx, "alice")
 	if err != nil || q.Plan != "free" || q.MaxVCPUs != 2 || q.MaxMemoryMiB != 4096 || q.MaxDiskGiB != 20 || u.Desktops != 0 {
