@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -54,6 +56,11 @@ func (m *Manager) Reconcile(ctx context.Context) error {
 		vm, ok := vms[d.DomainName()]
 		if !ok {
 			vm = desktop.VMMissing
+		}
+		// A reimage cut short leaves its unfinished OS disk; the desktop
+		// still has its old one.
+		if err := os.Remove(filepath.Join(d.Dir, "os.qcow2.new")); err == nil {
+			m.event(ctx, d.ID, "reconciled", "bureau", "removed the unfinished OS disk of an interrupted reimage")
 		}
 		m.reconcileOne(ctx, d, vm)
 	}

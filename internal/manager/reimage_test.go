@@ -88,3 +88,19 @@ func TestResizeDataDisk(t *testing.T) {
 		t.Fatalf("offline resize: %v %+v %v", err, got, ops)
 	}
 }
+
+func TestReconcileRemovesUnfinishedReimageDisk(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	d := h.settle(t, h.create(t, "r").ID)
+	half := filepath.Join(d.Dir, "os.qcow2.new")
+	os.WriteFile(half, []byte("half"), 0o600)
+	if err := h.m.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(half); !errors.Is(err, os.ErrNotExist) {
+		t.Error("unfinished OS disk left after reconcile")
+	}
+	if _, err := os.Stat(filepath.Join(d.Dir, "os.qcow2")); err != nil {
+		t.Errorf("the desktop's OS disk: %v", err)
+	}
+}
