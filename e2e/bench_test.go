@@ -53,16 +53,16 @@ func TestBench(t *testing.T) {
 	add("create → desktop visible (screen settled)", time.Since(t0))
 
 	// Screenshot latency: bureau's API against virsh screenshot, side by side.
-	api := timeN(20, func() {
+	api := timeN(reps(), func() {
 		var b []byte
 		s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/screenshot", nil, &b)
 	})
-	virsh := timeN(20, func() {
+	virsh := timeN(reps(), func() {
 		exec.Command("virsh", "-c", "qemu:///system", "screenshot", d.DomainName(), filepath.Join(t.TempDir(), "v.png")).Run()
 	})
 	rows = append(rows,
-		row{"screenshot via API p50 / p99 (20 runs)", fmt.Sprintf("%s / %s", pct(api, 50), pct(api, 99))},
-		row{"virsh screenshot p50 / p99 (20 runs)", fmt.Sprintf("%s / %s", pct(virsh, 50), pct(virsh, 99))},
+		row{fmt.Sprintf("screenshot via API p50 / p99 (%d runs)", reps()), fmt.Sprintf("%s / %s", pct(api, 50), pct(api, 99))},
+		row{fmt.Sprintf("virsh screenshot p50 / p99 (%d runs)", reps()), fmt.Sprintf("%s / %s", pct(virsh, 50), pct(virsh, 99))},
 		row{"API / virsh p50 ratio", fmt.Sprintf("%.2f", float64(pct(api, 50))/float64(pct(virsh, 50)))})
 
 	benchPersistence(t, s, d.ID, run, add, func(name, v string) { rows = append(rows, row{name, v}) })
