@@ -113,7 +113,15 @@ func (f *fakeDesktops) Hibernate(_ context.Context, id, _ string) (*desktop.Desk
 	return f.setState(id, desktop.StateHibernating)
 }
 func (f *fakeDesktops) Wake(_ context.Context, id, _ string) (*desktop.Desktop, error) {
-	return f.setState(id, desktop.StateRunning)
+	d, err := f.op(id)
+	if err != nil {
+		return nil, err
+	}
+	switch d.State {
+	case desktop.StateRunning, desktop.StatePaused, desktop.StateHibernated:
+		return f.setState(id, desktop.StateRunning)
+	}
+	return nil, &desktop.TransitionError{Op: "use", State: d.State}
 }
 func (f *fakeDesktops) CreateSnapshot(_ context.Context, id string, req manager.SnapshotRequest) (*desktop.Snapshot, error) {
 	if _, err := f.op(id); err != nil {
@@ -461,6 +469,23 @@ func TestDesktopScopedTokens(t *testing.T) {
 		if code, body := e.do(t, c.token, c.method, c.path, ""); code != c.want {
 			t.Errorf("%s %s: %d %v, want %d", c.method, c.path, code, body, c.want)
 		}
+	}
+}
+
+func TestScreenshotWakesAHibernatedDesktop(t *testing.T) {
+	e := newEnv(t)
+	_, d := e.do(t, e.alice, "POST", "/api/v1/desktops", `{"name":"mine"}`)
+	id := d["id"].(string)
+	e.desktops.desktops[id].State = desktop.StateHibernated
+	req, _ := http.NewRequest("GET", e.srv.URL+"/api/v1/desktops/"+id+"/screenshot", nil)
+	req.Header.Set("Authorization", "Bearer "+e.alice)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || e.desktops.desktops[id].State != desktop.StateRunning {
+		t.Errorf("screenshot of a hibernated desktop: %d, desktop %s", resp.StatusCode, e.desktops.desktops[id].State)
 	}
 }
 

@@ -174,8 +174,9 @@ func (s *server) desktopEvents(c *gin.Context) (reply, error) {
 }
 
 // screenshot serves the desktop's screen as the hypervisor returns it (PNG).
+// A paused or hibernated desktop is woken first.
 func (s *server) screenshot(c *gin.Context) {
-	d, err := s.owned(c)
+	d, err := s.awake(c)
 	if err == nil && d.State != desktop.StateRunning {
 		err = &desktop.TransitionError{Op: "screenshot", State: d.State}
 	}
