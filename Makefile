@@ -41,7 +41,7 @@ vet:
 test: setup vet unit fuzz image e2e bench-short
 
 unit:
-	BUREAU_TEST_POSTGRES_URL=$$(scripts/postgres-setup.sh) go test -count=1 ./...
+	BUREAU_TEST_POSTGRES_URL=$$(scripts/postgres-setup.sh) go test -race -count=1 ./...
 
 # Every fuzz target for a bounded time (FUZZTIME per target, default 15s).
 fuzz:

@@ -45,12 +45,12 @@ func (s *server) updateDesktop(c *gin.Context) (reply, error) {
 		return reply{}, err
 	}
 	if req.IdleTimeout != nil {
-		if d, err = s.Desktops.SetIdleTimeout(c, d.ID, *req.IdleTimeout, actor(c)); err != nil {
+		if d, err = s.Desktops.SetIdleTimeout(c.Request.Context(), d.ID, *req.IdleTimeout, actor(c)); err != nil {
 			return reply{}, err
 		}
 	}
 	if req.RestartOnCrash != nil {
-		if d, err = s.Desktops.SetRestartOnCrash(c, d.ID, *req.RestartOnCrash, actor(c)); err != nil {
+		if d, err = s.Desktops.SetRestartOnCrash(c.Request.Context(), d.ID, *req.RestartOnCrash, actor(c)); err != nil {
 			return reply{}, err
 		}
 	}

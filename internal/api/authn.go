@@ -27,7 +27,7 @@ func (s *server) authenticate(c *gin.Context) {
 		s.fail(c, fmt.Errorf("send Authorization: Bearer <token>: %w", desktop.ErrUnauthorized))
 		return
 	}
-	tok, err := s.Tokens.Authenticate(c, strings.TrimSpace(secret))
+	tok, err := s.Tokens.Authenticate(c.Request.Context(), strings.TrimSpace(secret))
 	if err != nil {
 		s.fail(c, err)
 		return

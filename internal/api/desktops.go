@@ -55,7 +55,7 @@ func (s *server) createDesktop(c *gin.Context) (reply, error) {
 			dataDisk = 0 // the source's size
 		}
 	}
-	d, err := s.Desktops.Create(c, manager.CreateRequest{From: req.From, Unlimited: isAdmin(c),
+	d, err := s.Desktops.Create(c.Request.Context(), manager.CreateRequest{From: req.From, Unlimited: isAdmin(c),
 		Owner: caller(c).Owner, Name: req.Name, SSHKeys: req.SSHKeys, Actor: actor(c), IdleTimeout: req.IdleTimeout,
 		Spec: desktop.Spec{Image: req.Image, VCPUs: orDefault(req.VCPUs, defaultVCPUs),
 			MemoryMiB: orDefault(req.MemoryMiB, defaultMemoryMiB), DataDiskGiB: dataDisk},
@@ -68,7 +68,7 @@ func (s *server) createDesktop(c *gin.Context) (reply, error) {
 }
 
 func (s *server) listDesktops(c *gin.Context) (reply, error) {
-	ds, err := s.Desktops.List(c, desktop.Filter{Owner: ownerFilter(c)})
+	ds, err := s.Desktops.List(c.Request.Context(), desktop.Filter{Owner: ownerFilter(c)})
 	if err != nil {
 		return reply{}, err
 	}
@@ -82,7 +82,7 @@ func (s *server) listDesktops(c *gin.Context) (reply, error) {
 // Someone else's desktop is "not found", so existence does not leak.
 func (s *server) owned(c *gin.Context) (*desktop.Desktop, error) {
 	id := c.Param("id")
-	d, err := s.Desktops.Get(c, id)
+	d, err := s.Desktops.Get(c.Request.Context(), id)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func (s *server) startDesktop(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	d, err := s.Desktops.Start(c, c.Param("id"), actor(c))
+	d, err := s.Desktops.Start(c.Request.Context(), c.Param("id"), actor(c))
 	return reply{http.StatusAccepted, d}, err
 }
 
@@ -124,7 +124,7 @@ func (s *server) stopDesktop(c *gin.Context) (reply, error) {
 		}
 		opts.Timeout = time.Duration(secs) * time.Second
 	}
-	d, err := s.Desktops.Stop(c, c.Param("id"), actor(c), opts)
+	d, err := s.Desktops.Stop(c.Request.Context(), c.Param("id"), actor(c), opts)
 	return reply{http.StatusAccepted, d}, err
 }
 
@@ -132,7 +132,7 @@ func (s *server) rebootDesktop(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	d, err := s.Desktops.Reboot(c, c.Param("id"), actor(c))
+	d, err := s.Desktops.Reboot(c.Request.Context(), c.Param("id"), actor(c))
 	return reply{http.StatusAccepted, d}, err
 }
 
@@ -144,7 +144,7 @@ func (s *server) deleteDesktop(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	res, err := s.Desktops.Delete(c, c.Param("id"), actor(c), deleteData)
+	res, err := s.Desktops.Delete(c.Request.Context(), c.Param("id"), actor(c), deleteData)
 	if err != nil {
 		return reply{}, err
 	}
@@ -163,7 +163,7 @@ func (s *server) desktopEvents(c *gin.Context) (reply, error) {
 		}
 		limit = n
 	}
-	evs, err := s.Desktops.Events(c, c.Param("id"), limit)
+	evs, err := s.Desktops.Events(c.Request.Context(), c.Param("id"), limit)
 	if err != nil {
 		return reply{}, err
 	}
@@ -184,7 +184,7 @@ func (s *server) screenshot(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	img, mime, err := s.Screens.Screenshot(c, d.DomainName())
+	img, mime, err := s.Screens.Screenshot(c.Request.Context(), d.DomainName())
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -211,7 +211,7 @@ func (s *server) canClone(c *gin.Context, from *manager.CloneSource) error {
 	if from.DesktopID == "" || from.Snapshot == "" {
 		return &desktop.ValidationError{Field: "from", Message: `give {"desktop": id, "snapshot": name}`}
 	}
-	src, err := s.Desktops.Get(c, from.DesktopID)
+	src, err := s.Desktops.Get(c.Request.Context(), from.DesktopID)
 	if err == nil && (src.DeletedAt != nil || !isAdmin(c) && src.Owner != caller(c).Owner) {
 		err = desktop.ErrNotFound
 	}

@@ -19,7 +19,7 @@ type Images interface {
 }
 
 func (s *server) listImages(c *gin.Context) (reply, error) {
-	ims, err := s.Images.List(c)
+	ims, err := s.Images.List(c.Request.Context())
 	if err != nil {
 		return reply{}, err
 	}
@@ -33,7 +33,7 @@ func (s *server) deleteImage(c *gin.Context) (reply, error) {
 	if err := requireAdmin(c); err != nil {
 		return reply{}, err
 	}
-	if err := s.Images.Delete(c, c.Param("name")); err != nil {
+	if err := s.Images.Delete(c.Request.Context(), c.Param("name")); err != nil {
 		return reply{}, err
 	}
 	return reply{http.StatusNoContent, nil}, nil
@@ -50,7 +50,7 @@ func (s *server) importImage(c *gin.Context) (reply, error) {
 	if err := decode(c, &req); err != nil {
 		return reply{}, err
 	}
-	if err := s.Images.CheckImport(c, req); err != nil {
+	if err := s.Images.CheckImport(c.Request.Context(), req); err != nil {
 		return reply{}, err
 	}
 	c.Header("Content-Type", "application/x-ndjson")
@@ -60,7 +60,7 @@ func (s *server) importImage(c *gin.Context) (reply, error) {
 		enc.Encode(v)
 		c.Writer.Flush()
 	}
-	im, err := s.Images.Import(c, req, func(p images.Progress) { flush(gin.H{"progress": p}) })
+	im, err := s.Images.Import(c.Request.Context(), req, func(p images.Progress) { flush(gin.H{"progress": p}) })
 	if err != nil {
 		_, body := classify(err)
 		s.Log.Warn("image import failed", "name", req.Name, "err", err)

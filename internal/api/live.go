@@ -34,7 +34,7 @@ func (s *server) auditLog(c *gin.Context) (reply, error) {
 		}
 		limit = n
 	}
-	evs, err := s.Live.AuditLog(c, ownerFilter(c), limit)
+	evs, err := s.Live.AuditLog(c.Request.Context(), ownerFilter(c), limit)
 	if err != nil {
 		return reply{}, err
 	}
@@ -46,7 +46,7 @@ func (s *server) auditLog(c *gin.Context) (reply, error) {
 // "event" (a new history entry), with a comment every 15 s to keep proxies
 // from closing an idle stream.
 func (s *server) streamEvents(c *gin.Context) {
-	sub := s.Live.Subscribe(c, ownerFilter(c))
+	sub := s.Live.Subscribe(c.Request.Context(), ownerFilter(c))
 	w := c.Writer
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -89,7 +89,7 @@ func (s *server) desktopStats(c *gin.Context) (reply, error) {
 	if d.State != desktop.StateRunning {
 		return reply{}, &desktop.TransitionError{Op: "read the statistics of", State: d.State}
 	}
-	st, err := s.Stats.DomainStats(c, d.DomainName())
+	st, err := s.Stats.DomainStats(c.Request.Context(), d.DomainName())
 	if err != nil {
 		return reply{}, err
 	}

@@ -11,7 +11,7 @@ func (s *server) pauseDesktop(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	d, err := s.Desktops.Pause(c, c.Param("id"), actor(c))
+	d, err := s.Desktops.Pause(c.Request.Context(), c.Param("id"), actor(c))
 	return reply{http.StatusOK, d}, err
 }
 
@@ -21,7 +21,7 @@ func (s *server) resumeDesktop(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	d, err := s.Desktops.Resume(c, c.Param("id"), actor(c))
+	d, err := s.Desktops.Resume(c.Request.Context(), c.Param("id"), actor(c))
 	if err != nil {
 		return reply{}, err
 	}
@@ -35,7 +35,7 @@ func (s *server) hibernateDesktop(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	d, err := s.Desktops.Hibernate(c, c.Param("id"), actor(c))
+	d, err := s.Desktops.Hibernate(c.Request.Context(), c.Param("id"), actor(c))
 	return reply{http.StatusAccepted, d}, err
 }
 
@@ -47,7 +47,7 @@ func (s *server) awake(c *gin.Context) (*desktop.Desktop, error) {
 	if err != nil || d.State == desktop.StateRunning {
 		return d, err
 	}
-	return s.Desktops.Wake(c, d.ID, actor(c))
+	return s.Desktops.Wake(c.Request.Context(), d.ID, actor(c))
 }
 
 func (s *server) reimageDesktop(c *gin.Context) (reply, error) {
@@ -60,7 +60,7 @@ func (s *server) reimageDesktop(c *gin.Context) (reply, error) {
 	if err := decodeOptional(c, &req); err != nil {
 		return reply{}, err
 	}
-	d, err := s.Desktops.Reimage(c, c.Param("id"), req.Image, actor(c))
+	d, err := s.Desktops.Reimage(c.Request.Context(), c.Param("id"), req.Image, actor(c))
 	return reply{http.StatusAccepted, d}, err
 }
 
@@ -85,6 +85,6 @@ func (s *server) resizeDataDisk(c *gin.Context) (reply, error) {
 			return reply{}, err
 		}
 	}
-	d, err := s.Desktops.ResizeDataDisk(c, c.Param("id"), *req.SizeGiB, actor(c))
+	d, err := s.Desktops.ResizeDataDisk(c.Request.Context(), c.Param("id"), *req.SizeGiB, actor(c))
 	return reply{http.StatusOK, d}, err
 }

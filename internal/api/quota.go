@@ -21,7 +21,7 @@ func (s *server) withinQuota(c *gin.Context, add desktop.Usage) error {
 	if isAdmin(c) {
 		return nil
 	}
-	return s.Desktops.CheckQuota(c, caller(c).Owner, add)
+	return s.Desktops.CheckQuota(c.Request.Context(), caller(c).Owner, add)
 }
 
 // getQuota shows the caller's limits and usage (GET /quota), or any
@@ -34,7 +34,7 @@ func (s *server) getQuota(c *gin.Context) (reply, error) {
 		}
 		owner = o
 	}
-	q, u, err := s.Desktops.Quota(c, owner)
+	q, u, err := s.Desktops.Quota(c.Request.Context(), owner)
 	if err != nil {
 		return reply{}, err
 	}
@@ -51,7 +51,7 @@ func (s *server) putQuota(c *gin.Context) (reply, error) {
 		return reply{}, err
 	}
 	q.Owner = c.Param("owner")
-	got, err := s.Desktops.SetQuota(c, q, actor(c))
+	got, err := s.Desktops.SetQuota(c.Request.Context(), q, actor(c))
 	if err != nil {
 		return reply{}, err
 	}

@@ -26,7 +26,7 @@ func (s *server) createSnapshot(c *gin.Context) (reply, error) {
 	if err := s.withinQuota(c, desktop.Usage{}); err != nil {
 		return reply{}, err
 	}
-	sn, err := s.Desktops.CreateSnapshot(c, c.Param("id"), manager.SnapshotRequest{Name: req.Name,
+	sn, err := s.Desktops.CreateSnapshot(c.Request.Context(), c.Param("id"), manager.SnapshotRequest{Name: req.Name,
 		Description: req.Description, Scope: req.Scope, Memory: req.Memory, Actor: actor(c)})
 	if err != nil {
 		return reply{}, err
@@ -38,7 +38,7 @@ func (s *server) listSnapshots(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	list, err := s.Desktops.ListSnapshots(c, c.Param("id"))
+	list, err := s.Desktops.ListSnapshots(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		return reply{}, err
 	}
@@ -49,7 +49,7 @@ func (s *server) revertSnapshot(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	d, err := s.Desktops.RevertSnapshot(c, c.Param("id"), c.Param("name"), actor(c))
+	d, err := s.Desktops.RevertSnapshot(c.Request.Context(), c.Param("id"), c.Param("name"), actor(c))
 	return reply{http.StatusAccepted, d}, err
 }
 
@@ -57,7 +57,7 @@ func (s *server) deleteSnapshot(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	if err := s.Desktops.DeleteSnapshot(c, c.Param("id"), c.Param("name"), actor(c)); err != nil {
+	if err := s.Desktops.DeleteSnapshot(c.Request.Context(), c.Param("id"), c.Param("name"), actor(c)); err != nil {
 		return reply{}, err
 	}
 	return reply{http.StatusNoContent, nil}, nil

@@ -39,7 +39,7 @@ func (s *server) createToken(c *gin.Context) (reply, error) {
 	if req.Scope == desktop.ScopeDesktop {
 		// A desktop token belongs to the desktop's owner; its owner (or an
 		// admin) hands it to the agent driving that desktop.
-		d, err := s.Desktops.Get(c, req.DesktopID)
+		d, err := s.Desktops.Get(c.Request.Context(), req.DesktopID)
 		if err == nil && (d.DeletedAt != nil || !isAdmin(c) && d.Owner != caller(c).Owner) {
 			err = desktop.ErrNotFound
 		}
@@ -50,7 +50,7 @@ func (s *server) createToken(c *gin.Context) (reply, error) {
 	} else if !isAdmin(c) && (req.Owner != caller(c).Owner || req.Scope != desktop.ScopeOwner) {
 		return reply{}, fmt.Errorf("owner tokens may only create owner tokens for themselves: %w", desktop.ErrForbidden)
 	}
-	secret, tok, err := s.Tokens.Create(c, auth.CreateRequest{Owner: req.Owner, Name: req.Name, Scope: req.Scope,
+	secret, tok, err := s.Tokens.Create(c.Request.Context(), auth.CreateRequest{Owner: req.Owner, Name: req.Name, Scope: req.Scope,
 		TTL: time.Duration(req.TTLSeconds) * time.Second, DesktopID: req.DesktopID, ComputerOnly: req.ComputerOnly})
 	if err != nil {
 		return reply{}, err
@@ -59,7 +59,7 @@ func (s *server) createToken(c *gin.Context) (reply, error) {
 }
 
 func (s *server) listTokens(c *gin.Context) (reply, error) {
-	toks, err := s.Tokens.List(c, ownerFilter(c))
+	toks, err := s.Tokens.List(c.Request.Context(), ownerFilter(c))
 	if err != nil {
 		return reply{}, err
 	}
@@ -72,7 +72,7 @@ func (s *server) listTokens(c *gin.Context) (reply, error) {
 func (s *server) revokeToken(c *gin.Context) (reply, error) {
 	id := c.Param("id")
 	if !isAdmin(c) {
-		toks, err := s.Tokens.List(c, caller(c).Owner)
+		toks, err := s.Tokens.List(c.Request.Context(), caller(c).Owner)
 		if err != nil {
 			return reply{}, err
 		}
@@ -84,7 +84,7 @@ func (s *server) revokeToken(c *gin.Context) (reply, error) {
 			return reply{}, fmt.Errorf("token %s: %w", id, desktop.ErrNotFound)
 		}
 	}
-	if err := s.Tokens.Revoke(c, id); err != nil {
+	if err := s.Tokens.Revoke(c.Request.Context(), id); err != nil {
 		return reply{}, err
 	}
 	return reply{http.StatusNoContent, nil}, nil

@@ -30,6 +30,41 @@ func newFakeHV() *fakeHV {
 	return &fakeHV{vms: map[string]desktop.VMState{}, defined: map[string]desktop.VMConfig{}, events: make(chan desktop.VMEvent, 16)}
 }
 
+// fail makes method fail from now on ("" = nothing fails).
+func (f *fakeHV) fail(method string) {
+	f.mu.Lock()
+	f.failOn = method
+	f.mu.Unlock()
+}
+
+// setVM sets a VM's state as if it changed behind bureau's back.
+func (f *fakeHV) setVM(name string, st desktop.VMState) {
+	f.mu.Lock()
+	f.vms[name] = st
+	f.mu.Unlock()
+}
+
+// vm reads a VM's state.
+func (f *fakeHV) vm(name string) desktop.VMState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.vms[name]
+}
+
+// addCPU adds guest CPU time.
+func (f *fakeHV) addCPU(d time.Duration) {
+	f.mu.Lock()
+	f.cpu += d
+	f.mu.Unlock()
+}
+
+// callList returns the calls made so far.
+func (f *fakeHV) callList() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
 func (f *fakeHV) step(method, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -19,7 +19,7 @@ func TestIdleDesktopIsHibernated(t *testing.T) {
 	}
 	now := time.Now()
 	h.m.checkIdle(ctx, now)
-	h.hv.cpu += time.Second // 1 s of CPU in 29 min: idle
+	h.hv.addCPU(time.Second) // 1 s of CPU in 29 min: idle
 	h.m.checkIdle(ctx, now.Add(29*time.Minute))
 	if got, _ := h.m.Get(ctx, d.ID); got.State != desktop.StateRunning {
 		t.Fatalf("hibernated before its timeout: %s", got.State)
@@ -44,7 +44,7 @@ func TestBusyDesktopsStayRunning(t *testing.T) {
 	cases := map[string]func(h *harness, id string, now time.Time){
 		"viewer": func(h *harness, id string, now time.Time) { h.m.AddViewer(id) },
 		"cpu": func(h *harness, id string, now time.Time) {
-			h.hv.cpu += 20 * time.Minute // 20 of 40 minutes: 50 % of a CPU
+			h.hv.addCPU(20 * time.Minute) // 20 of 40 minutes: 50 % of a CPU
 		},
 		"api action": func(h *harness, id string, now time.Time) {
 			h.m.Touch(id)

@@ -72,7 +72,7 @@ func TestCreateRejectsBadInput(t *testing.T) {
 
 func TestFailedCreateCleansUp(t *testing.T) {
 	h := newHarness(t, fakeDisks{})
-	h.hv.failOn = "Start"
+	h.hv.fail("Start")
 	d := h.settle(t, h.create(t, "broken").ID)
 	if d.State != desktop.StateError || !strings.Contains(d.LastError, "injected Start failure") {
 		t.Fatalf("after failed create: %+v", d)
@@ -164,7 +164,7 @@ func TestDeleteKeepsDataDiskUnlessAsked(t *testing.T) {
 	if res.DataDiskKept != keep.DataDiskPath || !exists(keep.DataDiskPath) || exists(filepath.Join(keep.Dir, "os.qcow2")) {
 		t.Fatalf("delete keep: %+v", res)
 	}
-	if _, ok := h.hv.vms[keep.DomainName()]; ok {
+	if h.hv.vm(keep.DomainName()) != "" {
 		t.Error("domain left after delete")
 	}
 	if d, _ := h.m.Get(ctx, keep.ID); d.State != desktop.StateDeleted || d.DeletedAt == nil || d.DataDiskPath != keep.DataDiskPath {
@@ -197,7 +197,7 @@ func TestReconcile(t *testing.T) {
 	if d, _ := h.m.Get(ctx, running.ID); d.State != desktop.StateRunning {
 		t.Errorf("running desktop became %s", d.State)
 	}
-	if h.hv.vms[running.DomainName()] != desktop.VMRunning {
+	if h.hv.vm(running.DomainName()) != desktop.VMRunning {
 		t.Error("reconcile touched a running VM")
 	}
 	d, _ := h.m.Get(ctx, vanished.ID)
@@ -218,7 +218,7 @@ func TestGuestPowerOffEventStopsDesktop(t *testing.T) {
 	if err := h.m.Run(); err != nil {
 		t.Fatal(err)
 	}
-	h.hv.vms[d.DomainName()] = desktop.VMShutoff
+	h.hv.setVM(d.DomainName(), desktop.VMShutoff)
 	h.hv.events <- desktop.VMEvent{Domain: d.DomainName(), State: desktop.VMShutoff, Reason: "Stopped Shutdown"}
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
@@ -242,9 +242,7 @@ func TestCrashMarksCrashedAndRestartPolicyRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range []*desktop.Desktop{plain, kept} {
-		h.hv.mu.Lock()
-		h.hv.vms[d.DomainName()] = desktop.VMCrashed
-		h.hv.mu.Unlock()
+		h.hv.setVM(d.DomainName(), desktop.VMCrashed)
 		h.hv.events <- desktop.VMEvent{Domain: d.DomainName(), State: desktop.VMCrashed, Reason: "Stopped Failed"}
 	}
 	wait := func(id string, want desktop.State) *desktop.Desktop {

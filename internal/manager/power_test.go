@@ -14,7 +14,7 @@ func TestPauseResume(t *testing.T) {
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "p").ID)
 	p, err := h.m.Pause(ctx, d.ID, "alice")
-	if err != nil || p.State != desktop.StatePaused || h.hv.vms[d.DomainName()] != desktop.VMPaused {
+	if err != nil || p.State != desktop.StatePaused || h.hv.vm(d.DomainName()) != desktop.VMPaused {
 		t.Fatalf("pause: %v %+v", err, p)
 	}
 	var te *desktop.TransitionError
@@ -25,7 +25,7 @@ func TestPauseResume(t *testing.T) {
 		t.Errorf("rebooting a paused desktop: %v", err)
 	}
 	r, err := h.m.Resume(ctx, d.ID, "alice")
-	if err != nil || r.State != desktop.StateRunning || h.hv.vms[d.DomainName()] != desktop.VMRunning {
+	if err != nil || r.State != desktop.StateRunning || h.hv.vm(d.DomainName()) != desktop.VMRunning {
 		t.Fatalf("resume: %v %+v", err, r)
 	}
 }
@@ -33,7 +33,7 @@ func TestPauseResume(t *testing.T) {
 func TestPauseFailureKeepsDesktopRunning(t *testing.T) {
 	h := newHarness(t, fakeDisks{})
 	d := h.settle(t, h.create(t, "p").ID)
-	h.hv.failOn = "Suspend"
+	h.hv.fail("Suspend")
 	if _, err := h.m.Pause(context.Background(), d.ID, "alice"); err == nil {
 		t.Fatal("pause succeeded despite the hypervisor failing")
 	}
@@ -50,8 +50,8 @@ func TestHibernateAndResumeOrStart(t *testing.T) {
 	if err != nil || hb.State != desktop.StateHibernating {
 		t.Fatalf("hibernate: %v %+v", err, hb)
 	}
-	if got := h.settle(t, d.ID); got.State != desktop.StateHibernated || h.hv.vms[d.DomainName()] != desktop.VMSaved {
-		t.Fatalf("after hibernate: %+v vm=%s", got, h.hv.vms[d.DomainName()])
+	if got := h.settle(t, d.ID); got.State != desktop.StateHibernated || h.hv.vm(d.DomainName()) != desktop.VMSaved {
+		t.Fatalf("after hibernate: %+v vm=%s", got, h.hv.vm(d.DomainName()))
 	}
 	if r, err := h.m.Resume(ctx, d.ID, "alice"); err != nil || r.State != desktop.StateResuming {
 		t.Fatalf("resume: %v %+v", err, r)
@@ -79,7 +79,7 @@ func TestHibernateAndResumeOrStart(t *testing.T) {
 func TestFailedHibernateLeavesDesktopRunning(t *testing.T) {
 	h := newHarness(t, fakeDisks{})
 	d := h.settle(t, h.create(t, "h").ID)
-	h.hv.failOn = "Hibernate"
+	h.hv.fail("Hibernate")
 	h.m.Hibernate(context.Background(), d.ID, "alice")
 	got := h.settle(t, d.ID)
 	if got.State != desktop.StateRunning || !strings.Contains(got.LastError, "hibernate failed") {
@@ -94,8 +94,8 @@ func TestStopHibernatedDiscardsSavedRAM(t *testing.T) {
 	h.m.Hibernate(ctx, d.ID, "alice")
 	h.settle(t, d.ID)
 	h.m.Stop(ctx, d.ID, "alice", StopOptions{})
-	if got := h.settle(t, d.ID); got.State != desktop.StateStopped || h.hv.vms[d.DomainName()] != desktop.VMShutoff {
-		t.Fatalf("stop of a hibernated desktop: %+v vm=%s", got, h.hv.vms[d.DomainName()])
+	if got := h.settle(t, d.ID); got.State != desktop.StateStopped || h.hv.vm(d.DomainName()) != desktop.VMShutoff {
+		t.Fatalf("stop of a hibernated desktop: %+v vm=%s", got, h.hv.vm(d.DomainName()))
 	}
 }
 
@@ -126,8 +126,8 @@ func TestReconcileFindsPausedAndHibernated(t *testing.T) {
 	ctx := context.Background()
 	a := h.settle(t, h.create(t, "a").ID)
 	b := h.settle(t, h.create(t, "b").ID)
-	h.hv.vms[a.DomainName()] = desktop.VMPaused
-	h.hv.vms[b.DomainName()] = desktop.VMSaved
+	h.hv.setVM(a.DomainName(), desktop.VMPaused)
+	h.hv.setVM(b.DomainName(), desktop.VMSaved)
 	if err := h.m.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -36,8 +36,8 @@ func TestReimageKeepsDataAndDataSnapshots(t *testing.T) {
 	if list, _ := h.m.ListSnapshots(ctx, d.ID); len(list) != 1 || list[0].Name != "ws" {
 		t.Errorf("snapshots after reimage: %v (want only the data snapshot)", list)
 	}
-	if !slices.Contains(h.hv.calls, "DeleteSnapshot "+d.DomainName()+"/full") {
-		t.Errorf("the memory snapshot was not deleted: %v", h.hv.calls)
+	if !slices.Contains(h.hv.callList(), "DeleteSnapshot "+d.DomainName()+"/full") {
+		t.Errorf("the memory snapshot was not deleted: %v", h.hv.callList())
 	}
 	if h.seeds.last.InstanceID == "" || h.seeds.last.InstanceID == d.ID {
 		t.Errorf("reimage kept the cloud-init instance id %q", h.seeds.last.InstanceID)
@@ -76,8 +76,8 @@ func TestResizeDataDisk(t *testing.T) {
 	if err != nil || got.DataDiskGiB != 30 {
 		t.Fatalf("live resize: %v %+v", err, got)
 	}
-	if !slices.Contains(h.hv.calls, "ResizeDisk "+d.DomainName()+" data.qcow2 32212254720") || !slices.Contains(h.hv.calls, "GuestExec "+d.DomainName()) {
-		t.Errorf("calls %v", h.hv.calls)
+	if !slices.Contains(h.hv.callList(), "ResizeDisk "+d.DomainName()+" data.qcow2 32212254720") || !slices.Contains(h.hv.callList(), "GuestExec "+d.DomainName()) {
+		t.Errorf("calls %v", h.hv.callList())
 	}
 	if _, err := h.m.ResizeDataDisk(ctx, d.ID, 25, "alice"); !errors.As(err, &ve) || ve.Field != "size_gib" {
 		t.Errorf("shrink: %v", err)

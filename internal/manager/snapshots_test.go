@@ -33,8 +33,8 @@ func TestSnapshotRunningWithMemoryAndRevert(t *testing.T) {
 	if got := h.settle(t, d.ID); got.State != desktop.StateRunning {
 		t.Fatalf("after revert: %+v", got)
 	}
-	if !slices.Contains(h.hv.calls, "RevertSnapshot "+d.DomainName()+"/clean") {
-		t.Errorf("calls %v", h.hv.calls)
+	if !slices.Contains(h.hv.callList(), "RevertSnapshot "+d.DomainName()+"/clean") {
+		t.Errorf("calls %v", h.hv.callList())
 	}
 	third, _ := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "after-revert"})
 	if third.Parent != "clean" {
@@ -54,8 +54,8 @@ func TestDataSnapshotRevertRestartsRunningDesktop(t *testing.T) {
 	if err != nil || sn.Memory {
 		t.Fatalf("data snapshot: %v %+v", err, sn)
 	}
-	if !slices.Contains(h.hv.calls, "LiveDiskSnapshot "+d.DomainName()+"/ws 1") {
-		t.Errorf("calls %v", h.hv.calls)
+	if !slices.Contains(h.hv.callList(), "LiveDiskSnapshot "+d.DomainName()+"/ws 1") {
+		t.Errorf("calls %v", h.hv.callList())
 	}
 	h.m.RevertSnapshot(ctx, d.ID, "ws", "alice")
 	if got := h.settle(t, d.ID); got.State != desktop.StateRunning {
@@ -64,8 +64,8 @@ func TestDataSnapshotRevertRestartsRunningDesktop(t *testing.T) {
 	if !slices.Equal(snaps, []string{"revert data.qcow2 ws"}) {
 		t.Errorf("file operations %v, want only the data disk reverted", snaps)
 	}
-	if i, j := slices.Index(h.hv.calls, "Shutdown "+d.DomainName()), slices.Index(h.hv.calls, "Start "+d.DomainName()); i < 0 || j < 0 {
-		t.Errorf("running desktop not stopped and started around the revert: %v", h.hv.calls)
+	if i, j := slices.Index(h.hv.callList(), "Shutdown "+d.DomainName()), slices.Index(h.hv.callList(), "Start "+d.DomainName()); i < 0 || j < 0 {
+		t.Errorf("running desktop not stopped and started around the revert: %v", h.hv.callList())
 	}
 }
 
@@ -126,7 +126,7 @@ func TestSnapshotRefusals(t *testing.T) {
 	// A failing hypervisor records nothing.
 	h.m.Resume(ctx, d.ID, "alice")
 	h.settle(t, d.ID)
-	h.hv.failOn = "SnapshotWithMemory"
+	h.hv.fail("SnapshotWithMemory")
 	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "x"}); err == nil {
 		t.Error("a failed snapshot succeeded")
 	}
@@ -134,7 +134,7 @@ func TestSnapshotRefusals(t *testing.T) {
 		t.Errorf("failed snapshot recorded: %v", list)
 	}
 	// Busy desktops refuse.
-	h.hv.failOn = ""
+	h.hv.fail("")
 	h.m.lock(d.ID, "test")
 	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "y"}); !errors.Is(err, desktop.ErrBusy) {
 		t.Errorf("snapshot while busy: %v", err)
