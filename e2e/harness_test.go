@@ -37,6 +37,10 @@ type server struct {
 	cmd     *exec.Cmd
 	logPath string
 	hv      *hv.Hypervisor
+	// env is added to the server's environment (e.g. failpoints).
+	env []string
+	// exited is closed when the server process ends.
+	exited chan struct{}
 }
 
 func repoRoot(t *testing.T) string {
@@ -114,11 +118,14 @@ func (s *server) start() {
 		s.t.Fatal(err)
 	}
 	s.cmd = exec.Command(s.bin, s.args("serve", "--listen", addr)...)
-	s.cmd.Env = append(os.Environ(), "BUREAU_ADMIN_TOKEN="+adminToken)
+	s.cmd.Env = append(append(os.Environ(), "BUREAU_ADMIN_TOKEN="+adminToken), s.env...)
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
+	exited, cmd := make(chan struct{}), s.cmd
+	s.exited = exited
+	go func() { cmd.Wait(); close(exited) }()
 	s.url = "http://" + addr
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -136,13 +143,11 @@ func (s *server) stop() {
 		return
 	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { s.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-s.exited:
 	case <-time.After(15 * time.Second):
 		s.cmd.Process.Kill()
-		<-done
+		<-s.exited
 	}
 	s.cmd = nil
 }

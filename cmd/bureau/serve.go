@@ -76,7 +76,8 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	defer h.Close()
 	met := metrics.New(st, h, log)
 	m := manager.New(manager.Config{DataDir: cfg.DataDir, DefaultImage: cfg.DefaultImage, Accelerator: accel,
-		Observe: met.ObserveOperation, DefaultPlan: cfg.DefaultPlan, Capacity: host.Capacity{DataDir: cfg.DataDir}},
+		Observe: met.ObserveOperation, DefaultPlan: cfg.DefaultPlan, Capacity: host.Capacity{DataDir: cfg.DataDir},
+		Failpoints: manager.ParseFailpoints(os.Getenv("BUREAU_FAILPOINTS"))},
 		h, storage.Disks{}, seedWriter{}, st, log)
 	met.SetViewers(m)
 	if err := m.Run(); err != nil {

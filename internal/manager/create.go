@@ -133,11 +133,13 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 			// A data disk made by this create holds nothing of the user's yet.
 			undo.add(func(context.Context) { os.Remove(d.DataDiskPath) })
 		}
+		m.failpoint("create:after-data-disk")
 		vm := m.VMConfig(d, newUUID())
 		if err := m.makeOSDisk(ctx, vm.OSDisk, basePath, cl); err != nil {
 			return fmt.Errorf("OS disk: %w", err)
 		}
 		undo.add(func(context.Context) { os.Remove(vm.OSDisk) })
+		m.failpoint("create:after-os-disk")
 		if err := m.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
 			return fmt.Errorf("cloud-init seed: %w", err)
 		}
@@ -146,6 +148,7 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 			return err
 		}
 		undo.add(func(ctx context.Context) { m.hv.Undefine(ctx, vm.Name) })
+		m.failpoint("create:after-define")
 		if err := m.hv.Start(ctx, vm.Name); err != nil {
 			return fmt.Errorf("start: %w", err)
 		}
@@ -161,6 +164,7 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 		m.observe("create", start, err)
 		return
 	}
+	m.failpoint("create:after-start")
 	d.State, d.Operation, d.LastError = desktop.StateRunning, "", ""
 	m.save(ctx, d)
 	m.observe("create", start, nil)

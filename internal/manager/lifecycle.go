@@ -220,10 +220,12 @@ func (m *Manager) finishDelete(ctx context.Context, d *desktop.Desktop, deleteDa
 		m.fail(ctx, d, "delete", err)
 		return nil, err
 	}
+	m.failpoint("delete:after-destroy")
 	if err := m.hv.Undefine(ctx, name); err != nil {
 		m.fail(ctx, d, "delete", err)
 		return nil, err
 	}
+	m.failpoint("delete:after-undefine")
 	for _, f := range []string{"os.qcow2", "seed.iso", "seed.iso.partial", "serial.log", "vnc.sock"} {
 		if err := os.Remove(filepath.Join(d.Dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			m.fail(ctx, d, "delete", err)

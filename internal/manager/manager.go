@@ -90,6 +90,7 @@ type Store interface {
 	GetSnapshot(ctx context.Context, desktopID, name string) (*desktop.Snapshot, error)
 	ListSnapshots(ctx context.Context, desktopID string) ([]*desktop.Snapshot, error)
 	MarkSnapshotReverted(ctx context.Context, sn *desktop.Snapshot) error
+	SetSnapshotSize(ctx context.Context, id string, size int64) error
 	DeleteSnapshot(ctx context.Context, id string) error
 	DeleteSnapshots(ctx context.Context, desktopID string) error
 	GetQuota(ctx context.Context, owner string) (*desktop.Quota, error)
@@ -115,6 +116,8 @@ type Config struct {
 	Capacity Capacity
 	// DefaultPlan is the quota plan of owners without their own ("free").
 	DefaultPlan string
+	// Failpoints make the process die at named steps (tests only).
+	Failpoints Failpoints
 	// Observe, when set, is told how long each finished operation took.
 	Observe func(op string, took time.Duration, err error)
 }

@@ -277,3 +277,30 @@ func TestCrashMarksCrashedAndRestartPolicyRestarts(t *testing.T) {
 	}
 	wait(kept.ID, desktop.StateRunning)
 }
+
+func TestReconcileFinishesInterruptedCreates(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	defined := h.settle(t, h.create(t, "defined").ID)
+	early := h.settle(t, h.create(t, "early").ID)
+	// A restart finds one create that got as far as defining the VM and one
+	// that stopped before it.
+	h.hv.setVM(defined.DomainName(), desktop.VMShutoff)
+	defined.State, defined.Operation = desktop.StateCreating, "create"
+	h.store.UpdateDesktop(ctx, defined)
+	h.hv.mu.Lock()
+	delete(h.hv.vms, early.DomainName())
+	h.hv.mu.Unlock()
+	early.State, early.Operation = desktop.StateCreating, "create"
+	h.store.UpdateDesktop(ctx, early)
+	if err := h.m.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := h.m.Get(ctx, defined.ID); d.State != desktop.StateRunning || h.hv.vm(defined.DomainName()) != desktop.VMRunning {
+		t.Errorf("create interrupted after define: %s, VM %s", d.State, h.hv.vm(defined.DomainName()))
+	}
+	d, _ := h.m.Get(ctx, early.ID)
+	if d.State != desktop.StateError || !strings.Contains(d.LastError, "before the VM was defined") || !exists(d.DataDiskPath) {
+		t.Errorf("create interrupted before define: %+v", d)
+	}
+}

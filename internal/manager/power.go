@@ -130,6 +130,7 @@ func (m *Manager) hibernate(ctx context.Context, d *desktop.Desktop, actor strin
 		m.event(ctx, d.ID, "hibernate_failed", "bureau", "%s", d.LastError)
 		return
 	}
+	m.failpoint("hibernate:after-save")
 	d.State, d.Operation, d.LastError = desktop.StateHibernated, "", ""
 	m.save(ctx, d)
 	m.event(ctx, d.ID, "hibernated", actor, "hibernated in %s", time.Since(begun).Round(time.Millisecond))

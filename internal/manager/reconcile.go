@@ -94,7 +94,12 @@ func (m *Manager) reconcileOne(ctx context.Context, d *desktop.Desktop, vm deskt
 		set(desktop.StateError, "create was interrupted by a bureau restart before the VM was defined", "create interrupted before the VM existed")
 		return
 	case op == "create" && vm == desktop.VMShutoff:
-		set(desktop.StateError, "create was interrupted by a bureau restart before the VM started", "create interrupted before the VM started")
+		// Everything was made: finish the create by starting the VM.
+		if err := m.hv.Start(ctx, d.DomainName()); err != nil {
+			set(desktop.StateError, "create was interrupted by a bureau restart before the VM started, and starting it failed: "+err.Error(), "create interrupted before the VM started")
+			return
+		}
+		set(desktop.StateRunning, "", "finished a create interrupted by a restart: VM started")
 		return
 	}
 	switch vm {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -74,6 +75,14 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 		return nil, err
 	}
 
+	// The snapshot is recorded before it is taken: a bureau killed half-way
+	// leaves a listed snapshot (deletable even if it never got made), never
+	// an invisible one inside the disk files.
+	sn := &desktop.Snapshot{ID: newID(), DesktopID: id, Name: req.Name, Description: req.Description,
+		Scope: req.Scope, Memory: memory, Parent: latest(existing), CreatedAt: time.Now().UTC()}
+	if err := m.store.CreateSnapshot(ctx, sn); err != nil {
+		return nil, err
+	}
 	files := m.snapshotFiles(d, req.Scope)
 	before := allocated(files)
 	begun := time.Now()
@@ -94,15 +103,15 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 	}
 	m.observe("snapshot", begun, err)
 	if err != nil {
+		if derr := m.store.DeleteSnapshot(context.WithoutCancel(ctx), sn.ID); derr != nil {
+			m.log.Error("forgetting a failed snapshot", "desktop", id, "snapshot", sn.Name, "err", derr)
+		}
 		return nil, fmt.Errorf("snapshot %q: %w", req.Name, err)
 	}
-	sn := &desktop.Snapshot{ID: newID(), DesktopID: id, Name: req.Name, Description: req.Description,
-		Scope: req.Scope, Memory: memory, Parent: latest(existing), SizeBytes: max(0, allocated(files)-before),
-		CreatedAt: time.Now().UTC()}
-	if err := m.store.CreateSnapshot(ctx, sn); err != nil {
-		// Unrecorded, the snapshot would be invisible: take it back.
-		m.dropSnapshot(context.WithoutCancel(ctx), d, sn)
-		return nil, err
+	m.failpoint("snapshot:after-create")
+	sn.SizeBytes = max(0, allocated(files)-before)
+	if err := m.store.SetSnapshotSize(ctx, sn.ID, sn.SizeBytes); err != nil {
+		m.log.Warn("recording snapshot size", "desktop", id, "snapshot", sn.Name, "err", err)
 	}
 	m.event(ctx, id, "snapshot_created", req.Actor, "snapshot %q (%s, scope %s) in %s", sn.Name, how, sn.Scope,
 		time.Since(begun).Round(time.Millisecond))
@@ -243,10 +252,10 @@ func (m *Manager) dropSnapshot(ctx context.Context, d *desktop.Desktop, sn *desk
 		return err
 	}
 	if st == desktop.VMRunning || st == desktop.VMPaused {
-		return m.hv.DeleteLiveDiskSnapshot(ctx, d.DomainName(), sn.Name, files)
+		return ignoreMissingSnapshot(m.hv.DeleteLiveDiskSnapshot(ctx, d.DomainName(), sn.Name, files))
 	}
 	for _, f := range files {
-		if err := m.disks.DeleteSnapshot(ctx, f, sn.Name); err != nil {
+		if err := ignoreMissingSnapshot(m.disks.DeleteSnapshot(ctx, f, sn.Name)); err != nil {
 			return err
 		}
 	}
@@ -288,4 +297,13 @@ func allocated(files []string) int64 {
 		}
 	}
 	return n
+}
+
+// ignoreMissingSnapshot treats "no such snapshot" as deleted: a snapshot a
+// killed bureau recorded but never made, or one already half removed.
+func ignoreMissingSnapshot(err error) error {
+	if err != nil && (strings.Contains(err.Error(), "not found") || strings.Contains(err.Error(), "does not exist")) {
+		return nil
+	}
+	return err
 }

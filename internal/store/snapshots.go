@@ -63,6 +63,14 @@ func (s *Store) MarkSnapshotReverted(ctx context.Context, sn *desktop.Snapshot) 
 	return nil
 }
 
+// SetSnapshotSize records the space a snapshot took.
+func (s *Store) SetSnapshotSize(ctx context.Context, id string, size int64) error {
+	if _, err := s.exec(ctx, `UPDATE snapshots SET size_bytes=? WHERE id=?`, size, id); err != nil {
+		return fmt.Errorf("update snapshot: %w", err)
+	}
+	return nil
+}
+
 // DeleteSnapshot forgets a snapshot.
 func (s *Store) DeleteSnapshot(ctx context.Context, id string) error {
 	if _, err := s.exec(ctx, `DELETE FROM snapshots WHERE id=?`, id); err != nil {
