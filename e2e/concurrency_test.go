@@ -71,4 +71,3 @@ func testConcurrency(t *testing.T, s *server, token string, d *desktop.Desktop) 
 	}
 	t.Fatal("desktop did not settle running after the concurrent requests")
 }
-
