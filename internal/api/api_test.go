@@ -669,3 +669,27 @@ func TestEventStreamDeliversOwnChanges(t *testing.T) {
 		t.Errorf("a token in the query works outside the stream: %d", resp.StatusCode)
 	}
 }
+
+// TestEveryRegisteredRouteNeedsAToken walks the router itself, so a route
+// added later cannot forget authentication: only /healthz is public.
+func TestEveryRegisteredRouteNeedsAToken(t *testing.T) {
+	e := newEnv(t)
+	router := New(Deps{Desktops: e.desktops, Log: slog.New(slog.DiscardHandler), Metrics: http.NotFoundHandler()})
+	public := map[string]bool{"GET /healthz": true}
+	n := 0
+	for _, r := range router.Routes() {
+		if public[r.Method+" "+r.Path] {
+			continue
+		}
+		path := strings.NewReplacer(":id", "d1", ":name", "x", ":owner", "alice", "*filepath", "x").Replace(r.Path)
+		for _, tok := range []string{"", "bureau_not-a-real-token"} {
+			if code, body := e.do(t, tok, r.Method, path, "{}"); code != 401 {
+				t.Errorf("%s %s with token %q: %d %v", r.Method, r.Path, tok, code, body)
+			}
+		}
+		n++
+	}
+	if n < 30 {
+		t.Errorf("only %d routes checked", n)
+	}
+}

@@ -20,6 +20,7 @@ type fakeHV struct {
 	vms        map[string]desktop.VMState
 	defined    map[string]desktop.VMConfig
 	failOn     string // method name that fails
+	failMsg    string // its error message ("" = injected failure)
 	ignoreACPI bool
 	events     chan desktop.VMEvent
 	calls      []string
@@ -70,6 +71,9 @@ func (f *fakeHV) step(method, name string) error {
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, method+" "+name)
 	if f.failOn == method {
+		if f.failMsg != "" {
+			return errors.New(f.failMsg)
+		}
 		return fmt.Errorf("injected %s failure", method)
 	}
 	return nil

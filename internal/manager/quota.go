@@ -3,6 +3,8 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -72,4 +74,13 @@ func (m *Manager) SetQuota(ctx context.Context, q desktop.Quota, actor string) (
 	}
 	m.log.Info("quota set", "owner", q.Owner, "plan", q.Plan, "actor", actor, "at", time.Now().UTC())
 	return &q, nil
+}
+
+// diskFull marks an error that says the host's disk is full as a capacity
+// error (507) rather than an internal one; others pass unchanged.
+func diskFull(err error) error {
+	if err != nil && strings.Contains(err.Error(), "No space left on device") && !errors.Is(err, desktop.ErrCapacity) {
+		return fmt.Errorf("%w: %w", desktop.ErrCapacity, err)
+	}
+	return err
 }

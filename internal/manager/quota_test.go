@@ -66,3 +66,23 @@ func TestCapacityRefusesCreateAndStart(t *testing.T) {
 		t.Errorf("a refused start changed the desktop: %s", got.State)
 	}
 }
+
+func TestFullDiskFailsSnapshotCleanly(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "full").ID)
+	h.hv.fail("SnapshotWithMemory")
+	h.hv.mu.Lock()
+	h.hv.failMsg = "qemu-img: Could not write: No space left on device"
+	h.hv.mu.Unlock()
+	_, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "s"})
+	if !errors.Is(err, desktop.ErrCapacity) {
+		t.Fatalf("snapshot on a full disk: %v", err)
+	}
+	if list, _ := h.m.ListSnapshots(ctx, d.ID); len(list) != 0 {
+		t.Errorf("failed snapshot listed: %v", list)
+	}
+	if got, _ := h.m.Get(ctx, d.ID); got.State != desktop.StateRunning {
+		t.Errorf("desktop after a failed snapshot: %s", got.State)
+	}
+}

@@ -130,7 +130,7 @@ func (m *Manager) ResizeDataDisk(ctx context.Context, id string, sizeGiB int, ac
 	switch d.State {
 	case desktop.StateRunning:
 		if err := m.hv.ResizeDisk(ctx, d.DomainName(), d.DataDiskPath, int64(sizeGiB)<<30); err != nil {
-			return nil, fmt.Errorf("resize data disk: %w", err)
+			return nil, fmt.Errorf("resize data disk: %w", diskFull(err))
 		}
 		res, err := m.hv.GuestExec(ctx, d.DomainName(), desktop.Exec{Argv: []string{"/bin/sh", "-c", growHome}})
 		if err != nil || res.ExitCode != 0 {
@@ -139,7 +139,7 @@ func (m *Manager) ResizeDataDisk(ctx context.Context, id string, sizeGiB int, ac
 		}
 	case desktop.StateStopped:
 		if err := m.disks.Resize(ctx, d.DataDiskPath, sizeGiB); err != nil {
-			return nil, fmt.Errorf("resize data disk: %w", err)
+			return nil, fmt.Errorf("resize data disk: %w", diskFull(err))
 		}
 	default:
 		return nil, &desktop.TransitionError{Op: "resize", State: d.State}

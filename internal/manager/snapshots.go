@@ -106,7 +106,7 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 		if derr := m.store.DeleteSnapshot(context.WithoutCancel(ctx), sn.ID); derr != nil {
 			m.log.Error("forgetting a failed snapshot", "desktop", id, "snapshot", sn.Name, "err", derr)
 		}
-		return nil, fmt.Errorf("snapshot %q: %w", req.Name, err)
+		return nil, fmt.Errorf("snapshot %q: %w", req.Name, diskFull(err))
 	}
 	m.failpoint("snapshot:after-create")
 	sn.SizeBytes = max(0, allocated(files)-before)
