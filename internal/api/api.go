@@ -66,12 +66,6 @@ type Deps struct {
 	Screens  Screens
 	Tokens   Tokens
 	Images   Images
-	// Console issues console tokens and proxies VNC (console.go).
-	Console Console
-	// Computer drives screen, mouse and keyboard (computer.go).
-	Computer Computer
-	// Guest runs commands and moves files inside desktops (guest.go).
-	Guest Guest
 	// Live feeds state changes and the audit log; Stats reads VM figures.
 	Live  Live
 	Stats Stats
@@ -144,10 +138,6 @@ func New(d Deps) *gin.Engine {
 	v1.GET("/tokens", s.handle(s.listTokens))
 	v1.POST("/tokens", s.handle(s.createToken))
 	v1.DELETE("/tokens/:id", s.handle(s.revokeToken))
-	s.consoleRoutes(r, v1)
-	s.computerRoutes(v1)
-	s.guestRoutes(v1)
-	s.mcpRoutes(r)
 	return r
 }
 
