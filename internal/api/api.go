@@ -45,6 +45,7 @@ type Desktops interface {
 	Touch(id string)
 	AddViewer(id string) (done func())
 	Quotas
+	Templates
 }
 
 // Screens takes screenshots of running desktops.
@@ -99,6 +100,8 @@ func New(d Deps) *gin.Engine {
 	v1 := r.Group("/api/v1", s.authenticate, s.touchActivity)
 	v1.GET("/info", s.handle(s.info))
 	v1.GET("/events", s.handle(s.auditLog))
+	v1.GET("/templates", s.handle(s.listTemplates))
+	v1.POST("/templates", s.rateLimited(rateHeavy, s.handle(s.buildTemplate)))
 	v1.GET("/quota", s.handle(s.getQuota))
 	v1.GET("/quotas/:owner", s.handle(s.getQuota))
 	v1.PUT("/quotas/:owner", s.handle(s.putQuota))

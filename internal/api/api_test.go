@@ -169,6 +169,12 @@ func (f *fakeDesktops) SetRestartOnCrash(_ context.Context, id string, on bool, 
 	}
 	return d, err
 }
+func (f *fakeDesktops) BuildTemplate(_ context.Context, image string, vcpus, mem int) (*manager.Template, error) {
+	return &manager.Template{Key: "k", Image: image, VCPUs: vcpus, MemoryMiB: mem, State: "building"}, nil
+}
+func (f *fakeDesktops) Templates(context.Context) ([]*manager.Template, error) {
+	return []*manager.Template{}, nil
+}
 func (f *fakeDesktops) Touch(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -487,6 +493,19 @@ func TestScreenshotWakesAHibernatedDesktop(t *testing.T) {
 	// Without waking it, a hibernated desktop's screenshot is 409.
 	if resp.StatusCode != 200 {
 		t.Errorf("screenshot of a hibernated desktop: %d", resp.StatusCode)
+	}
+}
+
+func TestTemplatesAreForAdmins(t *testing.T) {
+	e := newEnv(t)
+	if code, _ := e.do(t, e.alice, "POST", "/api/v1/templates", `{}`); code != 403 {
+		t.Errorf("owner builds a template: %d", code)
+	}
+	if code, r := e.do(t, e.admin, "POST", "/api/v1/templates", `{"image":"debian-12-desktop","vcpus":2,"memory_mib":2048}`); code != 202 || r["state"] != "building" {
+		t.Errorf("admin builds a template: %d %v", code, r)
+	}
+	if code, _ := e.do(t, e.alice, "GET", "/api/v1/templates", ""); code != 200 {
+		t.Errorf("list templates: %d", code)
 	}
 }
 

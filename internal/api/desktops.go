@@ -22,6 +22,8 @@ type createDesktopRequest struct {
 	IdleTimeout *int     `json:"idle_timeout_seconds"`
 	// From clones another desktop's snapshot.
 	From *manager.CloneSource `json:"from"`
+	// Cold boots even when a warm template of this image and size is ready.
+	Cold bool `json:"cold"`
 }
 
 // Defaults for sizes a create request leaves out: the free tier.
@@ -55,7 +57,7 @@ func (s *server) createDesktop(c *gin.Context) (reply, error) {
 			dataDisk = 0 // the source's size
 		}
 	}
-	d, err := s.Desktops.Create(c.Request.Context(), manager.CreateRequest{From: req.From, Unlimited: isAdmin(c),
+	d, err := s.Desktops.Create(c.Request.Context(), manager.CreateRequest{From: req.From, Unlimited: isAdmin(c), Cold: req.Cold,
 		Owner: caller(c).Owner, Name: req.Name, SSHKeys: req.SSHKeys, Actor: actor(c), IdleTimeout: req.IdleTimeout,
 		Spec: desktop.Spec{Image: req.Image, VCPUs: orDefault(req.VCPUs, defaultVCPUs),
 			MemoryMiB: orDefault(req.MemoryMiB, defaultMemoryMiB), DataDiskGiB: dataDisk},

@@ -25,6 +25,9 @@ type CreateRequest struct {
 	From *CloneSource
 	// Unlimited skips the owner's quota (admins).
 	Unlimited bool
+	// Cold boots the desktop even when a template for its image and size is
+	// ready.
+	Cold bool
 }
 
 // CloneSource names the snapshot a new desktop starts from.
@@ -113,18 +116,25 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		m.event(ctx, id, "clone_requested", req.Actor, "cloned from snapshot %q (scope %s) of desktop %s",
 			cl.snap.Name, cl.snap.Scope, cl.src.Name)
 	}
-	m.background(id, func(ctx context.Context) { m.build(ctx, &cp, img.Path, seed, cl) })
+	var tmpl *Template
+	if cl == nil && !req.Cold && img.RecipeHash != "" {
+		tmpl = m.readyTemplate(img.Name, d.VCPUs, d.MemoryMiB)
+	}
+	m.background(id, func(ctx context.Context) { m.build(ctx, &cp, img.Path, seed, cl, tmpl) })
 	return d, nil
 }
 
 // build makes the desktop's files and VM and boots it. Whatever it made is
 // removed again if a step fails, except a data disk that existed before.
-func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string, seed Seed, cl *clone) {
+func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string, seed Seed, cl *clone, tmpl *Template) {
 	var undo reverter
 	start := time.Now()
 	err := func() error {
 		if err := os.MkdirAll(d.Dir, 0o750); err != nil {
 			return fmt.Errorf("create desktop folder: %w", err)
+		}
+		if tmpl != nil {
+			return m.warmBuild(ctx, d, tmpl, seed, &undo)
 		}
 		if _, err := os.Stat(d.DataDiskPath); errors.Is(err, os.ErrNotExist) {
 			if err := m.makeDataDisk(ctx, d, cl); err != nil {
@@ -168,7 +178,11 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 	d.State, d.Operation, d.LastError = desktop.StateRunning, "", ""
 	m.save(ctx, d)
 	m.observe("create", start, nil)
-	m.event(ctx, d.ID, "created", "bureau", "desktop %s created and started in %s", d.Name, time.Since(start).Round(time.Millisecond))
+	how := "created and started"
+	if tmpl != nil {
+		how = "created from the warm template " + tmpl.Key + " and running"
+	}
+	m.event(ctx, d.ID, "created", "bureau", "desktop %s %s in %s", d.Name, how, time.Since(start).Round(time.Millisecond))
 }
 
 // nameFree refuses a name the owner already uses for a live desktop (the

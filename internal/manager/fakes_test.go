@@ -208,6 +208,19 @@ func (f *fakeHV) CPUTime(context.Context, string) (time.Duration, error) {
 	return f.cpu, nil
 }
 
+func (f *fakeHV) SaveTo(_ context.Context, n, path string) error {
+	if err := f.set(n, desktop.VMShutoff, "SaveTo"); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte("ram of "+n), 0o600)
+}
+func (f *fakeHV) RestoreAs(_ context.Context, image string, c desktop.VMConfig, _ string) error {
+	if _, err := os.Stat(image); err != nil {
+		return err
+	}
+	return f.set(c.Name, desktop.VMRunning, "RestoreAs")
+}
+
 // fakeDisks writes small placeholder files where qemu-img would.
 type fakeDisks struct {
 	failOverlay bool
@@ -233,6 +246,10 @@ func (f fakeDisks) Resize(_ context.Context, path string, size int) error {
 func (f fakeDisks) CopySnapshot(_ context.Context, src, name, dst, backing string) error {
 	f.note("copy "+filepath.Base(src)+"@"+name+" base="+filepath.Base(backing), dst, "")
 	return os.WriteFile(dst, []byte("copy of "+src+"@"+name), 0o600)
+}
+func (f fakeDisks) Copy(_ context.Context, src, dst string) error {
+	f.note("copy "+filepath.Base(src), dst, "")
+	return os.WriteFile(dst, []byte("copy of "+src), 0o600)
 }
 func (f fakeDisks) DeleteSnapshot(_ context.Context, path, name string) error {
 	return f.note("delete", path, name)
@@ -281,7 +298,7 @@ func newHarness(t *testing.T, disks Disks) *harness {
 	st.PutImage(context.Background(), &desktop.Image{Name: "base", Path: filepath.Join(dir, "base.qcow2"), RecipeHash: "abc", CreatedAt: time.Now()})
 	st.PutImage(context.Background(), &desktop.Image{Name: "imported", Path: filepath.Join(dir, "ubuntu.qcow2"), CreatedAt: time.Now()})
 	hv, seeds := newFakeHV(), &fakeSeeds{}
-	m := New(Config{DataDir: dir, DefaultImage: "base", Accelerator: desktop.AccelTCG, StopTimeout: 300 * time.Millisecond, DefaultPlan: "unlimited"},
+	m := New(Config{DataDir: dir, DefaultImage: "base", Accelerator: desktop.AccelTCG, StopTimeout: 300 * time.Millisecond, DefaultPlan: "unlimited", TemplateSettle: time.Millisecond},
 		hv, disks, seeds, st, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { m.Close(); st.Close() })
 	return &harness{m: m, hv: hv, seeds: seeds, store: st, dir: dir}

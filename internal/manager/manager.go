@@ -40,6 +40,8 @@ type Hypervisor interface {
 	DeleteLiveDiskSnapshot(ctx context.Context, name, snap string, files []string) error
 	ResizeDisk(ctx context.Context, name, file string, bytes int64) error
 	GuestExec(ctx context.Context, name string, e desktop.Exec) (*desktop.ExecResult, error)
+	SaveTo(ctx context.Context, name, path string) error
+	RestoreAs(ctx context.Context, image string, c desktop.VMConfig, scratch string) error
 	// CPUTime is the guest's total CPU time so far.
 	CPUTime(ctx context.Context, name string) (time.Duration, error)
 }
@@ -56,6 +58,7 @@ type Disks interface {
 	// CopySnapshot writes dst as src was at a snapshot (an overlay of
 	// backing when given).
 	CopySnapshot(ctx context.Context, src, name, dst, backing string) error
+	Copy(ctx context.Context, src, dst string) error
 }
 
 // Seed is what a desktop's cloud-init seed says.
@@ -116,6 +119,9 @@ type Config struct {
 	Capacity Capacity
 	// DefaultPlan is the quota plan of owners without their own ("free").
 	DefaultPlan string
+	// TemplateSettle is how long a template's session may settle before
+	// its RAM is saved (0 = 15 s).
+	TemplateSettle time.Duration
 	// Failpoints make the process die at named steps (tests only).
 	Failpoints Failpoints
 	// Observe, when set, is told how long each finished operation took.
@@ -156,6 +162,9 @@ func New(cfg Config, hv Hypervisor, disks Disks, seeds SeedWriter, store Store, 
 	}
 	if cfg.OpTimeout == 0 {
 		cfg.OpTimeout = 10 * time.Minute
+	}
+	if cfg.TemplateSettle == 0 {
+		cfg.TemplateSettle = 15 * time.Second
 	}
 	if cfg.IdleCheck == 0 {
 		cfg.IdleCheck = 15 * time.Second

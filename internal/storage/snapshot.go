@@ -64,3 +64,15 @@ func (d Disks) CopySnapshot(ctx context.Context, src, name, dst, backing string)
 	}
 	return nil
 }
+
+// Copy writes dst as a standalone qcow2 copy of src. dst must not exist.
+func (d Disks) Copy(ctx context.Context, src, dst string) error {
+	if _, err := os.Stat(dst); err == nil {
+		return fmt.Errorf("%s: %w", dst, ErrExists)
+	}
+	if _, err := d.runFor(ctx, 30*time.Minute, "convert", "-O", "qcow2", "-o", "lazy_refcounts=on", src, dst); err != nil {
+		os.Remove(dst)
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,166 @@
+package libvirt
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirtxml"
+)
+
+// SaveTo writes a running VM's RAM and device state to path and stops it
+// (virDomainSave). The file can be restored as other VMs with RestoreAs.
+func (h *Hypervisor) SaveTo(ctx context.Context, name, path string) error {
+	_, err := withDomain(ctx, h, name, func(d *libvirt.Domain) (struct{}, error) {
+		return struct{}{}, d.SaveFlags(path, "", libvirt.DOMAIN_SAVE_RUNNING)
+	})
+	if err != nil {
+		return fmt.Errorf("save %s: %w", name, err)
+	}
+	return nil
+}
+
+// RestoreAs starts the VM of c (already defined) from a save image made by
+// SaveTo for another VM with the same devices, memory and vCPUs: its
+// programs continue where the saved VM's stopped, on c's own disks. libvirt
+// restores a save image only under the name and UUID it was saved with, so
+// a copy of the image with the definition rewritten is written to scratch,
+// restored and removed.
+func (h *Hypervisor) RestoreAs(ctx context.Context, image string, c desktop.VMConfig, scratch string) error {
+	if err := rewriteSaveImage(image, scratch, c); err != nil {
+		return fmt.Errorf("restore %s: %w", c.Name, err)
+	}
+	defer os.Remove(scratch)
+	conn, err := h.connect(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = call(ctx, func() (struct{}, error) {
+		return struct{}{}, conn.DomainRestoreFlags(scratch, "", libvirt.DOMAIN_SAVE_RUNNING)
+	})
+	if err != nil {
+		return fmt.Errorf("restore %s: %w", c.Name, translate(c.Name, err))
+	}
+	return nil
+}
+
+// libvirt's QEMU save image starts with this header, then data_len bytes
+// holding the domain XML (NUL-terminated), at cookieOffset a cookie, and
+// zero padding; QEMU's migration stream follows.
+type saveHeader struct {
+	Magic        [16]byte
+	Version      uint32
+	DataLen      uint32
+	WasRunning   uint32
+	Compressed   uint32
+	CookieOffset uint32
+	Unused       [14]uint32
+}
+
+var saveMagic = []byte("LibvirtQemudSave")
+
+// rewriteSaveImage copies src to dst with the domain definition in its
+// header changed to c's name, UUID, disks and sockets.
+func rewriteSaveImage(src, dst string, c desktop.VMConfig) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	var hdr saveHeader
+	if err := binary.Read(in, binary.LittleEndian, &hdr); err != nil {
+		return fmt.Errorf("save image header: %w", err)
+	}
+	if !bytes.Equal(hdr.Magic[:], saveMagic) || hdr.Version != 2 || hdr.Compressed != 0 || hdr.CookieOffset >= hdr.DataLen {
+		return errors.New("not an uncompressed libvirt QEMU save image (version 2)")
+	}
+	data := make([]byte, hdr.DataLen)
+	if _, err := io.ReadFull(in, data); err != nil {
+		return fmt.Errorf("save image header: %w", err)
+	}
+	xml, _, _ := bytes.Cut(data[:hdr.CookieOffset], []byte{0})
+	cookie, _, _ := bytes.Cut(data[hdr.CookieOffset:], []byte{0})
+	newXML, err := retargetDomainXML(string(xml), c)
+	if err != nil {
+		return err
+	}
+	region := append(append([]byte(newXML), 0), cookie...)
+	region = append(region, 0)
+	if len(region) > int(hdr.DataLen) {
+		return errors.New("rewritten definition does not fit the save image's header")
+	}
+	hdr.CookieOffset = uint32(len(newXML) + 1)
+	region = append(region, make([]byte, int(hdr.DataLen)-len(region))...)
+
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := binary.Write(out, binary.LittleEndian, &hdr); err == nil {
+		_, err = out.Write(region)
+	}
+	if err == nil {
+		_, err = io.Copy(out, in) // the migration stream, copied in the kernel
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(dst)
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	return nil
+}
+
+// retargetDomainXML points a saved VM's live definition at another VM's
+// identity and files; everything that defines the guest's hardware stays.
+func retargetDomainXML(xml string, c desktop.VMConfig) (string, error) {
+	var dom libvirtxml.Domain
+	if err := dom.Unmarshal(xml); err != nil {
+		return "", fmt.Errorf("saved domain definition: %w", err)
+	}
+	dom.Name, dom.UUID, dom.ID = c.Name, c.UUID, nil
+	if dom.Devices == nil {
+		return "", errors.New("saved domain definition has no devices")
+	}
+	files := map[string]string{"vda": c.OSDisk, "vdb": c.DataDisk, "hdc": c.SeedISO}
+	for i := range dom.Devices.Disks {
+		d := &dom.Devices.Disks[i]
+		if d.Target == nil || d.Source == nil || d.Source.File == nil || files[d.Target.Dev] == "" {
+			return "", fmt.Errorf("saved domain has an unexpected disk %+v", d.Target)
+		}
+		d.Source.File.File = files[d.Target.Dev]
+		d.Source.Index = 0
+		d.BackingStore = nil
+	}
+	for i := range dom.Devices.Graphics {
+		if v := dom.Devices.Graphics[i].VNC; v != nil {
+			v.Socket = ""
+			v.Listeners = []libvirtxml.DomainGraphicListener{{Socket: &libvirtxml.DomainGraphicListenerSocket{Socket: c.VNCSocket}}}
+		}
+	}
+	for i := range dom.Devices.Serials {
+		if s := dom.Devices.Serials[i].Source; s != nil && s.File != nil {
+			s.File.Path = c.SerialLog
+		}
+	}
+	for i := range dom.Devices.Consoles {
+		if s := dom.Devices.Consoles[i].Source; s != nil && s.File != nil {
+			s.File.Path = c.SerialLog
+		}
+	}
+	// The guest agent's socket path names the old domain: libvirt makes a
+	// new one when it is left out.
+	for i := range dom.Devices.Channels {
+		if s := dom.Devices.Channels[i].Source; s != nil && s.UNIX != nil {
+			s.UNIX.Path = ""
+		}
+	}
+	return dom.Marshal()
+}

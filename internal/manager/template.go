@@ -1,0 +1,250 @@
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// Template is a desktop booted once and saved with its RAM, from which new
+// desktops of the same image and size start in seconds instead of booting
+// ("warm create"). Its files are never changed once it is ready: desktops'
+// OS disks are overlays of its OS disk.
+type Template struct {
+	Key       string    `json:"key"`
+	Image     string    `json:"image"`
+	VCPUs     int       `json:"vcpus"`
+	MemoryMiB int       `json:"memory_mib"`
+	State     string    `json:"state"` // building, ready, failed
+	Error     string    `json:"error,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	BuildTime string    `json:"build_time,omitempty"`
+}
+
+const (
+	templateHost     = "bureau-template"
+	templateDataGiB  = 1
+	templateMetaFile = "template.json"
+)
+
+func templateKey(image string, vcpus, mem int) string {
+	return fmt.Sprintf("%s-%dc-%dm", image, vcpus, mem)
+}
+
+func (m *Manager) templateDir(key string) string {
+	return filepath.Join(m.cfg.DataDir, "templates", key)
+}
+
+// Templates lists the templates on this host.
+func (m *Manager) Templates(context.Context) ([]*Template, error) {
+	entries, err := os.ReadDir(filepath.Join(m.cfg.DataDir, "templates"))
+	if errors.Is(err, os.ErrNotExist) {
+		return []*Template{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := []*Template{}
+	for _, e := range entries {
+		if t, err := m.readTemplate(e.Name()); err == nil {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func (m *Manager) readTemplate(key string) (*Template, error) {
+	b, err := os.ReadFile(filepath.Join(m.templateDir(key), templateMetaFile))
+	if err != nil {
+		return nil, err
+	}
+	var t Template
+	return &t, json.Unmarshal(b, &t)
+}
+
+func (m *Manager) writeTemplate(t *Template) error {
+	b, _ := json.MarshalIndent(t, "", "  ")
+	tmp := filepath.Join(m.templateDir(t.Key), templateMetaFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(m.templateDir(t.Key), templateMetaFile))
+}
+
+// readyTemplate returns the ready template for this image and size, if any.
+func (m *Manager) readyTemplate(image string, vcpus, mem int) *Template {
+	t, err := m.readTemplate(templateKey(image, vcpus, mem))
+	if err != nil || t.State != "ready" {
+		return nil
+	}
+	return t
+}
+
+// BuildTemplate boots a desktop of image and size once, waits for its
+// session, and saves it with its RAM, in the background.
+func (m *Manager) BuildTemplate(ctx context.Context, image string, vcpus, mem int) (*Template, error) {
+	if image == "" {
+		image = m.cfg.DefaultImage
+	}
+	spec := desktop.Spec{Image: image, VCPUs: vcpus, MemoryMiB: mem, DataDiskGiB: templateDataGiB}
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	img, err := m.store.GetImage(ctx, image)
+	if errors.Is(err, desktop.ErrNotFound) {
+		return nil, &desktop.ValidationError{Field: "image", Message: fmt.Sprintf("no image named %q", image)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if img.RecipeHash == "" {
+		return nil, &desktop.ValidationError{Field: "image", Message: "templates need an image built by bureau (imported images install their desktop on first boot)"}
+	}
+	key := templateKey(image, vcpus, mem)
+	if err := m.lock("template/"+key, "build"); err != nil {
+		return nil, err
+	}
+	if t, err := m.readTemplate(key); err == nil && t.State == "ready" {
+		m.unlock("template/" + key)
+		return t, nil
+	}
+	dir := m.templateDir(key)
+	os.RemoveAll(dir) // a failed or interrupted build starts over
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		m.unlock("template/" + key)
+		return nil, err
+	}
+	t := &Template{Key: key, Image: image, VCPUs: vcpus, MemoryMiB: mem, State: "building", CreatedAt: time.Now().UTC()}
+	if err := m.writeTemplate(t); err != nil {
+		m.unlock("template/" + key)
+		return nil, err
+	}
+	cp := *t
+	m.background("template/"+key, func(ctx context.Context) {
+		begun := time.Now()
+		if err := m.buildTemplate(ctx, &cp, img.Path); err != nil {
+			cp.State, cp.Error = "failed", err.Error()
+			m.log.Error("template build failed", "template", key, "err", err)
+		} else {
+			cp.State, cp.BuildTime = "ready", time.Since(begun).Round(time.Second).String()
+			m.log.Info("template ready", "template", key, "took", cp.BuildTime)
+		}
+		m.writeTemplate(&cp)
+	})
+	return t, nil
+}
+
+func (m *Manager) buildTemplate(ctx context.Context, t *Template, base string) error {
+	dir := m.templateDir(t.Key)
+	d := &desktop.Desktop{ID: "tmpl-" + newID(), Name: templateHost, Spec: desktop.Spec{VCPUs: t.VCPUs, MemoryMiB: t.MemoryMiB},
+		Accelerator: string(m.cfg.Accelerator), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2")}
+	vm := m.VMConfig(d, newUUID())
+	defer func() {
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		m.hv.Destroy(cleanup, vm.Name)
+		m.hv.Undefine(cleanup, vm.Name)
+	}()
+	if err := m.disks.CreateDataDisk(ctx, d.DataDiskPath, templateDataGiB); err != nil {
+		return err
+	}
+	if err := m.disks.CreateOverlay(ctx, base, vm.OSDisk, m.cfg.OSDiskGiB); err != nil {
+		return err
+	}
+	if err := m.seeds.WriteSeed(ctx, vm.SeedISO, Seed{DesktopID: d.ID, Hostname: templateHost}); err != nil {
+		return err
+	}
+	if err := m.hv.Define(ctx, vm); err != nil {
+		return err
+	}
+	if err := m.hv.Start(ctx, vm.Name); err != nil {
+		return err
+	}
+	// Ready means: cloud-init finished and the desktop session is drawn.
+	ready := "cloud-init status | grep -q 'status: done' && pgrep -u agent -x xfce4-panel && pgrep -u agent -x xfdesktop"
+	deadline := time.Now().Add(15 * time.Minute)
+	for {
+		res, err := m.hv.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", ready}})
+		if err == nil && res.ExitCode == 0 {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the template's desktop session did not come up: %v", err)
+		}
+		time.Sleep(3 * time.Second)
+	}
+	time.Sleep(m.cfg.TemplateSettle) // let the session finish drawing and settle
+	return m.hv.SaveTo(ctx, vm.Name, filepath.Join(dir, "ram.save"))
+}
+
+// warmBuild makes a desktop from a ready template: overlay of its OS disk,
+// a copy of its data disk, its saved RAM restored as this desktop's VM, then
+// this desktop's identity and data disk size applied in the running guest.
+func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template, seed Seed, undo *reverter) error {
+	dir := m.templateDir(t.Key)
+	if err := m.disks.Copy(ctx, filepath.Join(dir, "data.qcow2"), d.DataDiskPath); err != nil {
+		return fmt.Errorf("data disk: %w", err)
+	}
+	undo.add(func(context.Context) { os.Remove(d.DataDiskPath) })
+	vm := m.VMConfig(d, newUUID())
+	if err := m.disks.CreateOverlay(ctx, filepath.Join(dir, "os.qcow2"), vm.OSDisk, m.cfg.OSDiskGiB); err != nil {
+		return fmt.Errorf("OS disk: %w", err)
+	}
+	undo.add(func(context.Context) { os.Remove(vm.OSDisk) })
+	if err := m.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
+		return fmt.Errorf("cloud-init seed: %w", err)
+	}
+	undo.add(func(context.Context) { os.Remove(vm.SeedISO); os.Remove(vm.SerialLog) })
+	if err := m.hv.Define(ctx, vm); err != nil {
+		return err
+	}
+	undo.add(func(ctx context.Context) { m.hv.Undefine(ctx, vm.Name) })
+	if err := m.hv.RestoreAs(ctx, filepath.Join(dir, "ram.save"), vm, filepath.Join(d.Dir, "restore.save")); err != nil {
+		return err
+	}
+	m.syncClock(d)
+	// The guest still calls itself the template: give it this desktop's
+	// name, machine id, SSH host keys and the caller's SSH keys (on stdin,
+	// never in the command line).
+	res, err := m.hv.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", identityScript, "sh", d.Name},
+		Stdin: []byte(strings.Join(seed.SSHKeys, "\n"))})
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("exit %d: %s", res.ExitCode, res.Stderr)
+	}
+	if err != nil {
+		return fmt.Errorf("applying the desktop's identity: %w", err)
+	}
+	if d.DataDiskGiB > templateDataGiB {
+		if err := m.hv.ResizeDisk(ctx, vm.Name, d.DataDiskPath, int64(d.DataDiskGiB)<<30); err != nil {
+			return fmt.Errorf("data disk size: %w", err)
+		}
+		if res, err := m.hv.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", growHome}}); err != nil || res.ExitCode != 0 {
+			m.log.Warn("growing /home after a warm create", "desktop", d.ID, "err", err)
+		}
+	}
+	return nil
+}
+
+// identityScript runs as root in a guest restored from a template; $1 is
+// the desktop's name (validated [a-z0-9-]), stdin its SSH keys.
+const identityScript = `set -e
+hostnamectl set-hostname "$1" 2>/dev/null || hostname "$1"
+echo "$1" > /etc/hostname
+sed -i "s/` + templateHost + `/$1/g" /etc/hosts
+rm -f /etc/machine-id /var/lib/dbus/machine-id
+systemd-machine-id-setup >/dev/null
+ln -sf /etc/machine-id /var/lib/dbus/machine-id
+rm -f /etc/ssh/ssh_host_*
+ssh-keygen -A >/dev/null
+systemctl try-restart ssh 2>/dev/null || true
+install -d -m 700 -o agent -g agent /home/agent/.ssh
+cat > /home/agent/.ssh/authorized_keys
+chown agent: /home/agent/.ssh/authorized_keys
+chmod 600 /home/agent/.ssh/authorized_keys`

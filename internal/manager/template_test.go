@@ -1,0 +1,99 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+func (h *harness) waitTemplate(t *testing.T, key string) *Template {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if tp, err := h.m.readTemplate(key); err == nil && tp.State != "building" {
+			return tp
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("template %s still building", key)
+	return nil
+}
+
+func TestWarmCreateFromTemplate(t *testing.T) {
+	var ops []string
+	h := newHarness(t, fakeDisks{snaps: &ops})
+	ctx := context.Background()
+	tp, err := h.m.BuildTemplate(ctx, "base", 2, 2048)
+	if err != nil || tp.State != "building" {
+		t.Fatalf("build template: %v %+v", err, tp)
+	}
+	if got := h.waitTemplate(t, tp.Key); got.State != "ready" {
+		t.Fatalf("template: %+v", got)
+	}
+	dir := h.m.templateDir(tp.Key)
+	if _, err := os.Stat(filepath.Join(dir, "ram.save")); err != nil {
+		t.Fatalf("no saved RAM: %v", err)
+	}
+	vms, _ := h.hv.List(ctx)
+	for n := range vms {
+		if strings.HasPrefix(n, "bureau-tmpl-") {
+			t.Errorf("template VM %s left defined", n)
+		}
+	}
+	d, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "warm", SSHKeys: []string{"ssh-ed25519 AAAA k"},
+		Spec: desktop.Spec{VCPUs: 2, MemoryMiB: 2048, DataDiskGiB: 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := h.settle(t, d.ID)
+	if got.State != desktop.StateRunning {
+		t.Fatalf("warm desktop: %+v", got)
+	}
+	calls := h.hv.callList()
+	if !slices.Contains(calls, "RestoreAs "+d.DomainName()) || slices.Contains(calls, "Start "+d.DomainName()) {
+		t.Errorf("warm create did not restore the template: %v", calls)
+	}
+	if !slices.Contains(calls, "ResizeDisk "+d.DomainName()+" data.qcow2 21474836480") {
+		t.Errorf("data disk not grown to the requested size: %v", calls)
+	}
+	evs, _ := h.m.Events(ctx, d.ID, 10)
+	if last := evs[len(evs)-1]; !strings.Contains(last.Message, "warm template") {
+		t.Errorf("created event: %q", last.Message)
+	}
+	// Another size, or asking for a cold boot, boots.
+	cold, _ := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "cold", Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 1}})
+	h.settle(t, cold.ID)
+	if !slices.Contains(h.hv.callList(), "Start "+cold.DomainName()) {
+		t.Error("a desktop of another size did not boot")
+	}
+}
+
+func TestTemplateRefusals(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	var ve *desktop.ValidationError
+	if _, err := h.m.BuildTemplate(ctx, "nope", 2, 2048); !errors.As(err, &ve) {
+		t.Errorf("unknown image: %v", err)
+	}
+	if _, err := h.m.BuildTemplate(ctx, "imported", 2, 2048); !errors.As(err, &ve) {
+		t.Errorf("imported image: %v", err)
+	}
+	if _, err := h.m.BuildTemplate(ctx, "base", 99, 2048); !errors.As(err, &ve) {
+		t.Errorf("99 vCPUs: %v", err)
+	}
+	h.hv.fail("SaveTo")
+	tp, _ := h.m.BuildTemplate(ctx, "base", 1, 1024)
+	if got := h.waitTemplate(t, tp.Key); got.State != "failed" || got.Error == "" {
+		t.Errorf("failed build: %+v", got)
+	}
+	if h.m.readyTemplate("base", 1, 1024) != nil {
+		t.Error("a failed template is used")
+	}
+}
