@@ -213,10 +213,19 @@ func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template
 	// The guest still calls itself the template: give it this desktop's
 	// name, machine id, SSH host keys and the caller's SSH keys (on stdin,
 	// never in the command line).
-	res, err := m.hv.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", identityScript, "sh", d.Name},
-		Stdin: []byte(strings.Join(seed.SSHKeys, "\n"))})
-	if err == nil && res.ExitCode != 0 {
-		err = fmt.Errorf("exit %d: %s", res.ExitCode, res.Stderr)
+	// The guest agent's channel reconnects a moment after the restore.
+	var err error
+	for deadline := time.Now().Add(time.Minute); ; {
+		var res *desktop.ExecResult
+		res, err = m.hv.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", identityScript, "sh", d.Name},
+			Stdin: []byte(strings.Join(seed.SSHKeys, "\n"))})
+		if err == nil && res.ExitCode != 0 {
+			return fmt.Errorf("applying the desktop's identity: exit %d: %s", res.ExitCode, res.Stderr)
+		}
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	if err != nil {
 		return fmt.Errorf("applying the desktop's identity: %w", err)

@@ -1,0 +1,101 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/manager"
+)
+
+// buildTemplate builds the warm template for 2 vCPUs / 2 GiB and waits.
+func (s *server) buildTemplate(vcpus, mem int) time.Duration {
+	s.t.Helper()
+	begun := time.Now()
+	var t manager.Template
+	if code := s.call(adminToken, "POST", "/api/v1/templates", map[string]any{"vcpus": vcpus, "memory_mib": mem}, &t); code != http.StatusAccepted && code != http.StatusOK {
+		s.t.Fatalf("build template: %d %+v", code, t)
+	}
+	deadline := time.Now().Add(20 * time.Minute)
+	for t.State == "building" {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("template %s still building", t.Key)
+		}
+		time.Sleep(5 * time.Second)
+		var list struct{ Templates []manager.Template }
+		s.call(adminToken, "GET", "/api/v1/templates", nil, &list)
+		for _, x := range list.Templates {
+			if x.Key == t.Key {
+				t = x
+			}
+		}
+	}
+	if t.State != "ready" {
+		s.t.Fatalf("template %s: %s %s", t.Key, t.State, t.Error)
+	}
+	return time.Since(begun)
+}
+
+// TestWarmCreate builds a template, then creates two desktops from it: each
+// runs its desktop session within seconds, under its own name, machine id,
+// SSH keys and data disk size.
+func TestWarmCreate(t *testing.T) {
+	s := newServer(t)
+	t.Logf("template build (cold boot + save): %s", s.buildTemplate(2, 2048).Round(time.Second))
+
+	var ids []string
+	machineIDs := map[string]bool{}
+	for i, name := range []string{"warm-1", "warm-2"} {
+		begun := time.Now()
+		var d desktop.Desktop
+		key := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHq test" + name + "@host"
+		if code := s.call(adminToken, "POST", "/api/v1/desktops", map[string]any{"name": name, "vcpus": 2, "memory_mib": 2048,
+			"data_disk_gib": 6, "ssh_authorized_keys": []string{key}}, &d); code != http.StatusAccepted {
+			t.Fatalf("create %s: %d", name, code)
+		}
+		ids = append(ids, d.ID)
+		t.Cleanup(func() { s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"?delete_data=true", nil, nil) })
+		running := s.waitState(adminToken, d.ID, desktop.StateRunning, 3*time.Minute)
+		t.Logf("%s: warm create → running: %s", name, time.Since(begun).Round(100*time.Millisecond))
+		s.waitAgent(running, time.Minute)
+		t.Logf("%s: warm create → guest agent: %s", name, time.Since(begun).Round(100*time.Millisecond))
+		shot := s.settledScreenshot(adminToken, d.ID, 2*time.Minute)
+		t.Logf("%s: warm create → desktop visible and settled: %s", name, time.Since(begun).Round(100*time.Millisecond))
+		if i == 0 {
+			checkDesktopVisible(t, shot)
+		}
+		if out, _ := s.guest(running, "hostname"); out != name {
+			t.Errorf("%s: hostname %q", name, out)
+		}
+		mid, _ := s.guest(running, "cat /etc/machine-id")
+		if machineIDs[mid] || len(mid) != 32 {
+			t.Errorf("%s: machine id %q not its own", name, mid)
+		}
+		machineIDs[mid] = true
+		if out, _ := s.guest(running, "cat /home/agent/.ssh/authorized_keys"); !strings.Contains(out, key) {
+			t.Errorf("%s: authorized_keys %q", name, out)
+		}
+		s.waitGuest(running, "/home grown to the data disk", "test $(df -BG --output=size /home | tail -1 | tr -dc 0-9) -ge 5", time.Minute)
+		if out, code := s.guest(running, "pgrep -u agent -x xfce4-panel >/dev/null && findmnt -n -o SOURCE /home"); code != 0 || !strings.HasPrefix(out, "/dev/vdb") {
+			t.Errorf("%s: session or /home: %q", name, out)
+		}
+		var evs struct{ Events []desktop.Event }
+		s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &evs)
+		if last := evs.Events[len(evs.Events)-1]; !strings.Contains(last.Message, "warm template") {
+			t.Errorf("%s: created event %q", name, last.Message)
+		}
+	}
+	// Files written in one warm desktop are not in the other.
+	var first desktop.Desktop
+	s.call(adminToken, "GET", "/api/v1/desktops/"+ids[0], nil, &first)
+	s.guest(&first, "echo mine > /home/agent/only-here")
+	var second desktop.Desktop
+	s.call(adminToken, "GET", "/api/v1/desktops/"+ids[1], nil, &second)
+	if _, code := s.guest(&second, "test -e /home/agent/only-here"); code == 0 {
+		t.Error("warm desktops share their /home")
+	}
+}
