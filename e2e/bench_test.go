@@ -50,7 +50,8 @@ func TestBench(t *testing.T) {
 	s.waitGuest(run, "xfce", "pgrep -u agent -x xfce4-panel && pgrep -u agent -x xfdesktop", 10*time.Minute)
 	add("create → Xfce panel and desktop running", time.Since(t0))
 	s.settledScreenshot(adminToken, d.ID, 3*time.Minute)
-	add("create → desktop visible (screen settled)", time.Since(t0))
+	coldVisible := time.Since(t0)
+	add("create → desktop visible (screen settled)", coldVisible)
 
 	// Screenshot latency: bureau's API against virsh screenshot, side by side.
 	api := timeN(reps(), func() {
@@ -82,6 +83,21 @@ func TestBench(t *testing.T) {
 	t3 := time.Now()
 	s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"?delete_data=true", nil, nil)
 	add("delete (running, with data)", time.Since(t3))
+
+	// Cold against warm create, side by side: the same image and size.
+	add("template build (cold boot, session up, RAM saved)", s.buildTemplate(2, 2048))
+	t4 := time.Now()
+	var w desktop.Desktop
+	s.call(adminToken, "POST", "/api/v1/desktops", map[string]any{"name": "bench-warm", "vcpus": 2, "memory_mib": 2048, "data_disk_gib": 4}, &w)
+	t.Cleanup(func() { s.call(adminToken, "DELETE", "/api/v1/desktops/"+w.ID+"?delete_data=true", nil, nil) })
+	warm := s.waitState(adminToken, w.ID, desktop.StateRunning, 5*time.Minute)
+	add("warm create → running", time.Since(t4))
+	s.waitAgent(warm, 2*time.Minute)
+	add("warm create → guest agent answers", time.Since(t4))
+	s.settledScreenshot(adminToken, w.ID, 3*time.Minute)
+	warmVisible := time.Since(t4)
+	add("warm create → desktop visible (screen settled)", warmVisible)
+	rows = append(rows, row{"cold / warm create → desktop visible", fmt.Sprintf("%.1f×", float64(coldVisible)/float64(warmVisible))})
 
 	host, _ := os.Hostname()
 	fmt.Printf("\nbureau bench — %s, %d cores, accelerator %s, database %s, %s\n\n", host, runtime.NumCPU(), info["accelerator"], info["database"], time.Now().UTC().Format("2006-01-02"))
