@@ -78,6 +78,31 @@ func (m *Manager) writeTemplate(t *Template) error {
 	return os.Rename(tmp, filepath.Join(m.templateDir(t.Key), templateMetaFile))
 }
 
+// abandonTemplateBuilds runs at start-up: a template build a previous
+// process did not finish is marked failed and its VM removed.
+func (m *Manager) abandonTemplateBuilds(ctx context.Context) {
+	ts, err := m.Templates(ctx)
+	if err != nil {
+		return
+	}
+	for _, t := range ts {
+		if t.State == "building" {
+			t.State, t.Error = "failed", "interrupted by a bureau restart; build it again"
+			m.writeTemplate(t)
+		}
+	}
+	vms, err := m.hv.List(ctx)
+	if err != nil {
+		return
+	}
+	for name := range vms {
+		if strings.HasPrefix(name, "bureau-tmpl-") {
+			m.hv.Destroy(ctx, name)
+			m.hv.Undefine(ctx, name)
+		}
+	}
+}
+
 // readyTemplate returns the ready template for this image and size, if any.
 func (m *Manager) readyTemplate(image string, vcpus, mem int) *Template {
 	t, err := m.readTemplate(templateKey(image, vcpus, mem))
