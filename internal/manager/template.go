@@ -231,9 +231,15 @@ func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template
 		return err
 	}
 	undo.add(func(ctx context.Context) { m.hv.Undefine(ctx, vm.Name) })
+	restoreAt := time.Now()
 	if err := m.hv.RestoreAs(ctx, filepath.Join(dir, "ram.save"), vm, filepath.Join(d.Dir, "restore.save")); err != nil {
 		return err
 	}
+	identityAt := time.Now()
+	defer func() {
+		m.log.Info("warm create steps", "desktop", d.ID, "restore", identityAt.Sub(restoreAt).Round(time.Millisecond),
+			"identity_and_disk", time.Since(identityAt).Round(time.Millisecond))
+	}()
 	m.syncClock(d)
 	// The guest still calls itself the template: give it this desktop's
 	// name, machine id, SSH host keys and the caller's SSH keys (on stdin,
@@ -276,7 +282,8 @@ rm -f /etc/machine-id /var/lib/dbus/machine-id
 systemd-machine-id-setup >/dev/null
 ln -sf /etc/machine-id /var/lib/dbus/machine-id
 rm -f /etc/ssh/ssh_host_*
-ssh-keygen -A >/dev/null
+ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key
+ssh-keygen -q -t ecdsa -N '' -f /etc/ssh/ssh_host_ecdsa_key
 systemctl try-restart ssh 2>/dev/null || true
 install -d -m 700 -o agent -g agent /home/agent/.ssh
 cat > /home/agent/.ssh/authorized_keys
