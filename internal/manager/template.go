@@ -278,8 +278,9 @@ const identityScript = `set -e
 hostnamectl set-hostname "$1" 2>/dev/null || hostname "$1"
 echo "$1" > /etc/hostname
 sed -i "s/` + templateHost + `/$1/g" /etc/hosts
-rm -f /etc/machine-id /var/lib/dbus/machine-id
-systemd-machine-id-setup >/dev/null
+# A random id: systemd-machine-id-setup would derive the template's again
+# from the VM's SMBIOS UUID, which the restored RAM still carries.
+tr -d - < /proc/sys/kernel/random/uuid > /etc/machine-id
 ln -sf /etc/machine-id /var/lib/dbus/machine-id
 rm -f /etc/ssh/ssh_host_*
 ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key
