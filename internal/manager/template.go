@@ -244,11 +244,19 @@ func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template
 	// The guest still calls itself the template: give it this desktop's
 	// name, machine id, SSH host keys and the caller's SSH keys (on stdin,
 	// never in the command line).
+	// The data disk grows first, so one guest command does the rest.
+	grow := "no"
+	if d.DataDiskGiB > templateDataGiB {
+		if err := m.hv.ResizeDisk(ctx, vm.Name, d.DataDiskPath, int64(d.DataDiskGiB)<<30); err != nil {
+			return fmt.Errorf("data disk size: %w", err)
+		}
+		grow = "grow"
+	}
 	// The guest agent's channel reconnects a moment after the restore.
 	var err error
 	for deadline := time.Now().Add(time.Minute); ; {
 		var res *desktop.ExecResult
-		res, err = m.hv.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", identityScript, "sh", d.Name},
+		res, err = m.hv.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", identityScript, "sh", d.Name, grow},
 			Stdin: []byte(strings.Join(seed.SSHKeys, "\n"))})
 		if err == nil && res.ExitCode != 0 {
 			return fmt.Errorf("applying the desktop's identity: exit %d: %s", res.ExitCode, res.Stderr)
@@ -261,21 +269,15 @@ func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template
 	if err != nil {
 		return fmt.Errorf("applying the desktop's identity: %w", err)
 	}
-	if d.DataDiskGiB > templateDataGiB {
-		if err := m.hv.ResizeDisk(ctx, vm.Name, d.DataDiskPath, int64(d.DataDiskGiB)<<30); err != nil {
-			return fmt.Errorf("data disk size: %w", err)
-		}
-		if res, err := m.hv.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", growHome}}); err != nil || res.ExitCode != 0 {
-			m.log.Warn("growing /home after a warm create", "desktop", d.ID, "err", err)
-		}
-	}
 	return nil
 }
 
 // identityScript runs as root in a guest restored from a template; $1 is
-// the desktop's name (validated [a-z0-9-]), stdin its SSH keys.
+// the desktop's name (validated [a-z0-9-]), $2 "grow" when the data disk was
+// enlarged, stdin its SSH keys. It avoids D-Bus round trips (hostnamectl,
+// waiting for sshd): under emulation each costs seconds.
 const identityScript = `set -e
-hostnamectl set-hostname "$1" 2>/dev/null || hostname "$1"
+hostname "$1"
 echo "$1" > /etc/hostname
 sed -i "s/` + templateHost + `/$1/g" /etc/hosts
 # A random id: systemd-machine-id-setup would derive the template's again
@@ -285,8 +287,9 @@ ln -sf /etc/machine-id /var/lib/dbus/machine-id
 rm -f /etc/ssh/ssh_host_*
 ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key
 ssh-keygen -q -t ecdsa -N '' -f /etc/ssh/ssh_host_ecdsa_key
-systemctl try-restart ssh 2>/dev/null || true
+systemctl --no-block try-restart ssh 2>/dev/null || true
 install -d -m 700 -o agent -g agent /home/agent/.ssh
 cat > /home/agent/.ssh/authorized_keys
 chown agent: /home/agent/.ssh/authorized_keys
-chmod 600 /home/agent/.ssh/authorized_keys`
+chmod 600 /home/agent/.ssh/authorized_keys
+if [ "$2" = grow ]; then (` + growHome + `) >/dev/null 2>&1 || true; fi`
