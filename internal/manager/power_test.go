@@ -109,11 +109,19 @@ func TestWake(t *testing.T) {
 	if err != nil || w.State != desktop.StateRunning {
 		t.Fatalf("wake hibernated: %v %+v", err, w)
 	}
-	h.m.Pause(ctx, d.ID, "alice")
+	if _, err := h.m.Pause(ctx, d.ID, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.settle(t, d.ID); got.State != desktop.StatePaused {
+		t.Fatalf("pause: %s", got.State)
+	}
 	if w, err := h.m.Wake(ctx, d.ID, "alice"); err != nil || w.State != desktop.StateRunning {
 		t.Fatalf("wake paused: %v %+v", err, w)
 	}
-	h.m.Stop(ctx, d.ID, "alice", StopOptions{Force: true})
+	h.settle(t, d.ID)
+	if _, err := h.m.Stop(ctx, d.ID, "alice", StopOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
 	h.settle(t, d.ID)
 	var te *desktop.TransitionError
 	if _, err := h.m.Wake(ctx, d.ID, "alice"); !errors.As(err, &te) || te.State != desktop.StateStopped {
