@@ -13,8 +13,10 @@ import (
 
 	"github.com/bureau/bureau/internal/api"
 	"github.com/bureau/bureau/internal/auth"
+	"github.com/bureau/bureau/internal/computer"
 	"github.com/bureau/bureau/internal/config"
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/guest"
 	"github.com/bureau/bureau/internal/host"
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
 	"github.com/bureau/bureau/internal/manager"
@@ -86,7 +88,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	defer m.Close()
 
 	router := api.New(api.Deps{
-		Desktops: m, Screens: h, Tokens: tokens, Images: imageService(cfg, st, log), Log: log,
+		Desktops: m, Computer: computer.New(h, h, h), Guest: guest.New(h), Tokens: tokens, Images: imageService(cfg, st, log), Log: log,
 		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest,
 		Info: map[string]string{"version": version, "accelerator": string(accel), "accelerator_reason": why,
 			"database": st.Dialect(), "default_image": cfg.DefaultImage, "go": runtime.Version()},

@@ -48,11 +48,6 @@ type Desktops interface {
 	Templates
 }
 
-// Screens takes screenshots of running desktops.
-type Screens interface {
-	Screenshot(ctx context.Context, domain string) ([]byte, string, error)
-}
-
 // Tokens issues and checks API tokens.
 type Tokens interface {
 	Authenticate(ctx context.Context, secret string) (*desktop.Token, error)
@@ -64,7 +59,8 @@ type Tokens interface {
 // Deps are what the API needs.
 type Deps struct {
 	Desktops Desktops
-	Screens  Screens
+	Computer Computer
+	Guest    Guest
 	Tokens   Tokens
 	Images   Images
 	// Live feeds state changes and the audit log; Stats reads VM figures.
@@ -135,6 +131,14 @@ func New(d Deps) *gin.Engine {
 	v1.DELETE("/desktops/:id/snapshots/:name", s.handle(s.deleteSnapshot))
 	v1.GET("/desktops/:id/events", s.handle(s.desktopEvents))
 	v1.GET("/desktops/:id/screenshot", s.rateLimited(rateScreen, s.screenshot))
+	v1.POST("/desktops/:id/computer", s.rateLimited(rateScreen, s.handle(s.computerAction)))
+	v1.POST("/desktops/:id/exec", s.handle(s.execCommand))
+	v1.GET("/desktops/:id/files", s.getFile)
+	v1.PUT("/desktops/:id/files", s.handle(s.putFile))
+	v1.DELETE("/desktops/:id/files", s.handle(s.deleteFile))
+	v1.GET("/desktops/:id/clipboard", s.handle(s.getClipboard))
+	v1.PUT("/desktops/:id/clipboard", s.handle(s.putClipboard))
+	v1.POST("/desktops/:id/resolution", s.handle(s.setResolution))
 	v1.GET("/images", s.handle(s.listImages))
 	v1.POST("/images", s.rateLimited(rateHeavy, s.handle(s.importImage)))
 	v1.DELETE("/images/:name", s.handle(s.deleteImage))

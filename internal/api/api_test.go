@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/bureau/bureau/internal/auth"
+	"github.com/bureau/bureau/internal/computer"
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/guest"
 	"github.com/bureau/bureau/internal/images"
 	"github.com/bureau/bureau/internal/manager"
 	"github.com/bureau/bureau/internal/store"
@@ -204,11 +206,56 @@ func (f *fakeDesktops) setState(id string, st desktop.State) (*desktop.Desktop, 
 	return d, nil
 }
 
-type fakeScreens struct{}
+type fakeComputer struct{}
 
-func (fakeScreens) Screenshot(context.Context, string) ([]byte, string, error) {
-	return []byte("\x89PNG"), "image/png", nil
+func (fakeComputer) Run(_ context.Context, _ string, req computer.Request) (*computer.Result, error) {
+	return &computer.Result{Results: []computer.StepResult{{Action: req.Action.Action}}}, nil
 }
+func (fakeComputer) Screenshot(context.Context, string, computer.ShotOptions) (*computer.Image, error) {
+	return &computer.Image{MediaType: "image/png", Data: []byte("\x89PNG"), Width: 1, Height: 1}, nil
+}
+func (fakeComputer) Forget(string) {}
+
+// fakeGuest holds files in memory.
+type fakeGuest struct {
+	mu    sync.Mutex
+	files map[string][]byte
+}
+
+func (g *fakeGuest) Exec(_ context.Context, _ string, r guest.ExecRequest) (*guest.ExecResult, error) {
+	return &guest.ExecResult{Stdout: r.Cmd}, nil
+}
+func (g *fakeGuest) Stat(_ context.Context, _, p, _ string) (*guest.Stat, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b, ok := g.files[p]
+	if !ok {
+		return nil, desktop.ErrNotFound
+	}
+	return &guest.Stat{Path: p, Size: int64(len(b))}, nil
+}
+func (g *fakeGuest) Read(_ context.Context, _ string, st *guest.Stat, w io.Writer) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, err := w.Write(g.files[st.Path])
+	return err
+}
+func (g *fakeGuest) Write(_ context.Context, _ string, req guest.WriteRequest, r io.Reader) (string, int64, error) {
+	b, err := io.ReadAll(r)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.files[req.Path] = b
+	return req.Path, int64(len(b)), err
+}
+func (g *fakeGuest) Delete(_ context.Context, _, p, _ string, _ bool) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.files, p)
+	return nil
+}
+func (g *fakeGuest) Clipboard(context.Context, string) (string, error)     { return "clip", nil }
+func (g *fakeGuest) SetClipboard(context.Context, string, string) error    { return nil }
+func (g *fakeGuest) SetResolution(context.Context, string, int, int) error { return nil }
 
 type fakeImages struct{}
 
@@ -251,7 +298,7 @@ func newEnvF(t testing.TB) *env {
 	e := &env{desktops: &fakeDesktops{desktops: map[string]*desktop.Desktop{}},
 		admin: mk("root", desktop.ScopeAdmin), alice: mk("alice", desktop.ScopeOwner), bob: mk("bob", desktop.ScopeOwner)}
 	e.live = &fakeLive{Feed: &manager.Feed{}}
-	e.srv = httptest.NewServer(New(Deps{Desktops: e.desktops, Screens: fakeScreens{}, Tokens: tokens, Images: fakeImages{},
+	e.srv = httptest.NewServer(New(Deps{Desktops: e.desktops, Computer: fakeComputer{}, Guest: &fakeGuest{files: map[string][]byte{}}, Tokens: tokens, Images: fakeImages{},
 		Live: e.live, Stats: fakeStats{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "bureau_up 1\n") }),
 		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}}))
 	t.Cleanup(e.srv.Close)

@@ -43,11 +43,9 @@ func (s *server) authenticate(c *gin.Context) {
 
 // computerRoutes are what a computer-only desktop token may use.
 var computerRoutes = map[string]bool{
-	"GET /api/v1/desktops/:id":             true,
-	"GET /api/v1/desktops/:id/screenshot":  true,
-	"POST /api/v1/desktops/:id/computer":   true,
-	"GET /api/v1/desktops/:id/cursor":      true,
-	"GET /api/v1/desktops/:id/screenshots": true,
+	"GET /api/v1/desktops/:id":            true,
+	"GET /api/v1/desktops/:id/screenshot": true,
+	"POST /api/v1/desktops/:id/computer":  true,
 }
 
 // scopeAllows confines a desktop token to its desktop (another desktop is

@@ -177,24 +177,6 @@ func (s *server) desktopEvents(c *gin.Context) (reply, error) {
 
 // screenshot serves the desktop's screen as the hypervisor returns it (PNG).
 // A paused or hibernated desktop is woken first.
-func (s *server) screenshot(c *gin.Context) {
-	d, err := s.awake(c)
-	if err == nil && d.State != desktop.StateRunning {
-		err = &desktop.TransitionError{Op: "screenshot", State: d.State}
-	}
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	img, mime, err := s.Screens.Screenshot(c.Request.Context(), d.DomainName())
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	c.Header("Cache-Control", "no-store")
-	c.Data(http.StatusOK, mime, img)
-}
-
 func boolQuery(c *gin.Context, name string) (bool, error) {
 	v := c.Query(name)
 	if v == "" {

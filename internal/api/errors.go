@@ -51,6 +51,7 @@ func classify(err error) (int, errorBody) {
 		cf *conflict
 		iu *images.InUseError
 		qe *desktop.QuotaError
+		dc *desktop.ConflictError
 	)
 	switch {
 	case errors.As(err, &ve):
@@ -63,7 +64,7 @@ func classify(err error) (int, errorBody) {
 		return http.StatusConflict, errorBody{Code: "in_use", Message: err.Error()}
 	case errors.Is(err, images.ErrExists):
 		return http.StatusConflict, errorBody{Code: "exists", Message: err.Error()}
-	case errors.As(err, &cf):
+	case errors.As(err, &cf), errors.As(err, &dc):
 		return http.StatusConflict, errorBody{Code: "conflict", Message: err.Error()}
 	case errors.Is(err, desktop.ErrNameTaken):
 		return http.StatusConflict, errorBody{Code: "name_taken", Message: err.Error()}

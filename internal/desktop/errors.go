@@ -33,3 +33,9 @@ type TransitionError struct {
 func (e *TransitionError) Error() string {
 	return fmt.Sprintf("cannot %s a desktop that is %s", e.Op, e.State)
 }
+
+// ConflictError is a request that clashes with what exists (a directory
+// where a file was meant, say): 409.
+type ConflictError struct{ Message string }
+
+func (e *ConflictError) Error() string { return e.Message }

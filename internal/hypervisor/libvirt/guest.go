@@ -94,3 +94,64 @@ func (h *Hypervisor) GuestExec(ctx context.Context, name string, e desktop.Exec)
 		}
 	}
 }
+
+// GuestFileOpen opens a file in the guest (mode as fopen's: "r", "w", "a").
+func (h *Hypervisor) GuestFileOpen(ctx context.Context, name, path, mode string) (int64, error) {
+	var handle int64
+	err := h.agent(ctx, name, map[string]any{"execute": "guest-file-open", "arguments": map[string]string{"path": path, "mode": mode}}, &handle)
+	if err != nil {
+		return 0, fmt.Errorf("open %s in the guest: %w", path, err)
+	}
+	return handle, nil
+}
+
+// GuestFileRead reads up to n bytes from the handle's position; eof says
+// the end was reached.
+func (h *Hypervisor) GuestFileRead(ctx context.Context, name string, handle int64, n int) ([]byte, bool, error) {
+	var r struct {
+		Count int    `json:"count"`
+		Buf   string `json:"buf-b64"`
+		EOF   bool   `json:"eof"`
+	}
+	if err := h.agent(ctx, name, map[string]any{"execute": "guest-file-read", "arguments": map[string]any{"handle": handle, "count": n}}, &r); err != nil {
+		return nil, false, fmt.Errorf("read in the guest: %w", err)
+	}
+	b, err := base64.StdEncoding.DecodeString(r.Buf)
+	if err != nil {
+		return nil, false, fmt.Errorf("read in the guest: %w", err)
+	}
+	return b, r.EOF, nil
+}
+
+// GuestFileSeek moves the handle to offset from the start (and clears a
+// sticky end-of-file, so a growing file can be read further).
+func (h *Hypervisor) GuestFileSeek(ctx context.Context, name string, handle, offset int64) error {
+	err := h.agent(ctx, name, map[string]any{"execute": "guest-file-seek", "arguments": map[string]any{"handle": handle, "offset": offset, "whence": "set"}}, nil)
+	if err != nil {
+		return fmt.Errorf("seek in the guest: %w", err)
+	}
+	return nil
+}
+
+// GuestFileWrite writes all of b at the handle's position.
+func (h *Hypervisor) GuestFileWrite(ctx context.Context, name string, handle int64, b []byte) error {
+	var r struct {
+		Count int `json:"count"`
+	}
+	err := h.agent(ctx, name, map[string]any{"execute": "guest-file-write", "arguments": map[string]any{"handle": handle, "buf-b64": base64.StdEncoding.EncodeToString(b)}}, &r)
+	if err != nil {
+		return fmt.Errorf("write in the guest: %w", err)
+	}
+	if r.Count != len(b) {
+		return fmt.Errorf("write in the guest: %d of %d bytes written", r.Count, len(b))
+	}
+	return nil
+}
+
+// GuestFileClose closes a handle.
+func (h *Hypervisor) GuestFileClose(ctx context.Context, name string, handle int64) error {
+	if err := h.agent(ctx, name, map[string]any{"execute": "guest-file-close", "arguments": map[string]any{"handle": handle}}, nil); err != nil {
+		return fmt.Errorf("close in the guest: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package api
+
+import (
+	"context"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"strconv"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/guest"
+	"github.com/gin-gonic/gin"
+)
+
+// Guest runs commands and moves files inside desktops.
+type Guest interface {
+	Exec(ctx context.Context, domain string, r guest.ExecRequest) (*guest.ExecResult, error)
+	Stat(ctx context.Context, domain, path, user string) (*guest.Stat, error)
+	Read(ctx context.Context, domain string, st *guest.Stat, w io.Writer) error
+	Write(ctx context.Context, domain string, req guest.WriteRequest, r io.Reader) (string, int64, error)
+	Delete(ctx context.Context, domain, path, user string, recursive bool) error
+	Clipboard(ctx context.Context, domain string) (string, error)
+	SetClipboard(ctx context.Context, domain, text string) error
+	SetResolution(ctx context.Context, domain string, w, h int) error
+}
+
+func (s *server) execCommand(c *gin.Context) (reply, error) {
+	var req guest.ExecRequest
+	if err := decode(c, &req); err != nil {
+		return reply{}, err
+	}
+	if err := req.Validate(); err != nil {
+		return reply{}, err
+	}
+	d, err := s.running(c, "exec in")
+	if err != nil {
+		return reply{}, err
+	}
+	res, err := s.Guest.Exec(c.Request.Context(), d.DomainName(), req)
+	return reply{http.StatusOK, res}, err
+}
+
+// getFile downloads a file (streamed, never held in memory) or lists a
+// directory as JSON.
+func (s *server) getFile(c *gin.Context) {
+	d, err := s.running(c, "read files of")
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	st, err := s.Guest.Stat(c.Request.Context(), d.DomainName(), c.Query("path"), c.Query("user"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if st.Dir {
+		c.JSON(http.StatusOK, st)
+		return
+	}
+	c.Header("Content-Length", strconv.FormatInt(st.Size, 10))
+	c.Header("Content-Type", "application/octet-stream")
+	c.Header("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(st.Path)}))
+	c.Header("X-File-Path", st.Path)
+	c.Status(http.StatusOK)
+	if err := s.Guest.Read(c.Request.Context(), d.DomainName(), st, c.Writer); err != nil {
+		// Headers are gone: cut the connection so the client sees a short
+		// body rather than a complete-looking file.
+		s.Log.Error("download failed", "desktop", d.ID, "path", st.Path, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// putFile uploads the request body to path (streamed), creating parent
+// directories unless parents=false, with mode (octal, default 0644).
+func (s *server) putFile(c *gin.Context) (reply, error) {
+	req := guest.WriteRequest{Path: c.Query("path"), User: c.Query("user"), Parents: true}
+	if v := c.Query("parents"); v != "" {
+		p, err := boolQuery(c, "parents")
+		if err != nil {
+			return reply{}, err
+		}
+		req.Parents = p
+	}
+	if v := c.Query("mode"); v != "" {
+		m, err := strconv.ParseUint(v, 8, 32)
+		if err != nil || m > 0o7777 {
+			return reply{}, &desktop.ValidationError{Field: "mode", Message: "must be octal permission bits such as 0644"}
+		}
+		req.Mode = uint32(m)
+	}
+	d, err := s.running(c, "write files of")
+	if err != nil {
+		return reply{}, err
+	}
+	final, n, err := s.Guest.Write(c.Request.Context(), d.DomainName(), req, c.Request.Body)
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusCreated, gin.H{"path": final, "size": n}}, nil
+}
+
+func (s *server) deleteFile(c *gin.Context) (reply, error) {
+	recursive, err := boolQuery(c, "recursive")
+	if err != nil {
+		return reply{}, err
+	}
+	d, err := s.running(c, "delete files of")
+	if err != nil {
+		return reply{}, err
+	}
+	err = s.Guest.Delete(c.Request.Context(), d.DomainName(), c.Query("path"), c.Query("user"), recursive)
+	return reply{http.StatusNoContent, nil}, err
+}
+
+type clipboardBody struct {
+	Text string `json:"text"`
+}
+
+func (s *server) getClipboard(c *gin.Context) (reply, error) {
+	d, err := s.running(c, "read the clipboard of")
+	if err != nil {
+		return reply{}, err
+	}
+	text, err := s.Guest.Clipboard(c.Request.Context(), d.DomainName())
+	return reply{http.StatusOK, clipboardBody{text}}, err
+}
+
+func (s *server) putClipboard(c *gin.Context) (reply, error) {
+	var body clipboardBody
+	if err := decode(c, &body); err != nil {
+		return reply{}, err
+	}
+	d, err := s.running(c, "set the clipboard of")
+	if err != nil {
+		return reply{}, err
+	}
+	err = s.Guest.SetClipboard(c.Request.Context(), d.DomainName(), body.Text)
+	return reply{http.StatusOK, body}, err
+}
+
+func (s *server) setResolution(c *gin.Context) (reply, error) {
+	var body struct {
+		Width  int `json:"width"`
+		Height int `json:"height"`
+	}
+	if err := decode(c, &body); err != nil {
+		return reply{}, err
+	}
+	d, err := s.running(c, "resize the screen of")
+	if err != nil {
+		return reply{}, err
+	}
+	if err := s.Guest.SetResolution(c.Request.Context(), d.DomainName(), body.Width, body.Height); err != nil {
+		return reply{}, err
+	}
+	s.Computer.Forget(d.DomainName())
+	return reply{http.StatusOK, body}, nil
+}

@@ -1,0 +1,254 @@
+// Package computer drives a desktop's screen, mouse and keyboard the way
+// computer-use models ask to: Anthropic's and OpenAI's action shapes, xdotool
+// key names, and a display size the model sees that is scaled exactly to
+// the real screen. Input goes to the hypervisor (QMP input-send-event), so
+// it works at boot, at the login screen and with a wedged guest; only text
+// a US keyboard cannot type goes through the guest agent.
+package computer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/digitalocean/go-qemu/qmp/raw"
+)
+
+// Input sends input events to a VM, each call ending in one sync (one
+// report to the guest's devices).
+type Input interface {
+	SendInput(ctx context.Context, domain string, events []raw.InputEvent) error
+}
+
+// Screen takes a screenshot of a VM's display.
+type Screen interface {
+	Screenshot(ctx context.Context, domain string) ([]byte, string, error)
+}
+
+// Guest runs commands inside a VM through its guest agent.
+type Guest interface {
+	GuestExec(ctx context.Context, domain string, e desktop.Exec) (*desktop.ExecResult, error)
+}
+
+// Computer runs computer-use requests. It remembers where it last put
+// each desktop's pointer, since the hypervisor cannot be asked.
+type Computer struct {
+	in     Input
+	screen Screen
+	guest  Guest
+	// User owns the X session (the desktop's cloud-init user).
+	User string
+	// SettleFor is how long the screen must stay unchanged to count as
+	// settled; SettleMax bounds the wait.
+	SettleFor, SettleMax time.Duration
+
+	mu      sync.Mutex
+	cursors map[string]Point
+	sizes   map[string]sizeSeen
+}
+
+type sizeSeen struct {
+	w, h int
+	at   time.Time
+}
+
+// New builds a Computer.
+func New(in Input, screen Screen, guest Guest) *Computer {
+	return &Computer{in: in, screen: screen, guest: guest, User: "agent",
+		SettleFor: 300 * time.Millisecond, SettleMax: 3 * time.Second,
+		cursors: map[string]Point{}, sizes: map[string]sizeSeen{}}
+}
+
+// Request is one action (its fields inline) or a list of actions, with the
+// display size the caller's coordinates refer to.
+type Request struct {
+	Action
+	Actions []Action `json:"actions,omitempty"`
+	// Display is the screen size the model sees; screenshots are scaled to
+	// it and coordinates scaled back. Empty: the real screen size.
+	Display *Size `json:"display,omitempty"`
+	// Screenshot asks for a settled screenshot after the actions.
+	Screenshot bool `json:"screenshot,omitempty"`
+}
+
+// Size is a width and height in pixels.
+type Size struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
+// Result is what a request did.
+type Result struct {
+	Results []StepResult `json:"results"`
+	// Screenshot is the screen after the actions, when asked for.
+	Screenshot *Image `json:"screenshot,omitempty"`
+	// Display is the coordinate space used; Screen is the real screen.
+	Display Size `json:"display"`
+	Screen  Size `json:"screen"`
+}
+
+// StepResult reports one action.
+type StepResult struct {
+	Action     string `json:"action"`
+	DurationMS int64  `json:"duration_ms"`
+	Image      *Image `json:"image,omitempty"`
+	Cursor     *Point `json:"cursor,omitempty"`
+	// TypedVia says how text went in: "keyboard" (key events) or
+	// "guest" (xdotool in the guest, for characters with no key).
+	TypedVia string `json:"typed_via,omitempty"`
+	Chars    int    `json:"chars,omitempty"`
+}
+
+// maxActions bounds one request.
+const maxActions = 100
+
+// Run validates every action, then runs them in order on domain.
+func (c *Computer) Run(ctx context.Context, domain string, req Request) (*Result, error) {
+	actions := req.Actions
+	single := req.Action.Action != "" || req.Action.Type != ""
+	switch {
+	case single && len(actions) > 0:
+		return nil, invalid("actions", "give one action or a list of actions, not both")
+	case single:
+		actions = []Action{req.Action}
+	case len(actions) == 0 && !req.Screenshot:
+		return nil, invalid("action", "give an action, a list of actions, or screenshot: true")
+	case len(actions) > maxActions:
+		return nil, invalid("actions", fmt.Sprintf("at most %d actions per request", maxActions))
+	}
+	steps := make([]step, len(actions))
+	for i, a := range actions {
+		s, err := compile(a)
+		if err != nil {
+			if len(actions) > 1 {
+				var ve *desktop.ValidationError
+				if errors.As(err, &ve) {
+					ve.Field = fmt.Sprintf("actions[%d].%s", i, ve.Field)
+				}
+			}
+			return nil, err
+		}
+		steps[i] = s
+	}
+	w, h, err := c.screenSize(ctx, domain)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := newScaler(req.Display, w, h)
+	if err != nil {
+		return nil, err
+	}
+	for i := range steps {
+		if err := sc.check(steps[i]); err != nil {
+			return nil, err
+		}
+	}
+	res := &Result{Results: make([]StepResult, 0, len(steps)), Display: sc.display(), Screen: Size{w, h}}
+	for _, s := range steps {
+		begun := time.Now()
+		r, err := c.run(ctx, domain, sc, s)
+		r.Action, r.DurationMS = s.name, time.Since(begun).Milliseconds()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		res.Results = append(res.Results, r)
+	}
+	if req.Screenshot {
+		img, err := c.settledImage(ctx, domain, sc, nil)
+		if err != nil {
+			return nil, err
+		}
+		res.Screenshot = img
+	}
+	return res, nil
+}
+
+func (c *Computer) run(ctx context.Context, domain string, sc *scaler, s step) (StepResult, error) {
+	var r StepResult
+	if s.at != nil {
+		if err := c.move(ctx, domain, sc.real(*s.at)); err != nil {
+			return r, err
+		}
+	}
+	switch {
+	case len(s.path) > 0:
+		return r, c.drag(ctx, domain, sc, s)
+	case s.clicks > 0 || s.press || s.lift:
+		return r, c.click(ctx, domain, s)
+	case s.scrollV != 0 || s.scrollH != 0:
+		return r, c.scroll(ctx, domain, s)
+	case s.hold > 0:
+		return r, c.hold(ctx, domain, s.keys, s.hold)
+	case len(s.keys) > 0:
+		for _, k := range s.keys {
+			if err := c.hold(ctx, domain, []chord{k}, 0); err != nil {
+				return r, err
+			}
+		}
+		return r, nil
+	case s.text != "":
+		via, err := c.typeText(ctx, domain, s.text)
+		r.TypedVia, r.Chars = via, len([]rune(s.text))
+		return r, err
+	case s.wait > 0:
+		return r, sleep(ctx, s.wait)
+	case s.screenshot:
+		img, err := c.settledImage(ctx, domain, sc, nil)
+		r.Image = img
+		return r, err
+	case s.region != nil:
+		img, err := c.settledImage(ctx, domain, sc, s.region)
+		r.Image = img
+		return r, err
+	case s.cursor:
+		p, err := c.cursor(ctx, domain)
+		if err != nil {
+			return r, err
+		}
+		d := sc.toDisplay(p)
+		r.Cursor = &d
+	}
+	return r, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func invalid(field, msg string) error {
+	return &desktop.ValidationError{Field: field, Message: msg}
+}
+
+// guestEnv is what a command needs to reach the user's X session.
+func (c *Computer) guestEnv() []string {
+	return []string{"DISPLAY=:0", "XAUTHORITY=/home/" + c.User + "/.Xauthority", "HOME=/home/" + c.User,
+		"LANG=C.UTF-8", "PATH=/usr/local/bin:/usr/bin:/bin"}
+}
+
+// asUser runs argv in the guest as the session's user.
+func (c *Computer) asUser(ctx context.Context, domain string, stdin []byte, argv ...string) (*desktop.ExecResult, error) {
+	full := append([]string{"/usr/sbin/runuser", "-u", c.User, "--"}, argv...)
+	r, err := c.guest.GuestExec(ctx, domain, desktop.Exec{Argv: full, Env: c.guestEnv(), Stdin: stdin})
+	if err != nil {
+		return nil, fmt.Errorf("guest agent: %v: %w", err, desktop.ErrUnavailable)
+	}
+	if r.ExitCode != 0 {
+		msg := strings.TrimSpace(string(r.Stderr))
+		if strings.Contains(msg, "open display") {
+			return r, fmt.Errorf("the desktop session is not up yet (%s): %w", msg, desktop.ErrUnavailable)
+		}
+		return r, fmt.Errorf("%s in the guest: exit %d: %s", argv[0], r.ExitCode, msg)
+	}
+	return r, nil
+}

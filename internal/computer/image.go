@@ -1,0 +1,236 @@
+package computer
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	"image/jpeg"
+	"image/png"
+	"time"
+
+	"golang.org/x/image/draw"
+)
+
+// Image is a screenshot as returned to callers (data is base64 in JSON).
+type Image struct {
+	MediaType string `json:"media_type"`
+	Data      []byte `json:"data"`
+	Width     int    `json:"width"`
+	Height    int    `json:"height"`
+	// Settled is false when the screen was still changing when the wait
+	// for it to settle ran out.
+	Settled *bool `json:"settled,omitempty"`
+}
+
+// ShotOptions shape a screenshot.
+type ShotOptions struct {
+	// Format is "png" (default) or "jpeg"; Quality is JPEG's 1..100.
+	Format  string
+	Quality int
+	// Width and Height scale the image (one alone keeps the aspect).
+	Width, Height int
+	// Settle waits for the screen to stop changing first.
+	Settle bool
+}
+
+// sizeTTL is how long a seen screen size is trusted; a resolution change
+// through bureau forgets it at once.
+const sizeTTL = 5 * time.Second
+
+// screenSize is the real screen's size, from a recent screenshot.
+func (c *Computer) screenSize(ctx context.Context, domain string) (int, int, error) {
+	c.mu.Lock()
+	s, ok := c.sizes[domain]
+	c.mu.Unlock()
+	if ok && time.Since(s.at) < sizeTTL {
+		return s.w, s.h, nil
+	}
+	if _, err := c.capture(ctx, domain); err != nil {
+		return 0, 0, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sizes[domain].w, c.sizes[domain].h, nil
+}
+
+// Forget drops what is cached about a domain's screen (after a resolution
+// change or when the desktop stops).
+func (c *Computer) Forget(domain string) {
+	c.mu.Lock()
+	delete(c.sizes, domain)
+	delete(c.cursors, domain)
+	c.mu.Unlock()
+}
+
+// capture takes one PNG screenshot and records the screen size.
+func (c *Computer) capture(ctx context.Context, domain string) ([]byte, error) {
+	b, mime, err := c.screen.Screenshot(ctx, domain)
+	if err != nil {
+		return nil, err
+	}
+	if mime != "image/png" {
+		return nil, fmt.Errorf("screenshot came as %s, want image/png", mime)
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("screenshot: %w", err)
+	}
+	c.mu.Lock()
+	c.sizes[domain] = sizeSeen{cfg.Width, cfg.Height, time.Now()}
+	c.mu.Unlock()
+	return b, nil
+}
+
+// settle takes screenshots until two taken SettleFor apart are identical,
+// or SettleMax runs out; it returns the last one.
+func (c *Computer) settle(ctx context.Context, domain string) ([]byte, bool, error) {
+	deadline := time.Now().Add(c.SettleMax)
+	last, err := c.capture(ctx, domain)
+	if err != nil {
+		return nil, false, err
+	}
+	since := time.Now()
+	for time.Now().Before(deadline) {
+		if err := sleep(ctx, min(c.SettleFor/3, time.Until(deadline))); err != nil {
+			return nil, false, err
+		}
+		b, err := c.capture(ctx, domain)
+		if err != nil {
+			return nil, false, err
+		}
+		if !bytes.Equal(b, last) {
+			last, since = b, time.Now()
+			continue
+		}
+		if time.Since(since) >= c.SettleFor {
+			return b, true, nil
+		}
+	}
+	return last, false, nil
+}
+
+// settledImage is a settled screenshot in the caller's display space,
+// or a region of it (in display coordinates) zoomed to the display size.
+func (c *Computer) settledImage(ctx context.Context, domain string, sc *scaler, region []int) (*Image, error) {
+	b, settled, err := c.settle(ctx, domain)
+	if err != nil {
+		return nil, err
+	}
+	opts := ShotOptions{Width: sc.w, Height: sc.h}
+	var img *Image
+	if region == nil {
+		img, err = encode(b, opts, nil)
+	} else {
+		tl := sc.real(Point{region[0], region[1]})
+		br := sc.real(Point{region[2] - 1, region[3] - 1})
+		crop := image.Rect(tl.X, tl.Y, br.X+1, br.Y+1)
+		// Fit the region into the display, keeping its aspect.
+		scale := min(float64(sc.w)/float64(crop.Dx()), float64(sc.h)/float64(crop.Dy()))
+		opts.Width, opts.Height = max(1, int(float64(crop.Dx())*scale)), max(1, int(float64(crop.Dy())*scale))
+		img, err = encode(b, opts, &crop)
+	}
+	if err != nil {
+		return nil, err
+	}
+	img.Settled = &settled
+	return img, nil
+}
+
+// Screenshot takes a screenshot of domain shaped by opts.
+func (c *Computer) Screenshot(ctx context.Context, domain string, opts ShotOptions) (*Image, error) {
+	var b []byte
+	var err error
+	if opts.Settle {
+		b, _, err = c.settle(ctx, domain)
+	} else {
+		b, err = c.capture(ctx, domain)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return encode(b, opts, nil)
+}
+
+// encode crops, scales and re-encodes a PNG screenshot; an untouched PNG
+// is passed through as it came.
+func encode(src []byte, opts ShotOptions, crop *image.Rectangle) (*Image, error) {
+	cfg, err := png.DecodeConfig(bytes.NewReader(src))
+	if err != nil {
+		return nil, fmt.Errorf("screenshot: %w", err)
+	}
+	w, h := opts.Width, opts.Height
+	bw, bh := cfg.Width, cfg.Height
+	if crop != nil {
+		bw, bh = crop.Dx(), crop.Dy()
+	}
+	switch {
+	case w == 0 && h == 0:
+		w, h = bw, bh
+	case w == 0:
+		w = max(1, bw*h/bh)
+	case h == 0:
+		h = max(1, bh*w/bw)
+	}
+	format := opts.Format
+	if format == "" {
+		format = "png"
+	}
+	if format == "png" && crop == nil && w == cfg.Width && h == cfg.Height {
+		return &Image{MediaType: "image/png", Data: src, Width: w, Height: h}, nil
+	}
+	m, err := png.Decode(bytes.NewReader(src))
+	if err != nil {
+		return nil, fmt.Errorf("screenshot: %w", err)
+	}
+	if crop != nil {
+		m = subImage(m, *crop)
+	}
+	if w != m.Bounds().Dx() || h != m.Bounds().Dy() {
+		dst := image.NewRGBA(image.Rect(0, 0, w, h))
+		draw.ApproxBiLinear.Scale(dst, dst.Bounds(), m, m.Bounds(), draw.Src, nil)
+		m = dst
+	}
+	var out bytes.Buffer
+	switch format {
+	case "png":
+		err = (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&out, m)
+	case "jpeg":
+		q := opts.Quality
+		if q == 0 {
+			q = 80
+		}
+		err = jpeg.Encode(&out, m, &jpeg.Options{Quality: q})
+	default:
+		return nil, invalid("format", "must be png or jpeg")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encode screenshot: %w", err)
+	}
+	return &Image{MediaType: "image/" + format, Data: out.Bytes(), Width: w, Height: h}, nil
+}
+
+func subImage(m image.Image, r image.Rectangle) image.Image {
+	if s, ok := m.(interface {
+		SubImage(image.Rectangle) image.Image
+	}); ok {
+		return s.SubImage(r.Add(m.Bounds().Min))
+	}
+	return m
+}
+
+// ValidateShot checks screenshot options from a request.
+func ValidateShot(o ShotOptions) error {
+	switch o.Format {
+	case "", "png", "jpeg":
+	default:
+		return invalid("format", "must be png or jpeg")
+	}
+	if o.Quality != 0 && (o.Quality < 1 || o.Quality > 100 || o.Format != "jpeg") {
+		return invalid("quality", "is 1..100 and only for jpeg")
+	}
+	if o.Width < 0 || o.Height < 0 || o.Width > maxDisplay || o.Height > maxDisplay {
+		return invalid("width", fmt.Sprintf("width and height must be 0..%d", maxDisplay))
+	}
+	return nil
+}
