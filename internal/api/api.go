@@ -14,7 +14,9 @@ import (
 	"github.com/bureau/bureau/internal/auth"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/manager"
+	"github.com/bureau/bureau/internal/mcptools"
 	"github.com/gin-gonic/gin"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Desktops is the lifecycle service the API drives.
@@ -142,6 +144,12 @@ func New(d Deps) *gin.Engine {
 	v1.GET("/images", s.handle(s.listImages))
 	v1.POST("/images", s.rateLimited(rateHeavy, s.handle(s.importImage)))
 	v1.DELETE("/images/:name", s.handle(s.deleteImage))
+	// MCP (streamable HTTP): tools that call this API in process with the
+	// caller's own token.
+	mcpServer := mcptools.NewServer(mcptools.InProcess{Handler: r}, mcptools.BearerFromRequest, d.Info["version"])
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	r.Any("/mcp", s.authenticate, gin.WrapH(mcpHandler))
 	v1.GET("/tokens", s.handle(s.listTokens))
 	v1.POST("/tokens", s.handle(s.createToken))
 	v1.DELETE("/tokens/:id", s.handle(s.revokeToken))

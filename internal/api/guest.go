@@ -64,6 +64,9 @@ func (s *server) getFile(c *gin.Context) {
 	c.Header("X-File-Path", st.Path)
 	c.Status(http.StatusOK)
 	if err := s.Guest.Read(c.Request.Context(), d.DomainName(), st, c.Writer); err != nil {
+		if c.Request.Context().Err() != nil {
+			return // the client went away or took all it wanted
+		}
 		// Headers are gone: cut the connection so the client sees a short
 		// body rather than a complete-looking file.
 		s.Log.Error("download failed", "desktop", d.ID, "path", st.Path, "err", err)

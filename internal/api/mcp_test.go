@@ -1,0 +1,90 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// bearer adds a token to every request of an MCP client.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func mcpSession(t *testing.T, e *env, token string) (*mcp.ClientSession, error) {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	return c.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: e.srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{token}}, DisableStandaloneSSE: true}, nil)
+}
+
+func TestMCPToolsCallTheAPIAsTheCaller(t *testing.T) {
+	e := newEnv(t)
+	_, d := e.do(t, e.alice, "POST", "/api/v1/desktops", `{"name":"mine"}`)
+	id := d["id"].(string)
+	e.desktops.desktops[id].State = "running"
+
+	if _, err := mcpSession(t, e, ""); err == nil {
+		t.Error("MCP without a token connected")
+	}
+	cs, err := mcpSession(t, e, e.alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	ctx := context.Background()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	for _, want := range []string{"list_desktops", "create_desktop", "screenshot", "computer", "exec", "read_file", "write_file", "stop_desktop"} {
+		if !strings.Contains(strings.Join(names, " "), want) {
+			t.Errorf("tool %s missing from %v", want, names)
+		}
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_desktops", Arguments: map[string]any{}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, id) {
+		t.Fatalf("list_desktops: %v %+v", err, res)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "screenshot", Arguments: map[string]any{"desktop": id}})
+	if err != nil || res.IsError {
+		t.Fatalf("screenshot: %v %+v", err, res)
+	}
+	if img, ok := res.Content[0].(*mcp.ImageContent); !ok || img.MIMEType != "image/png" || string(img.Data) != "\x89PNG" {
+		t.Errorf("screenshot content %#v", res.Content[0])
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"desktop": id, "cmd": "echo hi"}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `"stdout":"echo hi"`) {
+		t.Fatalf("exec: %v %+v", err, res)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{"desktop": id, "path": "/home/agent/n.txt", "content": "note"}})
+	if err != nil || res.IsError {
+		t.Fatalf("write_file: %v %+v", err, res)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"desktop": id, "path": "/home/agent/n.txt"}})
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "note" {
+		t.Fatalf("read_file: %v %+v", err, res)
+	}
+
+	// Bob's token reaches none of alice's desktops through MCP either.
+	bob, err := mcpSession(t, e, e.bob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bob.Close()
+	res, err = bob.CallTool(ctx, &mcp.CallToolParams{Name: "screenshot", Arguments: map[string]any{"desktop": id}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "not_found") {
+		t.Errorf("bob's screenshot of alice's desktop: %v %+v", err, res)
+	}
+}
