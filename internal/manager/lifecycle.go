@@ -15,6 +15,13 @@ import (
 // transient state and intent before anything is done.
 func (m *Manager) begin(ctx context.Context, id string, op desktop.Op, desired desktop.State, actor string) (*desktop.Desktop, error) {
 	if err := m.lock(id, string(op)); err != nil {
+		// An operation the state forbids anyway is refused for that reason
+		// (clearer, and the same whether or not something else runs).
+		if d, gerr := m.store.GetDesktop(ctx, id); gerr == nil {
+			if _, terr := desktop.Begin(op, d.State); terr != nil {
+				return nil, terr
+			}
+		}
 		return nil, err
 	}
 	d, err := m.store.GetDesktop(ctx, id)
