@@ -177,8 +177,14 @@ func (c *Computer) hold(ctx context.Context, domain string, chords []chord, d ti
 // typeBudget is how many key events go into one input call. The guest's
 // PS/2 keyboard queue holds 16 scancode bytes, one per event of the keys
 // text uses, and nothing drains it while QEMU handles one call; two
-// bytes stay free for safety.
-const typeBudget = 14
+// bytes stay free for safety. typePause between calls gives a guest
+// short of CPU time to drain the queue: bytes that find it full are lost.
+// (A virtio keyboard, with a 64-event queue, lost more in a test: whole
+// reports are dropped when the guest has not returned its buffers.)
+const (
+	typeBudget = 14
+	typePause  = 8 * time.Millisecond
+)
 
 // typeText types text exactly. Runs of text a US keyboard can type go in
 // as key events; runs it cannot (accents, CJK, emoji) are put on the X
@@ -189,7 +195,12 @@ func (c *Computer) typeText(ctx context.Context, domain, text string) (string, e
 	via := "keyboard"
 	for _, run := range splitTypeable(text) {
 		if run.keys {
-			for _, batch := range keyBatches(run.text, typeBudget) {
+			for i, batch := range keyBatches(run.text, typeBudget) {
+				if i > 0 {
+					if err := sleep(ctx, typePause); err != nil {
+						return via, err
+					}
+				}
 				if err := c.in.SendInput(ctx, domain, batch); err != nil {
 					return via, err
 				}

@@ -1,0 +1,293 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"image/jpeg"
+	"image/png"
+	mrand "math/rand/v2"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/computer"
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/guest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func init() {
+	runningChecks = append(runningChecks, runningCheck{"computer_use", testComputerUse},
+		runningCheck{"exec_files_clipboard", testExecFilesClipboard}, runningCheck{"mcp", testMCP})
+}
+
+// pointer is where the guest's X server says the pointer is.
+func (s *server) pointer(d *desktop.Desktop) (int, int) {
+	s.t.Helper()
+	out, _ := s.guest(d, "su agent -c 'DISPLAY=:0 xdotool getmouselocation --shell'")
+	var x, y int
+	for _, l := range strings.Split(out, "\n") {
+		fmt.Sscanf(l, "X=%d", &x)
+		fmt.Sscanf(l, "Y=%d", &y)
+	}
+	return x, y
+}
+
+func (s *server) computer(token string, d *desktop.Desktop, req any) *computer.Result {
+	s.t.Helper()
+	var res computer.Result
+	if code := s.call(token, "POST", "/api/v1/desktops/"+d.ID+"/computer", req, &res); code != 200 {
+		s.t.Fatalf("computer %v: %d", req, code)
+	}
+	return &res
+}
+
+// catWindow opens an xterm at a place on screen that writes what it
+// receives to file.
+func (s *server) catWindow(d *desktop.Desktop, geometry, file string) {
+	s.t.Helper()
+	s.guest(d, "rm -f "+file+"; su agent -c 'cd; LANG=C.UTF-8 DISPLAY=:0 setsid xterm -geometry "+geometry+
+		" -e sh -c \"stty -icanon -echo; exec cat > "+file+"\" >/dev/null 2>&1 &'")
+	s.waitGuest(d, "xterm for "+file, "test -e "+file, time.Minute)
+	time.Sleep(2 * time.Second) // mapped and focused
+}
+
+// testComputerUse clicks at points in three display sizes and checks the
+// pointer lands within a pixel, delivers clicks to the window under the
+// pointer, types 500 characters with symbols and Unicode exactly, and
+// refuses bad actions.
+func testComputerUse(t *testing.T, s *server, token string, d *desktop.Desktop) {
+	s.guest(d, "pkill -x xterm")
+	for _, display := range []computer.Size{{Width: 1280, Height: 800}, {Width: 1024, Height: 768}, {Width: 800, Height: 500}} {
+		rng := mrand.New(mrand.NewPCG(uint64(display.Width), 7))
+		worst := 0
+		for i := 0; i < 30; i++ {
+			x, y := rng.IntN(display.Width), rng.IntN(display.Height)
+			// Points on the bottom panel would open menus; keep to the desktop.
+			y = min(y, display.Height*85/100)
+			s.computer(token, d, map[string]any{"action": "mouse_move", "coordinate": []int{x, y}, "display": display})
+			gx, gy := s.pointer(d)
+			// The real pixel is the one under the middle of the display pixel.
+			wx, wy := (2*x+1)*1280/(2*display.Width), (2*y+1)*800/(2*display.Height)
+			off := max(abs(gx-wx), abs(gy-wy))
+			worst = max(worst, off)
+			if off > 1 {
+				t.Errorf("display %v: (%d,%d) → pointer at (%d,%d), want (%d,%d)", display, x, y, gx, gy, wx, wy)
+			}
+		}
+		t.Logf("display %dx%d: 30 points, worst offset %d px", display.Width, display.Height, worst)
+	}
+
+	// Clicks reach the window under the pointer: two windows, a middle
+	// click (paste) into the second one only.
+	s.catWindow(d, "40x10+0+40", "/tmp/left.txt")
+	s.catWindow(d, "40x10+700+400", "/tmp/right.txt")
+	s.guest(d, "printf pasted-by-click | su agent -c 'DISPLAY=:0 xclip -selection primary -i >/dev/null 2>&1'")
+	// In display space 1024x768: the right window's middle is at real (850, 480).
+	s.computer(token, d, map[string]any{"display": map[string]int{"width": 1024, "height": 768},
+		"actions": []map[string]any{{"action": "middle_click", "coordinate": []int{680, 460}}}})
+	time.Sleep(time.Second)
+	if got, _ := s.guest(d, "cat /tmp/right.txt; echo /; cat /tmp/left.txt"); got != "pasted-by-click/" {
+		t.Errorf("middle click pasted into the wrong window: right/left = %q", got)
+	}
+	s.guest(d, "pkill -x xterm")
+
+	// Typing: 470 random printable ASCII characters and Unicode, exactly.
+	rng := mrand.New(mrand.NewPCG(1, 2))
+	var b strings.Builder
+	for b.Len() < 470 {
+		b.WriteByte(byte(33 + rng.IntN(94)))
+		if rng.IntN(9) == 0 {
+			b.WriteByte(' ')
+		}
+	}
+	text := b.String()[:440] + " naïve café — 日本語 🙂 ß € Ünï\nend"
+	s.catWindow(d, "100x20+50+50", "/tmp/typed.txt")
+	s.computer(token, d, map[string]any{"action": "left_click", "coordinate": []int{300, 150}})
+	begun := time.Now()
+	res := s.computer(token, d, map[string]any{"action": "type", "text": text})
+	took := time.Since(begun)
+	time.Sleep(2 * time.Second)
+	if got, _ := s.guest(d, "cat /tmp/typed.txt"); got != strings.TrimSpace(text) {
+		t.Errorf("typed text differs:\n got %q\nwant %q", got, text)
+	}
+	t.Logf("typed %d characters (%s) in %s: %.0f chars/s", len([]rune(text)), res.Results[0].TypedVia, took.Round(time.Millisecond),
+		float64(len([]rune(text)))/took.Seconds())
+	// Keys in both shapes: OpenAI's SHIFT+A and Anthropic's xdotool names.
+	s.computer(token, d, map[string]any{"actions": []map[string]any{
+		{"type": "keypress", "keys": []string{"SHIFT", "A"}}, {"action": "key", "text": "Return"}, {"action": "key", "text": "ctrl+c"},
+	}})
+	time.Sleep(time.Second)
+	if got, _ := s.guest(d, "tail -c 3 /tmp/typed.txt"); got != "dA" {
+		t.Errorf("keys: the file ends with %q", got)
+	}
+	s.guest(d, "pkill -x xterm")
+
+	// Screenshots: settled, scaled, JPEG.
+	res = s.computer(token, d, map[string]any{"action": "screenshot", "display": map[string]int{"width": 1024, "height": 640}})
+	img := res.Results[0].Image
+	if m, err := png.Decode(bytes.NewReader(img.Data)); err != nil || m.Bounds().Dx() != 1024 || m.Bounds().Dy() != 640 {
+		t.Errorf("scaled screenshot: %v", err)
+	}
+	var jpg []byte
+	if code := s.call(token, "GET", "/api/v1/desktops/"+d.ID+"/screenshot?format=jpeg&quality=60&width=640", nil, &jpg); code != 200 {
+		t.Errorf("jpeg screenshot: %d", code)
+	} else if m, err := jpeg.Decode(bytes.NewReader(jpg)); err != nil || m.Bounds().Dx() != 640 || m.Bounds().Dy() != 400 {
+		t.Errorf("jpeg screenshot: %v", err)
+	}
+	if res := s.computer(token, d, map[string]any{"action": "cursor_position"}); res.Results[0].Cursor == nil {
+		t.Errorf("cursor_position: %+v", res.Results[0])
+	}
+
+	// Bad input is refused with the bounds or the valid names.
+	path := "/api/v1/desktops/" + d.ID + "/computer"
+	if e := s.expectError(token, "POST", path, map[string]any{"action": "left_click", "coordinate": []int{1280, 10}}, 422, "invalid"); !strings.Contains(e.Error.Message, "0..1279") {
+		t.Errorf("out of bounds: %q", e.Error.Message)
+	}
+	if e := s.expectError(token, "POST", path, map[string]any{"action": "teleport"}, 422, "invalid"); !strings.Contains(e.Error.Message, "left_click") {
+		t.Errorf("unknown action: %q", e.Error.Message)
+	}
+	s.expectError(token, "POST", path, map[string]any{"action": "key", "text": "ctrl+nokey"}, 422, "invalid")
+	s.expectError(token, "GET", "/api/v1/desktops/"+d.ID+"/screenshot?format=gif", nil, 422, "invalid")
+}
+
+// testExecFilesClipboard runs commands, moves files (with path tricks
+// refused), and round-trips the clipboard and a resolution change.
+func testExecFilesClipboard(t *testing.T, s *server, token string, d *desktop.Desktop) {
+	api := "/api/v1/desktops/" + d.ID
+	var r guest.ExecResult
+	if code := s.call(token, "POST", api+"/exec", map[string]any{"cmd": "id -un; pwd; cat; echo err >&2; exit 3", "stdin": "in put\n"}, &r); code != 200 ||
+		r.Stdout != "agent\n/home/agent\nin put\n" || r.Stderr != "err\n" || r.ExitCode != 3 {
+		t.Errorf("exec: %d %+v", code, r)
+	}
+	if s.call(token, "POST", api+"/exec", map[string]any{"argv": []string{"sh", "-c", "id -un; pwd; echo $FOO"}, "user": "root", "cwd": "/tmp", "env": map[string]string{"FOO": "bar"}}, &r); r.Stdout != "root\n/tmp\nbar\n" {
+		t.Errorf("exec as root in /tmp: %+v", r)
+	}
+	if s.call(token, "POST", api+"/exec", map[string]any{"cmd": "sleep 30", "timeout_s": 1}, &r); !r.TimedOut || r.DurationMS > 20000 {
+		t.Errorf("timeout: %+v", r)
+	}
+	if s.call(token, "POST", api+"/exec", map[string]any{"cmd": "head -c 5000 /dev/zero | tr '\\0' x", "max_output_bytes": 100}, &r); len(r.Stdout) != 100 || !r.Truncated {
+		t.Errorf("capped output: %d bytes, truncated %v", len(r.Stdout), r.Truncated)
+	}
+	s.expectError(token, "POST", api+"/exec", map[string]any{}, 422, "invalid")
+	s.expectError(token, "POST", api+"/exec", map[string]any{"cmd": "true", "user": "bad user"}, 422, "invalid")
+
+	// Files: an 8 MiB upload and download, byte for byte.
+	data := make([]byte, 8<<20)
+	rand.Read(data)
+	begun := time.Now()
+	var put struct {
+		Path string
+		Size int64
+	}
+	if code := s.call(token, "PUT", api+"/files?path=up/deep/blob.bin&mode=0600", string(data), &put); code != 201 || put.Path != "/home/agent/up/deep/blob.bin" || put.Size != int64(len(data)) {
+		t.Fatalf("upload: %d %+v", code, put)
+	}
+	up := time.Since(begun)
+	begun = time.Now()
+	var got []byte
+	if code := s.call(token, "GET", api+"/files?path=/home/agent/up/deep/blob.bin", nil, &got); code != 200 || !bytes.Equal(got, data) {
+		t.Errorf("download: %d, %d bytes, equal %v", code, len(got), bytes.Equal(got, data))
+	}
+	t.Logf("8 MiB file: upload %s (%.1f MB/s), download %s (%.1f MB/s)", up.Round(time.Millisecond), 8.39/up.Seconds(),
+		time.Since(begun).Round(time.Millisecond), 8.39/time.Since(begun).Seconds())
+	if out, _ := s.guest(d, "stat -c '%U %a' /home/agent/up/deep/blob.bin; ls -a /home/agent/up/deep"); out != "agent 600\n.\n..\nblob.bin" {
+		t.Errorf("uploaded file in the guest: %q", out)
+	}
+	var dir guest.Stat
+	if s.call(token, "GET", api+"/files?path=up", nil, &dir); !dir.Dir || len(dir.Entries) != 1 || dir.Entries[0].Name != "deep" {
+		t.Errorf("listing: %+v", dir)
+	}
+	for p, code := range map[string]string{
+		"up/../../../etc/shadow": "forbidden", "/root/.bashrc": "forbidden", "/nope/x": "not_found", "": "invalid",
+	} {
+		want := map[string]int{"forbidden": 403, "not_found": 404, "invalid": 422}[code]
+		s.expectError(token, "GET", api+"/files?path="+p, nil, want, code)
+	}
+	s.expectError(token, "PUT", api+"/files?path=/etc/evil", "x", 403, "forbidden")
+	s.expectError(token, "PUT", api+"/files?path=up", "x", 409, "conflict")
+	s.expectError(token, "DELETE", api+"/files?path=up", nil, 409, "conflict")
+	if code := s.call(token, "DELETE", api+"/files?path=up&recursive=true", nil, nil); code != 204 {
+		t.Errorf("delete: %d", code)
+	}
+	if out, code := s.guest(d, "test -e /home/agent/up"); code == 0 {
+		t.Errorf("deleted directory still there: %s", out)
+	}
+
+	// Clipboard and resolution.
+	var clip struct{ Text string }
+	s.call(token, "PUT", api+"/clipboard", map[string]string{"text": "clip ☃ board"}, nil)
+	if s.call(token, "GET", api+"/clipboard", nil, &clip); clip.Text != "clip ☃ board" {
+		t.Errorf("clipboard: %q", clip.Text)
+	}
+	if code := s.call(token, "POST", api+"/resolution", map[string]int{"width": 1024, "height": 768}, nil); code != 200 {
+		t.Fatalf("resolution: %d", code)
+	}
+	var shot []byte
+	s.call(token, "GET", api+"/screenshot", nil, &shot)
+	if m, err := png.Decode(bytes.NewReader(shot)); err != nil || m.Bounds().Dx() != 1024 || m.Bounds().Dy() != 768 {
+		t.Errorf("after resolution change: %v", err)
+	}
+	s.expectError(token, "POST", api+"/computer", map[string]any{"action": "mouse_move", "coordinate": []int{1100, 10}}, 422, "invalid")
+	s.call(token, "POST", api+"/resolution", map[string]int{"width": 1280, "height": 800}, nil)
+	s.expectError(token, "POST", api+"/resolution", map[string]int{"width": 10, "height": 800}, 422, "invalid")
+}
+
+// bearerTransport adds a token to every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// testMCP drives the desktop with a real MCP client (the go-sdk's) over
+// streamable HTTP: list tools, screenshot, exec.
+func testMCP(t *testing.T, s *server, token string, d *desktop.Desktop) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url + "/mcp",
+		HTTPClient: &http.Client{Transport: bearerTransport{token}}, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) < 8 {
+		t.Fatalf("tools: %v %d", err, len(tools.Tools))
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "screenshot", Arguments: map[string]any{"desktop": d.ID}})
+	if err != nil || res.IsError {
+		t.Fatalf("screenshot: %v %+v", err, res)
+	}
+	img, ok := res.Content[0].(*mcp.ImageContent)
+	if !ok {
+		t.Fatalf("screenshot content %T", res.Content[0])
+	}
+	if m, err := png.Decode(bytes.NewReader(img.Data)); err != nil || m.Bounds().Dx() != 1280 {
+		t.Errorf("screenshot over MCP is not the screen: %v", err)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"desktop": d.ID, "cmd": "echo from-mcp; hostname"}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `from-mcp\nagent-1`) {
+		t.Errorf("exec over MCP: %v %+v", err, res)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "computer", Arguments: map[string]any{"desktop": d.ID,
+		"actions": []map[string]any{{"action": "mouse_move", "coordinate": []int{10, 10}}}, "screenshot": true}})
+	if err != nil || res.IsError || len(res.Content) != 2 {
+		t.Errorf("computer over MCP: %v %+v", err, res)
+	}
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
