@@ -5,7 +5,8 @@
 set -euo pipefail
 
 PKGS=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients libvirt-dev pkg-config
-      dnsmasq-base mmdebstrap extlinux syslinux-common fdisk e2fsprogs gcc make git curl ca-certificates)
+      dnsmasq-base mmdebstrap extlinux syslinux-common fdisk e2fsprogs gcc make git curl ca-certificates
+      chromium)  # chromium: the e2e browser check of the console page (e2e/browser, with node)
 [ "${BUREAU_WITH_POSTGRES:-0}" = 1 ] && PKGS+=(postgresql)
 
 log() { echo "host-setup: $*" >&2; }
