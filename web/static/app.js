@@ -1,0 +1,155 @@
+// bureau web console: sign-in, header, routing between the list and a desktop's page.
+import { get, setToken, clearToken, getToken, onUnauthorized, describe } from './js/api.js';
+import { store, subscribe, startLive, stopLive } from './js/store.js';
+import { h, icon, clear } from './js/ui.js';
+import { listView } from './js/list.js';
+import { detailsView } from './js/details.js';
+import { dropAllShots } from './js/desktop.js';
+
+const app = document.getElementById('app');
+let info = null;
+let current = null; // { key, cleanup, setTab }
+
+// ---------- sign-in ----------
+function loginView(message) {
+  teardown();
+  document.title = 'Sign in · bureau';
+  const input = h('input#token', { type: 'password', autocomplete: 'current-password', required: true, placeholder: 'API token', spellcheck: false });
+  const err = h('div.form-error', { role: 'alert', hidden: !message }, message || '');
+  const btn = h('button.btn.btn-primary.btn-block', { type: 'submit' }, 'Sign in');
+  const form = h('form.login-card', {
+    novalidate: true,
+    onsubmit: async (e) => {
+      e.preventDefault();
+      const t = input.value.trim();
+      err.hidden = true;
+      if (!t) { err.hidden = false; err.textContent = 'Paste your API token.'; input.focus(); return; }
+      btn.disabled = true;
+      btn.classList.add('is-busy');
+      try {
+        info = await get('/info', { token: t });
+        setToken(t);
+        start();
+      } catch (ex) {
+        err.hidden = false;
+        err.textContent = ex.status === 401 ? 'That token was not accepted. Check it and try again.' : describe(ex);
+        input.select();
+      } finally {
+        btn.disabled = false;
+        btn.classList.remove('is-busy');
+      }
+    },
+  },
+  h('div.brand.brand-lg', logo(), 'bureau'),
+  h('h1', 'Sign in to the console'),
+  h('p.muted', 'Use an API token (for example the admin token in ', h('code', '/var/lib/bureau/admin-token'), ').'),
+  h('div.field', h('label', { for: 'token' }, 'API token'), input),
+  err, btn);
+  clear(app, h('main.login', form));
+  input.focus();
+}
+
+function logo() {
+  return h('span.logo', { 'aria-hidden': 'true' }, h('span'), h('span'), h('span'), h('span'));
+}
+
+// ---------- signed-in shell ----------
+let main;
+let liveBadge;
+
+function shell() {
+  liveBadge = h('span.live');
+  const infoText = info ? [info.version ? `v${info.version}` : null, info.accelerator ? info.accelerator.toUpperCase() : null].filter(Boolean).join(' · ') : '';
+  main = h('main.container');
+  clear(app,
+    h('header.topbar', h('div.container.topbar-inner',
+      h('a.brand', { href: '#/' }, logo(), 'bureau'),
+      h('div.topbar-right',
+        liveBadge,
+        infoText ? h('span.muted.small', { title: info.accelerator_reason || '' }, infoText) : null,
+        h('button.btn.btn-sm.btn-ghost', { type: 'button', onclick: logout }, icon('logout', 14), 'Log out')))),
+    main);
+  renderLive();
+}
+
+function renderLive() {
+  if (!liveBadge) return;
+  const labels = { live: 'Live', connecting: 'Connecting…', offline: 'Offline — polling' };
+  liveBadge.className = `live live-${store.live}`;
+  liveBadge.title = store.live === 'live' ? 'Receiving live updates' : 'Live updates unavailable; the list is refreshed every 10 s';
+  clear(liveBadge, h('span.dot'), labels[store.live] || store.live);
+}
+
+function route() {
+  if (!getToken()) return;
+  const hash = location.hash.replace(/^#/, '') || '/';
+  const m = hash.match(/^\/desktops\/([^/]+)(?:\/([a-z]+))?$/);
+  const key = m ? `d:${decodeURIComponent(m[1])}` : 'list';
+  if (current && current.key === key) {
+    if (m && m[2]) current.setTab?.(m[2]);
+    return;
+  }
+  current?.cleanup?.();
+  clear(main);
+  window.scrollTo(0, 0);
+  if (m) {
+    const id = decodeURIComponent(m[1]);
+    const v = detailsView(main, id, m[2]);
+    current = { key, ...v };
+    const d = store.desktops.get(id);
+    document.title = `${d ? d.name : 'Desktop'} · bureau`;
+  } else {
+    current = { key, cleanup: listView(main) };
+    document.title = 'Desktops · bureau';
+  }
+}
+
+function teardown() {
+  current?.cleanup?.();
+  current = null;
+  stopLive();
+  dropAllShots();
+  liveBadge = null;
+}
+
+function start() {
+  teardown();
+  shell();
+  startLive();
+  route();
+}
+
+function logout() {
+  clearToken();
+  info = null;
+  loginView();
+}
+
+subscribe((reason, id) => {
+  if (reason === 'live') renderLive();
+  if (id && current?.key === `d:${id}`) {
+    const d = store.desktops.get(id);
+    if (d) document.title = `${d.name} · bureau`;
+  }
+});
+
+onUnauthorized(() => {
+  if (!getToken()) return;
+  clearToken();
+  loginView('Your token was rejected (expired or revoked). Sign in again.');
+});
+
+window.addEventListener('hashchange', route);
+
+// Boot: validate a stored token before showing anything else.
+(async () => {
+  if (!getToken()) { loginView(); return; }
+  clear(app, h('div.boot', h('span.spinner'), 'Loading…'));
+  try {
+    info = await get('/info');
+    start();
+  } catch (e) {
+    if (e.status === 401) return; // onUnauthorized shows the sign-in page
+    loginView(`Could not reach the server: ${describe(e)}`);
+  }
+})();
