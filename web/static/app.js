@@ -59,7 +59,7 @@ let liveBadge;
 
 function shell() {
   liveBadge = h('span.live');
-  const infoText = info ? [info.version ? `v${info.version}` : null, info.accelerator ? info.accelerator.toUpperCase() : null].filter(Boolean).join(' · ') : '';
+  const infoText = info ? [info.version ? (/^\d/.test(info.version) ? `v${info.version}` : info.version) : null, info.accelerator ? info.accelerator.toUpperCase() : null].filter(Boolean).join(' · ') : '';
   main = h('main.container');
   clear(app,
     h('header.topbar', h('div.container.topbar-inner',

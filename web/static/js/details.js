@@ -25,6 +25,7 @@ export function detailsView(root, id, tab = 'events') {
   const tabBar = h('nav.tabs', { role: 'tablist' });
   const tabBody = h('div.tab-body');
   let loadError = null;
+  let seen = false; // the desktop was loaded once (so its disappearance means it was deleted)
 
   root.append(
     h('a.back', { href: '#/' }, icon('back', 14), 'All desktops'),
@@ -38,6 +39,12 @@ export function detailsView(root, id, tab = 'events') {
 
   function renderHead() {
     const d = desk();
+    if (d) seen = true;
+    if (!d && seen) {
+      clear(headBox, h('div.empty', h('h2', 'This desktop was deleted'), h('p.muted', 'It no longer exists on the server.'),
+        h('a.btn.btn-primary', { href: '#/' }, 'Back to the list')));
+      return;
+    }
     if (!d) {
       clear(headBox, loadError
         ? h('div.empty.empty-error', h('h2', loadError.status === 404 ? 'Desktop not found' : 'Could not load the desktop'),
@@ -390,7 +397,8 @@ function consoleTab(box, id, desk) {
   async function load() {
     try {
       const b = await get(`/desktops/${seg(id)}/console`);
-      render((Array.isArray(b) ? b : b?.sessions || []).filter((s) => !s.revoked_at));
+      render((Array.isArray(b) ? b : b?.sessions || []).filter((s) => !s.revoked_at)
+        .sort((x, y) => String(y.created_at).localeCompare(String(x.created_at))));
     } catch (e) { clear(body, errorBlock(e, load)); }
   }
   function render(list) {

@@ -75,6 +75,7 @@ export function listView(root) {
     body);
 
   const cards = new Map(); // id -> element
+  const sigs = new Map(); // id -> JSON of the desktop the card shows (unchanged → card kept)
 
   function render() {
     if (!store.loaded) {
@@ -90,6 +91,7 @@ export function listView(root) {
     count.textContent = list.length ? String(list.length) : '';
     if (!list.length) {
       cards.clear();
+      sigs.clear();
       clear(body, h('div.empty',
         h('div.empty-icon', icon('monitor', 36)),
         h('h2', 'No desktops yet — create one'),
@@ -102,13 +104,18 @@ export function listView(root) {
     list.forEach((d, i) => {
       keep.add(d.id);
       if (d.state !== 'running') dropShots(d.id);
-      const el = card(d);
-      const old = cards.get(d.id);
-      if (old) old.replaceWith(el);
-      cards.set(d.id, el);
+      const sig = JSON.stringify(d);
+      let el = cards.get(d.id);
+      if (!el || sigs.get(d.id) !== sig) {
+        const fresh = card(d);
+        if (el) el.replaceWith(fresh);
+        el = fresh;
+        cards.set(d.id, el);
+        sigs.set(d.id, sig);
+      }
       if (grid.children[i] !== el) grid.insertBefore(el, grid.children[i] || null);
     });
-    for (const [id, el] of cards) if (!keep.has(id)) { el.remove(); cards.delete(id); dropShots(id); }
+    for (const [id, el] of cards) if (!keep.has(id)) { el.remove(); cards.delete(id); sigs.delete(id); dropShots(id); }
     body.querySelector('.banner-error')?.remove();
     if (store.error) body.prepend(h('div.banner.banner-error', `Could not refresh the list: ${describe(store.error)}`));
     tick();
