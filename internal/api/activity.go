@@ -23,10 +23,16 @@ func (s *server) touchActivity(c *gin.Context) {
 	if id == "" || !strings.HasPrefix(c.FullPath(), "/api/v1/desktops/:id") || c.Writer.Status() >= 400 {
 		return
 	}
-	if c.Request.Method == http.MethodGet && passive[c.FullPath()] {
+	if c.Request.Method == http.MethodGet && (passive[c.FullPath()] || isPassive(c)) {
 		return
 	}
 	s.Desktops.Touch(id)
+}
+
+// isPassive reports a GET that asked to only look (?passive=true): a web
+// console's thumbnails must not keep desktops awake.
+func isPassive(c *gin.Context) bool {
+	return c.Request.Method == http.MethodGet && c.Query("passive") == "true"
 }
 
 type updateDesktopRequest struct {

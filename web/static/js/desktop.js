@@ -200,7 +200,7 @@ export async function requestShot(id, width, minAge = 4000) {
   if (s.inflight || (s.at && Date.now() - s.at < minAge)) return;
   s.inflight = true;
   try {
-    const res = await api('GET', `/desktops/${seg(id)}/screenshot?format=jpeg&width=${width}`, undefined, { raw: true });
+    const res = await api('GET', `/desktops/${seg(id)}/screenshot?format=jpeg&width=${width}&passive=true`, undefined, { raw: true });
     const blob = await res.blob();
     const old = s.url;
     s.url = URL.createObjectURL(blob);
