@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bureau/bureau/internal/console"
+	"github.com/bureau/bureau/web"
 	"net/http"
 	"os"
 	"os/signal"
@@ -87,7 +89,11 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 	defer m.Close()
 
+	consoles := console.New(st, log)
+	go followDesktops(ctx, m, consoles)
+
 	router := api.New(api.Deps{
+		Consoles: consoles, Web: web.Static,
 		Desktops: m, Computer: computer.New(h, h, h), Guest: guest.New(h), Tokens: tokens, Images: imageService(cfg, st, log), Log: log,
 		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest,
 		Info: map[string]string{"version": version, "accelerator": string(accel), "accelerator_reason": why,
@@ -109,4 +115,24 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	return nil
+}
+
+// followDesktops ends console sessions and revokes console tokens as
+// desktops stop, hibernate or go away, and prunes dead tokens hourly.
+func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.Service) {
+	sub := m.Subscribe(ctx, "")
+	prune := time.NewTicker(time.Hour)
+	defer prune.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ch := <-sub.C:
+			if ch.Desktop != nil {
+				consoles.DesktopChanged(ctx, ch.Desktop)
+			}
+		case <-prune.C:
+			consoles.Prune(ctx)
+		}
+	}
 }

@@ -7,7 +7,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -42,6 +44,8 @@ type Desktops interface {
 	ResizeDataDisk(ctx context.Context, id string, sizeGiB int, actor string) (*desktop.Desktop, error)
 	SetIdleTimeout(ctx context.Context, id string, seconds int, actor string) (*desktop.Desktop, error)
 	SetRestartOnCrash(ctx context.Context, id string, on bool, actor string) (*desktop.Desktop, error)
+	// DialVNC connects to a running desktop's display (RFB).
+	DialVNC(ctx context.Context, id string) (net.Conn, error)
 	// Touch records use of a desktop; AddViewer counts a console viewer
 	// until done is called. Both keep a desktop from idle hibernation.
 	Touch(id string)
@@ -64,7 +68,11 @@ type Deps struct {
 	Computer Computer
 	Guest    Guest
 	Tokens   Tokens
+	Consoles Consoles
 	Images   Images
+	// Web is the browser front end (web.Static): the web console and the
+	// console page.
+	Web fs.FS
 	// Live feeds state changes and the audit log; Stats reads VM figures.
 	Live  Live
 	Stats Stats
@@ -141,6 +149,14 @@ func New(d Deps) *gin.Engine {
 	v1.GET("/desktops/:id/clipboard", s.handle(s.getClipboard))
 	v1.PUT("/desktops/:id/clipboard", s.handle(s.putClipboard))
 	v1.POST("/desktops/:id/resolution", s.handle(s.setResolution))
+	v1.POST("/desktops/:id/console", s.handle(s.createConsole))
+	v1.GET("/desktops/:id/console", s.handle(s.listConsoles))
+	v1.DELETE("/desktops/:id/console/:token_id", s.handle(s.revokeConsole))
+	// Console-token routes: a browser cannot send a bearer header on a
+	// WebSocket, so these take ?token= instead.
+	r.GET("/api/v1/desktops/:id/console/session", s.consoleAuth, s.handle(s.consoleSession))
+	r.GET("/api/v1/desktops/:id/vnc", s.consoleAuth, s.vnc)
+	s.routeWeb(r)
 	v1.GET("/images", s.handle(s.listImages))
 	v1.POST("/images", s.rateLimited(rateHeavy, s.handle(s.importImage)))
 	v1.DELETE("/images/:name", s.handle(s.deleteImage))

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -17,11 +19,13 @@ import (
 
 	"github.com/bureau/bureau/internal/auth"
 	"github.com/bureau/bureau/internal/computer"
+	"github.com/bureau/bureau/internal/console"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/guest"
 	"github.com/bureau/bureau/internal/images"
 	"github.com/bureau/bureau/internal/manager"
 	"github.com/bureau/bureau/internal/store"
+	"github.com/bureau/bureau/web"
 )
 
 // fakeDesktops keeps desktops in memory and records what it was asked.
@@ -32,6 +36,22 @@ type fakeDesktops struct {
 	lastStop manager.StopOptions
 	err      error // returned by every operation when set
 	touched  []string
+	// vnc dials the display of a running desktop (a fake VNC server).
+	vnc func() (net.Conn, error)
+}
+
+func (f *fakeDesktops) DialVNC(_ context.Context, id string) (net.Conn, error) {
+	d, err := f.op(id)
+	if err != nil {
+		return nil, err
+	}
+	if d.State != desktop.StateRunning {
+		return nil, &desktop.TransitionError{Op: "open the display of", State: d.State}
+	}
+	if f.vnc == nil {
+		return nil, errors.New("no display")
+	}
+	return f.vnc()
 }
 
 func (f *fakeDesktops) Create(_ context.Context, req manager.CreateRequest) (*desktop.Desktop, error) {
@@ -198,12 +218,14 @@ func (f *fakeDesktops) SetQuota(_ context.Context, q desktop.Quota, _ string) (*
 	return &q, desktop.ValidateQuota(q)
 }
 func (f *fakeDesktops) setState(id string, st desktop.State) (*desktop.Desktop, error) {
-	d, err := f.op(id)
-	if err != nil {
+	if _, err := f.op(id); err != nil {
 		return nil, err
 	}
-	d.State = st
-	return d, nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.desktops[id].State = st
+	cp := *f.desktops[id]
+	return &cp, nil
 }
 
 type fakeComputer struct{}
@@ -274,6 +296,7 @@ type env struct {
 	desktops          *fakeDesktops
 	admin, alice, bob string
 	live              *fakeLive
+	consoles          *console.Service
 }
 
 func newEnv(t *testing.T) *env { return newEnvF(t) }
@@ -298,7 +321,8 @@ func newEnvF(t testing.TB) *env {
 	e := &env{desktops: &fakeDesktops{desktops: map[string]*desktop.Desktop{}},
 		admin: mk("root", desktop.ScopeAdmin), alice: mk("alice", desktop.ScopeOwner), bob: mk("bob", desktop.ScopeOwner)}
 	e.live = &fakeLive{Feed: &manager.Feed{}}
-	e.srv = httptest.NewServer(New(Deps{Desktops: e.desktops, Computer: fakeComputer{}, Guest: &fakeGuest{files: map[string][]byte{}}, Tokens: tokens, Images: fakeImages{},
+	e.consoles = console.New(st, slog.New(slog.DiscardHandler))
+	e.srv = httptest.NewServer(New(Deps{Desktops: e.desktops, Consoles: e.consoles, Web: web.Static, Computer: fakeComputer{}, Guest: &fakeGuest{files: map[string][]byte{}}, Tokens: tokens, Images: fakeImages{},
 		Live: e.live, Stats: fakeStats{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "bureau_up 1\n") }),
 		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}}))
 	t.Cleanup(e.srv.Close)
@@ -445,6 +469,15 @@ func TestActionsCountAsActivity(t *testing.T) {
 	e.do(t, e.alice, "GET", base+"/events", "")
 	if len(e.desktops.touched) != 0 {
 		t.Errorf("polling counted as activity: %v", e.desktops.touched)
+	}
+	// A watcher's thumbnail neither wakes the desktop nor counts.
+	e.desktops.setState(id, desktop.StateHibernated)
+	if code, body := e.do(t, e.alice, "GET", base+"/screenshot?passive=true&width=320", ""); code != 409 || len(e.desktops.touched) != 0 {
+		t.Errorf("passive screenshot of a hibernated desktop: %d %v, touched %v", code, body, e.desktops.touched)
+	}
+	e.desktops.setState(id, desktop.StateRunning)
+	if code, _ := e.do(t, e.alice, "GET", base+"/screenshot?passive=true", ""); code != 200 || len(e.desktops.touched) != 0 {
+		t.Errorf("passive screenshot: %d, touched %v", code, e.desktops.touched)
 	}
 	e.do(t, e.bob, "POST", base+"/pause", "")
 	if len(e.desktops.touched) != 0 {
@@ -740,14 +773,16 @@ func TestEventStreamDeliversOwnChanges(t *testing.T) {
 // added later cannot forget authentication: only /healthz is public.
 func TestEveryRegisteredRouteNeedsAToken(t *testing.T) {
 	e := newEnv(t)
-	router := New(Deps{Desktops: e.desktops, Log: slog.New(slog.DiscardHandler), Metrics: http.NotFoundHandler()})
-	public := map[string]bool{"GET /healthz": true}
+	router := New(Deps{Desktops: e.desktops, Log: slog.New(slog.DiscardHandler), Metrics: http.NotFoundHandler(), Web: web.Static})
+	// The pages and their assets hold no data; /console/:id needs a
+	// console token.
+	public := map[string]bool{"GET /healthz": true, "GET /": true, "GET /static/*path": true}
 	n := 0
 	for _, r := range router.Routes() {
 		if public[r.Method+" "+r.Path] {
 			continue
 		}
-		path := strings.NewReplacer(":id", "d1", ":name", "x", ":owner", "alice", "*filepath", "x").Replace(r.Path)
+		path := strings.NewReplacer(":id", "d1", ":name", "x", ":owner", "alice", "*filepath", "x", ":token_id", "x").Replace(r.Path)
 		for _, tok := range []string{"", "bureau_not-a-real-token"} {
 			if code, body := e.do(t, tok, r.Method, path, "{}"); code != 401 {
 				t.Errorf("%s %s with token %q: %d %v", r.Method, r.Path, tok, code, body)

@@ -46,6 +46,7 @@ var computerRoutes = map[string]bool{
 	"GET /api/v1/desktops/:id":            true,
 	"GET /api/v1/desktops/:id/screenshot": true,
 	"POST /api/v1/desktops/:id/computer":  true,
+	"POST /api/v1/desktops/:id/console":   true,
 }
 
 // scopeAllows confines a desktop token to its desktop (another desktop is

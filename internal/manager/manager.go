@@ -245,7 +245,7 @@ func (m *Manager) VMConfig(d *desktop.Desktop, uuid string) desktop.VMConfig {
 		Accelerator: desktop.Accelerator(d.Accelerator),
 		OSDisk:      filepath.Join(d.Dir, "os.qcow2"), DataDisk: d.DataDiskPath,
 		SeedISO: filepath.Join(d.Dir, "seed.iso"), SerialLog: filepath.Join(d.Dir, "serial.log"),
-		VNCSocket: filepath.Join(d.Dir, "vnc.sock"),
+		VNCSocket: vncSocket(d),
 	}
 }
 

@@ -1,0 +1,149 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/bureau/bureau/internal/console"
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/coder/websocket"
+	"github.com/gin-gonic/gin"
+)
+
+// Consoles issues console tokens and tracks live console sessions.
+type Consoles interface {
+	Create(ctx context.Context, req console.CreateRequest) (string, *desktop.ConsoleToken, error)
+	Authenticate(ctx context.Context, desktopID, secret string) (*desktop.ConsoleToken, error)
+	List(ctx context.Context, desktopID string) ([]*desktop.ConsoleToken, error)
+	Revoke(ctx context.Context, desktopID, tokenID, by string) error
+	Attach(ctx context.Context, t *desktop.ConsoleToken) (context.Context, func())
+}
+
+const ctxConsole = "bureau.console"
+
+// wakeTimeout bounds how long opening a console waits for a hibernated
+// desktop to resume.
+const wakeTimeout = 3 * time.Minute
+
+type createConsoleRequest struct {
+	ViewOnly   bool `json:"view_only"`
+	TTLSeconds int  `json:"ttl_seconds"`
+}
+
+type consoleReply struct {
+	*desktop.ConsoleToken
+	Token string `json:"token"`
+	URL   string `json:"url"`
+}
+
+func (s *server) createConsole(c *gin.Context) (reply, error) {
+	d, err := s.owned(c)
+	if err != nil {
+		return reply{}, err
+	}
+	var req createConsoleRequest
+	if err := decodeOptional(c, &req); err != nil {
+		return reply{}, err
+	}
+	if req.TTLSeconds < 0 {
+		return reply{}, &desktop.ValidationError{Field: "ttl_seconds", Message: "must not be negative"}
+	}
+	if d.State == desktop.StateDeleting || d.State == desktop.StateError {
+		return reply{}, &desktop.TransitionError{Op: "open the console of", State: d.State}
+	}
+	secret, t, err := s.Consoles.Create(c.Request.Context(), console.CreateRequest{DesktopID: d.ID, Owner: d.Owner,
+		CreatedBy: actor(c), ViewOnly: req.ViewOnly, TTL: time.Duration(req.TTLSeconds) * time.Second})
+	if err != nil {
+		return reply{}, err
+	}
+	u := "/console/" + d.ID + "?token=" + url.QueryEscape(secret)
+	return reply{http.StatusCreated, consoleReply{ConsoleToken: t, Token: secret, URL: u}}, nil
+}
+
+func (s *server) listConsoles(c *gin.Context) (reply, error) {
+	d, err := s.owned(c)
+	if err != nil {
+		return reply{}, err
+	}
+	ts, err := s.Consoles.List(c.Request.Context(), d.ID)
+	if ts == nil {
+		ts = []*desktop.ConsoleToken{}
+	}
+	return reply{http.StatusOK, gin.H{"sessions": ts}}, err
+}
+
+func (s *server) revokeConsole(c *gin.Context) (reply, error) {
+	d, err := s.owned(c)
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{status: http.StatusNoContent}, s.Consoles.Revoke(c.Request.Context(), d.ID, c.Param("token_id"), actor(c))
+}
+
+// consoleAuth admits a request carrying a usable console token of the
+// desktop in the path (?token=, as browsers cannot set WebSocket headers).
+func (s *server) consoleAuth(c *gin.Context) {
+	t, err := s.Consoles.Authenticate(c.Request.Context(), c.Param("id"), c.Query("token"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Set(ctxConsole, t)
+	c.Next()
+}
+
+func consoleToken(c *gin.Context) *desktop.ConsoleToken {
+	return c.MustGet(ctxConsole).(*desktop.ConsoleToken)
+}
+
+// consoleSession tells the console page what it is looking at.
+func (s *server) consoleSession(c *gin.Context) (reply, error) {
+	t := consoleToken(c)
+	d, err := s.Desktops.Get(c.Request.Context(), t.DesktopID)
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusOK, gin.H{"desktop_id": d.ID, "name": d.Name, "state": d.State,
+		"view_only": t.ViewOnly, "expires_at": t.ExpiresAt}}, nil
+}
+
+// vnc upgrades to a WebSocket and pipes it to the desktop's display. A
+// hibernated or paused desktop is woken first. Nothing reaches the VNC
+// server before the token and the desktop's state have been checked.
+func (s *server) vnc(c *gin.Context) {
+	t := consoleToken(c)
+	ctx := c.Request.Context()
+	d, err := s.Desktops.Get(ctx, t.DesktopID)
+	if err == nil && (d.State == desktop.StateHibernated || d.State == desktop.StatePaused ||
+		d.State == desktop.StateHibernating || d.State == desktop.StateResuming || d.State == desktop.StatePausing) {
+		wctx, cancel := context.WithTimeout(ctx, wakeTimeout)
+		d, err = s.Desktops.Wake(wctx, t.DesktopID, "console/"+t.ID)
+		cancel()
+	}
+	if err == nil && d.State != desktop.StateRunning {
+		err = &desktop.TransitionError{Op: "open the console of", State: d.State}
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	upstream, err := s.Desktops.DialVNC(ctx, d.ID)
+	if err != nil {
+		s.fail(c, fmt.Errorf("reach the desktop's display: %w", err))
+		return
+	}
+	ws, err := websocket.Accept(c.Writer, c.Request, &websocket.AcceptOptions{Subprotocols: []string{"binary"}})
+	if err != nil { // Accept has answered the client
+		upstream.Close()
+		return
+	}
+	sctx, done := s.Consoles.Attach(context.WithoutCancel(ctx), t)
+	defer done()
+	defer s.Desktops.AddViewer(d.ID)()
+	s.Log.Info("console attached", "desktop", d.ID, "token", t.ID, "view_only", t.ViewOnly)
+	err = console.Pipe(sctx, ws, upstream, t.ViewOnly)
+	s.Log.Info("console detached", "desktop", d.ID, "token", t.ID, "why", err)
+}

@@ -1,0 +1,30 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// DialVNC connects to a running desktop's display: QEMU's VNC server on a
+// unix socket in the desktop's directory, never on a network port.
+func (m *Manager) DialVNC(ctx context.Context, id string) (net.Conn, error) {
+	d, err := m.live(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if d.State != desktop.StateRunning {
+		return nil, &desktop.TransitionError{Op: "open the display of", State: d.State}
+	}
+	var dialer net.Dialer
+	conn, err := dialer.DialContext(ctx, "unix", vncSocket(d))
+	if err != nil {
+		return nil, fmt.Errorf("dial the display of desktop %s: %w", id, err)
+	}
+	return conn, nil
+}
+
+func vncSocket(d *desktop.Desktop) string { return filepath.Join(d.Dir, "vnc.sock") }
