@@ -13,7 +13,7 @@ DATA_DIR ?= /var/lib/bureau
 BIN := bin/bureau
 E2E_TIMEOUT ?= 60m
 
-.PHONY: run serve setup build image migrate test unit fuzz e2e e2e-sqlite e2e-postgres vet bench bench-short clean
+.PHONY: run serve setup build image migrate test unit fuzz e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short clean
 
 run: setup build image migrate serve
 
@@ -51,11 +51,16 @@ fuzz:
 # SQLite and once with PostgreSQL.
 e2e: e2e-sqlite e2e-postgres
 
-e2e-sqlite: build
+# playwright-core for the browser check of the console page (drives the
+# host's /usr/bin/chromium; no browser download).
+browser-deps:
+	@test -d e2e/browser/node_modules/playwright-core || npm ci --prefix e2e/browser --no-audit --no-fund
+
+e2e-sqlite: build browser-deps
 	BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \
 		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v ./e2e/
 
-e2e-postgres: build
+e2e-postgres: build browser-deps
 	BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \
 		BUREAU_E2E_DATABASE_URL=$$(scripts/postgres-setup.sh) BUREAU_E2E_QUICK=1 \
 		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run TestDesktopLifecycle ./e2e/

@@ -125,6 +125,8 @@ func TestDesktopLifecycle(t *testing.T) {
 	}
 
 	// Stop (graceful), then start: the data disk's content is still there.
+	// Stopping revokes the desktop's console tokens.
+	consoleBeforeStop := s.openConsole(alice.Token, running, false)
 	stopAt := time.Now()
 	var stopping desktop.Desktop
 	if code := s.call(alice.Token, "POST", "/api/v1/desktops/"+d.ID+"/stop", nil, &stopping); code != 202 || stopping.State != desktop.StateStopping {
@@ -132,6 +134,9 @@ func TestDesktopLifecycle(t *testing.T) {
 	}
 	s.waitState(alice.Token, d.ID, desktop.StateStopped, 3*time.Minute)
 	t.Logf("stop: %s", time.Since(stopAt).Round(100*time.Millisecond))
+	if code := s.call("", "GET", "/api/v1/desktops/"+d.ID+"/console/session?token="+consoleBeforeStop.Token, nil, nil); code != 401 {
+		t.Errorf("console token still usable after stop: %d", code)
+	}
 	if st := s.vmState(running); st != desktop.VMShutoff {
 		t.Fatalf("VM is %s after stop", st)
 	}

@@ -8,6 +8,8 @@ PKGS=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients libvirt-d
       dnsmasq-base mmdebstrap extlinux syslinux-common fdisk e2fsprogs gcc make git curl ca-certificates
       chromium)  # chromium: the e2e browser check of the console page (e2e/browser, with node)
 [ "${BUREAU_WITH_POSTGRES:-0}" = 1 ] && PKGS+=(postgresql)
+# node runs the browser check; hosts that bring their own keep it.
+command -v node >/dev/null && command -v npm >/dev/null || PKGS+=(nodejs npm)
 
 log() { echo "host-setup: $*" >&2; }
 
