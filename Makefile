@@ -13,7 +13,7 @@ DATA_DIR ?= /var/lib/bureau
 BIN := bin/bureau
 E2E_TIMEOUT ?= 60m
 
-.PHONY: run serve setup build image migrate test unit fuzz e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short clean
+.PHONY: run serve setup build image migrate test unit fuzz e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy clean
 
 run: setup build image migrate serve
 
@@ -68,12 +68,17 @@ e2e-postgres: build browser-deps
 clean:
 	rm -rf bin
 
+# The console proxy against a direct connection to the same VNC server.
+bench-proxy:
+	go test -run '^$$' -bench . -benchtime $(or $(BENCHTIME),3s) ./internal/console
+
 # Boots one real desktop and prints a table of what a user waits for.
-bench: setup build image
+bench: setup build image bench-proxy
 	BUREAU_BENCH=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
 		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run TestBench ./e2e/
 
 # The benchmark suite once, with few repetitions, so CI keeps it working.
 bench-short: setup build image
+	$(MAKE) bench-proxy BENCHTIME=200ms
 	BUREAU_BENCH=1 BUREAU_BENCH_SHORT=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
 		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run TestBench ./e2e/

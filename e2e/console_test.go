@@ -98,7 +98,7 @@ func testConsole(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	}
 	var got string
 	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) && !strings.Contains(got, "typed-through-novnc") {
+	for time.Now().Before(deadline) && !strings.HasSuffix(got, "\n") && !strings.HasSuffix(got, "\r") {
 		got, _ = s.guest(d, "cat /tmp/console-typed")
 		time.Sleep(500 * time.Millisecond)
 	}

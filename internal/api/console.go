@@ -135,7 +135,9 @@ func (s *server) vnc(c *gin.Context) {
 		s.fail(c, fmt.Errorf("reach the desktop's display: %w", err))
 		return
 	}
-	ws, err := websocket.Accept(c.Writer, c.Request, &websocket.AcceptOptions{Subprotocols: []string{"binary"}})
+	ws, err := websocket.Accept(c.Writer, c.Request, &websocket.AcceptOptions{Subprotocols: []string{"binary"},
+		// RFB is already encoded (Tight, ZRLE…): deflate would only cost CPU.
+		CompressionMode: websocket.CompressionDisabled})
 	if err != nil { // Accept has answered the client
 		upstream.Close()
 		return
