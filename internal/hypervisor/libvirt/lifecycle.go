@@ -62,11 +62,17 @@ func (h *Hypervisor) Destroy(ctx context.Context, name string) error {
 	return err
 }
 
-// Reboot asks the guest to reboot: through the guest agent when it answers
-// (an ordered "shutdown -r" that works even while the guest is still
-// booting, when an ACPI button press can go unnoticed), else by the ACPI
-// power button.
+// Reboot asks the guest to reboot. First "systemctl reboot" through the
+// guest agent: PID 1 queues it at once, even while the guest is still
+// booting. The agent's own guest-shutdown runs "shutdown -r +0", which
+// asks logind to schedule the reboot, and a reboot asked for early in a
+// boot was seen lost that way, as can an ACPI button press; those two are
+// the fallbacks, for guests without systemd or without an agent.
 func (h *Hypervisor) Reboot(ctx context.Context, name string) error {
+	exec := map[string]any{"execute": "guest-exec", "arguments": map[string]any{"path": "/bin/systemctl", "arg": []string{"reboot"}}}
+	if err := h.agent(ctx, name, exec, nil); err == nil {
+		return nil
+	}
 	_, err := withDomain(ctx, h, name, func(d *libvirt.Domain) (struct{}, error) {
 		if err := d.Reboot(libvirt.DOMAIN_REBOOT_GUEST_AGENT); err == nil {
 			return struct{}{}, nil
