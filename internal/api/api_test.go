@@ -297,6 +297,7 @@ type env struct {
 	admin, alice, bob string
 	live              *fakeLive
 	consoles          *console.Service
+	store             *store.Store
 }
 
 func newEnv(t *testing.T) *env { return newEnvF(t) }
@@ -322,6 +323,7 @@ func newEnvF(t testing.TB) *env {
 		admin: mk("root", desktop.ScopeAdmin), alice: mk("alice", desktop.ScopeOwner), bob: mk("bob", desktop.ScopeOwner)}
 	e.live = &fakeLive{Feed: &manager.Feed{}}
 	e.consoles = console.New(st, slog.New(slog.DiscardHandler))
+	e.store = st
 	e.srv = httptest.NewServer(New(Deps{Desktops: e.desktops, Consoles: e.consoles, Web: web.Static, Computer: fakeComputer{}, Guest: &fakeGuest{files: map[string][]byte{}}, Tokens: tokens, Images: fakeImages{},
 		Live: e.live, Stats: fakeStats{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "bureau_up 1\n") }),
 		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}}))

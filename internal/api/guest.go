@@ -26,6 +26,9 @@ type Guest interface {
 }
 
 func (s *server) execCommand(c *gin.Context) (reply, error) {
+	if _, err := s.owned(c); err != nil { // before the body says anything
+		return reply{}, err
+	}
 	var req guest.ExecRequest
 	if err := decode(c, &req); err != nil {
 		return reply{}, err

@@ -1,0 +1,88 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/bureau/bureau/internal/auth"
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/web"
+)
+
+// TestAuthMatrix walks every registered route that names a desktop and
+// checks each kind of caller: another owner and a token of another desktop
+// get 404 (existence does not leak), a computer-only token gets 403 outside
+// screen, mouse and keyboard, and the owner and an admin are let through.
+// Routes without a desktop refuse desktop tokens.
+func TestAuthMatrix(t *testing.T) {
+	e := newEnv(t)
+	mine := runningDesktop(t, e, e.alice)
+	other := runningDesktop(t, e, e.alice)
+	tokens := auth.New(e.store)
+	scoped := func(id string, computerOnly bool) string {
+		s, _, err := tokens.Create(context.Background(), auth.CreateRequest{Owner: "alice", Scope: desktop.ScopeDesktop, DesktopID: id, ComputerOnly: computerOnly})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	agent, computerOnly, otherAgent := scoped(mine, false), scoped(mine, true), scoped(other, false)
+
+	router := New(Deps{Desktops: e.desktops, Log: slog.New(slog.DiscardHandler), Metrics: http.NotFoundHandler(), Web: web.Static})
+	tokenRoutes := map[string]bool{ // authenticated by a console token instead
+		"/api/v1/desktops/:id/vnc": true, "/api/v1/desktops/:id/console/session": true, "/console/:id": true,
+	}
+	n := 0
+	for _, r := range router.Routes() {
+		if tokenRoutes[r.Path] || r.Path == "/healthz" || r.Path == "/" || strings.HasPrefix(r.Path, "/static/") {
+			continue
+		}
+		route := r.Method + " " + r.Path
+		replacer := strings.NewReplacer(":id", mine, ":name", "x", ":owner", "alice", ":token_id", "x")
+		path := replacer.Replace(r.Path)
+		status := func(tok string) (int, map[string]any) {
+			s, body := e.do(t, tok, r.Method, path, "{}")
+			return s, body
+		}
+		if !strings.HasPrefix(r.Path, "/api/v1/desktops/:id") {
+			if r.Path == "/api/v1/info" || r.Path == "/mcp" {
+				continue
+			}
+			if code, _ := status(agent); code != 403 {
+				t.Errorf("%s with a desktop token: %d, want 403", route, code)
+			}
+			continue
+		}
+		n++
+		if code, body := status(e.bob); code != 404 {
+			t.Errorf("%s as another owner: %d %v, want 404", route, code, body)
+		}
+		if code, body := status(otherAgent); code != 404 {
+			t.Errorf("%s with another desktop's token: %d %v, want 404", route, code, body)
+		}
+		if code, body := status(computerOnly); computerRoutes[route] == (code == 403) {
+			t.Errorf("%s with a computer-only token: %d %v", route, code, body)
+		}
+		for who, tok := range map[string]string{"owner": e.alice, "admin": e.admin, "desktop token": agent} {
+			if who == "desktop token" && route == "DELETE /api/v1/desktops/:id" {
+				if code, _ := status(tok); code != 403 {
+					t.Errorf("a desktop token deletes its desktop: %d", code)
+				}
+				continue
+			}
+			code, body := status(tok)
+			errBody, _ := body["error"].(map[string]any)
+			msg, _ := errBody["message"].(string)
+			if code == 401 || code == 403 || code == 404 && strings.Contains(msg, "desktop "+mine) {
+				t.Errorf("%s as %s: %d %v", route, who, code, body)
+			}
+			e.desktops.setState(mine, desktop.StateRunning) // undo what the call did
+		}
+	}
+	if n < 25 {
+		t.Errorf("only %d desktop routes checked", n)
+	}
+}
