@@ -80,7 +80,9 @@ type Deps struct {
 	// request's latency.
 	Metrics http.Handler
 	Observe func(method, route string, status int, took time.Duration)
-	Log     *slog.Logger
+	// ConsoleBytes counts bytes through the console proxy (may be nil).
+	ConsoleBytes func(direction string, n int)
+	Log          *slog.Logger
 	// Info is served by GET /api/v1/info (accelerator, version…).
 	Info map[string]string
 }

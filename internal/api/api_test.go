@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -298,6 +299,7 @@ type env struct {
 	live              *fakeLive
 	consoles          *console.Service
 	store             *store.Store
+	consoleBytes      sync.Map // direction → *atomic.Int64
 }
 
 func newEnv(t *testing.T) *env { return newEnvF(t) }
@@ -324,7 +326,11 @@ func newEnvF(t testing.TB) *env {
 	e.live = &fakeLive{Feed: &manager.Feed{}}
 	e.consoles = console.New(st, slog.New(slog.DiscardHandler))
 	e.store = st
-	e.srv = httptest.NewServer(New(Deps{Desktops: e.desktops, Consoles: e.consoles, Web: web.Static, Computer: fakeComputer{}, Guest: &fakeGuest{files: map[string][]byte{}}, Tokens: tokens, Images: fakeImages{},
+	e.srv = httptest.NewServer(New(Deps{Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
+		ConsoleBytes: func(dir string, n int) {
+			v, _ := e.consoleBytes.LoadOrStore(dir, new(atomic.Int64))
+			v.(*atomic.Int64).Add(int64(n))
+		}, Computer: fakeComputer{}, Guest: &fakeGuest{files: map[string][]byte{}}, Tokens: tokens, Images: fakeImages{},
 		Live: e.live, Stats: fakeStats{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "bureau_up 1\n") }),
 		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}}))
 	t.Cleanup(e.srv.Close)

@@ -146,6 +146,6 @@ func (s *server) vnc(c *gin.Context) {
 	defer done()
 	defer s.Desktops.AddViewer(d.ID)()
 	s.Log.Info("console attached", "desktop", d.ID, "token", t.ID, "view_only", t.ViewOnly)
-	err = console.Pipe(sctx, ws, upstream, t.ViewOnly)
+	err = console.Pipe(sctx, ws, upstream, console.Options{ViewOnly: t.ViewOnly, Count: s.ConsoleBytes})
 	s.Log.Info("console detached", "desktop", d.ID, "token", t.ID, "why", err)
 }

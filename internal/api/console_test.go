@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,6 +221,11 @@ func TestConsoleProxiesInputAndEnforcesViewOnly(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if got := vnc.received(1); !bytes.Equal(got, update) {
 		t.Errorf("view-only viewer's key reached the desktop: %x", got)
+	}
+	for dir, min := range map[string]int64{"to_desktop": 2*10 + 8, "to_browser": 2 * (12 + 2 + 4 + 24 + 4)} {
+		if v, ok := e.consoleBytes.Load(dir); !ok || v.(*atomic.Int64).Load() < min {
+			t.Errorf("console bytes %s not counted (want ≥ %d)", dir, min)
+		}
 	}
 	if vnc.shared[0] != 1 || vnc.shared[1] != 1 {
 		t.Errorf("exclusive access passed through: %v", vnc.shared)

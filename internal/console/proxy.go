@@ -21,11 +21,27 @@ const writeTimeout = 30 * time.Second
 // maxClientMessage bounds one WebSocket message from a browser.
 const maxClientMessage = 2 << 20
 
+// Options tune one console session.
+type Options struct {
+	// ViewOnly drops the viewer's keyboard, pointer, clipboard and resize
+	// messages.
+	ViewOnly bool
+	// Count, when set, is told the bytes moved: "to_browser" (display) and
+	// "to_desktop" (input).
+	Count func(direction string, n int)
+}
+
+func (o Options) count(direction string, n int) {
+	if o.Count != nil && n > 0 {
+		o.Count(direction, n)
+	}
+}
+
 // Pipe copies RFB between a browser's WebSocket and the desktop's VNC
 // connection until either side ends or ctx does, then closes both. When ctx
 // ends with a *CloseError cause, the browser gets its code and reason. Each
 // viewer has its own VNC connection, so a slow viewer only slows itself.
-func Pipe(ctx context.Context, ws *websocket.Conn, vnc net.Conn, viewOnly bool) error {
+func Pipe(ctx context.Context, ws *websocket.Conn, vnc net.Conn, opts Options) error {
 	ws.SetReadLimit(maxClientMessage)
 	// WebSocket reads and writes must not see ctx end: coder/websocket
 	// drops the connection when their context does, and the browser should
@@ -33,8 +49,8 @@ func Pipe(ctx context.Context, ws *websocket.Conn, vnc net.Conn, viewOnly bool) 
 	ioCtx := context.WithoutCancel(ctx)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go func() { cancel(fromBrowser(ioCtx, ws, vnc, &Filter{ViewOnly: viewOnly})) }()
-	go func() { cancel(toBrowser(ioCtx, ws, vnc)) }()
+	go func() { cancel(fromBrowser(ioCtx, ws, vnc, &Filter{ViewOnly: opts.ViewOnly}, opts)) }()
+	go func() { cancel(toBrowser(ioCtx, ws, vnc, opts)) }()
 	<-ctx.Done()
 	vnc.Close()
 	err := context.Cause(ctx)
@@ -61,7 +77,7 @@ var (
 	errUpstreamClosed = errors.New("VNC server closed the connection")
 )
 
-func fromBrowser(ctx context.Context, ws *websocket.Conn, vnc net.Conn, f *Filter) error {
+func fromBrowser(ctx context.Context, ws *websocket.Conn, vnc net.Conn, f *Filter, opts Options) error {
 	for {
 		typ, msg, err := ws.Read(ctx)
 		if err != nil {
@@ -78,11 +94,12 @@ func fromBrowser(ctx context.Context, ws *websocket.Conn, vnc net.Conn, f *Filte
 			if _, err := vnc.Write(out); err != nil {
 				return fmt.Errorf("write to VNC: %w", err)
 			}
+			opts.count("to_desktop", len(out))
 		}
 	}
 }
 
-func toBrowser(ctx context.Context, ws *websocket.Conn, vnc net.Conn) error {
+func toBrowser(ctx context.Context, ws *websocket.Conn, vnc net.Conn, opts Options) error {
 	buf := make([]byte, bufSize)
 	for {
 		n, err := vnc.Read(buf)
@@ -95,6 +112,7 @@ func toBrowser(ctx context.Context, ws *websocket.Conn, vnc net.Conn) error {
 			if werr != nil {
 				return werr
 			}
+			opts.count("to_browser", n)
 		}
 		if errors.Is(err, io.EOF) {
 			return errUpstreamClosed

@@ -71,7 +71,7 @@ func via(b *testing.B, addr string, proxied bool) net.Conn {
 			return
 		}
 		// The handshake is the filter's, not the server's: prime it.
-		Pipe(context.Background(), ws, &primed{Conn: up, skip: 14}, false)
+		Pipe(context.Background(), ws, &primed{Conn: up, skip: 14}, Options{Count: func(string, int) {}})
 	}))
 	b.Cleanup(srv.Close)
 	ctx := context.Background()

@@ -36,6 +36,7 @@ type Metrics struct {
 	reg      *prometheus.Registry
 	requests *prometheus.HistogramVec
 	ops      *prometheus.HistogramVec
+	console  *prometheus.CounterVec
 	coll     *collector
 }
 
@@ -54,9 +55,12 @@ func New(desktops Desktops, vms VMs, log *slog.Logger) *Metrics {
 			Name: "bureau_operation_duration_seconds", Help: "Desktop operation durations (create, start, stop, hibernate, resume, snapshot, revert…).",
 			Buckets: []float64{.1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600},
 		}, []string{"operation", "result"}),
+		console: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bureau_console_bytes_total", Help: "Bytes through the console proxy, to_browser (display) and to_desktop (input).",
+		}, []string{"direction"}),
 	}
 	m.coll = &collector{desktops: desktops, vms: vms, log: log}
-	m.reg.MustRegister(m.requests, m.ops, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), m.coll)
+	m.reg.MustRegister(m.requests, m.ops, m.console, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), m.coll)
 	return m
 }
 
@@ -68,6 +72,11 @@ func (m *Metrics) Handler() http.Handler {
 // ObserveRequest records one API request.
 func (m *Metrics) ObserveRequest(method, route string, status int, took time.Duration) {
 	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Observe(took.Seconds())
+}
+
+// ConsoleBytes counts bytes through the console proxy.
+func (m *Metrics) ConsoleBytes(direction string, n int) {
+	m.console.WithLabelValues(direction).Add(float64(n))
 }
 
 // ObserveOperation records one finished desktop operation.
