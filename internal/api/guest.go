@@ -2,11 +2,17 @@ package api
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"path"
 	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
 
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/guest"
@@ -16,6 +22,7 @@ import (
 // Guest runs commands and moves files inside desktops.
 type Guest interface {
 	Exec(ctx context.Context, domain string, r guest.ExecRequest) (*guest.ExecResult, error)
+	ExecStream(ctx context.Context, domain string, r guest.ExecRequest, out guest.StreamOutput) (*guest.ExecResult, error)
 	Stat(ctx context.Context, domain, path, user string) (*guest.Stat, error)
 	Read(ctx context.Context, domain string, st *guest.Stat, w io.Writer) error
 	Write(ctx context.Context, domain string, req guest.WriteRequest, r io.Reader) (string, int64, error)
@@ -25,9 +32,19 @@ type Guest interface {
 	SetResolution(ctx context.Context, domain string, w, h int) error
 }
 
+// execCommand runs a command and answers its result, or with stream=true
+// streams its output as server-sent events (see execStream).
 func (s *server) execCommand(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil { // before the body says anything
 		return reply{}, err
+	}
+	stream := false
+	if v := c.Query("stream"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return reply{}, &desktop.ValidationError{Field: "stream", Message: "must be true or false"}
+		}
+		stream = b
 	}
 	var req guest.ExecRequest
 	if err := decode(c, &req); err != nil {
@@ -40,8 +57,113 @@ func (s *server) execCommand(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	if stream {
+		return reply{}, s.execStream(c, d, req)
+	}
 	res, err := s.Guest.Exec(c.Request.Context(), d.DomainName(), req)
 	return reply{http.StatusOK, res}, err
+}
+
+// execStream streams a command as server-sent events: "stdout" and
+// "stderr" ({"data": text}, or base64 with "encoding": "base64" when a
+// chunk is not UTF-8), then "exit" ({"exit_code", "timed_out",
+// "truncated", "duration_ms"}) or "error" ({"message"}). Errors before the
+// command starts are ordinary JSON answers.
+func (s *server) execStream(c *gin.Context, d *desktop.Desktop, req guest.ExecRequest) error {
+	ctx := c.Request.Context()
+	// Someone is watching the command: the desktop is not idle meanwhile.
+	defer s.Desktops.AddViewer(d.ID)()
+	sse := &sseWriter{w: c.Writer}
+	res, err := s.Guest.ExecStream(ctx, d.DomainName(), req, sse)
+	if !sse.started() {
+		return err
+	}
+	defer sse.stop()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// The client went away; the command was stopped.
+	case err != nil:
+		status, body := classify(err)
+		if status >= 500 {
+			s.Log.Error("streamed exec failed", "desktop", d.ID, "err", err)
+		}
+		sse.event("error", gin.H{"message": body.Message})
+	default:
+		sse.event("exit", gin.H{"exit_code": res.ExitCode, "timed_out": res.TimedOut, "truncated": res.Truncated, "duration_ms": res.DurationMS})
+	}
+	return nil
+}
+
+// sseWriter writes a streamed command's events, flushing each, with a
+// comment every 15 s while the command is quiet so proxies keep the
+// stream open.
+type sseWriter struct {
+	w    gin.ResponseWriter
+	mu   sync.Mutex
+	on   bool
+	done chan struct{}
+}
+
+func (e *sseWriter) started() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.on
+}
+
+func (e *sseWriter) Started() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := e.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	e.w.WriteHeader(http.StatusOK)
+	_, err := io.WriteString(e.w, ": bureau exec\n\n")
+	e.w.Flush()
+	e.on = true
+	e.done = make(chan struct{})
+	go e.keepalive(e.done)
+	return err
+}
+
+func (e *sseWriter) keepalive(done chan struct{}) {
+	t := time.NewTicker(15 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			e.mu.Lock()
+			io.WriteString(e.w, ": keepalive\n\n")
+			e.w.Flush()
+			e.mu.Unlock()
+		}
+	}
+}
+
+func (e *sseWriter) stop() { close(e.done) }
+
+func (e *sseWriter) Output(stream string, b []byte) error {
+	v := gin.H{"data": string(b)}
+	if !utf8.Valid(b) {
+		v = gin.H{"data": base64.StdEncoding.EncodeToString(b), "encoding": "base64"}
+	}
+	return e.event(stream, v)
+}
+
+func (e *sseWriter) event(kind string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, err := fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", kind, b); err != nil {
+		return err
+	}
+	e.w.Flush()
+	return nil
 }
 
 // getFile downloads a file (streamed, never held in memory) or lists a

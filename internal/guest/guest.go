@@ -22,9 +22,16 @@ import (
 // Agent is the guest agent of a VM.
 type Agent interface {
 	GuestExec(ctx context.Context, domain string, e desktop.Exec) (*desktop.ExecResult, error)
+	// GuestExecStart starts a command without capturing its output and
+	// returns its pid; GuestExecStatus says whether it has exited and its
+	// exit code (128+signal when a signal ended it).
+	GuestExecStart(ctx context.Context, domain string, e desktop.Exec) (int, error)
+	GuestExecStatus(ctx context.Context, domain string, pid int) (bool, int, error)
 	GuestFileOpen(ctx context.Context, domain, path, mode string) (int64, error)
 	GuestFileRead(ctx context.Context, domain string, handle int64, n int) ([]byte, bool, error)
 	GuestFileWrite(ctx context.Context, domain string, handle int64, b []byte) error
+	// GuestFileSeek moves to offset from the start and clears end-of-file.
+	GuestFileSeek(ctx context.Context, domain string, handle, offset int64) error
 	GuestFileClose(ctx context.Context, domain string, handle int64) error
 }
 
@@ -33,6 +40,8 @@ type Service struct {
 	agent Agent
 	// User is the desktop's user: the default for exec and files.
 	User string
+	// poll is how often a streamed command is looked at (default 300 ms).
+	poll time.Duration
 }
 
 // New builds a Service.
@@ -115,6 +124,30 @@ func (s *Service) Exec(ctx context.Context, domain string, r ExecRequest) (*Exec
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
+	full, timeout, limit := s.command(r)
+	ctx, cancel := context.WithTimeout(ctx, timeout+20*time.Second)
+	defer cancel()
+	begun := time.Now()
+	res, err := s.agent.GuestExec(ctx, domain, desktop.Exec{Argv: full, Env: s.env(r.Cwd, r.Env), Stdin: []byte(r.Stdin)})
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	out := &ExecResult{ExitCode: res.ExitCode, Truncated: res.Truncated, DurationMS: time.Since(begun).Milliseconds()}
+	out.TimedOut = timedOut(res.ExitCode, time.Since(begun), timeout)
+	stdout, t1 := capBytes(res.Stdout, limit)
+	stderr, t2 := capBytes(res.Stderr, limit)
+	out.Truncated = out.Truncated || t1 || t2
+	if utf8.Valid(stdout) && utf8.Valid(stderr) {
+		out.Stdout, out.Stderr = string(stdout), string(stderr)
+	} else {
+		out.Stdout, out.Stderr, out.Encoding = b64(stdout), b64(stderr), "base64"
+	}
+	return out, nil
+}
+
+// command is the guest command line for r (timeout(1) around the user's
+// command), its timeout and the cap on each of stdout and stderr.
+func (s *Service) command(r ExecRequest) ([]string, time.Duration, int) {
 	timeout := DefaultTimeout
 	if r.TimeoutS > 0 {
 		timeout = time.Duration(r.TimeoutS) * time.Second
@@ -134,25 +167,13 @@ func (s *Service) Exec(ctx context.Context, domain string, r ExecRequest) (*Exec
 	// timeout(1) ends the command in the guest; bureau stops waiting a
 	// little after that in case the guest is wedged.
 	full := append([]string{"/usr/bin/timeout", "--kill-after=5", fmt.Sprint(int(timeout.Seconds()))}, s.wrap(user, argv)...)
-	ctx, cancel := context.WithTimeout(ctx, timeout+20*time.Second)
-	defer cancel()
-	begun := time.Now()
-	res, err := s.agent.GuestExec(ctx, domain, desktop.Exec{Argv: full, Env: s.env(r.Cwd, r.Env), Stdin: []byte(r.Stdin)})
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	out := &ExecResult{ExitCode: res.ExitCode, Truncated: res.Truncated, DurationMS: time.Since(begun).Milliseconds()}
-	// timeout(1) exits 124 when it stopped the command (137 after KILL).
-	out.TimedOut = res.ExitCode == 124 || res.ExitCode == 137 && time.Since(begun) >= timeout
-	stdout, t1 := capBytes(res.Stdout, limit)
-	stderr, t2 := capBytes(res.Stderr, limit)
-	out.Truncated = out.Truncated || t1 || t2
-	if utf8.Valid(stdout) && utf8.Valid(stderr) {
-		out.Stdout, out.Stderr = string(stdout), string(stderr)
-	} else {
-		out.Stdout, out.Stderr, out.Encoding = b64(stdout), b64(stderr), "base64"
-	}
-	return out, nil
+	return full, timeout, limit
+}
+
+// timedOut: timeout(1) exits 124 when it stopped the command (137 after
+// KILL).
+func timedOut(code int, took, timeout time.Duration) bool {
+	return code == 124 || code == 137 && took >= timeout
 }
 
 // wrap runs argv as user in the requested directory (BUREAU_CWD, or the

@@ -43,18 +43,54 @@ func (h *Hypervisor) GuestPing(ctx context.Context, name string) error {
 	return h.agent(ctx, name, map[string]string{"execute": "guest-ping"}, nil)
 }
 
-// GuestExec runs a command in the guest and waits for it to end or ctx to
-// expire. Output beyond what the agent buffers is reported as truncated.
-func (h *Hypervisor) GuestExec(ctx context.Context, name string, e desktop.Exec) (*desktop.ExecResult, error) {
+// execArgs are guest-exec's arguments for e.
+func execArgs(e desktop.Exec, capture bool) (map[string]any, error) {
 	if len(e.Argv) == 0 {
 		return nil, fmt.Errorf("exec: empty command")
 	}
-	args := map[string]any{"path": e.Argv[0], "arg": e.Argv[1:], "capture-output": true}
+	args := map[string]any{"path": e.Argv[0], "arg": e.Argv[1:], "capture-output": capture}
 	if len(e.Env) > 0 {
 		args["env"] = e.Env
 	}
 	if len(e.Stdin) > 0 {
 		args["input-data"] = base64.StdEncoding.EncodeToString(e.Stdin)
+	}
+	return args, nil
+}
+
+// execStatus is guest-exec-status's reply.
+type execStatus struct {
+	Exited   bool   `json:"exited"`
+	ExitCode int    `json:"exitcode"`
+	Signal   int    `json:"signal"`
+	Out      string `json:"out-data"`
+	Err      string `json:"err-data"`
+	OutTrunc bool   `json:"out-truncated"`
+	ErrTrunc bool   `json:"err-truncated"`
+}
+
+// code is the exit code, 128+signal for a process a signal ended.
+func (st *execStatus) code() int {
+	if st.Signal != 0 {
+		return 128 + st.Signal
+	}
+	return st.ExitCode
+}
+
+func (h *Hypervisor) execStatus(ctx context.Context, name string, pid int) (*execStatus, error) {
+	var st execStatus
+	if err := h.agent(ctx, name, map[string]any{"execute": "guest-exec-status", "arguments": map[string]int{"pid": pid}}, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// GuestExec runs a command in the guest and waits for it to end or ctx to
+// expire. Output beyond what the agent buffers is reported as truncated.
+func (h *Hypervisor) GuestExec(ctx context.Context, name string, e desktop.Exec) (*desktop.ExecResult, error) {
+	args, err := execArgs(e, true)
+	if err != nil {
+		return nil, err
 	}
 	var started struct {
 		PID int `json:"pid"`
@@ -63,16 +99,8 @@ func (h *Hypervisor) GuestExec(ctx context.Context, name string, e desktop.Exec)
 		return nil, fmt.Errorf("exec %q: %w", e.Argv[0], err)
 	}
 	for delay := 20 * time.Millisecond; ; delay = min(delay*2, 500*time.Millisecond) {
-		var st struct {
-			Exited   bool   `json:"exited"`
-			ExitCode int    `json:"exitcode"`
-			Signal   int    `json:"signal"`
-			Out      string `json:"out-data"`
-			Err      string `json:"err-data"`
-			OutTrunc bool   `json:"out-truncated"`
-			ErrTrunc bool   `json:"err-truncated"`
-		}
-		if err := h.agent(ctx, name, map[string]any{"execute": "guest-exec-status", "arguments": map[string]int{"pid": started.PID}}, &st); err != nil {
+		st, err := h.execStatus(ctx, name, started.PID)
+		if err != nil {
 			return nil, fmt.Errorf("exec %q status: %w", e.Argv[0], err)
 		}
 		if st.Exited {
@@ -81,11 +109,7 @@ func (h *Hypervisor) GuestExec(ctx context.Context, name string, e desktop.Exec)
 			if err1 != nil || err2 != nil {
 				return nil, fmt.Errorf("exec %q: undecodable output", e.Argv[0])
 			}
-			code := st.ExitCode
-			if st.Signal != 0 {
-				code = 128 + st.Signal
-			}
-			return &desktop.ExecResult{ExitCode: code, Stdout: out, Stderr: errOut, Truncated: st.OutTrunc || st.ErrTrunc}, nil
+			return &desktop.ExecResult{ExitCode: st.code(), Stdout: out, Stderr: errOut, Truncated: st.OutTrunc || st.ErrTrunc}, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -93,6 +117,34 @@ func (h *Hypervisor) GuestExec(ctx context.Context, name string, e desktop.Exec)
 		case <-time.After(delay):
 		}
 	}
+}
+
+// GuestExecStart starts a command in the guest without capturing its
+// output (it must redirect its own) and returns its pid for
+// GuestExecStatus.
+func (h *Hypervisor) GuestExecStart(ctx context.Context, name string, e desktop.Exec) (int, error) {
+	args, err := execArgs(e, false)
+	if err != nil {
+		return 0, err
+	}
+	var started struct {
+		PID int `json:"pid"`
+	}
+	if err := h.agent(ctx, name, map[string]any{"execute": "guest-exec", "arguments": args}, &started); err != nil {
+		return 0, fmt.Errorf("exec %q: %w", e.Argv[0], err)
+	}
+	return started.PID, nil
+}
+
+// GuestExecStatus says whether a process GuestExecStart started has
+// exited, and its exit code (128+signal when a signal ended it). The agent
+// forgets the process once it has reported the exit.
+func (h *Hypervisor) GuestExecStatus(ctx context.Context, name string, pid int) (bool, int, error) {
+	st, err := h.execStatus(ctx, name, pid)
+	if err != nil {
+		return false, 0, fmt.Errorf("exec status of pid %d: %w", pid, err)
+	}
+	return st.Exited, st.code(), nil
 }
 
 // GuestFileOpen opens a file in the guest (mode as fopen's: "r", "w", "a").
