@@ -109,6 +109,9 @@ func testComputerUse(t *testing.T, s *server, token string, d *desktop.Desktop) 
 	text := b.String()[:440] + " naïve café — 日本語 🙂 ß € Ünï\nend"
 	s.catWindow(d, "100x20+50+50", "/tmp/typed.txt")
 	s.computer(token, d, map[string]any{"action": "left_click", "coordinate": []int{300, 150}})
+	// An agent looks at the screen between a click and typing; the guest
+	// (starved under TCG) redraws for the focus change meanwhile.
+	time.Sleep(time.Second)
 	begun := time.Now()
 	res := s.computer(token, d, map[string]any{"action": "type", "text": text})
 	took := time.Since(begun)

@@ -96,14 +96,15 @@ func testConsole(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	if r.State != "connected" || !r.NonBlank || r.DistinctColors < 50 || r.ViewOnlyBadge || !r.Typed {
 		t.Errorf("interactive console: %+v", r)
 	}
+	// (guest output is trimmed: "/" keeps the line's end visible)
 	var got string
 	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) && !strings.HasSuffix(got, "\n") && !strings.HasSuffix(got, "\r") {
-		got, _ = s.guest(d, "cat /tmp/console-typed")
+	for time.Now().Before(deadline) && !strings.HasSuffix(got, "\n/") && !strings.HasSuffix(got, "\r/") {
+		got, _ = s.guest(d, "cat /tmp/console-typed; echo /")
 		time.Sleep(500 * time.Millisecond)
 	}
-	if got != "typed-through-novnc\r" && got != "typed-through-novnc\n" {
-		t.Errorf("typed through the console page: %q", got)
+	if got != "typed-through-novnc\r/" && got != "typed-through-novnc\n/" {
+		t.Errorf("typed through the console page (with Enter): %q", got)
 	}
 
 	// A view-only session sees the desktop but its keys never arrive.
