@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -179,6 +180,7 @@ func testExecFilesClipboard(t *testing.T, s *server, token string, d *desktop.De
 	}
 	s.expectError(token, "POST", api+"/exec", map[string]any{}, 422, "invalid")
 	s.expectError(token, "POST", api+"/exec", map[string]any{"cmd": "true", "user": "bad user"}, 422, "invalid")
+	testExecStream(t, s, token, d)
 
 	// Files: an 8 MiB upload and download, byte for byte.
 	data := make([]byte, 8<<20)
@@ -293,4 +295,45 @@ func abs(n int) int {
 		return -n
 	}
 	return n
+}
+
+// testExecStream runs a command that prints over a few seconds with
+// ?stream=true and checks the output arrives as it is printed, then the
+// exit code.
+func testExecStream(t *testing.T, s *server, token string, d *desktop.Desktop) {
+	req, _ := http.NewRequest("POST", s.url+"/api/v1/desktops/"+d.ID+"/exec?stream=true",
+		strings.NewReader(`{"cmd":"echo one; sleep 3; echo two >&2; sleep 1; exit 4"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	begun := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	var events []string
+	var firstAt time.Duration
+	sc := bufio.NewScanner(resp.Body)
+	event := ""
+	for sc.Scan() {
+		line := sc.Text()
+		if e, ok := strings.CutPrefix(line, "event: "); ok {
+			event = e
+		}
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			if len(events) == 0 {
+				firstAt = time.Since(begun)
+			}
+			events = append(events, event+" "+data)
+		}
+	}
+	want := []string{`stdout {"data":"one\n"}`, `stderr {"data":"two\n"}`}
+	if len(events) != 3 || events[0] != want[0] || events[1] != want[1] || !strings.Contains(events[2], `"exit_code":4`) {
+		t.Errorf("streamed events: %q", events)
+	}
+	if total := time.Since(begun); firstAt > total-2*time.Second {
+		t.Errorf("first output after %s of %s: not streamed", firstAt, total)
+	}
 }
