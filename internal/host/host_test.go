@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -28,5 +29,21 @@ func TestCheck(t *testing.T) {
 	os.WriteFile(mem, []byte("MemTotal: 1 kB\n"), 0o644)
 	if err := c.Check(1, 0); err == nil || errors.Is(err, desktop.ErrCapacity) {
 		t.Errorf("unreadable meminfo: %v", err)
+	}
+}
+
+// TestCheckOnASmallDisk: a real 16 MiB file system has no room for a
+// desktop's disks, and says how much there is.
+func TestCheckOnASmallDisk(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=16m"); err != nil {
+		t.Skipf("mount a tmpfs (needs root): %v", err)
+	}
+	defer syscall.Unmount(dir, syscall.MNT_DETACH)
+	mem := filepath.Join(t.TempDir(), "meminfo")
+	os.WriteFile(mem, []byte("MemAvailable: 8388608 kB\n"), 0o644)
+	err := Capacity{MemInfo: mem, DataDir: dir}.Check(1024, 1)
+	if !errors.Is(err, desktop.ErrCapacity) || !strings.Contains(err.Error(), dir) {
+		t.Errorf("1 MiB of disk on a 16 MiB file system, with the host reserve: %v", err)
 	}
 }
