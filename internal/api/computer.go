@@ -45,21 +45,15 @@ func (s *server) computerAction(c *gin.Context) (reply, error) {
 // screenshot answers the screen as an image: PNG by default, JPEG with
 // format=jpeg (quality=1..100), scaled with width/height, after the screen
 // settles with settle=true. A passive=true screenshot (a watcher's
-// thumbnail) neither wakes a sleeping desktop nor counts as use of it.
+// thumbnail) neither wakes a sleeping desktop nor counts as use of it
+// (awake, touchActivity).
 func (s *server) screenshot(c *gin.Context) {
 	opts, err := shotOptions(c)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	var d *desktop.Desktop
-	if isPassive(c) {
-		if d, err = s.owned(c); err == nil && d.State != desktop.StateRunning {
-			err = &desktop.TransitionError{Op: "screenshot", State: d.State}
-		}
-	} else {
-		d, err = s.running(c, "screenshot")
-	}
+	d, err := s.running(c, "screenshot")
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -24,10 +24,6 @@ type Consoles interface {
 
 const ctxConsole = "bureau.console"
 
-// wakeTimeout bounds how long opening a console waits for a hibernated
-// desktop to resume.
-const wakeTimeout = 3 * time.Minute
-
 type createConsoleRequest struct {
 	ViewOnly   bool `json:"view_only"`
 	TTLSeconds int  `json:"ttl_seconds"`
@@ -111,21 +107,13 @@ func (s *server) consoleSession(c *gin.Context) (reply, error) {
 }
 
 // vnc upgrades to a WebSocket and pipes it to the desktop's display. A
-// hibernated or paused desktop is woken first. Nothing reaches the VNC
-// server before the token and the desktop's state have been checked.
+// hibernated or paused desktop is woken first (wake on use, as for every
+// route that needs the guest). Nothing reaches the VNC server before the
+// token and the desktop's state have been checked.
 func (s *server) vnc(c *gin.Context) {
 	t := consoleToken(c)
 	ctx := c.Request.Context()
-	d, err := s.Desktops.Get(ctx, t.DesktopID)
-	if err == nil && (d.State == desktop.StateHibernated || d.State == desktop.StatePaused ||
-		d.State == desktop.StateHibernating || d.State == desktop.StateResuming || d.State == desktop.StatePausing) {
-		wctx, cancel := context.WithTimeout(ctx, wakeTimeout)
-		d, err = s.Desktops.Wake(wctx, t.DesktopID, "console/"+t.ID)
-		cancel()
-	}
-	if err == nil && d.State != desktop.StateRunning {
-		err = &desktop.TransitionError{Op: "open the console of", State: d.State}
-	}
+	d, err := s.Desktops.Wake(ctx, t.DesktopID, "console/"+t.ID)
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -41,10 +41,12 @@ func (s *server) hibernateDesktop(c *gin.Context) (reply, error) {
 
 // awake returns the caller's desktop in :id, running: a paused or
 // hibernated desktop is woken first ("wake on use"). Routes that need a
-// running guest (screen, input, exec, files, console) call it.
+// running guest (screen, input, exec, files, console) call it. A passive
+// GET (?passive=true, a watcher's thumbnail) wakes nothing, as it counts
+// as no use either (touchActivity).
 func (s *server) awake(c *gin.Context) (*desktop.Desktop, error) {
 	d, err := s.owned(c)
-	if err != nil || d.State == desktop.StateRunning {
+	if err != nil || d.State == desktop.StateRunning || isPassive(c) {
 		return d, err
 	}
 	return s.Desktops.Wake(c.Request.Context(), d.ID, actor(c))
