@@ -43,10 +43,11 @@ func (h *Hypervisor) GuestPing(ctx context.Context, name string) error {
 	return h.agent(ctx, name, map[string]string{"execute": "guest-ping"}, nil)
 }
 
-// execArgs are guest-exec's arguments for e.
-func execArgs(e desktop.Exec, capture bool) (map[string]any, error) {
+// startExec starts e with guest-exec, capturing its output or not, and
+// returns its pid.
+func (h *Hypervisor) startExec(ctx context.Context, name string, e desktop.Exec, capture bool) (int, error) {
 	if len(e.Argv) == 0 {
-		return nil, fmt.Errorf("exec: empty command")
+		return 0, fmt.Errorf("exec: empty command")
 	}
 	args := map[string]any{"path": e.Argv[0], "arg": e.Argv[1:], "capture-output": capture}
 	if len(e.Env) > 0 {
@@ -55,7 +56,13 @@ func execArgs(e desktop.Exec, capture bool) (map[string]any, error) {
 	if len(e.Stdin) > 0 {
 		args["input-data"] = base64.StdEncoding.EncodeToString(e.Stdin)
 	}
-	return args, nil
+	var started struct {
+		PID int `json:"pid"`
+	}
+	if err := h.agent(ctx, name, map[string]any{"execute": "guest-exec", "arguments": args}, &started); err != nil {
+		return 0, fmt.Errorf("exec %q: %w", e.Argv[0], err)
+	}
+	return started.PID, nil
 }
 
 // execStatus is guest-exec-status's reply.
@@ -88,18 +95,12 @@ func (h *Hypervisor) execStatus(ctx context.Context, name string, pid int) (*exe
 // GuestExec runs a command in the guest and waits for it to end or ctx to
 // expire. Output beyond what the agent buffers is reported as truncated.
 func (h *Hypervisor) GuestExec(ctx context.Context, name string, e desktop.Exec) (*desktop.ExecResult, error) {
-	args, err := execArgs(e, true)
+	pid, err := h.startExec(ctx, name, e, true)
 	if err != nil {
 		return nil, err
 	}
-	var started struct {
-		PID int `json:"pid"`
-	}
-	if err := h.agent(ctx, name, map[string]any{"execute": "guest-exec", "arguments": args}, &started); err != nil {
-		return nil, fmt.Errorf("exec %q: %w", e.Argv[0], err)
-	}
 	for delay := 20 * time.Millisecond; ; delay = min(delay*2, 500*time.Millisecond) {
-		st, err := h.execStatus(ctx, name, started.PID)
+		st, err := h.execStatus(ctx, name, pid)
 		if err != nil {
 			return nil, fmt.Errorf("exec %q status: %w", e.Argv[0], err)
 		}
@@ -123,17 +124,7 @@ func (h *Hypervisor) GuestExec(ctx context.Context, name string, e desktop.Exec)
 // output (it must redirect its own) and returns its pid for
 // GuestExecStatus.
 func (h *Hypervisor) GuestExecStart(ctx context.Context, name string, e desktop.Exec) (int, error) {
-	args, err := execArgs(e, false)
-	if err != nil {
-		return 0, err
-	}
-	var started struct {
-		PID int `json:"pid"`
-	}
-	if err := h.agent(ctx, name, map[string]any{"execute": "guest-exec", "arguments": args}, &started); err != nil {
-		return 0, fmt.Errorf("exec %q: %w", e.Argv[0], err)
-	}
-	return started.PID, nil
+	return h.startExec(ctx, name, e, false)
 }
 
 // GuestExecStatus says whether a process GuestExecStart started has

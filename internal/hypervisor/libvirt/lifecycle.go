@@ -69,8 +69,7 @@ func (h *Hypervisor) Destroy(ctx context.Context, name string) error {
 // boot was seen lost that way, as can an ACPI button press; those two are
 // the fallbacks, for guests without systemd or without an agent.
 func (h *Hypervisor) Reboot(ctx context.Context, name string) error {
-	exec := map[string]any{"execute": "guest-exec", "arguments": map[string]any{"path": "/bin/systemctl", "arg": []string{"reboot"}}}
-	if err := h.agent(ctx, name, exec, nil); err == nil {
+	if _, err := h.GuestExecStart(ctx, name, desktop.Exec{Argv: []string{"/bin/systemctl", "reboot"}}); err == nil {
 		return nil
 	}
 	_, err := withDomain(ctx, h, name, func(d *libvirt.Domain) (struct{}, error) {
