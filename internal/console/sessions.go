@@ -51,19 +51,6 @@ func (s *Service) Attach(ctx context.Context, t *desktop.ConsoleToken) (context.
 	}
 }
 
-// Live counts the live sessions of a desktop.
-func (s *Service) Live(desktopID string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for ss := range s.sessions {
-		if ss.desktopID == desktopID {
-			n++
-		}
-	}
-	return n
-}
-
 func (s *Service) end(match func(*session) bool, why *CloseError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
