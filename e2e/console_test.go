@@ -168,7 +168,6 @@ func rfbServerInit(t *testing.T, base, id, token string) (int, int, string) {
 	}
 	defer ws.Close(websocket.StatusNormalClosure, "")
 	rd := websocket.NetConn(ctx, ws, websocket.MessageBinary)
-	buf := make([]byte, 12)
 	read := func(n int) []byte {
 		b := make([]byte, n)
 		if _, err := io.ReadFull(rd, b); err != nil {
@@ -176,9 +175,8 @@ func rfbServerInit(t *testing.T, base, id, token string) (int, int, string) {
 		}
 		return b
 	}
-	copy(buf, read(12))
-	if !strings.HasPrefix(string(buf), "RFB 003.") {
-		t.Fatalf("server version %q", buf)
+	if version := read(12); !strings.HasPrefix(string(version), "RFB 003.") {
+		t.Fatalf("server version %q", version)
 	}
 	rd.Write([]byte("RFB 003.008\n"))
 	types := read(int(read(1)[0]))
