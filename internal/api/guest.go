@@ -3,8 +3,6 @@ package api
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -113,13 +111,7 @@ func (e *sseWriter) started() bool {
 func (e *sseWriter) Started() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	h := e.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	e.w.WriteHeader(http.StatusOK)
-	_, err := io.WriteString(e.w, ": bureau exec\n\n")
-	e.w.Flush()
+	err := startSSE(e.w, "bureau exec")
 	e.on = true
 	e.done = make(chan struct{})
 	go e.keepalive(e.done)
@@ -153,13 +145,9 @@ func (e *sseWriter) Output(stream string, b []byte) error {
 }
 
 func (e *sseWriter) event(kind string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if _, err := fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", kind, b); err != nil {
+	if err := writeEvent(e.w, kind, v); err != nil {
 		return err
 	}
 	e.w.Flush()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -48,12 +49,7 @@ func (s *server) auditLog(c *gin.Context) (reply, error) {
 func (s *server) streamEvents(c *gin.Context) {
 	sub := s.Live.Subscribe(c.Request.Context(), ownerFilter(c))
 	w := c.Writer
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, ": bureau live events\n\n")
-	w.Flush()
+	startSSE(w, "bureau live events")
 	keepalive := time.NewTicker(15 * time.Second)
 	defer keepalive.Stop()
 	for {
@@ -70,14 +66,34 @@ func (s *server) streamEvents(c *gin.Context) {
 			if ch.Desktop != nil {
 				kind, v = "desktop", ch.Desktop
 			}
-			b, err := json.Marshal(v)
-			if err != nil {
-				continue
-			}
-			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", kind, b)
+			writeEvent(w, kind, v)
 		}
 		w.Flush()
 	}
+}
+
+// startSSE answers 200 with a server-sent event stream that opens with a
+// comment, flushed so the client sees the stream start.
+func startSSE(w gin.ResponseWriter, comment string) error {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // no buffering in a proxy in front
+	w.WriteHeader(http.StatusOK)
+	_, err := fmt.Fprintf(w, ": %s\n\n", comment)
+	w.Flush()
+	return err
+}
+
+// writeEvent writes one server-sent event with v as JSON data (the caller
+// flushes).
+func writeEvent(w io.Writer, kind string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", kind, b)
+	return err
 }
 
 // desktopStats returns a running desktop's resource figures.
