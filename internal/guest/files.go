@@ -44,10 +44,14 @@ type Stat struct {
 	Truncated bool `json:"truncated,omitempty"`
 }
 
-// cleanPath checks a path from a request: absolute, or relative to the
-// user's home. Symbolic links and ".." are resolved later, in the guest.
+// cleanPath checks a path and a user from a request: the user is a user
+// name, the path absolute or relative to the user's home. Symbolic links
+// and ".." are resolved later, in the guest, as that user. The path only
+// ever reaches the guest as an argument, never as part of a script.
 func (s *Service) cleanPath(p, user string) (string, error) {
 	switch {
+	case !userName.MatchString(user):
+		return "", invalid("user", "not a user name")
 	case p == "":
 		return "", invalid("path", "missing")
 	case len(p) > 4096:
@@ -96,15 +100,16 @@ func checkFailed(p string, r *desktop.ExecResult) error {
 }
 
 // statScript resolves $1 as the user (so a path the user cannot reach
-// fails), and prints what it is; a directory's entries follow.
-const statScript = `p=$(realpath -e -- "$1") || exit 3
+// fails), and prints what it is; a directory's entries follow. Records end
+// in NUL and put the name last, so names with tabs or newlines parse.
+const statScript = `p=$(realpath -e -- "$1" && printf x) || exit 3; p=${p%?x}
 if [ -d "$p" ]; then
   [ -r "$p" ] && [ -x "$p" ] || exit 4
-  printf 'dir\t%s\n' "$p"
-  find "$p" -mindepth 1 -maxdepth 1 -printf '%y\t%s\t%m\t%T@\t%f\n' 2>/dev/null | head -n ` + "10001" + `
+  printf 'dir\t%s\0' "$p"
+  find "$p" -mindepth 1 -maxdepth 1 -printf '%y\t%s\t%m\t%T@\t%f\0' 2>/dev/null | head -z -n ` + "10001" + `
 elif [ -f "$p" ]; then
   [ -r "$p" ] || exit 4
-  printf 'file\t%s\t%s\n' "$p" "$(stat -c %s -- "$p")"
+  printf 'file\t%s\t%s\0' "$(stat -c %s -- "$p")" "$p"
 else
   exit 6
 fi`
@@ -125,15 +130,28 @@ func (s *Service) Stat(ctx context.Context, domain, p, user string) (*Stat, erro
 	if r.ExitCode != 0 {
 		return nil, checkFailed(p, r)
 	}
-	lines := strings.Split(strings.TrimRight(string(r.Stdout), "\n"), "\n")
-	head := strings.Split(lines[0], "\t")
-	st := &Stat{Path: head[1], Dir: head[0] == "dir"}
-	if !st.Dir {
-		st.Size, _ = strconv.ParseInt(head[2], 10, 64)
-		return st, nil
+	return parseStat(r.Stdout)
+}
+
+// parseStat reads statScript's output.
+func parseStat(out []byte) (*Stat, error) {
+	recs := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	head := strings.SplitN(recs[0], "\t", 3)
+	var st *Stat
+	switch {
+	case len(head) == 2 && head[0] == "dir":
+		st = &Stat{Path: head[1], Dir: true}
+	case len(head) == 3 && head[0] == "file":
+		size, err := strconv.ParseInt(head[1], 10, 64)
+		if err != nil || size < 0 {
+			return nil, fmt.Errorf("unexpected size %q from the guest", head[1])
+		}
+		return &Stat{Path: head[2], Size: size}, nil
+	default:
+		return nil, fmt.Errorf("unexpected answer from the guest: %.80q", recs[0])
 	}
 	types := map[string]string{"f": "file", "d": "dir", "l": "link"}
-	for _, l := range lines[1:] {
+	for _, l := range recs[1:] {
 		f := strings.SplitN(l, "\t", 5)
 		if len(f) != 5 {
 			continue
@@ -188,8 +206,8 @@ type WriteRequest struct {
 // parents when asked ($2 = 1), resolves the final path through links and
 // prints it; a directory in the way or a place the user cannot write
 // fails.
-const prepareScript = `p=$(realpath -m -- "$1") || exit 3
-d=$(dirname -- "$p")
+const prepareScript = `p=$(realpath -m -- "$1" && printf x) || exit 3; p=${p%?x}
+d=${p%/*}; [ -n "$d" ] || d=/
 if [ "$2" = 1 ]; then mkdir -p -- "$d" || exit 4; fi
 [ -d "$d" ] || exit 3
 [ -w "$d" ] && [ -x "$d" ] || exit 4
@@ -276,7 +294,7 @@ func (s *Service) copyIn(ctx context.Context, domain, p string, r io.Reader) (in
 }
 
 // deleteScript removes $1 as the user; a directory only when $2 = 1.
-const deleteScript = `p=$(realpath -e -- "$1") || exit 3
+const deleteScript = `p=$(realpath -e -- "$1" && printf x) || exit 3; p=${p%?x}
 case "$p" in /|"$HOME") echo "refusing to delete $p" >&2; exit 4;; esac
 if [ -d "$p" ] && [ ! -L "$1" ]; then
   [ "$2" = 1 ] || exit 5
