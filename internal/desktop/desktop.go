@@ -84,6 +84,9 @@ type VMConfig struct {
 	// VNCSocket is the unix socket QEMU serves the display on; VNC is never
 	// exposed on a network port.
 	VNCSocket string
+	// TCGCacheMiB sizes QEMU's translation cache under TCG (0 = QEMU's
+	// default, 1 GiB), which every running desktop fills and keeps resident.
+	TCGCacheMiB int
 }
 
 // VMState is what the hypervisor reports about a desktop's VM.
@@ -104,6 +107,9 @@ type VMEvent struct {
 	Domain string
 	State  VMState
 	Reason string
+	// IOError: QEMU paused the VM because a disk write failed, typically
+	// because the host's disk is full. Resuming retries the write.
+	IOError bool
 }
 
 // Accelerator selects hardware virtualization or software emulation.

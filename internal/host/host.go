@@ -20,10 +20,19 @@ const (
 	DiskReserveMiB   = 2048
 )
 
+// DefaultSaveDir is where libvirt's qemu driver writes hibernation
+// (managed save) images.
+const DefaultSaveDir = "/var/lib/libvirt/qemu/save"
+
+// SaveOverheadMiB is what a save image holds beyond the guest's RAM
+// (device state, video memory), generously.
+const SaveOverheadMiB = 64
+
 // Capacity reads free memory and disk space.
 type Capacity struct {
 	MemInfo string // /proc/meminfo
 	DataDir string // where desktops' disks live
+	SaveDir string // where hibernated RAM goes (DefaultSaveDir)
 }
 
 // Check refuses a desktop needing memMiB of RAM and diskMiB of new disk
@@ -39,16 +48,42 @@ func (c Capacity) Check(memMiB, diskMiB int) error {
 				avail, memMiB, MemoryReserveMiB, desktop.ErrCapacity)
 		}
 	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(c.DataDir, &st); err != nil {
-		return fmt.Errorf("reading free disk space of %s: %w", c.DataDir, err)
+	free, err := freeMiB(c.DataDir)
+	if err != nil {
+		return err
 	}
-	free := int(st.Bavail * uint64(st.Bsize) >> 20)
 	if free < diskMiB+DiskReserveMiB {
 		return fmt.Errorf("%s has %d MiB free; this needs %d MiB plus %d MiB kept free: %w",
 			c.DataDir, free, diskMiB, DiskReserveMiB, desktop.ErrCapacity)
 	}
 	return nil
+}
+
+// CheckSave refuses to hibernate a desktop with memMiB of RAM when the save
+// directory could not hold all of it (the most a save image takes), so a
+// hibernation never fills the host's disk halfway through.
+func (c Capacity) CheckSave(memMiB int) error {
+	dir := c.SaveDir
+	if dir == "" {
+		dir = DefaultSaveDir
+	}
+	free, err := freeMiB(dir)
+	if err != nil {
+		return err
+	}
+	if need := memMiB + SaveOverheadMiB; free < need {
+		return fmt.Errorf("%s has %d MiB free; hibernating this desktop can take up to %d MiB (its RAM): %w",
+			dir, free, need, desktop.ErrCapacity)
+	}
+	return nil
+}
+
+func freeMiB(dir string) (int, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("reading free disk space of %s: %w", dir, err)
+	}
+	return int(st.Bavail * uint64(st.Bsize) >> 20), nil
 }
 
 func availableMiB(path string) (int, error) {

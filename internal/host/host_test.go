@@ -47,3 +47,24 @@ func TestCheckOnASmallDisk(t *testing.T) {
 		t.Errorf("1 MiB of disk on a 16 MiB file system, with the host reserve: %v", err)
 	}
 }
+
+// TestCheckSaveOnASmallDisk: a hibernation needs room for the whole RAM in
+// the save directory, here a real 128 MiB file system.
+func TestCheckSaveOnASmallDisk(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=128m"); err != nil {
+		t.Skipf("mount a tmpfs (needs root): %v", err)
+	}
+	defer syscall.Unmount(dir, syscall.MNT_DETACH)
+	c := Capacity{SaveDir: dir}
+	err := c.CheckSave(1024)
+	if !errors.Is(err, desktop.ErrCapacity) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "1088 MiB") {
+		t.Errorf("1 GiB of RAM into 128 MiB: %v", err)
+	}
+	if err := c.CheckSave(64); err != nil {
+		t.Errorf("64 MiB of RAM (+%d MiB) into 128 MiB: %v", SaveOverheadMiB, err)
+	}
+	if err := (Capacity{SaveDir: filepath.Join(dir, "missing")}).CheckSave(1); err == nil || errors.Is(err, desktop.ErrCapacity) {
+		t.Errorf("a missing save dir: %v", err)
+	}
+}

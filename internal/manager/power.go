@@ -100,6 +100,11 @@ func (m *Manager) syncClock(d *desktop.Desktop) {
 // Hibernate saves a desktop's RAM to disk and stops its VM in the
 // background; resume or start brings its programs back.
 func (m *Manager) Hibernate(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
+	if cur, err := m.live(ctx, id); err == nil && (cur.State == desktop.StateRunning || cur.State == desktop.StatePaused) {
+		if err := m.roomToSave(cur.MemoryMiB); err != nil {
+			return nil, err
+		}
+	}
 	d, err := m.begin(ctx, id, desktop.OpHibernate, desktop.StateHibernated, actor)
 	if err != nil {
 		return nil, err
@@ -151,6 +156,10 @@ func (m *Manager) Wake(ctx context.Context, id, actor string) (*desktop.Desktop,
 	case desktop.StateRunning:
 		return d, nil
 	case desktop.StatePaused, desktop.StateHibernated:
+		if d.LastError == IOErrorPause {
+			// Resuming would only fail the same write again: say why.
+			return nil, fmt.Errorf("desktop %s is %s: %w", id, IOErrorPause, desktop.ErrCapacity)
+		}
 		if _, err := m.Resume(ctx, id, actor); err != nil {
 			return nil, err
 		}

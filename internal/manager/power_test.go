@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
 )
@@ -144,5 +145,37 @@ func TestReconcileFindsPausedAndHibernated(t *testing.T) {
 	}
 	if got, _ := h.m.Get(ctx, b.ID); got.State != desktop.StateHibernated {
 		t.Errorf("saved VM → %s", got.State)
+	}
+}
+
+// TestIOErrorPause: QEMU pausing a VM on a failed disk write (a full host
+// disk) shows as paused with the reason; using the desktop says why
+// instead of resuming into the same error; an explicit resume runs it.
+func TestIOErrorPause(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "io").ID)
+	if err := h.m.Run(); err != nil {
+		t.Fatal(err)
+	}
+	h.hv.setVM(d.DomainName(), desktop.VMPaused)
+	h.hv.events <- desktop.VMEvent{Domain: d.DomainName(), State: desktop.VMPaused, Reason: "Suspended I/O Error", IOError: true}
+	deadline := time.Now().Add(2 * time.Second)
+	got, _ := h.m.Get(ctx, d.ID)
+	for got.State != desktop.StatePaused && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		got, _ = h.m.Get(ctx, d.ID)
+	}
+	if got.State != desktop.StatePaused || got.LastError != IOErrorPause {
+		t.Fatalf("after an I/O error pause: %s %q", got.State, got.LastError)
+	}
+	if _, err := h.m.Wake(ctx, d.ID, "alice"); !errors.Is(err, desktop.ErrCapacity) || !strings.Contains(err.Error(), "disk") {
+		t.Errorf("using a desktop paused on a full disk: %v", err)
+	}
+	if h.hv.vm(d.DomainName()) != desktop.VMPaused {
+		t.Error("wake on use resumed a desktop paused on a disk error")
+	}
+	if r, err := h.m.Resume(ctx, d.ID, "alice"); err != nil || r.State != desktop.StateRunning || r.LastError != "" {
+		t.Fatalf("resume after freeing space: %+v %v", r, err)
 	}
 }

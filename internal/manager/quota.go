@@ -13,6 +13,8 @@ import (
 // Capacity checks that the host has room for a desktop.
 type Capacity interface {
 	Check(memMiB, diskMiB int) error
+	// CheckSave refuses a hibernation whose RAM image would not fit.
+	CheckSave(memMiB int) error
 }
 
 // newDesktopDiskMiB is the host space a new desktop takes at once: its OS
@@ -25,6 +27,14 @@ func (m *Manager) roomFor(memMiB, diskMiB int) error {
 		return nil
 	}
 	return m.cfg.Capacity.Check(memMiB, diskMiB)
+}
+
+// roomToSave refuses to hibernate a desktop whose RAM would not fit on disk.
+func (m *Manager) roomToSave(memMiB int) error {
+	if m.cfg.Capacity == nil {
+		return nil
+	}
+	return m.cfg.Capacity.CheckSave(memMiB)
 }
 
 // Quota returns an owner's limits (its own, or the default plan's) and

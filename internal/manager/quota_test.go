@@ -9,11 +9,24 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-type fakeCapacity struct{ memFree int }
+type fakeCapacity struct {
+	memFree, saveFree int
+	diskFree          int // 0: plenty
+}
 
-func (f fakeCapacity) Check(mem, _ int) error {
+func (f fakeCapacity) CheckSave(mem int) error {
+	if mem > f.saveFree {
+		return fmt.Errorf("only %d MiB to save to: %w", f.saveFree, desktop.ErrCapacity)
+	}
+	return nil
+}
+
+func (f fakeCapacity) Check(mem, disk int) error {
 	if mem > f.memFree {
 		return fmt.Errorf("only %d MiB: %w", f.memFree, desktop.ErrCapacity)
+	}
+	if f.diskFree > 0 && disk > f.diskFree {
+		return fmt.Errorf("only %d MiB of disk: %w", f.diskFree, desktop.ErrCapacity)
 	}
 	return nil
 }
@@ -84,5 +97,42 @@ func TestFullDiskFailsSnapshotCleanly(t *testing.T) {
 	}
 	if got, _ := h.m.Get(ctx, d.ID); got.State != desktop.StateRunning {
 		t.Errorf("desktop after a failed snapshot: %s", got.State)
+	}
+}
+
+func TestHibernateRefusedWithoutRoomForTheRAM(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "h").ID)
+	h.m.cfg.Capacity = fakeCapacity{memFree: 1 << 20, saveFree: d.MemoryMiB - 1}
+	if _, err := h.m.Hibernate(ctx, d.ID, "alice"); !errors.Is(err, desktop.ErrCapacity) {
+		t.Fatalf("hibernate with no room for the RAM: %v", err)
+	}
+	if got, _ := h.m.Get(ctx, d.ID); got.State != desktop.StateRunning || got.Operation != "" || h.hv.vm(d.DomainName()) != desktop.VMRunning {
+		t.Errorf("a refused hibernate changed the desktop: %+v, vm %s", got, h.hv.vm(d.DomainName()))
+	}
+	h.m.cfg.Capacity = fakeCapacity{memFree: 1 << 20, saveFree: d.MemoryMiB + 64}
+	if _, err := h.m.Hibernate(ctx, d.ID, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.settle(t, d.ID); got.State != desktop.StateHibernated {
+		t.Errorf("hibernate with room: %s", got.State)
+	}
+}
+
+func TestMemorySnapshotRefusedWithoutRoomForTheRAM(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "m").ID)
+	h.m.cfg.Capacity = fakeCapacity{memFree: 1 << 20, diskFree: d.MemoryMiB - 1}
+	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "with-ram"}); !errors.Is(err, desktop.ErrCapacity) {
+		t.Fatalf("memory snapshot without room for the RAM: %v", err)
+	}
+	if list, _ := h.m.ListSnapshots(ctx, d.ID); len(list) != 0 {
+		t.Errorf("refused snapshot listed: %v", list)
+	}
+	no := false
+	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "disks", Memory: &no}); err != nil {
+		t.Errorf("a snapshot of the disks alone needs no room for the RAM: %v", err)
 	}
 }

@@ -119,6 +119,10 @@ func (m *Manager) reconcileOne(ctx context.Context, d *desktop.Desktop, vm deskt
 	}
 }
 
+// IOErrorPause is a desktop's last error while QEMU holds it paused after
+// a failed disk write. Nothing is lost: the write is retried on resume.
+const IOErrorPause = "paused by a disk write error: the host's disk is probably full. Nothing is lost; free space on the host, then resume the desktop"
+
 // onEvent applies a lifecycle change no bureau operation is waiting for,
 // such as the guest powering itself off or QEMU crashing.
 func (m *Manager) onEvent(ctx context.Context, ev desktop.VMEvent) {
@@ -143,6 +147,9 @@ func (m *Manager) onEvent(ctx context.Context, ev desktop.VMEvent) {
 		want = desktop.StateStopped
 	case desktop.VMPaused:
 		want = desktop.StatePaused
+		if ev.IOError {
+			lastErr = IOErrorPause
+		}
 	case desktop.VMSaved:
 		want = desktop.StateHibernated
 	case desktop.VMCrashed:
@@ -150,7 +157,7 @@ func (m *Manager) onEvent(ctx context.Context, ev desktop.VMEvent) {
 	default:
 		return
 	}
-	if d.State == want {
+	if d.State == want && (!ev.IOError || d.LastError == lastErr) {
 		return
 	}
 	d.State, d.LastError = want, lastErr

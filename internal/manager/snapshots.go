@@ -65,6 +65,12 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 	if memory && !running {
 		return nil, &desktop.ValidationError{Field: "memory", Message: "the desktop is stopped: its snapshot can only hold its disks"}
 	}
+	if memory {
+		// Its RAM goes into the OS disk: as much room as for a hibernation.
+		if err := m.roomFor(0, d.MemoryMiB); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := m.store.GetSnapshot(ctx, id, req.Name); err == nil {
 		return nil, fmt.Errorf("snapshot %q of desktop %s: %w", req.Name, id, desktop.ErrNameTaken)
 	} else if !errors.Is(err, desktop.ErrNotFound) {

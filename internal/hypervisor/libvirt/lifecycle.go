@@ -178,6 +178,8 @@ func (h *Hypervisor) onLifecycle(_ *libvirt.Connect, d *libvirt.Domain, ev *libv
 		out.State = desktop.VMRunning
 	case libvirt.DOMAIN_EVENT_SUSPENDED, libvirt.DOMAIN_EVENT_PMSUSPENDED:
 		out.State = desktop.VMPaused
+		out.IOError = ev.Event == libvirt.DOMAIN_EVENT_SUSPENDED &&
+			libvirt.DomainEventSuspendedDetailType(ev.Detail) == libvirt.DOMAIN_EVENT_SUSPENDED_IOERROR
 	case libvirt.DOMAIN_EVENT_STOPPED:
 		out.State = desktop.VMShutoff
 		if libvirt.DomainEventStoppedDetailType(ev.Detail) == libvirt.DOMAIN_EVENT_STOPPED_SAVED {
