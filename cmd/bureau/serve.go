@@ -43,6 +43,7 @@ func serveCmd(cfg *config.Config) *cobra.Command {
 	f.StringVar(&cfg.Accelerator, "accelerator", cfg.Accelerator, "auto, kvm or tcg (BUREAU_ACCELERATOR)")
 	f.StringVar(&cfg.DefaultImage, "default-image", cfg.DefaultImage, "image for desktops that name none (BUREAU_DEFAULT_IMAGE)")
 	f.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "json or text (BUREAU_LOG_FORMAT)")
+	f.IntVar(&cfg.TCGCacheMiB, "tcg-cache-mib", cfg.TCGCacheMiB, "translation cache per desktop under TCG in MiB, 0 = QEMU's 1 GiB (BUREAU_TCG_CACHE_MIB)")
 	f.StringVar(&cfg.DefaultPlan, "default-plan", cfg.DefaultPlan, "quota plan of owners without their own: free, team or unlimited (BUREAU_DEFAULT_PLAN)")
 	return cmd
 }
@@ -51,6 +52,9 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	log := newLogger(cfg.LogFormat)
 	if _, ok := desktop.Plans[cfg.DefaultPlan]; !ok {
 		return fmt.Errorf("default plan %q: want one of %v", cfg.DefaultPlan, desktop.PlanNames())
+	}
+	if cfg.TCGCacheMiB < 0 {
+		return fmt.Errorf("tcg cache %d MiB: want 0 (QEMU's default) or more", cfg.TCGCacheMiB)
 	}
 	accel, why, err := hv.ChooseAccelerator(cfg.Accelerator)
 	if err != nil {
@@ -80,7 +84,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	defer h.Close()
 	met := metrics.New(st, h, log)
 	m := manager.New(manager.Config{DataDir: cfg.DataDir, DefaultImage: cfg.DefaultImage, Accelerator: accel,
-		Observe: met.ObserveOperation, DefaultPlan: cfg.DefaultPlan, Capacity: host.Capacity{DataDir: cfg.DataDir},
+		TCGCacheMiB: cfg.TCGCacheMiB, Observe: met.ObserveOperation, DefaultPlan: cfg.DefaultPlan, Capacity: host.Capacity{DataDir: cfg.DataDir},
 		Failpoints: manager.ParseFailpoints(os.Getenv("BUREAU_FAILPOINTS"))},
 		h, storage.Disks{}, seedWriter{}, st, log)
 	met.SetViewers(m)

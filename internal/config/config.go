@@ -5,6 +5,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // Config is every setting bureau has.
@@ -20,6 +21,9 @@ type Config struct {
 	AdminToken   string // BUREAU_ADMIN_TOKEN: the first admin token's secret
 	LogFormat    string // BUREAU_LOG_FORMAT: json or text
 	DefaultPlan  string // BUREAU_DEFAULT_PLAN: quota plan of owners without their own
+	// TCGCacheMiB (BUREAU_TCG_CACHE_MIB) is each desktop's QEMU translation
+	// cache under TCG; 0 keeps QEMU's 1 GiB. See BENCHMARKS.md, density.
+	TCGCacheMiB int
 
 	// Client side.
 	URL   string // BUREAU_URL
@@ -42,6 +46,7 @@ func FromEnv() Config {
 		DefaultPlan:  env("BUREAU_DEFAULT_PLAN", "free"),
 		URL:          env("BUREAU_URL", "http://127.0.0.1:8080"),
 		Token:        os.Getenv("BUREAU_TOKEN"),
+		TCGCacheMiB:  envInt("BUREAU_TCG_CACHE_MIB", 256),
 	}
 	return c
 }
@@ -64,6 +69,13 @@ func (c Config) AdminTokenFile() string { return filepath.Join(c.DataDir, "admin
 func env(key, def string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
+	}
+	return def
+}
+
+func envInt(key string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(key)); err == nil {
+		return n
 	}
 	return def
 }

@@ -106,8 +106,10 @@ type Config struct {
 	DataDir      string
 	DefaultImage string
 	Accelerator  desktop.Accelerator
-	OSDiskGiB    int
-	StopTimeout  time.Duration
+	// TCGCacheMiB is QEMU's translation cache per desktop under TCG.
+	TCGCacheMiB int
+	OSDiskGiB   int
+	StopTimeout time.Duration
 	// OpTimeout bounds one background operation (create, start, stop…).
 	OpTimeout time.Duration
 	// IdleCheck is how often idle desktops are looked for (0 = 15 s);
@@ -115,6 +117,10 @@ type Config struct {
 	// (0 = 0.3: an idle Xfce desktop under TCG stays well below it).
 	IdleCheck time.Duration
 	IdleCPU   float64
+	// TrimAfter is how long a running desktop is quiet (as for idle
+	// hibernation) before its guest's page cache is dropped once, so free
+	// page reporting returns that RAM to the host (0 = 2 min, <0 = never).
+	TrimAfter time.Duration
 	// Capacity, when set, refuses desktops the host has no room for.
 	Capacity Capacity
 	// DefaultPlan is the quota plan of owners without their own ("free").
@@ -168,6 +174,9 @@ func New(cfg Config, hv Hypervisor, disks Disks, seeds SeedWriter, store Store, 
 	}
 	if cfg.IdleCheck == 0 {
 		cfg.IdleCheck = 15 * time.Second
+	}
+	if cfg.TrimAfter == 0 {
+		cfg.TrimAfter = 2 * time.Minute
 	}
 	if cfg.IdleCPU == 0 {
 		cfg.IdleCPU = 0.3
@@ -245,7 +254,7 @@ func (m *Manager) VMConfig(d *desktop.Desktop, uuid string) desktop.VMConfig {
 		Accelerator: desktop.Accelerator(d.Accelerator),
 		OSDisk:      filepath.Join(d.Dir, "os.qcow2"), DataDisk: d.DataDiskPath,
 		SeedISO: filepath.Join(d.Dir, "seed.iso"), SerialLog: filepath.Join(d.Dir, "serial.log"),
-		VNCSocket: vncSocket(d),
+		VNCSocket: vncSocket(d), TCGCacheMiB: m.cfg.TCGCacheMiB,
 	}
 }
 

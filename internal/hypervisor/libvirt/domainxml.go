@@ -67,6 +67,9 @@ func DomainXML(c desktop.VMConfig) (string, error) {
 		// without relabelling them.
 		SecLabel: []libvirtxml.DomainSecLabel{{Type: "static", Model: "dac", Relabel: "no", Label: "+0:+0"}},
 	}
+	if c.Accelerator != desktop.AccelKVM && c.TCGCacheMiB > 0 {
+		dom.Features.TCG = &libvirtxml.DomainFeatureTCG{TBCache: &libvirtxml.DomainFeatureTCGTBCache{Unit: "MiB", Size: uint(c.TCGCacheMiB)}}
+	}
 	if c.Accelerator == desktop.AccelKVM {
 		dom.Type = "kvm"
 		// arch-capabilities off: some hosts fail with "failed to set MSR 0x10a".
