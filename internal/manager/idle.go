@@ -14,7 +14,12 @@ type idleState struct {
 	cpu     time.Duration // guest CPU time at the last check
 	checked time.Time
 	viewers int
+	trimmed time.Time // when the guest's caches were last dropped
 }
+
+// trimScript drops the guest's clean page cache and compacts its free
+// memory; free page reporting then hands those pages back to the host.
+const trimScript = "sync; echo 3 > /proc/sys/vm/drop_caches; echo 1 > /proc/sys/vm/compact_memory"
 
 // Touch records use of a desktop (an API action): its quiet period restarts.
 func (m *Manager) Touch(id string) {
@@ -135,9 +140,17 @@ func (m *Manager) checkIdle(ctx context.Context, now time.Time) {
 		st.cpu, st.checked = cpu, now
 		quiet := now.Sub(st.since)
 		idle := st.viewers == 0 && d.IdleTimeoutSeconds > 0 && quiet >= time.Duration(d.IdleTimeoutSeconds)*time.Second
+		trim := !idle && st.viewers == 0 && m.cfg.TrimAfter > 0 && quiet >= m.cfg.TrimAfter && st.trimmed.Before(st.since)
+		if trim {
+			// Once per quiet period; the trim's own CPU is not activity.
+			st.trimmed, st.checked = now, time.Time{}
+		}
 		m.idleMu.Unlock()
 		if idle {
 			m.hibernateIdle(ctx, d, quiet)
+		}
+		if trim {
+			m.trimIdle(d)
 		}
 	}
 	m.idleMu.Lock()
@@ -147,6 +160,27 @@ func (m *Manager) checkIdle(ctx context.Context, now time.Time) {
 		}
 	}
 	m.idleMu.Unlock()
+}
+
+// trimIdle returns a quiet desktop's page cache to the host, in the
+// background: the guest agent may be slow and a missed trim costs nothing.
+func (m *Manager) trimIdle(d *desktop.Desktop) {
+	name, id := d.DomainName(), d.ID
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		ctx, cancel := context.WithTimeout(m.ctx, time.Minute)
+		defer cancel()
+		res, err := m.hv.GuestExec(ctx, name, desktop.Exec{Argv: []string{"/bin/sh", "-c", trimScript}})
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit %d: %s", res.ExitCode, res.Stderr)
+		}
+		if err != nil {
+			m.log.Warn("trim of an idle desktop's page cache", "desktop", id, "err", err)
+			return
+		}
+		m.log.Info("idle desktop's page cache returned to the host", "desktop", id)
+	}()
 }
 
 func (m *Manager) hibernateIdle(ctx context.Context, d *desktop.Desktop, quiet time.Duration) {

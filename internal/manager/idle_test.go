@@ -100,3 +100,50 @@ func TestSetIdleTimeoutValidates(t *testing.T) {
 		t.Errorf("not stored: %d", again.IdleTimeoutSeconds)
 	}
 }
+
+// TestQuietDesktopIsTrimmedOncePerQuietPeriod: a desktop quiet for
+// TrimAfter has its page cache dropped once; use starts a new quiet period
+// and so a new trim; a watched desktop is never trimmed.
+func TestQuietDesktopIsTrimmedOncePerQuietPeriod(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "trim").ID)
+	trims := func() int {
+		h.m.wg.Wait()
+		n := 0
+		for _, c := range h.hv.callList() {
+			if c == "GuestExec "+d.DomainName() {
+				n++
+			}
+		}
+		return n
+	}
+	now := time.Now()
+	h.m.checkIdle(ctx, now)
+	h.m.checkIdle(ctx, now.Add(time.Minute))
+	if n := trims(); n != 0 {
+		t.Fatalf("trimmed after 1 quiet minute: %d", n)
+	}
+	h.m.checkIdle(ctx, now.Add(3*time.Minute))
+	h.m.checkIdle(ctx, now.Add(5*time.Minute))
+	if n := trims(); n != 1 {
+		t.Fatalf("trims after 5 quiet minutes: %d, want 1", n)
+	}
+	h.m.Touch(d.ID)
+	h.m.idle[d.ID].since = now.Add(6 * time.Minute) // as if used at minute 6
+	h.m.checkIdle(ctx, now.Add(7*time.Minute))
+	if n := trims(); n != 1 {
+		t.Fatalf("trimmed 1 minute after use: %d", n)
+	}
+	h.m.checkIdle(ctx, now.Add(9*time.Minute))
+	if n := trims(); n != 2 {
+		t.Fatalf("trims after use and 3 more quiet minutes: %d, want 2", n)
+	}
+	done := h.m.AddViewer(d.ID)
+	defer done()
+	h.m.idle[d.ID].since = now.Add(15 * time.Minute) // quiet since minute 15
+	h.m.checkIdle(ctx, now.Add(20*time.Minute))
+	if n := trims(); n != 2 {
+		t.Fatalf("a desktop with a viewer was trimmed: %d", n)
+	}
+}
