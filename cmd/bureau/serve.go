@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"time"
@@ -85,6 +86,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	met := metrics.New(st, h, log)
 	m := manager.New(manager.Config{DataDir: cfg.DataDir, DefaultImage: cfg.DefaultImage, Accelerator: accel,
 		TCGCacheMiB: cfg.TCGCacheMiB, Observe: met.ObserveOperation, DefaultPlan: cfg.DefaultPlan, Capacity: host.Capacity{DataDir: cfg.DataDir},
+		Reserve:    host.Reserve{Path: filepath.Join(cfg.DataDir, "reserve"), Size: 64 << 20},
 		Failpoints: manager.ParseFailpoints(os.Getenv("BUREAU_FAILPOINTS"))},
 		h, storage.Disks{}, seedWriter{}, st, log)
 	met.SetViewers(m)

@@ -287,7 +287,12 @@ type harness struct {
 
 func newHarness(t *testing.T, disks Disks) *harness {
 	t.Helper()
-	dir := t.TempDir()
+	return newHarnessIn(t, disks, t.TempDir(), nil)
+}
+
+// newHarnessIn keeps the manager's files and database in dir.
+func newHarnessIn(t *testing.T, disks Disks, dir string, reserve Reserve) *harness {
+	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "b.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +303,7 @@ func newHarness(t *testing.T, disks Disks) *harness {
 	st.PutImage(context.Background(), &desktop.Image{Name: "base", Path: filepath.Join(dir, "base.qcow2"), RecipeHash: "abc", CreatedAt: time.Now()})
 	st.PutImage(context.Background(), &desktop.Image{Name: "imported", Path: filepath.Join(dir, "ubuntu.qcow2"), CreatedAt: time.Now()})
 	hv, seeds := newFakeHV(), &fakeSeeds{}
-	m := New(Config{DataDir: dir, DefaultImage: "base", Accelerator: desktop.AccelTCG, StopTimeout: 300 * time.Millisecond, DefaultPlan: "unlimited", TemplateSettle: time.Millisecond},
+	m := New(Config{DataDir: dir, DefaultImage: "base", Accelerator: desktop.AccelTCG, StopTimeout: 300 * time.Millisecond, DefaultPlan: "unlimited", TemplateSettle: time.Millisecond, Reserve: reserve},
 		hv, disks, seeds, st, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { m.Close(); st.Close() })
 	return &harness{m: m, hv: hv, seeds: seeds, store: st, dir: dir}

@@ -109,6 +109,7 @@ func (m *Manager) watchIdle(interval time.Duration) {
 			ctx, cancel := context.WithTimeout(m.ctx, interval)
 			m.checkIdle(ctx, time.Now())
 			cancel()
+			m.ensureReserve()
 		}
 	}
 }
@@ -160,6 +161,16 @@ func (m *Manager) checkIdle(ctx context.Context, now time.Time) {
 		}
 	}
 	m.idleMu.Unlock()
+}
+
+// ensureReserve makes the disk reserve again once there is room for it.
+func (m *Manager) ensureReserve() {
+	if m.cfg.Reserve == nil {
+		return
+	}
+	if err := m.cfg.Reserve.Ensure(); err != nil {
+		m.log.Warn("disk reserve", "err", err)
+	}
 }
 
 // trimIdle returns a quiet desktop's page cache to the host, in the

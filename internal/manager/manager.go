@@ -46,6 +46,12 @@ type Hypervisor interface {
 	CPUTime(ctx context.Context, name string) (time.Duration, error)
 }
 
+// Reserve is space held back on the database's disk (see host.Reserve).
+type Reserve interface {
+	Ensure() error
+	Release() (bool, error)
+}
+
 // Disks makes disk files.
 type Disks interface {
 	CreateOverlay(ctx context.Context, base, path string, sizeGiB int) error
@@ -121,6 +127,9 @@ type Config struct {
 	// hibernation) before its guest's page cache is dropped once, so free
 	// page reporting returns that RAM to the host (0 = 2 min, <0 = never).
 	TrimAfter time.Duration
+	// Reserve, when set, holds disk space for bureau's own state, given up
+	// when a write of it fails for space.
+	Reserve Reserve
 	// Capacity, when set, refuses desktops the host has no room for.
 	Capacity Capacity
 	// DefaultPlan is the quota plan of owners without their own ("free").
@@ -268,7 +277,18 @@ func (m *Manager) save(ctx context.Context, d *desktop.Desktop) {
 
 // put writes d and tells live subscribers.
 func (m *Manager) put(ctx context.Context, d *desktop.Desktop) error {
-	if err := m.store.UpdateDesktop(ctx, d); err != nil {
+	err := m.store.UpdateDesktop(ctx, d)
+	if err != nil && outOfSpace(err) && m.cfg.Reserve != nil {
+		// Desktops filled the disk bureau's database is on: give up the
+		// reserve kept for this and record the state anyway.
+		if released, rerr := m.cfg.Reserve.Release(); released {
+			m.log.Error("the data directory's disk is full: released bureau's reserve to keep recording desktop state; free space on the host", "desktop", d.ID)
+			err = m.store.UpdateDesktop(ctx, d)
+		} else if rerr != nil {
+			m.log.Error("releasing the disk reserve", "err", rerr)
+		}
+	}
+	if err != nil {
 		return err
 	}
 	cp := *d

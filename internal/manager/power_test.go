@@ -3,11 +3,15 @@ package manager
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/host"
 )
 
 func TestPauseResume(t *testing.T) {
@@ -178,4 +182,56 @@ func TestIOErrorPause(t *testing.T) {
 	if r, err := h.m.Resume(ctx, d.ID, "alice"); err != nil || r.State != desktop.StateRunning || r.LastError != "" {
 		t.Fatalf("resume after freeing space: %+v %v", r, err)
 	}
+}
+
+// TestStateRecordedOnAFullDisk: desktops filled the real file system the
+// SQLite database is on; the I/O-error pause is still recorded, because
+// bureau gives up the space it reserved for that.
+func TestStateRecordedOnAFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=2200m"); err != nil {
+		t.Skipf("mount a tmpfs (needs root): %v", err)
+	}
+	defer syscall.Unmount(dir, syscall.MNT_DETACH)
+	reserve := host.Reserve{Path: filepath.Join(dir, "reserve"), Size: 16 << 20}
+	h := newHarnessIn(t, fakeDisks{}, dir, reserve)
+	ctx := context.Background()
+	if err := h.m.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(reserve.Path); err != nil {
+		t.Fatalf("no reserve after start: %v", err)
+	}
+	d := h.settle(t, h.create(t, "full").ID)
+	f, _ := os.Create(filepath.Join(dir, "filler"))
+	for chunk := int64(1 << 30); chunk >= 4096; {
+		if err := syscall.Fallocate(int(f.Fd()), 0, 0, chunk+fileSize(f)); err != nil {
+			chunk /= 2
+		}
+	}
+	f.Close()
+	if err := os.WriteFile(filepath.Join(dir, "probe"), make([]byte, 1<<20), 0o644); err == nil {
+		t.Fatal("the file system is not full")
+	}
+	h.hv.setVM(d.DomainName(), desktop.VMPaused)
+	h.hv.events <- desktop.VMEvent{Domain: d.DomainName(), State: desktop.VMPaused, Reason: "Suspended I/O Error", IOError: true}
+	deadline := time.Now().Add(5 * time.Second)
+	got, _ := h.m.Get(ctx, d.ID)
+	for got.State != desktop.StatePaused && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		got, _ = h.m.Get(ctx, d.ID)
+	}
+	if got.State != desktop.StatePaused || got.LastError != IOErrorPause {
+		t.Fatalf("after an I/O error pause on a full disk: %s %q", got.State, got.LastError)
+	}
+	_, err := os.Stat(reserve.Path)
+	t.Logf("reserve released: %v", os.IsNotExist(err))
+}
+
+func fileSize(f *os.File) int64 {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }

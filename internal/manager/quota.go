@@ -86,10 +86,17 @@ func (m *Manager) SetQuota(ctx context.Context, q desktop.Quota, actor string) (
 	return &q, nil
 }
 
+// outOfSpace says whether err is a write that failed for lack of disk
+// space (the OS's ENOSPC, or SQLite's "database or disk is full").
+func outOfSpace(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "No space left on device") || strings.Contains(s, "disk is full")
+}
+
 // diskFull marks an error that says the host's disk is full as a capacity
 // error (507) rather than an internal one; others pass unchanged.
 func diskFull(err error) error {
-	if err != nil && strings.Contains(err.Error(), "No space left on device") && !errors.Is(err, desktop.ErrCapacity) {
+	if err != nil && outOfSpace(err) && !errors.Is(err, desktop.ErrCapacity) {
 		return fmt.Errorf("%w: %w", desktop.ErrCapacity, err)
 	}
 	return err

@@ -14,6 +14,7 @@ import (
 // Run reconciles the store with the hypervisor, then follows lifecycle
 // events until Close. Running VMs are never stopped by a bureau restart.
 func (m *Manager) Run() error {
+	m.ensureReserve()
 	m.abandonTemplateBuilds(m.ctx)
 	if err := m.Reconcile(m.ctx); err != nil {
 		return err
