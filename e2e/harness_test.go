@@ -50,17 +50,31 @@ func repoRoot(t *testing.T) string {
 
 func newServer(t *testing.T) *server {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("end-to-end tests need root (libvirt, loop devices)")
-	}
-	bin := os.Getenv("BUREAU_E2E_BIN")
-	if bin == "" {
-		t.Skip("BUREAU_E2E_BIN not set: run through `make e2e`")
-	}
+	needE2E(t)
 	dataDir, err := os.MkdirTemp("/var/lib", "bureau-e2e-")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newServerIn(t, dataDir)
+}
+
+// needE2E skips a test that cannot run here.
+func needE2E(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("end-to-end tests need root (libvirt, loop devices)")
+	}
+	if os.Getenv("BUREAU_E2E_BIN") == "" {
+		t.Skip("BUREAU_E2E_BIN not set: run through `make e2e`")
+	}
+}
+
+// newServerIn starts a server whose data directory is dataDir (emptied
+// when the test ends).
+func newServerIn(t *testing.T, dataDir string) *server {
+	t.Helper()
+	bin := os.Getenv("BUREAU_E2E_BIN")
+	var err error
 	s := &server{t: t, bin: bin, dataDir: dataDir, dbURL: os.Getenv("BUREAU_E2E_DATABASE_URL"), logPath: filepath.Join(dataDir, "server.log")}
 	if s.dbURL != "" {
 		resetPostgres(t, s.dbURL)
@@ -69,7 +83,9 @@ func newServer(t *testing.T) *server {
 		s.stop()
 		if t.Failed() {
 			if b, err := os.ReadFile(s.logPath); err == nil {
-				t.Logf("server log (last 4 KiB):\n%s", tailBytes(b, 4096))
+				keep := filepath.Join(os.TempDir(), "bureau-e2e-"+strings.ReplaceAll(t.Name(), "/", "-")+".log")
+				os.WriteFile(keep, b, 0o644)
+				t.Logf("server log (last 4 KiB; all of it in %s):\n%s", keep, tailBytes(b, 4096))
 			}
 		}
 		os.RemoveAll(dataDir)
