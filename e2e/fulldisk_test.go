@@ -154,8 +154,10 @@ func TestFullDisk(t *testing.T) {
 			t.Errorf("marker read through wake on use: %d %q", code, b)
 		}
 	})
-	s.call(adminToken, "DELETE", api+"?delete_data=true", nil, nil)
-	s.waitState(adminToken, d.ID, desktop.StateDeleted, 2*time.Minute)
+	if code := s.call(adminToken, "DELETE", api+"?delete_data=true", nil, nil); code != http.StatusOK {
+		t.Errorf("delete: %d", code)
+	}
+	s.expectError(adminToken, "GET", api, nil, http.StatusNotFound, "not_found")
 }
 
 // loopFS mounts a new ext4 file system of size bytes (sparse, no blocks
