@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 )
@@ -137,5 +138,52 @@ func BenchmarkRoundTrip(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// paced reads no faster than rate bytes a second: the viewer's end of a
+// network link of that speed (TCP's flow control carries the limit back
+// to the sender, through the proxy when there is one).
+type paced struct {
+	net.Conn
+	rate  float64
+	start time.Time
+	n     int64
+}
+
+func (p *paced) Read(b []byte) (int, error) {
+	if p.start.IsZero() {
+		p.start = time.Now()
+	}
+	if ahead := time.Duration(float64(p.n)/p.rate*float64(time.Second)) - time.Since(p.start); ahead > 0 {
+		time.Sleep(ahead)
+	}
+	b = b[:min(len(b), 64<<10)]
+	n, err := p.Conn.Read(b)
+	p.n += int64(n)
+	return n, err
+}
+
+// BenchmarkThroughputOnALink: display bytes per second to a viewer on a
+// 1 Gbit/s and a 100 Mbit/s link, directly and through the console proxy.
+func BenchmarkThroughputOnALink(b *testing.B) {
+	for _, link := range []struct {
+		name string
+		rate float64 // bytes/s
+	}{{"1Gbit", 125e6}, {"100Mbit", 12.5e6}} {
+		for _, proxied := range []bool{false, true} {
+			b.Run(link.name+"/"+map[bool]string{false: "direct", true: "proxy"}[proxied], func(b *testing.B) {
+				c := &paced{Conn: via(b, benchServer(b, "stream"), proxied), rate: link.rate}
+				defer c.Close()
+				buf := make([]byte, 1<<20)
+				b.SetBytes(1 << 20)
+				b.ResetTimer()
+				for range b.N {
+					if _, err := io.ReadFull(c, buf); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
