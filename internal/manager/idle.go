@@ -64,7 +64,7 @@ func (m *Manager) SetRestartOnCrash(ctx context.Context, id string, on bool, act
 		return nil, err
 	}
 	d.RestartOnCrash = on
-	if err := m.put(ctx, d); err != nil {
+	if d, err = m.putSettings(ctx, d); err != nil {
 		return nil, err
 	}
 	m.event(ctx, id, "restart_policy_set", actor, "restart on crash: %t", on)
@@ -81,11 +81,25 @@ func (m *Manager) SetIdleTimeout(ctx context.Context, id string, seconds int, ac
 		return nil, err
 	}
 	d.IdleTimeoutSeconds = seconds
-	if err := m.put(ctx, d); err != nil {
+	if d, err = m.putSettings(ctx, d); err != nil {
 		return nil, err
 	}
 	m.event(ctx, id, "idle_timeout_set", actor, "idle timeout set to %s", idleText(seconds))
 	return d, nil
+}
+
+// putSettings writes d's settings alone (an operation may be saving its
+// state at the same time) and returns the desktop as it now is.
+func (m *Manager) putSettings(ctx context.Context, d *desktop.Desktop) (*desktop.Desktop, error) {
+	if err := m.store.UpdateDesktopSettings(ctx, d); err != nil {
+		return nil, err
+	}
+	cur, err := m.store.GetDesktop(ctx, d.ID)
+	if err != nil {
+		return nil, err
+	}
+	m.Publish(Change{Owner: cur.Owner, Desktop: cur})
+	return cur, nil
 }
 
 func idleText(s int) string {

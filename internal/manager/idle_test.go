@@ -147,3 +147,34 @@ func TestQuietDesktopIsTrimmedOncePerQuietPeriod(t *testing.T) {
 		t.Fatalf("a desktop with a viewer was trimmed: %d", n)
 	}
 }
+
+// TestSettingsAndStateNeverUndoEachOther: a setting changed while an
+// operation runs survives the operation saving the copy it began with, and
+// the operation's new state survives a setting written from an older read
+// (the e2e burst of PATCH and pause left a desktop "pausing" for good).
+func TestSettingsAndStateNeverUndoEachOther(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "s").ID)
+	opCopy, _ := h.m.Get(ctx, d.ID) // what an operation began with
+	if _, err := h.m.SetIdleTimeout(ctx, d.ID, 600, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	opCopy.State = desktop.StatePaused
+	if err := h.m.put(ctx, opCopy); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := h.m.Get(ctx, d.ID)
+	if got.IdleTimeoutSeconds != 600 || got.State != desktop.StatePaused {
+		t.Fatalf("after a setting, then an operation's save: idle %d, state %s", got.IdleTimeoutSeconds, got.State)
+	}
+	stale := *d // read before the pause, state running
+	stale.RestartOnCrash = true
+	if _, err := h.m.putSettings(ctx, &stale); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = h.m.Get(ctx, d.ID)
+	if got.State != desktop.StatePaused || !got.RestartOnCrash {
+		t.Fatalf("after a setting from an older read: state %s, restart %t", got.State, got.RestartOnCrash)
+	}
+}

@@ -89,6 +89,7 @@ type SeedWriter interface {
 type Store interface {
 	CreateDesktop(ctx context.Context, d *desktop.Desktop) error
 	UpdateDesktop(ctx context.Context, d *desktop.Desktop) error
+	UpdateDesktopSettings(ctx context.Context, d *desktop.Desktop) error
 	GetDesktop(ctx context.Context, id string) (*desktop.Desktop, error)
 	ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error)
 	AddEvent(ctx context.Context, e *desktop.Event) error

@@ -31,15 +31,31 @@ VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 	return nil
 }
 
-// UpdateDesktop writes every mutable field of d and stamps UpdatedAt.
+// UpdateDesktop writes d's state and stamps UpdatedAt: every mutable field
+// but its settings (idle timeout, restart policy), which only
+// UpdateDesktopSettings writes, so an operation saving the copy it began
+// with never undoes a setting changed meanwhile, nor the other way round.
 func (s *Store) UpdateDesktop(ctx context.Context, d *desktop.Desktop) error {
 	d.UpdatedAt = time.Now().UTC()
 	res, err := s.exec(ctx, `UPDATE desktops SET image=?, vcpus=?, memory_mib=?, data_disk_gib=?, state=?, desired_state=?,
-operation=?, last_error=?, accelerator=?, data_disk_path=?, updated_at=?, deleted_at=?, idle_timeout_s=?, restart_on_crash=? WHERE id=?`,
+operation=?, last_error=?, accelerator=?, data_disk_path=?, updated_at=?, deleted_at=? WHERE id=?`,
 		d.Image, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, string(d.State), string(d.DesiredState),
-		d.Operation, d.LastError, d.Accelerator, d.DataDiskPath, millis(d.UpdatedAt), nullMillis(d.DeletedAt), d.IdleTimeoutSeconds, d.RestartOnCrash, d.ID)
+		d.Operation, d.LastError, d.Accelerator, d.DataDiskPath, millis(d.UpdatedAt), nullMillis(d.DeletedAt), d.ID)
 	if err != nil {
 		return fmt.Errorf("update desktop %s: %w", d.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("desktop %s: %w", d.ID, desktop.ErrNotFound)
+	}
+	return nil
+}
+
+// UpdateDesktopSettings writes only d's idle timeout and restart policy.
+func (s *Store) UpdateDesktopSettings(ctx context.Context, d *desktop.Desktop) error {
+	res, err := s.exec(ctx, `UPDATE desktops SET idle_timeout_s=?, restart_on_crash=? WHERE id=?`,
+		d.IdleTimeoutSeconds, d.RestartOnCrash, d.ID)
+	if err != nil {
+		return fmt.Errorf("update settings of desktop %s: %w", d.ID, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("desktop %s: %w", d.ID, desktop.ErrNotFound)
