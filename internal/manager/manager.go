@@ -155,6 +155,8 @@ type Manager struct {
 
 	mu   sync.Mutex
 	busy map[string]string // desktop id → operation in flight
+	// ioPaused holds I/O-error pauses that came while an operation ran.
+	ioPaused map[string]desktop.VMEvent
 
 	idleMu sync.Mutex
 	idle   map[string]*idleState
@@ -193,7 +195,7 @@ func New(cfg Config, hv Hypervisor, disks Disks, seeds SeedWriter, store Store, 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{cfg: cfg, hv: hv, disks: disks, seeds: seeds, store: store, log: log,
-		busy: map[string]string{}, idle: map[string]*idleState{}, Feed: &Feed{}, ctx: ctx, cancel: cancel}
+		busy: map[string]string{}, ioPaused: map[string]desktop.VMEvent{}, idle: map[string]*idleState{}, Feed: &Feed{}, ctx: ctx, cancel: cancel}
 }
 
 // Close stops following events and waits for operations in flight.
@@ -219,7 +221,20 @@ func (m *Manager) lock(id, op string) error {
 func (m *Manager) unlock(id string) {
 	m.mu.Lock()
 	delete(m.busy, id)
+	ev, paused := m.ioPaused[id]
+	delete(m.ioPaused, id)
 	m.mu.Unlock()
+	if paused {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
+			defer cancel()
+			if st, err := m.hv.State(ctx, ev.Domain); err == nil && st == desktop.VMPaused {
+				m.onEvent(ctx, ev)
+			}
+		}()
+	}
 }
 
 func (m *Manager) isBusy(id string) bool {

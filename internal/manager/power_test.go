@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,4 +235,46 @@ func fileSize(f *os.File) int64 {
 		return 0
 	}
 	return fi.Size()
+}
+
+// TestIOErrorPauseDuringAnOperation: QEMU pausing the VM on a failed write
+// while an operation holds the desktop (a resume into a still-full disk) is
+// applied once the operation ends, if the VM is still paused then.
+func TestIOErrorPauseDuringAnOperation(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	if err := h.m.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, stillPaused := range []bool{true, false} {
+		d := h.settle(t, h.create(t, fmt.Sprintf("busy-%t", stillPaused)).ID)
+		if err := h.m.lock(d.ID, "test"); err != nil {
+			t.Fatal(err)
+		}
+		h.hv.setVM(d.DomainName(), desktop.VMPaused)
+		h.hv.events <- desktop.VMEvent{Domain: d.DomainName(), State: desktop.VMPaused, Reason: "Suspended I/O Error", IOError: true}
+		time.Sleep(100 * time.Millisecond)
+		if got, _ := h.m.Get(ctx, d.ID); got.State != desktop.StateRunning {
+			t.Fatalf("an event changed a busy desktop: %s", got.State)
+		}
+		if !stillPaused {
+			h.hv.setVM(d.DomainName(), desktop.VMRunning)
+		}
+		h.m.unlock(d.ID)
+		got, _ := h.m.Get(ctx, d.ID)
+		for deadline := time.Now().Add(2 * time.Second); stillPaused && got.State != desktop.StatePaused && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+			got, _ = h.m.Get(ctx, d.ID)
+		}
+		if !stillPaused {
+			time.Sleep(200 * time.Millisecond) // the check after unlock has run
+			got, _ = h.m.Get(ctx, d.ID)
+		}
+		if stillPaused && (got.State != desktop.StatePaused || got.LastError != IOErrorPause) {
+			t.Errorf("VM still paused after the operation: desktop %s %q", got.State, got.LastError)
+		}
+		if !stillPaused && got.State != desktop.StateRunning {
+			t.Errorf("VM running again after the operation: desktop %s", got.State)
+		}
+	}
 }

@@ -128,7 +128,17 @@ const IOErrorPause = "paused by a disk write error: the host's disk is probably 
 // such as the guest powering itself off or QEMU crashing.
 func (m *Manager) onEvent(ctx context.Context, ev desktop.VMEvent) {
 	id, ok := strings.CutPrefix(ev.Domain, "bureau-")
-	if !ok || m.isBusy(id) {
+	if !ok {
+		return
+	}
+	if m.isBusy(id) {
+		if ev.IOError {
+			// No operation expects this pause: apply it when the one
+			// running now ends, if the VM is still paused then.
+			m.mu.Lock()
+			m.ioPaused[id] = ev
+			m.mu.Unlock()
+		}
 		return
 	}
 	d, err := m.store.GetDesktop(ctx, id)
