@@ -176,14 +176,16 @@ func (c *Computer) hold(ctx context.Context, domain string, chords []chord, d ti
 
 // typeBudget is how many key events go into one input call. The guest's
 // PS/2 keyboard queue holds 16 scancode bytes, one per event of the keys
-// text uses, and nothing drains it while QEMU handles one call; two
+// text uses, and nothing drains it while QEMU handles one call; six
 // bytes stay free for safety. typePause between calls gives a guest
 // short of CPU time to drain the queue: bytes that find it full are lost.
+// (14 events and 8 ms lost a shift release and a few keys in one of six
+// end-to-end runs on an otherwise idle TCG host.)
 // (A virtio keyboard, with a 64-event queue, lost more in a test: whole
 // reports are dropped when the guest has not returned its buffers.)
 const (
-	typeBudget = 14
-	typePause  = 8 * time.Millisecond
+	typeBudget = 10
+	typePause  = 20 * time.Millisecond
 )
 
 // typeText types text exactly. Runs of text a US keyboard can type go in
