@@ -172,10 +172,12 @@ func (m *Manager) Wake(ctx context.Context, id, actor string) (*desktop.Desktop,
 		if d, err = m.store.GetDesktop(ctx, id); err != nil {
 			return nil, err
 		}
-		if d.State == desktop.StateRunning {
+		// Running, and the resume has let go of the desktop, so the
+		// caller's next operation is not refused as busy.
+		if d.State == desktop.StateRunning && !m.isBusy(id) {
 			return d, nil
 		}
-		if d.State.Settled() {
+		if d.State.Settled() && d.State != desktop.StateRunning {
 			return nil, &desktop.TransitionError{Op: "use", State: d.State}
 		}
 		select {
