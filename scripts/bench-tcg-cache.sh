@@ -16,7 +16,8 @@ trap 'kill $(cat "$dir/pid" 2>/dev/null) 2>/dev/null || true; sleep 2; rm -rf "$
 "$bin" image build --data-dir "$dir" --recipe images/desktop >/dev/null
 
 call() { curl -sf -m 600 -H "Authorization: Bearer $token" -H 'Content-Type: application/json' "$@"; }
-guest() { call -X POST -d "{\"cmd\":$(printf '%s' "$2" | python3 -c 'import json,sys;print(json.dumps(sys.stdin.read()))'),\"user\":\"root\",\"timeout_s\":500}" "$api/desktops/$1/exec"; }
+# guest ID CMD [USER]: runs CMD in the desktop (as root unless USER).
+guest() { call -X POST -d "{\"cmd\":$(printf '%s' "$2" | python3 -c 'import json,sys;print(json.dumps(sys.stdin.read()))'),\"user\":\"${3:-root}\",\"timeout_s\":500}" "$api/desktops/$1/exec"; }
 since() { python3 -c "import time;print(f'{time.time()-$1:.1f}')"; }
 
 printf '| cache | create → guest agent | → xfdesktop | Firefox window | RSS idle | RSS with Firefox |\n|---|---|---|---|---|---|\n'
@@ -36,13 +37,14 @@ for mib in "$@"; do
 	sleep 60
 	idle=$(awk '/VmRSS/{printf "%d MB", $2*1024/1e6}' "/proc/$pid/status")
 	f0=$(date +%s.%N)
-	guest "$id" '(firefox-esr about:blank >/dev/null 2>&1 &); xdotool search --sync --onlyvisible --name "Mozilla Firefox"' >/dev/null
+	# As the desktop's user, in its session (root's Firefox may refuse that display).
+	guest "$id" '(firefox-esr about:blank >/dev/null 2>&1 &); xdotool search --sync --onlyvisible --name "Mozilla Firefox"' agent >/dev/null
 	ff=$(since "$f0")
 	sleep 60
 	busy=$(awk '/VmRSS/{printf "%d MB", $2*1024/1e6}' "/proc/$pid/status")
 	printf '| %s MiB | %ss | %ss | %ss | %s | %s |\n' "$mib" "${agent:-?}" "$desk" "$ff" "$idle" "$busy"
 	call -X DELETE "$api/desktops/$id?delete_data=true" >/dev/null
-	until [[ $(call "$api/desktops/$id" | python3 -c 'import json,sys;print(json.load(sys.stdin)["state"])') == deleted ]]; do sleep 1; done
+	while call "$api/desktops/$id" >/dev/null 2>&1; do sleep 1; done # 404 once deleted
 	kill "$(cat "$dir/pid")"
 	wait "$(cat "$dir/pid")" 2>/dev/null || true
 done
