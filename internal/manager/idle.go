@@ -191,11 +191,7 @@ func (m *Manager) ensureReserve() {
 // background: the guest agent may be slow and a missed trim costs nothing.
 func (m *Manager) trimIdle(d *desktop.Desktop) {
 	name, id := d.DomainName(), d.ID
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		ctx, cancel := context.WithTimeout(m.ctx, time.Minute)
-		defer cancel()
+	m.spawn(time.Minute, func(ctx context.Context) {
 		res, err := m.hv.GuestExec(ctx, name, desktop.Exec{Argv: []string{"/bin/sh", "-c", trimScript}})
 		if err == nil && res.ExitCode != 0 {
 			err = fmt.Errorf("exit %d: %s", res.ExitCode, res.Stderr)
@@ -205,7 +201,7 @@ func (m *Manager) trimIdle(d *desktop.Desktop) {
 			return
 		}
 		m.log.Info("idle desktop's page cache returned to the host", "desktop", id)
-	}()
+	})
 }
 
 func (m *Manager) hibernateIdle(ctx context.Context, d *desktop.Desktop, quiet time.Duration) {

@@ -225,16 +225,24 @@ func (m *Manager) unlock(id string) {
 	delete(m.ioPaused, id)
 	m.mu.Unlock()
 	if paused {
-		m.wg.Add(1)
-		go func() {
-			defer m.wg.Done()
-			ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
-			defer cancel()
+		m.spawn(30*time.Second, func(ctx context.Context) {
 			if st, err := m.hv.State(ctx, ev.Domain); err == nil && st == desktop.VMPaused {
 				m.onEvent(ctx, ev)
 			}
-		}()
+		})
 	}
+}
+
+// spawn runs fn in the background under the manager's context, bounded by
+// timeout; Close waits for it.
+func (m *Manager) spawn(timeout time.Duration, fn func(ctx context.Context)) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		ctx, cancel := context.WithTimeout(m.ctx, timeout)
+		defer cancel()
+		fn(ctx)
+	}()
 }
 
 func (m *Manager) isBusy(id string) bool {
@@ -247,14 +255,10 @@ func (m *Manager) isBusy(id string) bool {
 // background runs fn for desktop id under the manager's context and the
 // operation timeout, then releases the desktop's lock.
 func (m *Manager) background(id string, fn func(ctx context.Context)) {
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
+	m.spawn(m.cfg.OpTimeout, func(ctx context.Context) {
 		defer m.unlock(id)
-		ctx, cancel := context.WithTimeout(m.ctx, m.cfg.OpTimeout)
-		defer cancel()
 		fn(ctx)
-	}()
+	})
 }
 
 // Get returns a desktop by id.

@@ -81,11 +81,7 @@ func (m *Manager) restore(ctx context.Context, d *desktop.Desktop, op string) {
 // guest agent needs a moment to come back and a late clock is not fatal.
 func (m *Manager) syncClock(d *desktop.Desktop) {
 	name, id := d.DomainName(), d.ID
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		ctx, cancel := context.WithTimeout(m.ctx, time.Minute)
-		defer cancel()
+	m.spawn(time.Minute, func(ctx context.Context) {
 		var err error
 		for ctx.Err() == nil {
 			if err = m.hv.SyncGuestClock(ctx, name); err == nil {
@@ -94,7 +90,7 @@ func (m *Manager) syncClock(d *desktop.Desktop) {
 			time.Sleep(time.Second)
 		}
 		m.log.Warn("guest clock not synced after resume", "desktop", id, "err", err)
-	}()
+	})
 }
 
 // Hibernate saves a desktop's RAM to disk and stops its VM in the
