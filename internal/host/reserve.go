@@ -24,11 +24,11 @@ func (r Reserve) Ensure() error {
 	if _, err := os.Stat(r.Path); err == nil || !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(filepath.Dir(r.Path), &st); err != nil {
+	free, err := freeMiB(filepath.Dir(r.Path))
+	if err != nil {
 		return fmt.Errorf("reserve: %w", err)
 	}
-	if int64(st.Bavail)*st.Bsize < r.Size+DiskReserveMiB<<20 {
+	if int64(free)<<20 < r.Size+DiskReserveMiB<<20 {
 		return nil // not yet: the disk is still (nearly) full
 	}
 	tmp := r.Path + ".tmp"
