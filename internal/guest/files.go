@@ -72,6 +72,14 @@ func home(user string) string {
 	return "/home/" + user
 }
 
+// resolveExisting and resolveAny set p to $1 with links and ".." resolved
+// (exit 3 when that fails): an existing path, or one that may not exist
+// yet. The x keeps a name's trailing newlines from $(…), which strips them.
+const (
+	resolveExisting = `p=$(realpath -e -- "$1" && printf x) || exit 3; p=${p%?x}`
+	resolveAny      = `p=$(realpath -m -- "$1" && printf x) || exit 3; p=${p%?x}`
+)
+
 // Exit codes of the check scripts.
 const (
 	exitNotFound = 3
@@ -102,7 +110,7 @@ func checkFailed(p string, r *desktop.ExecResult) error {
 // statScript resolves $1 as the user (so a path the user cannot reach
 // fails), and prints what it is; a directory's entries follow. Records end
 // in NUL and put the name last, so names with tabs or newlines parse.
-const statScript = `p=$(realpath -e -- "$1" && printf x) || exit 3; p=${p%?x}
+const statScript = resolveExisting + `
 if [ -d "$p" ]; then
   [ -r "$p" ] && [ -x "$p" ] || exit 4
   printf 'dir\t%s\0' "$p"
@@ -206,7 +214,7 @@ type WriteRequest struct {
 // parents when asked ($2 = 1), resolves the final path through links and
 // prints it; a directory in the way or a place the user cannot write
 // fails.
-const prepareScript = `p=$(realpath -m -- "$1" && printf x) || exit 3; p=${p%?x}
+const prepareScript = resolveAny + `
 d=${p%/*}; [ -n "$d" ] || d=/
 if [ "$2" = 1 ]; then mkdir -p -- "$d" || exit 4; fi
 [ -d "$d" ] || exit 3
@@ -294,7 +302,7 @@ func (s *Service) copyIn(ctx context.Context, domain, p string, r io.Reader) (in
 }
 
 // deleteScript removes $1 as the user; a directory only when $2 = 1.
-const deleteScript = `p=$(realpath -e -- "$1" && printf x) || exit 3; p=${p%?x}
+const deleteScript = resolveExisting + `
 case "$p" in /|"$HOME") echo "refusing to delete $p" >&2; exit 4;; esac
 if [ -d "$p" ] && [ ! -L "$1" ]; then
   [ "$2" = 1 ] || exit 5
