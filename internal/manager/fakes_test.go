@@ -327,6 +327,26 @@ func (h *harness) settle(t *testing.T, id string) *desktop.Desktop {
 	return nil
 }
 
+// awaitState waits until the desktop's recorded state is want (an event
+// applied in the background) and returns it.
+func (h *harness) awaitState(t *testing.T, id string, want desktop.State, timeout time.Duration) *desktop.Desktop {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		got, err := h.m.Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State == want {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("desktop %s is %s (%q) after %s, want %s", id, got.State, got.LastError, timeout, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (h *harness) create(t *testing.T, name string) *desktop.Desktop {
 	t.Helper()
 	d, err := h.m.Create(context.Background(), CreateRequest{Owner: "alice", Name: name, Actor: "test",

@@ -220,14 +220,7 @@ func TestGuestPowerOffEventStopsDesktop(t *testing.T) {
 	}
 	h.hv.setVM(d.DomainName(), desktop.VMShutoff)
 	h.hv.events <- desktop.VMEvent{Domain: d.DomainName(), State: desktop.VMShutoff, Reason: "Stopped Shutdown"}
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		if got, _ := h.m.Get(context.Background(), d.ID); got.State == desktop.StateStopped {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("guest power-off event did not mark the desktop stopped")
+	h.awaitState(t, d.ID, desktop.StateStopped, 2*time.Second)
 }
 
 func TestCrashMarksCrashedAndRestartPolicyRestarts(t *testing.T) {

@@ -165,14 +165,8 @@ func TestIOErrorPause(t *testing.T) {
 	}
 	h.hv.setVM(d.DomainName(), desktop.VMPaused)
 	h.hv.events <- desktop.VMEvent{Domain: d.DomainName(), State: desktop.VMPaused, Reason: "Suspended I/O Error", IOError: true}
-	deadline := time.Now().Add(2 * time.Second)
-	got, _ := h.m.Get(ctx, d.ID)
-	for got.State != desktop.StatePaused && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-		got, _ = h.m.Get(ctx, d.ID)
-	}
-	if got.State != desktop.StatePaused || got.LastError != IOErrorPause {
-		t.Fatalf("after an I/O error pause: %s %q", got.State, got.LastError)
+	if got := h.awaitState(t, d.ID, desktop.StatePaused, 2*time.Second); got.LastError != IOErrorPause {
+		t.Fatalf("after an I/O error pause: %q", got.LastError)
 	}
 	if _, err := h.m.Wake(ctx, d.ID, "alice"); !errors.Is(err, desktop.ErrCapacity) || !strings.Contains(err.Error(), "disk") {
 		t.Errorf("using a desktop paused on a full disk: %v", err)
@@ -196,7 +190,6 @@ func TestStateRecordedOnAFullDisk(t *testing.T) {
 	defer syscall.Unmount(dir, syscall.MNT_DETACH)
 	reserve := host.Reserve{Path: filepath.Join(dir, "reserve"), Size: 16 << 20}
 	h := newHarnessIn(t, fakeDisks{}, dir, reserve)
-	ctx := context.Background()
 	if err := h.m.Run(); err != nil {
 		t.Fatal(err)
 	}
@@ -205,10 +198,12 @@ func TestStateRecordedOnAFullDisk(t *testing.T) {
 	}
 	d := h.settle(t, h.create(t, "full").ID)
 	f, _ := os.Create(filepath.Join(dir, "filler"))
-	for chunk := int64(1 << 30); chunk >= 4096; {
-		if err := syscall.Fallocate(int(f.Fd()), 0, 0, chunk+fileSize(f)); err != nil {
+	for off, chunk := int64(0), int64(1<<30); chunk >= 4096; {
+		if err := syscall.Fallocate(int(f.Fd()), 0, off, chunk); err != nil {
 			chunk /= 2
+			continue
 		}
+		off += chunk
 	}
 	f.Close()
 	if err := os.WriteFile(filepath.Join(dir, "probe"), make([]byte, 1<<20), 0o644); err == nil {
@@ -216,25 +211,11 @@ func TestStateRecordedOnAFullDisk(t *testing.T) {
 	}
 	h.hv.setVM(d.DomainName(), desktop.VMPaused)
 	h.hv.events <- desktop.VMEvent{Domain: d.DomainName(), State: desktop.VMPaused, Reason: "Suspended I/O Error", IOError: true}
-	deadline := time.Now().Add(5 * time.Second)
-	got, _ := h.m.Get(ctx, d.ID)
-	for got.State != desktop.StatePaused && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-		got, _ = h.m.Get(ctx, d.ID)
-	}
-	if got.State != desktop.StatePaused || got.LastError != IOErrorPause {
-		t.Fatalf("after an I/O error pause on a full disk: %s %q", got.State, got.LastError)
+	if got := h.awaitState(t, d.ID, desktop.StatePaused, 5*time.Second); got.LastError != IOErrorPause {
+		t.Fatalf("after an I/O error pause on a full disk: %q", got.LastError)
 	}
 	_, err := os.Stat(reserve.Path)
 	t.Logf("reserve released: %v", os.IsNotExist(err))
-}
-
-func fileSize(f *os.File) int64 {
-	fi, err := f.Stat()
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
 }
 
 // TestIOErrorPauseDuringAnOperation: QEMU pausing the VM on a failed write
@@ -261,19 +242,14 @@ func TestIOErrorPauseDuringAnOperation(t *testing.T) {
 			h.hv.setVM(d.DomainName(), desktop.VMRunning)
 		}
 		h.m.unlock(d.ID)
-		got, _ := h.m.Get(ctx, d.ID)
-		for deadline := time.Now().Add(2 * time.Second); stillPaused && got.State != desktop.StatePaused && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-			got, _ = h.m.Get(ctx, d.ID)
+		if stillPaused {
+			if got := h.awaitState(t, d.ID, desktop.StatePaused, 2*time.Second); got.LastError != IOErrorPause {
+				t.Errorf("VM still paused after the operation: desktop paused with %q", got.LastError)
+			}
+			continue
 		}
-		if !stillPaused {
-			time.Sleep(200 * time.Millisecond) // the check after unlock has run
-			got, _ = h.m.Get(ctx, d.ID)
-		}
-		if stillPaused && (got.State != desktop.StatePaused || got.LastError != IOErrorPause) {
-			t.Errorf("VM still paused after the operation: desktop %s %q", got.State, got.LastError)
-		}
-		if !stillPaused && got.State != desktop.StateRunning {
+		time.Sleep(200 * time.Millisecond) // the check after unlock has run
+		if got, _ := h.m.Get(ctx, d.ID); got.State != desktop.StateRunning {
 			t.Errorf("VM running again after the operation: desktop %s", got.State)
 		}
 	}
