@@ -107,17 +107,21 @@ func (p *primed) Write(b []byte) (int, error) {
 func BenchmarkThroughput(b *testing.B) {
 	for _, proxied := range []bool{false, true} {
 		b.Run(map[bool]string{false: "direct", true: "proxy"}[proxied], func(b *testing.B) {
-			c := via(b, benchServer(b, "stream"), proxied)
-			defer c.Close()
-			buf := make([]byte, 1<<20)
-			b.SetBytes(1 << 20)
-			b.ResetTimer()
-			for range b.N {
-				if _, err := io.ReadFull(c, buf); err != nil {
-					b.Fatal(err)
-				}
-			}
+			readStream(b, via(b, benchServer(b, "stream"), proxied))
 		})
+	}
+}
+
+// readStream reads b.N MiB of display stream from c, then closes it.
+func readStream(b *testing.B, c net.Conn) {
+	defer c.Close()
+	buf := make([]byte, 1<<20)
+	b.SetBytes(1 << 20)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := io.ReadFull(c, buf); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -173,16 +177,7 @@ func BenchmarkThroughputOnALink(b *testing.B) {
 	}{{"1Gbit", 125e6}, {"100Mbit", 12.5e6}} {
 		for _, proxied := range []bool{false, true} {
 			b.Run(link.name+"/"+map[bool]string{false: "direct", true: "proxy"}[proxied], func(b *testing.B) {
-				c := &paced{Conn: via(b, benchServer(b, "stream"), proxied), rate: link.rate}
-				defer c.Close()
-				buf := make([]byte, 1<<20)
-				b.SetBytes(1 << 20)
-				b.ResetTimer()
-				for range b.N {
-					if _, err := io.ReadFull(c, buf); err != nil {
-						b.Fatal(err)
-					}
-				}
+				readStream(b, &paced{Conn: via(b, benchServer(b, "stream"), proxied), rate: link.rate})
 			})
 		}
 	}
