@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PKGS=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients libvirt-dev pkg-config
-      dnsmasq-base mmdebstrap extlinux syslinux-common fdisk e2fsprogs gcc make git curl ca-certificates
+      dnsmasq-base nftables acl mmdebstrap extlinux syslinux-common fdisk e2fsprogs gcc make git curl ca-certificates
       chromium)  # chromium: the e2e browser check of the console page (e2e/browser, with node)
 [ "${BUREAU_WITH_POSTGRES:-0}" = 1 ] && PKGS+=(postgresql)
 # node runs the browser check; hosts that bring their own keep it.
@@ -27,10 +27,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
 fi
 
-# libvirt's QEMU runs as group kvm: without access every define takes ~84 s.
+# Desktops' QEMU runs as its own user in libvirt's QEMU group (the group of
+# /var/lib/libvirt/qemu: libvirt-qemu on Debian, kvm on Ubuntu). That group
+# needs /dev/kvm: without access every define takes ~84 s and KVM guests
+# cannot start.
 if [ -e /dev/kvm ]; then
 	chgrp kvm /dev/kvm 2>/dev/null || true
 	chmod 660 /dev/kvm
+	qgroup=$(stat -c %G /var/lib/libvirt/qemu 2>/dev/null || echo kvm)
+	[ "$qgroup" = kvm ] || setfacl -m "g:$qgroup:rw" /dev/kvm
 fi
 
 # Density: let the kernel merge identical pages of the desktops (same OS,

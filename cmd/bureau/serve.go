@@ -45,6 +45,7 @@ func serveCmd(cfg *config.Config) *cobra.Command {
 	f.StringVar(&cfg.DefaultImage, "default-image", cfg.DefaultImage, "image for desktops that name none (BUREAU_DEFAULT_IMAGE)")
 	f.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "json or text (BUREAU_LOG_FORMAT)")
 	f.IntVar(&cfg.TCGCacheMiB, "tcg-cache-mib", cfg.TCGCacheMiB, "translation cache per desktop under TCG in MiB, 0 = QEMU's 1 GiB (BUREAU_TCG_CACHE_MIB)")
+	f.StringVar(&cfg.NetworkSubnet, "network-subnet", cfg.NetworkSubnet, "the desktops' private IPv4 network (BUREAU_NETWORK_SUBNET)")
 	f.StringVar(&cfg.DefaultPlan, "default-plan", cfg.DefaultPlan, "quota plan of owners without their own: free, team or unlimited (BUREAU_DEFAULT_PLAN)")
 	return cmd
 }
@@ -83,11 +84,16 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	defer h.Close()
+	iso, err := setUpIsolation(ctx, cfg, h, log)
+	if err != nil {
+		return err
+	}
 	met := metrics.New(st, h, log)
 	m := manager.New(manager.Config{DataDir: cfg.DataDir, DefaultImage: cfg.DefaultImage, Accelerator: accel,
 		TCGCacheMiB: cfg.TCGCacheMiB, Observe: met.ObserveOperation, DefaultPlan: cfg.DefaultPlan, Capacity: host.Capacity{DataDir: cfg.DataDir},
 		Reserve:    host.Reserve{Path: filepath.Join(cfg.DataDir, "reserve"), Size: 64 << 20},
-		Failpoints: manager.ParseFailpoints(os.Getenv("BUREAU_FAILPOINTS"))},
+		Failpoints: manager.ParseFailpoints(os.Getenv("BUREAU_FAILPOINTS")),
+		Network:    iso.network, VMGroup: iso.vmGroup, Firewall: iso.firewall},
 		h, storage.Disks{}, seedWriter{}, st, log)
 	met.SetViewers(m)
 	if err := m.Run(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/bureau/bureau/internal/desktop"
 	"github.com/gin-gonic/gin"
 )
 
@@ -36,11 +37,14 @@ func isPassive(c *gin.Context) bool {
 }
 
 type updateDesktopRequest struct {
-	IdleTimeout    *int  `json:"idle_timeout_seconds"`
-	RestartOnCrash *bool `json:"restart_on_crash"`
+	IdleTimeout    *int                   `json:"idle_timeout_seconds"`
+	RestartOnCrash *bool                  `json:"restart_on_crash"`
+	Network        *desktop.NetworkPolicy `json:"network"`
 }
 
-// updateDesktop changes a desktop's settings (PATCH): its idle timeout.
+// updateDesktop changes a desktop's settings (PATCH): idle timeout,
+// restart policy, network policy. The request is checked whole before any
+// of it is applied.
 func (s *server) updateDesktop(c *gin.Context) (reply, error) {
 	d, err := s.owned(c)
 	if err != nil {
@@ -49,6 +53,19 @@ func (s *server) updateDesktop(c *gin.Context) (reply, error) {
 	var req updateDesktopRequest
 	if err := decode(c, &req); err != nil {
 		return reply{}, err
+	}
+	if req.IdleTimeout != nil {
+		if err := desktop.ValidateIdleTimeout(*req.IdleTimeout); err != nil {
+			return reply{}, err
+		}
+	}
+	if req.Network != nil {
+		if err := req.Network.Validate(); err != nil {
+			return reply{}, err
+		}
+		if d, err = s.Desktops.SetNetworkPolicy(c.Request.Context(), d.ID, *req.Network, actor(c)); err != nil {
+			return reply{}, err
+		}
 	}
 	if req.IdleTimeout != nil {
 		if d, err = s.Desktops.SetIdleTimeout(c.Request.Context(), d.ID, *req.IdleTimeout, actor(c)); err != nil {

@@ -44,6 +44,7 @@ type Desktops interface {
 	ResizeDataDisk(ctx context.Context, id string, sizeGiB int, actor string) (*desktop.Desktop, error)
 	SetIdleTimeout(ctx context.Context, id string, seconds int, actor string) (*desktop.Desktop, error)
 	SetRestartOnCrash(ctx context.Context, id string, on bool, actor string) (*desktop.Desktop, error)
+	SetNetworkPolicy(ctx context.Context, id string, p desktop.NetworkPolicy, actor string) (*desktop.Desktop, error)
 	// DialVNC connects to a running desktop's display (RFB).
 	DialVNC(ctx context.Context, id string) (net.Conn, error)
 	// Touch records use of a desktop; AddViewer counts a console viewer

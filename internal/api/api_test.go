@@ -192,6 +192,13 @@ func (f *fakeDesktops) SetRestartOnCrash(_ context.Context, id string, on bool, 
 	}
 	return d, err
 }
+func (f *fakeDesktops) SetNetworkPolicy(_ context.Context, id string, p desktop.NetworkPolicy, _ string) (*desktop.Desktop, error) {
+	d, err := f.op(id)
+	if err == nil {
+		d.Network = p
+	}
+	return d, err
+}
 func (f *fakeDesktops) BuildTemplate(_ context.Context, image string, vcpus, mem int) (*manager.Template, error) {
 	return &manager.Template{Key: "k", Image: image, VCPUs: vcpus, MemoryMiB: mem, State: "building"}, nil
 }

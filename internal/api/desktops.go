@@ -24,6 +24,9 @@ type createDesktopRequest struct {
 	From *manager.CloneSource `json:"from"`
 	// Cold boots even when a warm template of this image and size is ready.
 	Cold bool `json:"cold"`
+	// Network is what the desktop may reach outside (default: the
+	// internet, nothing private).
+	Network *desktop.NetworkPolicy `json:"network"`
 }
 
 // Defaults for sizes a create request leaves out: the free tier.
@@ -57,7 +60,11 @@ func (s *server) createDesktop(c *gin.Context) (reply, error) {
 			dataDisk = 0 // the source's size
 		}
 	}
-	d, err := s.Desktops.Create(c.Request.Context(), manager.CreateRequest{From: req.From, Unlimited: isAdmin(c), Cold: req.Cold,
+	var policy desktop.NetworkPolicy
+	if req.Network != nil {
+		policy = *req.Network
+	}
+	d, err := s.Desktops.Create(c.Request.Context(), manager.CreateRequest{From: req.From, Unlimited: isAdmin(c), Cold: req.Cold, Network: policy,
 		Owner: caller(c).Owner, Name: req.Name, SSHKeys: req.SSHKeys, Actor: actor(c), IdleTimeout: req.IdleTimeout,
 		Spec: desktop.Spec{Image: req.Image, VCPUs: orDefault(req.VCPUs, defaultVCPUs),
 			MemoryMiB: orDefault(req.MemoryMiB, defaultMemoryMiB), DataDiskGiB: dataDisk},

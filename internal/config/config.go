@@ -24,6 +24,9 @@ type Config struct {
 	// TCGCacheMiB (BUREAU_TCG_CACHE_MIB) is each desktop's QEMU translation
 	// cache under TCG; 0 keeps QEMU's 1 GiB. See BENCHMARKS.md, density.
 	TCGCacheMiB int
+	// NetworkSubnet (BUREAU_NETWORK_SUBNET) is the desktops' private
+	// network behind NAT; it must not overlap the host's own networks.
+	NetworkSubnet string
 
 	// Client side.
 	URL   string // BUREAU_URL
@@ -47,6 +50,8 @@ func FromEnv() Config {
 		URL:          env("BUREAU_URL", "http://127.0.0.1:8080"),
 		Token:        os.Getenv("BUREAU_TOKEN"),
 		TCGCacheMiB:  envInt("BUREAU_TCG_CACHE_MIB", 256),
+
+		NetworkSubnet: env("BUREAU_NETWORK_SUBNET", "10.120.0.0/16"),
 	}
 	return c
 }

@@ -37,6 +37,11 @@ type Desktop struct {
 	IdleTimeoutSeconds int `json:"idle_timeout_seconds"`
 	// RestartOnCrash starts the desktop again when its QEMU process dies.
 	RestartOnCrash bool `json:"restart_on_crash"`
+	// Network is what the desktop may reach outside (see NetworkPolicy).
+	Network NetworkPolicy `json:"network"`
+	// VMUID is the host user its QEMU runs as: one per desktop, so one
+	// desktop's QEMU cannot read another's disks (0 = not yet given one).
+	VMUID int `json:"-"`
 
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`
@@ -87,6 +92,14 @@ type VMConfig struct {
 	// TCGCacheMiB sizes QEMU's translation cache under TCG (0 = QEMU's
 	// default, 1 GiB), which every running desktop fills and keeps resident.
 	TCGCacheMiB int
+	// Network is the virtual network the VM's NIC joins and Tap the name of
+	// its host-side device, which the firewall's rules name.
+	Network string
+	Tap     string
+	MAC     string
+	// UID and GID are the host user and group its QEMU process runs as;
+	// the VM's own files are given to UID before it starts.
+	UID, GID int
 }
 
 // VMState is what the hypervisor reports about a desktop's VM.

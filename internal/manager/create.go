@@ -28,6 +28,8 @@ type CreateRequest struct {
 	// Cold boots the desktop even when a template for its image and size is
 	// ready.
 	Cold bool
+	// Network is what the desktop may reach outside.
+	Network desktop.NetworkPolicy
 }
 
 // CloneSource names the snapshot a new desktop starts from.
@@ -68,6 +70,9 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	if err := desktop.ValidateIdleTimeout(idle); err != nil {
 		return nil, err
 	}
+	if err := req.Network.Validate(); err != nil {
+		return nil, err
+	}
 	if req.Spec.Image == "" {
 		req.Spec.Image = m.cfg.DefaultImage
 	}
@@ -100,6 +105,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		State: desktop.StateCreating, DesiredState: desktop.StateRunning, Operation: "create",
 		Accelerator: string(m.cfg.Accelerator), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"),
 		IdleTimeoutSeconds: idle, CreatedAt: now, UpdatedAt: now,
+		Network: req.Network, VMUID: newVMUID(),
 	}
 	if err := m.lock(id, "create"); err != nil {
 		return nil, err
@@ -107,6 +113,14 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	if err := m.store.CreateDesktop(ctx, d); err != nil {
 		m.unlock(id)
 		return nil, err
+	}
+	// The rules exist before the VM's first packet.
+	if m.cfg.Firewall != nil {
+		if err := m.cfg.Firewall.Set(ctx, id, d.Network); err != nil {
+			m.fail(ctx, d, "create", err)
+			m.unlock(id)
+			return nil, err
+		}
 	}
 	m.event(ctx, id, "create_requested", req.Actor, "create %s requested: %d vCPU, %d MiB, %d GiB data disk, image %s, %s",
 		d.Name, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, d.Image, d.Accelerator)
@@ -130,7 +144,7 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 	var undo reverter
 	start := time.Now()
 	err := func() error {
-		if err := os.MkdirAll(d.Dir, 0o750); err != nil {
+		if err := os.MkdirAll(d.Dir, 0o700); err != nil {
 			return fmt.Errorf("create desktop folder: %w", err)
 		}
 		if tmpl != nil {

@@ -76,7 +76,11 @@ func (m *Manager) start(ctx context.Context, d *desktop.Desktop) {
 	if err == nil && st == desktop.VMPaused {
 		err = m.hv.Resume(ctx, d.DomainName())
 	} else if err == nil && st != desktop.VMRunning {
-		err = m.hv.Start(ctx, d.DomainName())
+		// A cold boot takes the current definition: a desktop made before
+		// bureau isolated desktops gets its own network and user here.
+		if err = m.hv.Define(ctx, m.VMConfig(d, "")); err == nil {
+			err = m.hv.Start(ctx, d.DomainName())
+		}
 	}
 	m.observe("start", begun, err)
 	if err != nil {
@@ -249,12 +253,18 @@ func (m *Manager) finishDelete(ctx context.Context, d *desktop.Desktop, deleteDa
 		d.DataDiskPath = ""
 	} else if _, err := os.Stat(d.DataDiskPath); err == nil {
 		res.DataDiskKept = d.DataDiskPath
+		disown(d.Dir)
 	} else {
 		d.DataDiskPath = ""
 		os.Remove(d.Dir)
 	}
 	if err := m.store.DeleteSnapshots(ctx, d.ID); err != nil {
 		m.log.Error("forgetting snapshots of a deleted desktop", "desktop", d.ID, "err", err)
+	}
+	if m.cfg.Firewall != nil {
+		if err := m.cfg.Firewall.Forget(ctx, d.ID); err != nil {
+			m.log.Error("dropping a deleted desktop's network rules", "desktop", d.ID, "err", err)
+		}
 	}
 	now := time.Now().UTC()
 	d.State, d.DesiredState, d.Operation, d.DeletedAt = desktop.StateDeleted, desktop.StateDeleted, "", &now

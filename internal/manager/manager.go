@@ -90,6 +90,8 @@ type Store interface {
 	CreateDesktop(ctx context.Context, d *desktop.Desktop) error
 	UpdateDesktop(ctx context.Context, d *desktop.Desktop) error
 	UpdateDesktopSettings(ctx context.Context, d *desktop.Desktop) error
+	// SetVMUID gives a desktop without one its QEMU user.
+	SetVMUID(ctx context.Context, id string, uid int) error
 	GetDesktop(ctx context.Context, id string) (*desktop.Desktop, error)
 	ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error)
 	AddEvent(ctx context.Context, e *desktop.Event) error
@@ -142,6 +144,12 @@ type Config struct {
 	Failpoints Failpoints
 	// Observe, when set, is told how long each finished operation took.
 	Observe func(op string, took time.Duration, err error)
+	// Network is the virtual network desktops join; VMGroup the host group
+	// their QEMU processes run in (libvirt's QEMU group).
+	Network string
+	VMGroup int
+	// Firewall, when set, applies desktops' network policies.
+	Firewall Firewall
 }
 
 // Manager is the lifecycle orchestrator.
@@ -284,6 +292,7 @@ func (m *Manager) VMConfig(d *desktop.Desktop, uuid string) desktop.VMConfig {
 		OSDisk:      filepath.Join(d.Dir, "os.qcow2"), DataDisk: d.DataDiskPath,
 		SeedISO: filepath.Join(d.Dir, "seed.iso"), SerialLog: filepath.Join(d.Dir, "serial.log"),
 		VNCSocket: vncSocket(d), TCGCacheMiB: m.cfg.TCGCacheMiB,
+		Network: m.cfg.Network, Tap: desktop.TapName(d.ID), MAC: desktop.MAC(d.ID), UID: d.VMUID, GID: m.cfg.VMGroup,
 	}
 }
 

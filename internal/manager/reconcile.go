@@ -16,6 +16,9 @@ import (
 func (m *Manager) Run() error {
 	m.ensureReserve()
 	m.abandonTemplateBuilds(m.ctx)
+	if err := m.loadNetwork(m.ctx); err != nil {
+		return fmt.Errorf("desktop network: %w", err)
+	}
 	if err := m.Reconcile(m.ctx); err != nil {
 		return err
 	}

@@ -169,7 +169,7 @@ func (m *Manager) BuildTemplate(ctx context.Context, image string, vcpus, mem in
 func (m *Manager) buildTemplate(ctx context.Context, t *Template, base string) error {
 	dir := m.templateDir(t.Key)
 	d := &desktop.Desktop{ID: "tmpl-" + newID(), Name: templateHost, Spec: desktop.Spec{VCPUs: t.VCPUs, MemoryMiB: t.MemoryMiB},
-		Accelerator: string(m.cfg.Accelerator), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2")}
+		Accelerator: string(m.cfg.Accelerator), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"), VMUID: templateUID}
 	vm := m.VMConfig(d, newUUID())
 	defer func() {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -206,7 +206,21 @@ func (m *Manager) buildTemplate(ctx context.Context, t *Template, base string) e
 		time.Sleep(3 * time.Second)
 	}
 	time.Sleep(m.cfg.TemplateSettle) // let the session finish drawing and settle
-	return m.hv.SaveTo(ctx, vm.Name, filepath.Join(dir, "ram.save"))
+	if err := m.hv.SaveTo(ctx, vm.Name, filepath.Join(dir, "ram.save")); err != nil {
+		return err
+	}
+	return shareTemplate(dir, vm.OSDisk)
+}
+
+// shareTemplate gives a built template's files back to root: its OS disk
+// becomes a read-only base every warm desktop's QEMU reads (as an image is);
+// its RAM and data disk only bureau reads, to copy them.
+func shareTemplate(dir, osDisk string) error {
+	disown(dir)
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return err
+	}
+	return os.Chmod(osDisk, 0o644)
 }
 
 // warmBuild makes a desktop from a ready template: overlay of its OS disk,
@@ -256,7 +270,7 @@ func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template
 	var err error
 	for deadline := time.Now().Add(time.Minute); ; {
 		var res *desktop.ExecResult
-		res, err = m.hv.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", identityScript, "sh", d.Name, grow},
+		res, err = m.hv.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", identityScript, "sh", d.Name, grow, vm.MAC},
 			Stdin: []byte(strings.Join(seed.SSHKeys, "\n"))})
 		if err == nil && res.ExitCode != 0 {
 			return fmt.Errorf("applying the desktop's identity: exit %d: %s", res.ExitCode, res.Stderr)
@@ -274,7 +288,7 @@ func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template
 
 // identityScript runs as root in a guest restored from a template; $1 is
 // the desktop's name (validated [a-z0-9-]), $2 "grow" when the data disk was
-// enlarged, stdin its SSH keys. It avoids D-Bus round trips (hostnamectl,
+// enlarged, $3 its NIC's MAC address, stdin its SSH keys. It avoids D-Bus round trips (hostnamectl,
 // waiting for sshd): under emulation each costs seconds.
 const identityScript = `set -e
 hostname "$1"
@@ -292,4 +306,17 @@ install -d -m 700 -o agent -g agent /home/agent/.ssh
 cat > /home/agent/.ssh/authorized_keys
 chown agent: /home/agent/.ssh/authorized_keys
 chmod 600 /home/agent/.ssh/authorized_keys
-if [ "$2" = grow ]; then (` + growHome + `) >/dev/null 2>&1 || true; fi`
+if [ "$2" = grow ]; then (` + growHome + `) >/dev/null 2>&1 || true; fi
+# The template's MAC address and DHCP lease came along in its RAM: every
+# desktop on the network needs its own (the host's rules know this one).
+for nic in /sys/class/net/*; do
+	[ -e "$nic/device" ] || continue
+	dev=${nic##*/}
+	ip link set dev "$dev" down
+	ip link set dev "$dev" address "$3"
+	ip link set dev "$dev" up
+done
+# networkd asks DHCP with an id made from the machine id: restarted, it asks
+# with this desktop's (a reconfigure would keep the template's, and its
+# address).
+systemctl --no-block restart systemd-networkd 2>/dev/null || true`

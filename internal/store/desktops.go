@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,16 +14,16 @@ import (
 var errNotFound = desktop.ErrNotFound
 
 const desktopCols = `id, owner, name, image, vcpus, memory_mib, data_disk_gib, state, desired_state,
-operation, last_error, accelerator, dir, data_disk_path, created_at, updated_at, deleted_at, idle_timeout_s, restart_on_crash`
+operation, last_error, accelerator, dir, data_disk_path, created_at, updated_at, deleted_at, idle_timeout_s, restart_on_crash, network_policy, vm_uid`
 
 // CreateDesktop inserts d; a name already used by a live desktop of the same
 // owner is desktop.ErrNameTaken.
 func (s *Store) CreateDesktop(ctx context.Context, d *desktop.Desktop) error {
 	_, err := s.exec(ctx, `INSERT INTO desktops (`+desktopCols+`)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		d.ID, d.Owner, d.Name, d.Image, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, string(d.State), string(d.DesiredState),
 		d.Operation, d.LastError, d.Accelerator, d.Dir, d.DataDiskPath, millis(d.CreatedAt), millis(d.UpdatedAt), nullMillis(d.DeletedAt),
-		d.IdleTimeoutSeconds, d.RestartOnCrash)
+		d.IdleTimeoutSeconds, d.RestartOnCrash, policyJSON(d.Network), d.VMUID)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("desktop %q: %w", d.Name, desktop.ErrNameTaken)
 	}
@@ -50,10 +52,11 @@ operation=?, last_error=?, accelerator=?, data_disk_path=?, updated_at=?, delete
 	return nil
 }
 
-// UpdateDesktopSettings writes only d's idle timeout and restart policy.
+// UpdateDesktopSettings writes only d's idle timeout, restart policy and
+// network policy.
 func (s *Store) UpdateDesktopSettings(ctx context.Context, d *desktop.Desktop) error {
-	res, err := s.exec(ctx, `UPDATE desktops SET idle_timeout_s=?, restart_on_crash=? WHERE id=?`,
-		d.IdleTimeoutSeconds, d.RestartOnCrash, d.ID)
+	res, err := s.exec(ctx, `UPDATE desktops SET idle_timeout_s=?, restart_on_crash=?, network_policy=? WHERE id=?`,
+		d.IdleTimeoutSeconds, d.RestartOnCrash, policyJSON(d.Network), d.ID)
 	if err != nil {
 		return fmt.Errorf("update settings of desktop %s: %w", d.ID, err)
 	}
@@ -99,6 +102,30 @@ func (s *Store) ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.
 	return out, rows.Err()
 }
 
+// SetVMUID gives a desktop made before QEMU ran unprivileged its host
+// user, once; a uid another desktop has is ErrUIDTaken (draw another).
+func (s *Store) SetVMUID(ctx context.Context, id string, uid int) error {
+	_, err := s.exec(ctx, `UPDATE desktops SET vm_uid=? WHERE id=? AND vm_uid=0`, uid, id)
+	if isUniqueViolation(err) {
+		return fmt.Errorf("uid %d: %w", uid, ErrUIDTaken)
+	}
+	if err != nil {
+		return fmt.Errorf("set uid of desktop %s: %w", id, err)
+	}
+	return nil
+}
+
+// ErrUIDTaken: another desktop runs as that host user.
+var ErrUIDTaken = errors.New("uid taken by another desktop")
+
+func policyJSON(p desktop.NetworkPolicy) string {
+	if len(p.AllowOut) == 0 && len(p.DenyOut) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(p)
+	return string(b)
+}
+
 type scanner interface{ Scan(...any) error }
 
 func scanDesktop(r scanner) (*desktop.Desktop, error) {
@@ -106,10 +133,17 @@ func scanDesktop(r scanner) (*desktop.Desktop, error) {
 	var state, desired string
 	var created, updated int64
 	var deleted sql.NullInt64
+	var policy string
 	err := r.Scan(&d.ID, &d.Owner, &d.Name, &d.Image, &d.VCPUs, &d.MemoryMiB, &d.DataDiskGiB, &state, &desired,
-		&d.Operation, &d.LastError, &d.Accelerator, &d.Dir, &d.DataDiskPath, &created, &updated, &deleted, &d.IdleTimeoutSeconds, &d.RestartOnCrash)
+		&d.Operation, &d.LastError, &d.Accelerator, &d.Dir, &d.DataDiskPath, &created, &updated, &deleted, &d.IdleTimeoutSeconds, &d.RestartOnCrash,
+		&policy, &d.VMUID)
 	if err != nil {
 		return nil, err
+	}
+	if policy != "" {
+		if err := json.Unmarshal([]byte(policy), &d.Network); err != nil {
+			return nil, fmt.Errorf("desktop %s: network policy: %w", d.ID, err)
+		}
 	}
 	d.State, d.DesiredState = desktop.State(state), desktop.State(desired)
 	d.CreatedAt, d.UpdatedAt, d.DeletedAt = fromMillis(created), fromMillis(updated), fromNullMillis(deleted)

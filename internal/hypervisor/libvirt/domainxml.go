@@ -1,6 +1,7 @@
 package libvirt
 
 import (
+	"crypto/rand"
 	"fmt"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -34,15 +35,12 @@ func DomainXML(c desktop.VMConfig) (string, error) {
 				{
 					Device:   "cdrom",
 					Driver:   &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"},
-					Source:   &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: c.SeedISO}},
+					Source:   &libvirtxml.DomainDiskSource{File: ownFile(c.SeedISO)},
 					Target:   &libvirtxml.DomainDiskTarget{Dev: "hdc", Bus: "ide"},
 					ReadOnly: &libvirtxml.DomainDiskReadOnly{},
 				},
 			},
-			Interfaces: []libvirtxml.DomainInterface{{
-				Source: &libvirtxml.DomainInterfaceSource{User: &libvirtxml.DomainInterfaceSourceUser{}},
-				Model:  &libvirtxml.DomainInterfaceModel{Type: "virtio"},
-			}},
+			Interfaces: []libvirtxml.DomainInterface{nic(c)},
 			Serials: []libvirtxml.DomainSerial{{
 				Source: &libvirtxml.DomainChardevSource{File: &libvirtxml.DomainChardevSourceFile{Path: c.SerialLog, Append: "on"}},
 				Target: &libvirtxml.DomainSerialTarget{Port: new(uint)},
@@ -63,9 +61,15 @@ func DomainXML(c desktop.VMConfig) (string, error) {
 				Backend: &libvirtxml.DomainRNGBackend{Random: &libvirtxml.DomainRNGBackendRandom{Device: "/dev/urandom"}},
 			}},
 		},
-		// QEMU runs as root so it can use the files under bureau's data dir
-		// without relabelling them.
-		SecLabel: []libvirtxml.DomainSecLabel{{Type: "static", Model: "dac", Relabel: "no", Label: "+0:+0"}},
+		// QEMU runs as the desktop's own unprivileged user. libvirt labels
+		// its own per-VM state for that user; the desktop's files are given
+		// to it by bureau (disks say relabel='no', so libvirt never chowns
+		// the shared base image under an overlay).
+		SecLabel: []libvirtxml.DomainSecLabel{dacSecLabel(c)},
+		// A generation id: libvirt makes a new one at define and on a
+		// snapshot revert, so a guest reseeds its RNG when it is cloned,
+		// warm-created from a template or rolled back.
+		GenID: &libvirtxml.DomainGenID{},
 	}
 	if c.Accelerator != desktop.AccelKVM && c.TCGCacheMiB > 0 {
 		dom.Features.TCG = &libvirtxml.DomainFeatureTCG{TBCache: &libvirtxml.DomainFeatureTCGTBCache{Unit: "MiB", Size: uint(c.TCGCacheMiB)}}
@@ -89,8 +93,42 @@ func qcow2Disk(path, dev, serial string) libvirtxml.DomainDisk {
 	return libvirtxml.DomainDisk{
 		Device: "disk",
 		Driver: &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "qcow2", Discard: "unmap"},
-		Source: &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: path}},
+		Source: &libvirtxml.DomainDiskSource{File: ownFile(path)},
 		Target: &libvirtxml.DomainDiskTarget{Dev: dev, Bus: "virtio"},
 		Serial: serial,
 	}
+}
+
+// ownFile is a file of the desktop's own, which bureau gives to the
+// desktop's user: libvirt must not relabel it (nor, through it, the base
+// image it is an overlay of).
+func ownFile(path string) *libvirtxml.DomainDiskSourceFile {
+	return &libvirtxml.DomainDiskSourceFile{File: path,
+		SecLabel: []libvirtxml.DomainDeviceSecLabel{{Model: "dac", Relabel: "no"}}}
+}
+
+// nic joins the desktops' network through a tap named for the desktop, so
+// the firewall's rules for it hold from the first packet.
+func nic(c desktop.VMConfig) libvirtxml.DomainInterface {
+	var mac *libvirtxml.DomainInterfaceMAC
+	if c.MAC != "" {
+		mac = &libvirtxml.DomainInterfaceMAC{Address: c.MAC}
+	}
+	return libvirtxml.DomainInterface{
+		MAC:    mac,
+		Source: &libvirtxml.DomainInterfaceSource{Network: &libvirtxml.DomainInterfaceSourceNetwork{Network: c.Network}},
+		Target: &libvirtxml.DomainInterfaceTarget{Dev: c.Tap},
+		Model:  &libvirtxml.DomainInterfaceModel{Type: "virtio"},
+	}
+}
+
+func dacSecLabel(c desktop.VMConfig) libvirtxml.DomainSecLabel {
+	return libvirtxml.DomainSecLabel{Type: "static", Model: "dac", Relabel: "yes", Label: fmt.Sprintf("+%d:+%d", c.UID, c.GID)}
+}
+
+// newGenID is a random generation id in libvirt's UUID form.
+func newGenID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }

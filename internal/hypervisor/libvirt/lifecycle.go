@@ -10,16 +10,26 @@ import (
 )
 
 // Define creates or replaces the persistent definition of a desktop's VM.
+// Without a UUID, an existing definition keeps its own.
 func (h *Hypervisor) Define(ctx context.Context, c desktop.VMConfig) error {
-	xml, err := DomainXML(c)
-	if err != nil {
-		return err
-	}
 	conn, err := h.connect(ctx)
 	if err != nil {
 		return err
 	}
 	_, err = call(ctx, func() (struct{}, error) {
+		if c.UUID == "" {
+			if old, err := conn.LookupDomainByName(c.Name); err == nil {
+				c.UUID, err = old.GetUUIDString()
+				old.Free()
+				if err != nil {
+					return struct{}{}, err
+				}
+			}
+		}
+		xml, err := DomainXML(c)
+		if err != nil {
+			return struct{}{}, err
+		}
 		dom, err := conn.DomainDefineXMLFlags(xml, libvirt.DOMAIN_DEFINE_VALIDATE)
 		if err != nil {
 			return struct{}{}, err
@@ -32,9 +42,14 @@ func (h *Hypervisor) Define(ctx context.Context, c desktop.VMConfig) error {
 	return nil
 }
 
-// Start boots a defined, shut-off VM.
+// Start boots a defined, shut-off VM (or restores its hibernation).
 func (h *Hypervisor) Start(ctx context.Context, name string) error {
-	_, err := withDomain(ctx, h, name, func(d *libvirt.Domain) (struct{}, error) { return struct{}{}, d.Create() })
+	_, err := withDomain(ctx, h, name, func(d *libvirt.Domain) (struct{}, error) {
+		if err := giveFiles(d); err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, d.Create()
+	})
 	return err
 }
 

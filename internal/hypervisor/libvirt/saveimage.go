@@ -42,6 +42,14 @@ func (h *Hypervisor) RestoreAs(ctx context.Context, image string, c desktop.VMCo
 		return err
 	}
 	_, err = call(ctx, func() (struct{}, error) {
+		dom, err := conn.LookupDomainByName(c.Name)
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer dom.Free()
+		if err := giveFiles(dom); err != nil {
+			return struct{}{}, err
+		}
 		return struct{}{}, conn.DomainRestoreFlags(scratch, "", libvirt.DOMAIN_SAVE_RUNNING)
 	})
 	if err != nil {
@@ -155,6 +163,16 @@ func retargetDomainXML(xml string, c desktop.VMConfig) (string, error) {
 			s.File.Path = c.SerialLog
 		}
 	}
+	// This VM's own network device, user and generation id (the guest
+	// reseeds its RNG: it must not share the template's random state).
+	for i := range dom.Devices.Interfaces {
+		n := nic(c)
+		n.MAC = dom.Devices.Interfaces[i].MAC // device state the guest carries; its address is changed inside
+		n.Address = dom.Devices.Interfaces[i].Address
+		dom.Devices.Interfaces[i] = n
+	}
+	dom.SecLabel = []libvirtxml.DomainSecLabel{dacSecLabel(c)}
+	dom.GenID = &libvirtxml.DomainGenID{Value: newGenID()}
 	// The guest agent's socket path names the old domain: libvirt makes a
 	// new one when it is left out.
 	for i := range dom.Devices.Channels {

@@ -15,13 +15,17 @@ import (
 func vmConfig(dir, name, uuid string) desktop.VMConfig {
 	return desktop.VMConfig{Name: name, UUID: uuid, VCPUs: 2, MemoryMiB: 2048, Accelerator: desktop.AccelTCG,
 		OSDisk: filepath.Join(dir, "os.qcow2"), DataDisk: filepath.Join(dir, "data.qcow2"), SeedISO: filepath.Join(dir, "seed.iso"),
-		SerialLog: filepath.Join(dir, "serial.log"), VNCSocket: filepath.Join(dir, "vnc.sock")}
+		SerialLog: filepath.Join(dir, "serial.log"), VNCSocket: filepath.Join(dir, "vnc.sock"),
+		Network: "bureau", Tap: desktop.TapName(name), MAC: desktop.MAC(name), UID: 1 << 30, GID: 64055}
 }
 
 func TestRewriteSaveImage(t *testing.T) {
 	dir := t.TempDir()
 	tmpl := vmConfig("/templates/t1", "bureau-tmpl-1", "11111111-1111-4111-8111-111111111111")
+	tmpl.UID = 1<<30 - 1
 	xml, err := DomainXML(tmpl)
+	// As libvirt saves it: with the generation id it made.
+	xml = strings.Replace(xml, "<genid></genid>", "<genid>33333333-3333-4333-8333-333333333333</genid>", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +68,17 @@ func TestRewriteSaveImage(t *testing.T) {
 		if !strings.HasPrefix(d.Source.File.File, "/desktops/abc/") {
 			t.Errorf("disk %s still at %s", d.Target.Dev, d.Source.File.File)
 		}
+	}
+	// Its own user, network device and generation id; the NIC keeps the
+	// template's hardware address (the guest carries it in device state).
+	if uid, _, _ := dacLabel(&dom); uid != want.UID {
+		t.Errorf("QEMU user %d, want %d", uid, want.UID)
+	}
+	if n := dom.Devices.Interfaces[0]; n.Target.Dev != want.Tap || n.Source.Network.Network != "bureau" || n.MAC.Address != tmpl.MAC {
+		t.Errorf("NIC %+v %+v %+v", n.Target, n.Source.Network, n.MAC)
+	}
+	if dom.GenID == nil || dom.GenID.Value == "" || strings.HasPrefix(dom.GenID.Value, "33333333") {
+		t.Errorf("generation id %+v, want a new one", dom.GenID)
 	}
 	if s := dom.Devices.Graphics[0].VNC.Listeners[0].Socket.Socket; s != want.VNCSocket {
 		t.Errorf("VNC socket %s", s)

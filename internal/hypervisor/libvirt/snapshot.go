@@ -38,6 +38,9 @@ func (h *Hypervisor) RevertSnapshot(ctx context.Context, name, snap string) erro
 			return struct{}{}, err
 		}
 		defer s.Free()
+		if err := giveFiles(d); err != nil {
+			return struct{}{}, err
+		}
 		return struct{}{}, s.RevertToSnapshot(libvirt.DOMAIN_SNAPSHOT_REVERT_RUNNING)
 	})
 	if err != nil {

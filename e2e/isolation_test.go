@@ -1,0 +1,199 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+func init() { runningChecks = append(runningChecks, runningCheck{"isolation", testIsolation}) }
+
+// The desktops' gateway: the host's address on their network (the first
+// address of BUREAU_NETWORK_SUBNET's default).
+const desktopGateway = "10.120.0.1"
+
+// testIsolation checks from inside a real desktop that it reaches nothing
+// of the host and, by default, nothing private, that its egress policy
+// changes that on the running desktop, and that its QEMU runs as its own
+// unprivileged user who cannot read bureau's secrets.
+func testIsolation(t *testing.T, s *server, token string, d *desktop.Desktop) {
+	t.Run("qemu_unprivileged", func(t *testing.T) { checkQEMUUser(t, s, d) })
+
+	ns := newTestNet(t)
+	// A listener on every host address stands for any service the host
+	// runs; bureau and PostgreSQL listen on the host's loopback.
+	l, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "host") }))
+	hostPort := l.Addr().(*net.TCPAddr).Port
+	_, bureauPort, _ := net.SplitHostPort(strings.TrimPrefix(s.url, "http://"))
+
+	reach := func(addr string) bool {
+		t.Helper()
+		out, _ := s.guest(d, "curl -s -m 4 -o /dev/null -w %{http_code} http://"+addr+"/ || true")
+		return out == "200" || out == "404"
+	}
+	expect := func(what, addr string, want bool) {
+		t.Helper()
+		if got := reach(addr); got != want {
+			t.Errorf("%s (%s): reached=%t, want %t", what, addr, got, want)
+		}
+	}
+	// The default policy: the outside (a documentation address standing
+	// in for the internet) yes; the host, private and link-local no.
+	expect("a public address", ns.public, true)
+	expect("a private address", ns.private, false)
+	expect("a link-local (metadata) address", ns.linkLocal, false)
+	expect("a service on the host's addresses, via the gateway", net.JoinHostPort(desktopGateway, strconv.Itoa(hostPort)), false)
+	expect("bureau's API port, via the gateway", net.JoinHostPort(desktopGateway, bureauPort), false)
+	expect("PostgreSQL's port, via the gateway", net.JoinHostPort(desktopGateway, "5432"), false)
+
+	// A policy on the running desktop: allow the private net, deny the
+	// public one; invalid entries are refused whole.
+	s.expectError(token, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": map[string]any{"deny_out": []string{"300.1.2.3/8"}}}, 422, "invalid")
+	s.expectError(token, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": map[string]any{"allow_out": []string{"fd00::/8"}}}, 422, "invalid")
+	var got desktop.Desktop
+	policy := map[string]any{"allow_out": []string{"10.99.0.0/24"}, "deny_out": []string{"198.51.100.0/24"}}
+	if code := s.call(token, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": policy}, &got); code != http.StatusOK {
+		t.Fatalf("set network policy: %d", code)
+	}
+	if len(got.Network.AllowOut) != 1 || len(got.Network.DenyOut) != 1 {
+		t.Errorf("policy read back: %+v", got.Network)
+	}
+	expect("a private address the policy allows", ns.private, true)
+	expect("a public address the policy denies", ns.public, false)
+	expect("a link-local address the policy does not name", ns.linkLocal, false)
+	// An allow wins over a deny; nothing opens the host.
+	policy = map[string]any{"allow_out": []string{"169.254.77.77", "10.120.0.0/16"}, "deny_out": []string{"0.0.0.0/0"}}
+	s.call(token, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": policy}, nil)
+	expect("a link-local address the policy allows under deny-all", ns.linkLocal, true)
+	expect("a public address under deny-all", ns.public, false)
+	expect("the host, even when allowed", net.JoinHostPort(desktopGateway, strconv.Itoa(hostPort)), false)
+
+	var evs struct{ Events []desktop.Event }
+	s.call(token, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &evs)
+	if last := evs.Events[len(evs.Events)-1]; last.Type != "network_policy_set" || !strings.Contains(last.Message, "deny 0.0.0.0/0") {
+		t.Errorf("last event %+v, want the policy change", last)
+	}
+	s.call(token, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": map[string]any{}}, nil)
+	expect("a public address, policy back to default", ns.public, true)
+}
+
+// checkQEMUUser: the desktop's QEMU is not root, cannot list the data
+// directory or read bureau's admin token and database, and can read its
+// own disk (so the refusals are not a broken test).
+func checkQEMUUser(t *testing.T, s *server, d *desktop.Desktop) {
+	pidText, err := os.ReadFile("/run/libvirt/qemu/" + d.DomainName() + ".pid")
+	if err != nil {
+		t.Fatalf("QEMU pid: %v", err)
+	}
+	status, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pidText)) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uid, gid string
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
+			uid = f[1]
+		} else if len(f) > 1 && f[0] == "Gid:" {
+			gid = f[1]
+		}
+	}
+	if uid == "" || uid == "0" || gid == "0" {
+		t.Fatalf("QEMU runs as uid %q gid %q, want an unprivileged user", uid, gid)
+	}
+	t.Logf("QEMU runs as uid %s gid %s", uid, gid)
+	as := func(args ...string) error {
+		return exec.Command("setpriv", append([]string{"--reuid=" + uid, "--regid=" + gid, "--clear-groups", "--"}, args...)...).Run()
+	}
+	if err := as("head", "-c", "4", filepath.Join(s.dataDir, "desktops", d.ID, "os.qcow2")); err != nil {
+		t.Errorf("QEMU's user cannot read its own disk: %v", err)
+	}
+	for _, secret := range []string{"admin-token", "bureau.db"} {
+		p := filepath.Join(s.dataDir, secret)
+		if !exists(p) {
+			continue
+		}
+		if err := as("head", "-c", "1", p); err == nil {
+			t.Errorf("QEMU's user can read %s", p)
+		}
+	}
+	if err := as("ls", s.dataDir); err == nil {
+		t.Errorf("QEMU's user can list the data directory")
+	}
+}
+
+// testNet is a network namespace the test makes: stand-ins for a public,
+// a private and a link-local (metadata) server, routed from the host, so
+// no check ever leaves this machine.
+type testNet struct{ public, private, linkLocal string }
+
+func newTestNet(t *testing.T) testNet {
+	t.Helper()
+	name := fmt.Sprintf("bureau-e2e-%d", os.Getpid()%100000)
+	hostIf, nsIf := fmt.Sprintf("bxe%da", os.Getpid()%100000), fmt.Sprintf("bxe%db", os.Getpid()%100000)
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v: %s", args, err, out)
+		}
+	}
+	cleanup := func() {
+		if out, err := exec.Command("ip", "netns", "pids", name).Output(); err == nil {
+			for _, pid := range strings.Fields(string(out)) {
+				exec.Command("kill", pid).Run()
+			}
+		}
+		exec.Command("ip", "link", "del", hostIf).Run()
+		exec.Command("ip", "netns", "del", name).Run()
+		for _, r := range []string{"169.254.77.77/32", "198.51.100.0/24"} {
+			exec.Command("ip", "route", "del", r).Run()
+		}
+	}
+	cleanup()
+	t.Cleanup(cleanup)
+	run("ip", "netns", "add", name)
+	run("ip", "link", "add", hostIf, "type", "veth", "peer", "name", nsIf)
+	run("ip", "link", "set", nsIf, "netns", name)
+	run("ip", "addr", "add", "10.99.0.1/24", "dev", hostIf)
+	run("ip", "link", "set", hostIf, "up")
+	in := func(args ...string) { run(append([]string{"ip", "netns", "exec", name}, args...)...) }
+	in("ip", "link", "set", "lo", "up")
+	for _, a := range []string{"10.99.0.2/24", "169.254.77.77/32", "198.51.100.10/24"} {
+		in("ip", "addr", "add", a, "dev", nsIf)
+	}
+	in("ip", "link", "set", nsIf, "up")
+	in("ip", "route", "add", "default", "via", "10.99.0.1")
+	run("ip", "route", "add", "169.254.77.77/32", "via", "10.99.0.2")
+	run("ip", "route", "add", "198.51.100.0/24", "via", "10.99.0.2")
+	srv := exec.Command("ip", "netns", "exec", name, "python3", "-m", "http.server", "8000")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if c, err := net.DialTimeout("tcp", "10.99.0.2:8000", time.Second); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the test namespace's server did not come up")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return testNet{public: "198.51.100.10:8000", private: "10.99.0.2:8000", linkLocal: "169.254.77.77:8000"}
+}

@@ -1,0 +1,107 @@
+package desktop
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// NetworkPolicy is what a desktop may reach on the outside network. Entries
+// are IPv4 addresses, CIDRs or host names. By default a desktop reaches the
+// public internet and nothing private: not the host, not other desktops, not
+// private, link-local (metadata) or other reserved ranges. DenyOut blocks
+// more; AllowOut opens private ranges or punches holes in DenyOut (an allow
+// wins over a deny, so {"deny_out":["0.0.0.0/0"],"allow_out":[…]} is an
+// allow-list). Nothing opens the host or other desktops.
+type NetworkPolicy struct {
+	AllowOut []string `json:"allow_out"`
+	DenyOut  []string `json:"deny_out"`
+}
+
+// MaxNetworkRules bounds each list of a network policy.
+const MaxNetworkRules = 64
+
+// Validate checks a policy's entries; host names are resolved later, by
+// the firewall.
+func (p NetworkPolicy) Validate() error {
+	for _, l := range []struct {
+		field   string
+		entries []string
+	}{{"network.allow_out", p.AllowOut}, {"network.deny_out", p.DenyOut}} {
+		if len(l.entries) > MaxNetworkRules {
+			return &ValidationError{Field: l.field, Message: fmt.Sprintf("at most %d entries, got %d", MaxNetworkRules, len(l.entries))}
+		}
+		for _, e := range l.entries {
+			if _, _, err := ParseNetworkEntry(e); err != nil {
+				return &ValidationError{Field: l.field, Message: err.Error()}
+			}
+		}
+	}
+	return nil
+}
+
+// ParseNetworkEntry reads one policy entry: an IPv4 CIDR or address
+// (prefix) or a host name (host).
+func ParseNetworkEntry(e string) (prefix netip.Prefix, host string, err error) {
+	if e == "" {
+		return netip.Prefix{}, "", fmt.Errorf("empty entry: give an IPv4 address, a CIDR such as 203.0.113.0/24, or a host name")
+	}
+	if strings.Contains(e, "/") {
+		p, err := netip.ParsePrefix(e)
+		if err != nil {
+			return netip.Prefix{}, "", fmt.Errorf("%q is not a CIDR: %v", e, err)
+		}
+		if !p.Addr().Is4() {
+			return netip.Prefix{}, "", fmt.Errorf("%q: desktops have IPv4 networking only", e)
+		}
+		return p.Masked(), "", nil
+	}
+	if a, err := netip.ParseAddr(e); err == nil {
+		if !a.Is4() {
+			return netip.Prefix{}, "", fmt.Errorf("%q: desktops have IPv4 networking only", e)
+		}
+		return netip.PrefixFrom(a, 32), "", nil
+	}
+	if !validHostName(e) {
+		return netip.Prefix{}, "", fmt.Errorf("%q is neither an IPv4 address, a CIDR nor a host name", e)
+	}
+	return netip.Prefix{}, strings.ToLower(strings.TrimSuffix(e, ".")), nil
+}
+
+// validHostName accepts DNS names of letters, digits and hyphens (labels of
+// 1–63, 253 in all) with at least one dot; a trailing dot is fine.
+func validHostName(s string) bool {
+	s = strings.TrimSuffix(s, ".")
+	if len(s) == 0 || len(s) > 253 || !strings.Contains(s, ".") {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if len(label) == 0 || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// MAC is the desktop's NIC address: locally administered, derived from its
+// id so the host side knows it without asking the guest.
+func MAC(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return fmt.Sprintf("02:%02x:%02x:%02x:%02x:%02x", sum[0], sum[1], sum[2], sum[3], sum[4])
+}
+
+// TapName is the host-side network device of a desktop's NIC: stable, so
+// the firewall's rules for it exist before the VM does.
+func TapName(id string) string {
+	n := "bd-" + id
+	if len(n) > 15 { // IFNAMSIZ-1
+		n = n[:15]
+	}
+	return n
+}

@@ -1,0 +1,57 @@
+package desktop
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestNetworkPolicyValidate(t *testing.T) {
+	ok := []NetworkPolicy{
+		{},
+		{AllowOut: []string{"10.99.0.0/24", "203.0.113.7", "api.example.com", "Example.COM."}, DenyOut: []string{"0.0.0.0/0"}},
+	}
+	for _, p := range ok {
+		if err := p.Validate(); err != nil {
+			t.Errorf("%+v: %v", p, err)
+		}
+	}
+	bad := map[string]NetworkPolicy{
+		"network.deny_out":  {DenyOut: []string{"300.1.2.3/8"}},
+		"network.allow_out": {AllowOut: []string{"fd00::/8"}},
+	}
+	for field, p := range bad {
+		var ve *ValidationError
+		if err := p.Validate(); !errors.As(err, &ve) || ve.Field != field {
+			t.Errorf("%+v: %v, want a validation error on %s", p, err, field)
+		}
+	}
+	for _, e := range []string{"", "localhost", "a..b", "-a.b", "a_b.c", "::1", "1.2.3.4/33", strings.Repeat("a", 64) + ".com"} {
+		if _, _, err := ParseNetworkEntry(e); err == nil {
+			t.Errorf("%q accepted", e)
+		}
+	}
+	long := NetworkPolicy{DenyOut: make([]string, MaxNetworkRules+1)}
+	for i := range long.DenyOut {
+		long.DenyOut[i] = "198.51.100.1"
+	}
+	if err := long.Validate(); err == nil {
+		t.Error("more than the maximum number of entries accepted")
+	}
+	if p, _, _ := ParseNetworkEntry("10.1.2.3/8"); p.String() != "10.0.0.0/8" {
+		t.Errorf("CIDR not masked: %s", p)
+	}
+}
+
+func TestTapNameAndMAC(t *testing.T) {
+	if n := TapName("0123456789ab"); n != "bd-0123456789ab" || len(n) > 15 {
+		t.Errorf("tap %q", n)
+	}
+	if n := TapName("tmpl-0123456789ab"); len(n) > 15 {
+		t.Errorf("tap %q longer than a device name may be", n)
+	}
+	m := MAC("0123456789ab")
+	if len(m) != 17 || !strings.HasPrefix(m, "02:") || m == MAC("0123456789ac") || m != MAC("0123456789ab") {
+		t.Errorf("MAC %q: want a stable, locally administered address per id", m)
+	}
+}

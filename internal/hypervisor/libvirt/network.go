@@ -1,0 +1,108 @@
+package libvirt
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	"libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirtxml"
+)
+
+// NetworkConfig is the libvirt NAT network desktops join.
+type NetworkConfig struct {
+	Name    string       // libvirt network name, e.g. "bureau"
+	Bridge  string       // host bridge device, e.g. "bureau0"
+	Subnet  netip.Prefix // e.g. 10.120.0.0/16; the host takes the first address
+	Gateway netip.Addr
+}
+
+// NewNetworkConfig derives the gateway (the subnet's first address) from
+// the subnet.
+func NewNetworkConfig(name, bridge string, subnet netip.Prefix) (NetworkConfig, error) {
+	subnet = subnet.Masked()
+	if !subnet.Addr().Is4() || subnet.Bits() > 28 || subnet.Bits() < 8 {
+		return NetworkConfig{}, fmt.Errorf("desktop network %s: want an IPv4 subnet between /8 and /28", subnet)
+	}
+	return NetworkConfig{Name: name, Bridge: bridge, Subnet: subnet, Gateway: subnet.Addr().Next()}, nil
+}
+
+// NetworkXML renders the network: NAT to the outside, DHCP for the whole
+// subnet, DNS from libvirt's dnsmasq on the gateway.
+func NetworkXML(c NetworkConfig) (string, error) {
+	first := c.Gateway.Next()
+	last := lastAddr(c.Subnet).Prev()
+	n := libvirtxml.Network{
+		Name:    c.Name,
+		Forward: &libvirtxml.NetworkForward{Mode: "nat"},
+		Bridge:  &libvirtxml.NetworkBridge{Name: c.Bridge, STP: "off", Delay: "0"},
+		IPs: []libvirtxml.NetworkIP{{
+			Address: c.Gateway.String(),
+			Prefix:  uint(c.Subnet.Bits()),
+			DHCP:    &libvirtxml.NetworkDHCP{Ranges: []libvirtxml.NetworkDHCPRange{{Start: first.String(), End: last.String()}}},
+		}},
+	}
+	return n.Marshal()
+}
+
+func lastAddr(p netip.Prefix) netip.Addr {
+	a := p.Addr().As4()
+	host := uint32(1)<<(32-p.Bits()) - 1
+	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3]) | host
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// EnsureNetwork defines, starts and marks for autostart the desktops'
+// network when it is missing or down. An existing network of that name on
+// another subnet is an error, not something to redefine under running VMs.
+func (h *Hypervisor) EnsureNetwork(ctx context.Context, c NetworkConfig) error {
+	want, err := NetworkXML(c)
+	if err != nil {
+		return err
+	}
+	conn, err := h.connect(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = call(ctx, func() (struct{}, error) {
+		net, err := conn.LookupNetworkByName(c.Name)
+		if err != nil {
+			if net, err = conn.NetworkDefineXML(want); err != nil {
+				return struct{}{}, fmt.Errorf("define network %s: %w", c.Name, err)
+			}
+			h.log.Info("defined the desktops' network", "network", c.Name, "bridge", c.Bridge, "subnet", c.Subnet)
+		}
+		defer net.Free()
+		if err := checkNetwork(net, c); err != nil {
+			return struct{}{}, err
+		}
+		if active, err := net.IsActive(); err != nil {
+			return struct{}{}, err
+		} else if !active {
+			if err := net.Create(); err != nil {
+				return struct{}{}, fmt.Errorf("start network %s: %w", c.Name, err)
+			}
+		}
+		return struct{}{}, net.SetAutostart(true)
+	})
+	return err
+}
+
+// checkNetwork refuses a network whose bridge or subnet is not c's: the
+// firewall's rules name both.
+func checkNetwork(net *libvirt.Network, c NetworkConfig) error {
+	s, err := net.GetXMLDesc(libvirt.NETWORK_XML_INACTIVE)
+	if err != nil {
+		return err
+	}
+	var n libvirtxml.Network
+	if err := n.Unmarshal(s); err != nil {
+		return err
+	}
+	if n.Bridge == nil || n.Bridge.Name != c.Bridge || len(n.IPs) == 0 || n.IPs[0].Address != c.Gateway.String() ||
+		(n.IPs[0].Prefix != 0 && n.IPs[0].Prefix != uint(c.Subnet.Bits())) {
+		return fmt.Errorf("libvirt network %s exists with another bridge or subnet than %s on %s: remove it (virsh net-destroy %s; virsh net-undefine %s) or choose another with --network-subnet",
+			c.Name, c.Bridge, c.Subnet, c.Name, c.Name)
+	}
+	return nil
+}

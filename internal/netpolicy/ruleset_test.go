@@ -1,0 +1,151 @@
+package netpolicy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+var testNet = Net{Bridge: "bureau0", Subnet: netip.MustParsePrefix("10.120.0.0/16"), Gateway: netip.MustParseAddr("10.120.0.1")}
+
+func TestRenderBaseRules(t *testing.T) {
+	s := Render("t1", testNet, nil)
+	for _, want := range []string{
+		"delete table bridge bureau_t1",
+		`iifname "bd-*" drop comment "desktops never reach each other"`,
+		"ip daddr 10.120.0.0/16 drop",
+		"ether type != ip drop",
+		"169.254.0.0/16",
+		`iifname "bureau0" drop comment "desktops never reach the host"`,
+		`iifname "bureau0" oifname "bureau0" drop`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("ruleset lacks %q:\n%s", want, s)
+		}
+	}
+	// The host and the desktop subnet are dropped before an allow mark is
+	// honoured, so no policy opens them.
+	if strings.Index(s, "ip daddr 10.120.0.0/16 drop") > strings.Index(s, "meta mark & 0x00000b00") {
+		t.Errorf("the subnet must be dropped before allows are honoured:\n%s", s)
+	}
+}
+
+func TestRenderDesktopRules(t *testing.T) {
+	s := Render("t1", testNet, []Rules{{
+		ID: "0123456789ab", Tap: "bd-0123456789ab",
+		Allow: []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24"), netip.MustParsePrefix("10.99.0.7/32")},
+		Deny:  []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("198.51.100.0/24")},
+	}})
+	for _, want := range []string{
+		`iifname "bd-0123456789ab" jump d_0123456789ab`,
+		"ip daddr { 10.99.0.0/24 } meta mark set meta mark | 0x00000b00 accept",
+		"ip daddr { 0.0.0.0/0 } drop",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("ruleset lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestNormalizeDropsNestedPrefixes(t *testing.T) {
+	got := normalize([]netip.Prefix{
+		netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("192.0.2.1/32"),
+		netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("10.200.3.0/24"), netip.MustParsePrefix("192.0.2.1/32"),
+	})
+	if len(got) != 2 || got[0].String() != "10.0.0.0/8" || got[1].String() != "192.0.2.1/32" {
+		t.Fatalf("normalize = %v", got)
+	}
+}
+
+type fakeResolver map[string][]netip.Addr
+
+func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := f[host]; ok {
+		return a, nil
+	}
+	return nil, errors.New("no such host")
+}
+
+func TestFirewallResolvesHostNamesAndKeepsLastAnswer(t *testing.T) {
+	var scripts []string
+	r := fakeResolver{"api.example.com": {netip.MustParseAddr("203.0.113.5")}}
+	f := New("t2", testNet, r, func(_ context.Context, s string) error { scripts = append(scripts, s); return nil }, slog.New(slog.DiscardHandler))
+	if err := f.Set(context.Background(), "0123456789ab", desktop.NetworkPolicy{DenyOut: []string{"api.example.com", "198.51.100.0/24"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(scripts[0], "ip daddr { 198.51.100.0/24, 203.0.113.5/32 } drop") {
+		t.Fatalf("host name not resolved into the deny set:\n%s", scripts[0])
+	}
+	delete(r, "api.example.com") // the name stops resolving
+	if err := f.sync(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	if len(scripts) != 1 {
+		t.Fatalf("an unchanged ruleset was applied again (%d applies)", len(scripts))
+	}
+	r["api.example.com"] = []netip.Addr{netip.MustParseAddr("203.0.113.9")}
+	f.sync(context.Background(), false)
+	if len(scripts) != 2 || !strings.Contains(scripts[1], "203.0.113.9/32") {
+		t.Fatalf("a changed answer was not applied: %d applies", len(scripts))
+	}
+}
+
+func TestFirewallKeepsOldPolicyWhenApplyFails(t *testing.T) {
+	fail := false
+	f := New("t3", testNet, nil, func(context.Context, string) error {
+		if fail {
+			return errors.New("nft: boom")
+		}
+		return nil
+	}, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	f.Set(ctx, "0123456789ab", desktop.NetworkPolicy{DenyOut: []string{"198.51.100.0/24"}})
+	fail = true
+	if err := f.Set(ctx, "0123456789ab", desktop.NetworkPolicy{}); err == nil {
+		t.Fatal("a failed apply was reported as success")
+	}
+	if got := f.policies["0123456789ab"].DenyOut; len(got) != 1 {
+		t.Fatalf("policy after failed apply = %v, want the old one kept", got)
+	}
+}
+
+// TestRenderLoadsIntoNftables loads the ruleset into the host's nftables
+// when this runs as root with nft installed, so a syntax error fails here
+// rather than at a desktop's start.
+func TestRenderLoadsIntoNftables(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to load nftables rules")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft is not installed")
+	}
+	tag := "unittest" + strings.ToLower(InstanceTag(t.TempDir()))[:4]
+	script := Render(tag, testNet, []Rules{{ID: "0123456789ab", Tap: "bd-0123456789ab",
+		Allow: []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24")}, Deny: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")}}})
+	ctx := context.Background()
+	if err := Nft(ctx, script); err != nil {
+		t.Fatalf("%v\n%s", err, script)
+	}
+	t.Cleanup(func() {
+		exec.Command("nft", "delete", "table", "bridge", TableName(tag)).Run()
+		exec.Command("nft", "delete", "table", "inet", TableName(tag)).Run()
+	})
+	// Applying again replaces the tables rather than failing or doubling.
+	if err := Nft(ctx, script); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("nft", "list", "table", "bridge", TableName(tag)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if n := strings.Count(string(out), "jump d_0123456789ab"); n != 1 {
+		t.Fatalf("jump rule appears %d times after two loads:\n%s", n, out)
+	}
+}
