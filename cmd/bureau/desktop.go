@@ -33,6 +33,10 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		DataDiskGiB int      `json:"data_disk_gib"`
 		SSHKeys     []string `json:"ssh_authorized_keys,omitempty"`
 		IdleTimeout *int     `json:"idle_timeout_seconds,omitempty"`
+		Network     struct {
+			AllowOut []string `json:"allow_out,omitempty"`
+			DenyOut  []string `json:"deny_out,omitempty"`
+		} `json:"network"`
 	}
 	var idle time.Duration
 	create := &cobra.Command{
@@ -57,6 +61,8 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 	create.Flags().IntVar(&body.MemoryMiB, "memory", 4096, "memory in MiB")
 	create.Flags().IntVar(&body.DataDiskGiB, "disk", 20, "data disk (the user's /home) in GiB")
 	create.Flags().StringArrayVar(&body.SSHKeys, "ssh-key", nil, "authorized SSH public key (repeatable)")
+	create.Flags().StringArrayVar(&body.Network.AllowOut, "allow-out", nil, "CIDR, address or host name the desktop may reach beyond the default (repeatable)")
+	create.Flags().StringArrayVar(&body.Network.DenyOut, "deny-out", nil, "CIDR, address or host name the desktop may not reach (repeatable)")
 	create.Flags().DurationVar(&idle, "idle-timeout", -1, "hibernate after this long unused (e.g. 30m; 0 = never; default 30m)")
 	addWait(create)
 
@@ -179,7 +185,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		op("pause", "Freeze a running desktop (RAM stays in host memory)", none),
 		op("resume", "Resume a paused or hibernated desktop", none),
 		op("hibernate", "Save a desktop's RAM to disk and free its CPU and memory", none),
-		snapshotCmd(cfg), reimageCmd(cfg), resizeCmd(cfg), idleCmd(cfg))
+		snapshotCmd(cfg), reimageCmd(cfg), resizeCmd(cfg), idleCmd(cfg), networkCmd(cfg))
 	return cmd
 }
 

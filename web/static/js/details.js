@@ -12,6 +12,7 @@ const TABS = [
   ['snapshots', 'Snapshots'],
   ['files', 'Files'],
   ['console', 'Console sessions'],
+  ['network', 'Network'],
 ];
 
 export function detailsView(root, id, tab = 'events') {
@@ -80,6 +81,7 @@ export function detailsView(root, id, tab = 'events') {
       prop('Accelerator', (d.accelerator || '—').toUpperCase()),
       prop('Idle timeout', fmtDuration(d.idle_timeout_seconds)),
       prop('Restart on crash', d.restart_on_crash ? 'yes' : 'no'),
+      prop('Network', policySummary(d.network)),
       prop('Last error', d.last_error || '—'),
       prop('Created', fmtTime(d.created_at)),
       prop('Updated', h('span', fmtTime(d.updated_at), ' (', timeEl(d.updated_at), ')'))));
@@ -115,7 +117,7 @@ export function detailsView(root, id, tab = 'events') {
     tabButtons.forEach((b) => b.setAttribute('aria-selected', String(b.dataset.tab === t)));
     tabCleanup?.();
     clear(tabBody);
-    tabCleanup = { events: eventsTab, snapshots: snapshotsTab, files: filesTab, console: consoleTab }[t](tabBody, id, desk) || null;
+    tabCleanup = { events: eventsTab, snapshots: snapshotsTab, files: filesTab, console: consoleTab, network: networkTab }[t](tabBody, id, desk) || null;
   }
   selectTab(tab);
   cleanups.push(() => tabCleanup?.());
@@ -154,6 +156,55 @@ function table(head, rows) {
 }
 
 // ---------- events ----------
+// What a desktop may reach outside, in a line.
+function policySummary(p) {
+  const allow = p?.allow_out || [], deny = p?.deny_out || [];
+  if (!allow.length && !deny.length) return 'default: the internet, nothing private';
+  return [allow.length ? `allow ${allow.join(', ')}` : '', deny.length ? `deny ${deny.join(', ')}` : ''].filter(Boolean).join(' · ');
+}
+
+// The network tab: the desktop's egress policy, shown and edited. A change
+// applies at once to a running desktop.
+function networkTab(box, id, desk) {
+  const lines = (l) => (l || []).join('\n');
+  const parse = (t) => t.split(/[\s,]+/).map((x) => x.trim()).filter(Boolean);
+  const allow = h('textarea.mono', { id: 'net-allow', rows: 5, spellcheck: false, placeholder: '10.20.0.0/16\napi.example.com' });
+  const deny = h('textarea.mono', { id: 'net-deny', rows: 5, spellcheck: false, placeholder: '0.0.0.0/0' });
+  const current = h('p');
+  const err = h('div.form-error', { hidden: true });
+  function fill() {
+    const p = desk()?.network;
+    allow.value = lines(p?.allow_out);
+    deny.value = lines(p?.deny_out);
+    clear(current, h('strong', 'Now: '), policySummary(p));
+  }
+  async function save(ev) {
+    ev.preventDefault();
+    err.hidden = true;
+    const network = { allow_out: parse(allow.value), deny_out: parse(deny.value) };
+    try {
+      const d = await busy(ev.submitter, () => api('PATCH', `/desktops/${seg(id)}`, { network }));
+      upsert(d);
+      fill();
+      toast('Network policy saved', 'success');
+    } catch (e) {
+      err.hidden = false;
+      clear(err, describe(e));
+    }
+  }
+  box.append(h('div.tab-head', h('p.muted',
+    'A desktop never reaches the host or other desktops. By default it reaches the internet and nothing private ',
+    '(private, link-local and reserved addresses). Entries are IPv4 addresses, CIDRs or host names, one per line; ',
+    'an allow wins over a deny, so deny 0.0.0.0/0 plus allows is an allow-list. Changes apply at once.')),
+  h('form.form.net-form', { onsubmit: save }, current, err,
+    h('div.field', h('label', { for: 'net-allow' }, 'Allow out'), allow,
+      h('span.hint', 'Opens private ranges or punches holes in a deny.')),
+    h('div.field', h('label', { for: 'net-deny' }, 'Deny out'), deny),
+    h('div', h('button.btn.btn-primary', { type: 'submit' }, 'Save policy'), ' ',
+      h('button.btn', { type: 'button', onclick: fill }, 'Reset'))));
+  fill();
+}
+
 function eventsTab(box, id) {
   let events = [];
   const body = h('div', loading());
