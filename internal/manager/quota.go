@@ -63,16 +63,13 @@ func (m *Manager) CheckQuota(ctx context.Context, owner string, add desktop.Usag
 	if err != nil {
 		return err
 	}
-	u.Desktops += add.Desktops
-	u.VCPUs += add.VCPUs
-	u.MemoryMiB += add.MemoryMiB
-	u.DiskMiB += add.DiskMiB
-	return q.Check(u)
+	return q.Check(u.Plus(add))
 }
 
 // SetQuota sets an owner's plan or custom limits.
 func (m *Manager) SetQuota(ctx context.Context, q desktop.Quota, actor string) (*desktop.Quota, error) {
-	if base, ok := desktop.Plans[q.Plan]; ok && q.MaxDesktops == 0 && q.MaxVCPUs == 0 && q.MaxMemoryMiB == 0 && q.MaxDiskGiB == 0 {
+	// A plan named without limits of its own gets the plan's.
+	if base, ok := desktop.Plans[q.Plan]; ok && q == (desktop.Quota{Owner: q.Owner, Plan: q.Plan}) {
 		base.Owner = q.Owner
 		q = base
 	}

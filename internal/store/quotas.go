@@ -11,8 +11,8 @@ import (
 // GetQuota returns an owner's quota; desktop.ErrNotFound when none was set.
 func (s *Store) GetQuota(ctx context.Context, owner string) (*desktop.Quota, error) {
 	var q desktop.Quota
-	err := s.queryRow(ctx, `SELECT owner, plan, max_desktops, max_vcpus, max_memory_mib, max_disk_gib FROM quotas WHERE owner=?`, owner).
-		Scan(&q.Owner, &q.Plan, &q.MaxDesktops, &q.MaxVCPUs, &q.MaxMemoryMiB, &q.MaxDiskGiB)
+	err := s.queryRow(ctx, `SELECT owner, plan, max_desktops, max_vcpus, max_memory_mib, max_disk_gib, max_snapshots FROM quotas WHERE owner=?`, owner).
+		Scan(&q.Owner, &q.Plan, &q.MaxDesktops, &q.MaxVCPUs, &q.MaxMemoryMiB, &q.MaxDiskGiB, &q.MaxSnapshots)
 	if err != nil {
 		return nil, fmt.Errorf("quota of %s: %w", owner, notFound(err))
 	}
@@ -29,8 +29,8 @@ func (s *Store) PutQuota(ctx context.Context, q *desktop.Quota) error {
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM quotas WHERE owner=?`), q.Owner); err != nil {
 		return fmt.Errorf("set quota: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO quotas (owner, plan, max_desktops, max_vcpus, max_memory_mib, max_disk_gib, updated_at) VALUES (?,?,?,?,?,?,?)`),
-		q.Owner, q.Plan, q.MaxDesktops, q.MaxVCPUs, q.MaxMemoryMiB, q.MaxDiskGiB, millis(time.Now())); err != nil {
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO quotas (owner, plan, max_desktops, max_vcpus, max_memory_mib, max_disk_gib, max_snapshots, updated_at) VALUES (?,?,?,?,?,?,?,?)`),
+		q.Owner, q.Plan, q.MaxDesktops, q.MaxVCPUs, q.MaxMemoryMiB, q.MaxDiskGiB, q.MaxSnapshots, millis(time.Now())); err != nil {
 		return fmt.Errorf("set quota: %w", err)
 	}
 	return tx.Commit()
@@ -45,8 +45,8 @@ FROM desktops WHERE owner=? AND deleted_at IS NULL`, owner).Scan(&u.Desktops, &u
 	if err != nil {
 		return u, fmt.Errorf("usage of %s: %w", owner, err)
 	}
-	err = s.queryRow(ctx, `SELECT COALESCE(SUM(s.size_bytes),0) FROM snapshots s JOIN desktops d ON d.id = s.desktop_id
-WHERE d.owner=? AND d.deleted_at IS NULL`, owner).Scan(&snapBytes)
+	err = s.queryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(s.size_bytes),0) FROM snapshots s JOIN desktops d ON d.id = s.desktop_id
+WHERE d.owner=? AND d.deleted_at IS NULL`, owner).Scan(&u.Snapshots, &snapBytes)
 	if err != nil {
 		return u, fmt.Errorf("usage of %s: %w", owner, err)
 	}
