@@ -37,8 +37,8 @@ func quotaCmd(cfg *config.Config) *cobra.Command {
 			if err := c.do(ctx, "PUT", "/api/v1/quotas/"+args[0], q, &out); err != nil {
 				return err
 			}
-			fmt.Printf("quota of %s: plan %s, %d desktops, %d vCPUs, %d MiB, %d GiB disk (0 = no limit)\n",
-				args[0], out.Plan, out.MaxDesktops, out.MaxVCPUs, out.MaxMemoryMiB, out.MaxDiskGiB)
+			fmt.Printf("quota of %s: plan %s, %d desktops, %d vCPUs, %d MiB, %d GiB disk, %d snapshots (0 = no limit)\n",
+				args[0], out.Plan, out.MaxDesktops, out.MaxVCPUs, out.MaxMemoryMiB, out.MaxDiskGiB, out.MaxSnapshots)
 			return nil
 		}),
 	}
@@ -48,6 +48,7 @@ func quotaCmd(cfg *config.Config) *cobra.Command {
 	f.IntVar(&q.MaxVCPUs, "vcpus", 0, "custom: most vCPUs in total")
 	f.IntVar(&q.MaxMemoryMiB, "memory", 0, "custom: most memory in MiB in total")
 	f.IntVar(&q.MaxDiskGiB, "disk", 0, "custom: most disk (data disks and snapshots) in GiB")
+	f.IntVar(&q.MaxSnapshots, "snapshots", 0, "custom: most snapshots of all the owner's desktops")
 	cmd.AddCommand(get, set)
 	return cmd
 }

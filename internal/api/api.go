@@ -41,7 +41,7 @@ type Desktops interface {
 	RevertSnapshot(ctx context.Context, id, name, actor string) (*desktop.Desktop, error)
 	DeleteSnapshot(ctx context.Context, id, name, actor string) error
 	Reimage(ctx context.Context, id, image, actor string) (*desktop.Desktop, error)
-	ResizeDataDisk(ctx context.Context, id string, sizeGiB int, actor string) (*desktop.Desktop, error)
+	ResizeDataDisk(ctx context.Context, id string, req manager.ResizeRequest) (*desktop.Desktop, error)
 	SetIdleTimeout(ctx context.Context, id string, seconds int, actor string) (*desktop.Desktop, error)
 	SetRestartOnCrash(ctx context.Context, id string, on bool, actor string) (*desktop.Desktop, error)
 	SetNetworkPolicy(ctx context.Context, id string, p desktop.NetworkPolicy, actor string) (*desktop.Desktop, error)

@@ -39,6 +39,10 @@ type fakeDesktops struct {
 	touched  []string
 	// vnc dials the display of a running desktop (a fake VNC server).
 	vnc func() (net.Conn, error)
+
+	// lastResize and lastSnapshot are the last requests of their kind.
+	lastResize   manager.ResizeRequest
+	lastSnapshot manager.SnapshotRequest
 }
 
 func (f *fakeDesktops) DialVNC(_ context.Context, id string) (net.Conn, error) {
@@ -147,6 +151,9 @@ func (f *fakeDesktops) Wake(_ context.Context, id, _ string) (*desktop.Desktop, 
 	return nil, &desktop.TransitionError{Op: "use", State: d.State}
 }
 func (f *fakeDesktops) CreateSnapshot(_ context.Context, id string, req manager.SnapshotRequest) (*desktop.Snapshot, error) {
+	f.mu.Lock()
+	f.lastSnapshot = req
+	f.mu.Unlock()
 	if _, err := f.op(id); err != nil {
 		return nil, err
 	}
@@ -168,10 +175,13 @@ func (f *fakeDesktops) DeleteSnapshot(_ context.Context, id, _, _ string) error 
 func (f *fakeDesktops) Reimage(_ context.Context, id, _, _ string) (*desktop.Desktop, error) {
 	return f.setState(id, desktop.StateReimaging)
 }
-func (f *fakeDesktops) ResizeDataDisk(_ context.Context, id string, size int, _ string) (*desktop.Desktop, error) {
+func (f *fakeDesktops) ResizeDataDisk(_ context.Context, id string, req manager.ResizeRequest) (*desktop.Desktop, error) {
+	f.mu.Lock()
+	f.lastResize = req
+	f.mu.Unlock()
 	d, err := f.op(id)
 	if err == nil {
-		d.DataDiskGiB = size
+		d.DataDiskGiB = req.SizeGiB
 	}
 	return d, err
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/manager"
 	"github.com/gin-gonic/gin"
 )
 
@@ -79,14 +80,8 @@ func (s *server) resizeDataDisk(c *gin.Context) (reply, error) {
 	if req.SizeGiB == nil {
 		return reply{}, &desktop.ValidationError{Field: "size_gib", Message: "required: the new size in GiB"}
 	}
-	if cur, err := s.owned(c); err != nil {
-		return reply{}, err
-	} else if *req.SizeGiB > cur.DataDiskGiB && *req.SizeGiB <= desktop.MaxDataDiskGiB {
-		// Sizes the manager refuses anyway get that (422) answer instead.
-		if err := s.withinQuota(c, desktop.Usage{DiskMiB: (*req.SizeGiB - cur.DataDiskGiB) * 1024}); err != nil {
-			return reply{}, err
-		}
-	}
-	d, err := s.Desktops.ResizeDataDisk(c.Request.Context(), c.Param("id"), *req.SizeGiB, actor(c))
+	// The manager checks the owner's disk quota as it records the new size.
+	d, err := s.Desktops.ResizeDataDisk(c.Request.Context(), c.Param("id"),
+		manager.ResizeRequest{SizeGiB: *req.SizeGiB, Actor: actor(c), Unlimited: isAdmin(c)})
 	return reply{http.StatusOK, d}, err
 }

@@ -11,17 +11,7 @@ import (
 // Quotas are owners' limits.
 type Quotas interface {
 	Quota(ctx context.Context, owner string) (desktop.Quota, desktop.Usage, error)
-	CheckQuota(ctx context.Context, owner string, add desktop.Usage) error
 	SetQuota(ctx context.Context, q desktop.Quota, actor string) (*desktop.Quota, error)
-}
-
-// withinQuota refuses what would take the caller past its quota; admins
-// have none.
-func (s *server) withinQuota(c *gin.Context, add desktop.Usage) error {
-	if isAdmin(c) {
-		return nil
-	}
-	return s.Desktops.CheckQuota(c.Request.Context(), caller(c).Owner, add)
 }
 
 // getQuota shows the caller's limits and usage (GET /quota), or any

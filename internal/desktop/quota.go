@@ -15,12 +15,14 @@ type Quota struct {
 	MaxMemoryMiB int    `json:"max_memory_mib"`
 	// MaxDiskGiB covers data disks and snapshots.
 	MaxDiskGiB int `json:"max_disk_gib"`
+	// MaxSnapshots counts the snapshots of all the owner's desktops.
+	MaxSnapshots int `json:"max_snapshots"`
 }
 
 // Plans are the built-in quotas; "free" is the free tier.
 var Plans = map[string]Quota{
-	"free":      {Plan: "free", MaxDesktops: 2, MaxVCPUs: 2, MaxMemoryMiB: 4096, MaxDiskGiB: 20},
-	"team":      {Plan: "team", MaxDesktops: 10, MaxVCPUs: 16, MaxMemoryMiB: 65536, MaxDiskGiB: 500},
+	"free":      {Plan: "free", MaxDesktops: 2, MaxVCPUs: 2, MaxMemoryMiB: 4096, MaxDiskGiB: 20, MaxSnapshots: 10},
+	"team":      {Plan: "team", MaxDesktops: 10, MaxVCPUs: 16, MaxMemoryMiB: 65536, MaxDiskGiB: 500, MaxSnapshots: 100},
 	"unlimited": {Plan: "unlimited"},
 }
 
@@ -35,11 +37,23 @@ func PlanNames() []string {
 }
 
 // Usage is what an owner uses now; disk in MiB so snapshots count exactly.
+// Desktops in every state but deleted count, creating and error included.
 type Usage struct {
 	Desktops  int `json:"desktops"`
 	VCPUs     int `json:"vcpus"`
 	MemoryMiB int `json:"memory_mib"`
 	DiskMiB   int `json:"disk_mib"`
+	Snapshots int `json:"snapshots"`
+}
+
+// Plus is u with a request's additions on top.
+func (u Usage) Plus(add Usage) Usage {
+	u.Desktops += add.Desktops
+	u.VCPUs += add.VCPUs
+	u.MemoryMiB += add.MemoryMiB
+	u.DiskMiB += add.DiskMiB
+	u.Snapshots += add.Snapshots
+	return u
 }
 
 // QuotaError says which limit a request would pass.
@@ -63,6 +77,7 @@ func (q Quota) Check(u Usage) error {
 		{"vcpus", q.MaxVCPUs, u.VCPUs},
 		{"memory_mib", q.MaxMemoryMiB, u.MemoryMiB},
 		{"disk_gib", q.MaxDiskGiB, (u.DiskMiB + 1023) / 1024},
+		{"snapshots", q.MaxSnapshots, u.Snapshots},
 	} {
 		if l.max > 0 && l.would > l.max {
 			return &QuotaError{Limit: l.name, Max: l.max, Would: l.would, Plan: q.Plan}
@@ -76,7 +91,8 @@ func ValidateQuota(q Quota) error {
 	if _, ok := Plans[q.Plan]; !ok && q.Plan != "custom" {
 		return &ValidationError{Field: "plan", Message: "one of " + strings.Join(PlanNames(), ", ") + " or custom"}
 	}
-	for name, v := range map[string]int{"max_desktops": q.MaxDesktops, "max_vcpus": q.MaxVCPUs, "max_memory_mib": q.MaxMemoryMiB, "max_disk_gib": q.MaxDiskGiB} {
+	for name, v := range map[string]int{"max_desktops": q.MaxDesktops, "max_vcpus": q.MaxVCPUs, "max_memory_mib": q.MaxMemoryMiB, "max_disk_gib": q.MaxDiskGiB,
+		"max_snapshots": q.MaxSnapshots} {
 		if v < 0 {
 			return &ValidationError{Field: name, Message: "must be 0 (no limit) or more"}
 		}

@@ -84,17 +84,8 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		return nil, err
 	}
 	// Refusals in the order a caller fixes them: the request, the name, the
-	// owner's quota, then the host.
+	// owner's quota, then the host (these two as the desktop is recorded).
 	if err := m.nameFree(ctx, req.Owner, req.Name); err != nil {
-		return nil, err
-	}
-	if !req.Unlimited {
-		add := desktop.Usage{Desktops: 1, VCPUs: req.Spec.VCPUs, MemoryMiB: req.Spec.MemoryMiB, DiskMiB: req.Spec.DataDiskGiB * 1024}
-		if err := m.CheckQuota(ctx, req.Owner, add); err != nil {
-			return nil, err
-		}
-	}
-	if err := m.roomFor(req.Spec.MemoryMiB, newDesktopDiskMiB); err != nil {
 		return nil, err
 	}
 	now := time.Now().UTC()
@@ -110,7 +101,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	if err := m.lock(id, "create"); err != nil {
 		return nil, err
 	}
-	if err := m.store.CreateDesktop(ctx, d); err != nil {
+	if err := m.recordNew(ctx, d, req.Unlimited); err != nil {
 		m.unlock(id)
 		return nil, err
 	}

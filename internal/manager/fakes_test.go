@@ -297,6 +297,12 @@ func newHarnessIn(t *testing.T, disks Disks, dir string, reserve Reserve) *harne
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newHarnessOn(t, disks, dir, reserve, st)
+}
+
+// newHarnessOn is newHarnessIn with the database st (migrated here).
+func newHarnessOn(t *testing.T, disks Disks, dir string, reserve Reserve, st *store.Store) *harness {
+	t.Helper()
 	if err := st.Migrate(context.Background(), slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}

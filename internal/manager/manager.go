@@ -87,7 +87,6 @@ type SeedWriter interface {
 
 // Store keeps desktops, their events and images.
 type Store interface {
-	CreateDesktop(ctx context.Context, d *desktop.Desktop) error
 	UpdateDesktop(ctx context.Context, d *desktop.Desktop) error
 	UpdateDesktopSettings(ctx context.Context, d *desktop.Desktop) error
 	// SetVMUID gives a desktop without one its QEMU user.
@@ -98,7 +97,6 @@ type Store interface {
 	ListEvents(ctx context.Context, desktopID string, limit int) ([]*desktop.Event, error)
 	ListAllEvents(ctx context.Context, owner string, limit int) ([]*desktop.Event, error)
 	GetImage(ctx context.Context, name string) (*desktop.Image, error)
-	CreateSnapshot(ctx context.Context, sn *desktop.Snapshot) error
 	GetSnapshot(ctx context.Context, desktopID, name string) (*desktop.Snapshot, error)
 	ListSnapshots(ctx context.Context, desktopID string) ([]*desktop.Snapshot, error)
 	MarkSnapshotReverted(ctx context.Context, sn *desktop.Snapshot) error
@@ -108,6 +106,11 @@ type Store interface {
 	GetQuota(ctx context.Context, owner string) (*desktop.Quota, error)
 	PutQuota(ctx context.Context, q *desktop.Quota) error
 	Usage(ctx context.Context, owner string) (desktop.Usage, error)
+	// The Checked writes run admit on the owner's stored quota (nil: none)
+	// and usage, and write only if it returns nil, atomically per owner.
+	CreateDesktopChecked(ctx context.Context, d *desktop.Desktop, admit func(*desktop.Quota, desktop.Usage) error) error
+	GrowDataDiskChecked(ctx context.Context, id, owner string, sizeGiB int, admit func(*desktop.Quota, desktop.Usage) error) error
+	CreateSnapshotChecked(ctx context.Context, sn *desktop.Snapshot, owner string, admit func(*desktop.Quota, desktop.Usage) error) error
 }
 
 // Config holds the manager's settings.

@@ -42,37 +42,107 @@ func (m *Manager) roomToSave(memMiB int) error {
 func (m *Manager) Quota(ctx context.Context, owner string) (desktop.Quota, desktop.Usage, error) {
 	q, err := m.store.GetQuota(ctx, owner)
 	if errors.Is(err, desktop.ErrNotFound) {
-		plan, ok := desktop.Plans[m.cfg.DefaultPlan]
-		if !ok {
-			plan = desktop.Plans["free"]
-		}
-		plan.Owner = owner
-		q, err = &plan, nil
+		q, err = nil, nil
 	}
 	if err != nil {
 		return desktop.Quota{}, desktop.Usage{}, err
 	}
 	u, err := m.store.Usage(ctx, owner)
-	return *q, u, err
+	return m.effective(owner, q), u, err
 }
 
-// CheckQuota refuses what would take owner past its quota: add is what the
-// request adds to its current usage.
+// effective is the quota that applies to owner: its own (stored, when not
+// nil) or the default plan's.
+func (m *Manager) effective(owner string, stored *desktop.Quota) desktop.Quota {
+	if stored != nil {
+		return *stored
+	}
+	plan, ok := desktop.Plans[m.cfg.DefaultPlan]
+	if !ok {
+		plan = desktop.Plans["free"]
+	}
+	plan.Owner = owner
+	return plan
+}
+
+// CheckQuota says whether add would take owner past its quota now. It is a
+// preview: another request may use the room before this one does; the
+// writes that add usage check again atomically (admit).
 func (m *Manager) CheckQuota(ctx context.Context, owner string, add desktop.Usage) error {
 	q, u, err := m.Quota(ctx, owner)
 	if err != nil {
 		return err
 	}
-	u.Desktops += add.Desktops
-	u.VCPUs += add.VCPUs
-	u.MemoryMiB += add.MemoryMiB
-	u.DiskMiB += add.DiskMiB
-	return q.Check(u)
+	return q.Check(u.Plus(add))
+}
+
+// admit is the rule the store applies inside the transaction that adds
+// usage for owner (see Store.CreateDesktopChecked): owner's quota with add
+// on top of what it uses then, unless unlimited (admins), and then room, if
+// given (the host's capacity, checked after the quota so refusals come in
+// the order a caller fixes them). room runs inside the transaction too, so
+// it must be quick and not use the store.
+func (m *Manager) admit(owner string, add desktop.Usage, unlimited bool, room func() error) func(*desktop.Quota, desktop.Usage) error {
+	return func(stored *desktop.Quota, u desktop.Usage) error {
+		if !unlimited {
+			if err := m.effective(owner, stored).Check(u.Plus(add)); err != nil {
+				return err
+			}
+		}
+		if room != nil {
+			return room()
+		}
+		return nil
+	}
+}
+
+// recordNew records a new desktop (fresh, cloned or warm-created) if its
+// owner's quota and the host have room for it, atomically with the owner's
+// other requests: of 20 concurrent creates against room for 3, 3 are
+// recorded.
+func (m *Manager) recordNew(ctx context.Context, d *desktop.Desktop, unlimited bool) error {
+	add := desktop.Usage{Desktops: 1, VCPUs: d.VCPUs, MemoryMiB: d.MemoryMiB, DiskMiB: d.DataDiskGiB * 1024}
+	room := func() error { return m.roomFor(d.MemoryMiB, newDesktopDiskMiB) }
+	return m.store.CreateDesktopChecked(ctx, d, m.admit(d.Owner, add, unlimited, room))
+}
+
+// recordSnapshot records sn, a snapshot of d about to be taken, if the
+// owner's quota has room for one more snapshot and for the space it is
+// counted for, and, for one with memory, the host has room for its RAM.
+//
+// A snapshot's size is known only once it is taken, so until then it is
+// counted for about the most it takes then: its RAM for a snapshot with
+// memory (libvirt saves the RAM into the OS disk, skipping pages never
+// used), nothing for a disk-only one (a qcow2 internal snapshot shares
+// every cluster with its disk when it is taken). That estimate is stored as
+// its size, so concurrent snapshots count each other's, and the growth of
+// its disk files measured right after it was taken replaces it. The space a
+// snapshot pins later, as its disk changes, is not counted.
+func (m *Manager) recordSnapshot(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot, unlimited bool) error {
+	add := desktop.Usage{Snapshots: 1}
+	var room func() error
+	if sn.Memory {
+		sn.SizeBytes = int64(d.MemoryMiB) << 20
+		add.DiskMiB = d.MemoryMiB
+		// Its RAM goes into the OS disk: as much room as for a hibernation.
+		room = func() error { return m.roomFor(0, d.MemoryMiB) }
+	}
+	return m.store.CreateSnapshotChecked(ctx, sn, d.Owner, m.admit(d.Owner, add, unlimited, room))
+}
+
+// reserveDataDisk records d's data disk as sizeGiB before it grows, if the
+// owner's disk quota has room for the added GiB, atomically with the
+// owner's other requests; the caller records the old size again if growing
+// fails.
+func (m *Manager) reserveDataDisk(ctx context.Context, d *desktop.Desktop, sizeGiB int, unlimited bool) error {
+	add := desktop.Usage{DiskMiB: (sizeGiB - d.DataDiskGiB) * 1024}
+	return m.store.GrowDataDiskChecked(ctx, d.ID, d.Owner, sizeGiB, m.admit(d.Owner, add, unlimited, nil))
 }
 
 // SetQuota sets an owner's plan or custom limits.
 func (m *Manager) SetQuota(ctx context.Context, q desktop.Quota, actor string) (*desktop.Quota, error) {
-	if base, ok := desktop.Plans[q.Plan]; ok && q.MaxDesktops == 0 && q.MaxVCPUs == 0 && q.MaxMemoryMiB == 0 && q.MaxDiskGiB == 0 {
+	// A plan named without limits of its own gets the plan's.
+	if base, ok := desktop.Plans[q.Plan]; ok && q == (desktop.Quota{Owner: q.Owner, Plan: q.Plan}) {
 		base.Owner = q.Owner
 		q = base
 	}

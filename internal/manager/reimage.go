@@ -105,10 +105,21 @@ func (m *Manager) reimage(ctx context.Context, d *desktop.Desktop, img *desktop.
 		time.Since(begun).Round(time.Millisecond))
 }
 
-// ResizeDataDisk grows a desktop's data disk to sizeGiB. A running desktop's
-// disk grows live and its filesystem is grown inside the guest; a stopped
-// one's file grows now and the guest grows the filesystem at its next boot.
-func (m *Manager) ResizeDataDisk(ctx context.Context, id string, sizeGiB int, actor string) (*desktop.Desktop, error) {
+// ResizeRequest asks for a bigger data disk.
+type ResizeRequest struct {
+	SizeGiB int
+	Actor   string
+	// Unlimited skips the owner's quota (admins).
+	Unlimited bool
+}
+
+// ResizeDataDisk grows a desktop's data disk to req.SizeGiB. A running
+// desktop's disk grows live and its filesystem is grown inside the guest; a
+// stopped one's file grows now and the guest grows the filesystem at its
+// next boot. The new size is recorded, against the owner's disk quota,
+// before the disk grows.
+func (m *Manager) ResizeDataDisk(ctx context.Context, id string, req ResizeRequest) (*desktop.Desktop, error) {
+	sizeGiB, actor := req.SizeGiB, req.Actor
 	spec := desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: sizeGiB}
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -127,28 +138,41 @@ func (m *Manager) ResizeDataDisk(ctx context.Context, id string, sizeGiB int, ac
 	if sizeGiB == d.DataDiskGiB {
 		return d, nil
 	}
-	switch d.State {
-	case desktop.StateRunning:
-		if err := m.hv.ResizeDisk(ctx, d.DomainName(), d.DataDiskPath, int64(sizeGiB)<<30); err != nil {
-			return nil, fmt.Errorf("resize data disk: %w", diskFull(err))
-		}
-		res, err := m.hv.GuestExec(ctx, d.DomainName(), desktop.Exec{Argv: []string{"/bin/sh", "-c", growHome}})
-		if err != nil || res.ExitCode != 0 {
-			// The disk is bigger; the filesystem follows at the next boot.
-			m.log.Warn("growing /home in the guest failed; it grows at the next boot", "desktop", id, "err", err)
-		}
-	case desktop.StateStopped:
-		if err := m.disks.Resize(ctx, d.DataDiskPath, sizeGiB); err != nil {
-			return nil, fmt.Errorf("resize data disk: %w", diskFull(err))
-		}
-	default:
+	if d.State != desktop.StateRunning && d.State != desktop.StateStopped {
 		return nil, &desktop.TransitionError{Op: "resize", State: d.State}
+	}
+	if err := m.reserveDataDisk(ctx, d, sizeGiB, req.Unlimited); err != nil {
+		return nil, err
+	}
+	if err := m.growDataDisk(ctx, d, sizeGiB); err != nil {
+		// d still holds the old size: the space reserved is given back.
+		m.save(context.WithoutCancel(ctx), d)
+		return nil, err
 	}
 	old := d.DataDiskGiB
 	d.DataDiskGiB = sizeGiB
 	m.save(ctx, d)
 	m.event(ctx, id, "data_disk_resized", actor, "data disk grown from %d to %d GiB", old, sizeGiB)
 	return d, nil
+}
+
+// growDataDisk grows a running (live) or stopped desktop's data disk.
+func (m *Manager) growDataDisk(ctx context.Context, d *desktop.Desktop, sizeGiB int) error {
+	if d.State == desktop.StateStopped {
+		if err := m.disks.Resize(ctx, d.DataDiskPath, sizeGiB); err != nil {
+			return fmt.Errorf("resize data disk: %w", diskFull(err))
+		}
+		return nil
+	}
+	if err := m.hv.ResizeDisk(ctx, d.DomainName(), d.DataDiskPath, int64(sizeGiB)<<30); err != nil {
+		return fmt.Errorf("resize data disk: %w", diskFull(err))
+	}
+	res, err := m.hv.GuestExec(ctx, d.DomainName(), desktop.Exec{Argv: []string{"/bin/sh", "-c", growHome}})
+	if err != nil || res.ExitCode != 0 {
+		// The disk is bigger; the filesystem follows at the next boot.
+		m.log.Warn("growing /home in the guest failed; it grows at the next boot", "desktop", d.ID, "err", err)
+	}
+	return nil
 }
 
 // growHome grows the data disk's partition and ext4 filesystem to the disk.

@@ -69,22 +69,22 @@ func TestResizeDataDisk(t *testing.T) {
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "g").ID) // 20 GiB data disk
 	var ve *desktop.ValidationError
-	if _, err := h.m.ResizeDataDisk(ctx, d.ID, 0, "alice"); !errors.As(err, &ve) {
+	if _, err := h.m.ResizeDataDisk(ctx, d.ID, ResizeRequest{SizeGiB: 0, Actor: "alice"}); !errors.As(err, &ve) {
 		t.Errorf("size 0: %v", err)
 	}
-	got, err := h.m.ResizeDataDisk(ctx, d.ID, 30, "alice")
+	got, err := h.m.ResizeDataDisk(ctx, d.ID, ResizeRequest{SizeGiB: 30, Actor: "alice"})
 	if err != nil || got.DataDiskGiB != 30 {
 		t.Fatalf("live resize: %v %+v", err, got)
 	}
 	if !slices.Contains(h.hv.callList(), "ResizeDisk "+d.DomainName()+" data.qcow2 32212254720") || !slices.Contains(h.hv.callList(), "GuestExec "+d.DomainName()) {
 		t.Errorf("calls %v", h.hv.callList())
 	}
-	if _, err := h.m.ResizeDataDisk(ctx, d.ID, 25, "alice"); !errors.As(err, &ve) || ve.Field != "size_gib" {
+	if _, err := h.m.ResizeDataDisk(ctx, d.ID, ResizeRequest{SizeGiB: 25, Actor: "alice"}); !errors.As(err, &ve) || ve.Field != "size_gib" {
 		t.Errorf("shrink: %v", err)
 	}
 	h.m.Stop(ctx, d.ID, "alice", StopOptions{Force: true})
 	h.settle(t, d.ID)
-	if got, err := h.m.ResizeDataDisk(ctx, d.ID, 40, "alice"); err != nil || got.DataDiskGiB != 40 || !slices.Contains(ops, "resize data.qcow2 40") {
+	if got, err := h.m.ResizeDataDisk(ctx, d.ID, ResizeRequest{SizeGiB: 40, Actor: "alice"}); err != nil || got.DataDiskGiB != 40 || !slices.Contains(ops, "resize data.qcow2 40") {
 		t.Fatalf("offline resize: %v %+v %v", err, got, ops)
 	}
 }

@@ -21,6 +21,8 @@ type SnapshotRequest struct {
 	// means: yes when the desktop runs and the scope is "all".
 	Memory *bool
 	Actor  string
+	// Unlimited skips the owner's quota (admins).
+	Unlimited bool
 }
 
 // snapshotFiles are the disk files a scope covers.
@@ -65,12 +67,6 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 	if memory && !running {
 		return nil, &desktop.ValidationError{Field: "memory", Message: "the desktop is stopped: its snapshot can only hold its disks"}
 	}
-	if memory {
-		// Its RAM goes into the OS disk: as much room as for a hibernation.
-		if err := m.roomFor(0, d.MemoryMiB); err != nil {
-			return nil, err
-		}
-	}
 	if _, err := m.store.GetSnapshot(ctx, id, req.Name); err == nil {
 		return nil, fmt.Errorf("snapshot %q of desktop %s: %w", req.Name, id, desktop.ErrNameTaken)
 	} else if !errors.Is(err, desktop.ErrNotFound) {
@@ -83,10 +79,10 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 
 	// The snapshot is recorded before it is taken: a bureau killed half-way
 	// leaves a listed snapshot (deletable even if it never got made), never
-	// an invisible one inside the disk files.
+	// an invisible one inside the disk files. Recording it checks the quota.
 	sn := &desktop.Snapshot{ID: newID(), DesktopID: id, Name: req.Name, Description: req.Description,
 		Scope: req.Scope, Memory: memory, Parent: latest(existing), CreatedAt: time.Now().UTC()}
-	if err := m.store.CreateSnapshot(ctx, sn); err != nil {
+	if err := m.recordSnapshot(ctx, d, sn, req.Unlimited); err != nil {
 		return nil, err
 	}
 	files := m.snapshotFiles(d, req.Scope)

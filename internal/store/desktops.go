@@ -19,7 +19,11 @@ operation, last_error, accelerator, dir, data_disk_path, created_at, updated_at,
 // CreateDesktop inserts d; a name already used by a live desktop of the same
 // owner is desktop.ErrNameTaken.
 func (s *Store) CreateDesktop(ctx context.Context, d *desktop.Desktop) error {
-	_, err := s.exec(ctx, `INSERT INTO desktops (`+desktopCols+`)
+	return s.insertDesktop(ctx, s.exec, d)
+}
+
+func (s *Store) insertDesktop(ctx context.Context, exec execFunc, d *desktop.Desktop) error {
+	_, err := exec(ctx, `INSERT INTO desktops (`+desktopCols+`)
 VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		d.ID, d.Owner, d.Name, d.Image, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, string(d.State), string(d.DesiredState),
 		d.Operation, d.LastError, d.Accelerator, d.Dir, d.DataDiskPath, millis(d.CreatedAt), millis(d.UpdatedAt), nullMillis(d.DeletedAt),

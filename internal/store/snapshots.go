@@ -15,7 +15,11 @@ var ErrSnapshotExists = fmt.Errorf("snapshot name taken: %w", desktop.ErrNameTak
 
 // CreateSnapshot records a snapshot that now exists on disk.
 func (s *Store) CreateSnapshot(ctx context.Context, sn *desktop.Snapshot) error {
-	_, err := s.exec(ctx, `INSERT INTO snapshots (`+snapshotCols+`) VALUES (?,?,?,?,?,?,?,?,?,?)`,
+	return s.insertSnapshot(ctx, s.exec, sn)
+}
+
+func (s *Store) insertSnapshot(ctx context.Context, exec execFunc, sn *desktop.Snapshot) error {
+	_, err := exec(ctx, `INSERT INTO snapshots (`+snapshotCols+`) VALUES (?,?,?,?,?,?,?,?,?,?)`,
 		sn.ID, sn.DesktopID, sn.Name, sn.Description, sn.Scope, sn.Memory, sn.Parent, sn.SizeBytes,
 		millis(sn.CreatedAt), nullMillis(sn.RevertedAt))
 	if isUniqueViolation(err) {
