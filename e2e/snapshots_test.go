@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"net/http"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,26 @@ import (
 )
 
 func init() { runningChecks = append(runningChecks, runningCheck{"snapshots", testSnapshots}) }
+
+// acpiInterrupts prints how many ACPI (SCI) interrupts the guest has had.
+const acpiInterrupts = `awk '/ acpi$/ {n=0; for (i=2; i<NF; i++) if ($i ~ /^[0-9]+$/) n+=$i; print n}' /proc/interrupts`
+
+// genID is a desktop's VM generation id, as libvirt has it.
+func genID(t *testing.T, d *desktop.Desktop) string {
+	t.Helper()
+	out, err := exec.Command("virsh", "-c", "qemu:///system", "dumpxml", d.DomainName()).Output()
+	if err != nil {
+		t.Fatalf("dumpxml: %v", err)
+	}
+	_, rest, _ := strings.Cut(string(out), "<genid>")
+	id, _, _ := strings.Cut(rest, "</genid>")
+	return id
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(strings.TrimSpace(s))
+	return n
+}
 
 // testSnapshots takes a data-only snapshot and a memory snapshot of the
 // running desktop, reverts to the memory one (programs and files come back
@@ -32,6 +54,10 @@ func testSnapshots(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	// A process started before the memory snapshot survives its revert; one
 	// started after it does not exist afterwards.
 	before, _ := s.guest(d, "echo v2 > "+ws+" && sync && (nohup sleep 100000 >/dev/null 2>&1 & echo $!)")
+	// The guest learns of a new generation id by an ACPI notification
+	// (the vmgenid driver then reseeds its RNG): count ACPI interrupts.
+	genBefore := genID(t, d)
+	sciAtSnapshot, _ := s.guest(d, acpiInterrupts)
 	takeAt := time.Now()
 	if code := s.call(token, "POST", base, map[string]any{"name": "full"}, &sn); code != http.StatusCreated || !sn.Memory || sn.Parent != "ws1" {
 		t.Fatalf("memory snapshot: %d %+v", code, sn)
@@ -54,6 +80,15 @@ func testSnapshots(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	s.waitState(token, d.ID, desktop.StateRunning, 5*time.Minute)
 	s.waitAgent(d, 2*time.Minute)
 	t.Logf("revert to a memory snapshot → guest agent: %s", time.Since(revertAt).Round(100*time.Millisecond))
+	if after := genID(t, d); after == genBefore || after == "" {
+		t.Errorf("generation id %q after the revert, was %q: want a new one", after, genBefore)
+	}
+	if out, _ := s.guest(d, "test -e /sys/bus/acpi/drivers/vmgenid/QEMUVGID:00 && echo bound"); out != "bound" {
+		t.Errorf("the guest's vmgenid driver is not bound to the generation id device: %q", out)
+	}
+	if sci, _ := s.guest(d, acpiInterrupts); atoi(sci) <= atoi(sciAtSnapshot) {
+		t.Errorf("no ACPI notification of the new generation id reached the guest (ACPI interrupts %s at the snapshot, %s after the revert)", sciAtSnapshot, sci)
+	}
 	if out, _ := s.guest(d, "cat "+ws); out != "v2" {
 		t.Errorf("workspace after memory revert = %q, want v2", out)
 	}

@@ -4,6 +4,9 @@ package e2e
 
 import (
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +100,71 @@ func TestWarmCreate(t *testing.T) {
 	s.call(adminToken, "GET", "/api/v1/desktops/"+ids[1], nil, &second)
 	if _, code := s.guest(&second, "test -e /home/agent/only-here"); code == 0 {
 		t.Error("warm desktops share their /home")
+	}
+	checkWarmIsolation(t, s, &first, &second)
+}
+
+// checkWarmIsolation: two desktops restored from one template have their
+// own generation id, MAC and address, cannot reach each other, and their
+// QEMU users cannot read each other's disks.
+func checkWarmIsolation(t *testing.T, s *server, a, b *desktop.Desktop) {
+	if ga, gb := genID(t, a), genID(t, b); ga == "" || ga == gb {
+		t.Errorf("generation ids %q and %q: want one each", ga, gb)
+	}
+	nic := "ip -o -4 addr show scope global | awk '{print $2; exit}'"
+	addr := func(d *desktop.Desktop) (mac, ip string) {
+		mac, _ = s.guest(d, "cat /sys/class/net/$("+nic+")/address")
+		ip, _ = s.guest(d, "ip -o -4 addr show scope global | awk '{split($4, a, \"/\"); print a[1]; exit}'")
+		return mac, ip
+	}
+	var macA, ipA, macB, ipB string
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(2 * time.Second) {
+		macA, ipA = addr(a)
+		macB, ipB = addr(b)
+		if (ipA != ipB && ipA != "" && ipB != "") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if macA != desktop.MAC(a.ID) || macB != desktop.MAC(b.ID) {
+		t.Errorf("MACs %q and %q, want %s and %s", macA, macB, desktop.MAC(a.ID), desktop.MAC(b.ID))
+	}
+	if ipA == ipB || ipA == "" {
+		t.Fatalf("addresses %q and %q: want one each", ipA, ipB)
+	}
+	t.Logf("warm desktops at %s (%s) and %s (%s)", ipA, macA, ipB, macB)
+	// A listener in b; a reaches neither it nor b at all.
+	s.guest(b, "nohup python3 -m http.server 8123 >/dev/null 2>&1 & sleep 1")
+	if out, _ := s.guest(b, "curl -s -m 4 -o /dev/null -w %{http_code} http://127.0.0.1:8123/"); out != "200" {
+		t.Fatalf("the listener in %s does not answer locally: %q", b.Name, out)
+	}
+	if out, _ := s.guest(a, "curl -s -m 4 -o /dev/null -w %{http_code} http://"+ipB+":8123/ || true"); out == "200" {
+		t.Errorf("%s reached a server in %s", a.Name, b.Name)
+	}
+	if _, code := s.guest(a, "ping -c 2 -W 2 "+ipB); code == 0 {
+		t.Errorf("%s pings %s", a.Name, b.Name)
+	}
+	// b's QEMU user reads b's disk but not a's.
+	uid := func(d *desktop.Desktop) string {
+		pid, _ := os.ReadFile("/run/libvirt/qemu/" + d.DomainName() + ".pid")
+		st, _ := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/status")
+		for _, line := range strings.Split(string(st), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
+				return f[1]
+			}
+		}
+		return ""
+	}
+	ua, ub := uid(a), uid(b)
+	if ua == "" || ua == "0" || ua == ub {
+		t.Fatalf("QEMU users %q and %q: want one unprivileged user each", ua, ub)
+	}
+	read := func(user, path string) error {
+		return exec.Command("setpriv", "--reuid="+user, "--regid=65534", "--clear-groups", "--", "head", "-c", "4", path).Run()
+	}
+	if err := read(ub, filepath.Join(s.dataDir, "desktops", b.ID, "data.qcow2")); err != nil {
+		t.Errorf("%s's QEMU user cannot read its own data disk: %v", b.Name, err)
+	}
+	if err := read(ub, filepath.Join(s.dataDir, "desktops", a.ID, "data.qcow2")); err == nil {
+		t.Errorf("%s's QEMU user reads %s's data disk", b.Name, a.Name)
 	}
 }
