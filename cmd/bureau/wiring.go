@@ -35,7 +35,7 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (*stor
 }
 
 func imageService(cfg *config.Config, st *store.Store, log *slog.Logger) *images.Service {
-	return &images.Service{Dir: cfg.ImagesDir(), CacheDir: cfg.ImageCache, Store: st, Log: log}
+	return &images.Service{Dir: cfg.ImagesDir(), CacheDir: cfg.ImageCache, DataDir: cfg.DataDir, Store: st, Log: log}
 }
 
 // seedWriter adapts the cloudinit package to the manager's SeedWriter.

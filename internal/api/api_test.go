@@ -322,7 +322,11 @@ type env struct {
 func newEnv(t *testing.T) *env { return newEnvF(t) }
 
 // newEnvF builds the environment for a test or a fuzz target.
-func newEnvF(t testing.TB) *env {
+func newEnvF(t testing.TB) *env { return newEnvImages(t, nil) }
+
+// newEnvImages is newEnvF with an image service made from the env's store
+// (nil: a fake that imports anything).
+func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"))
 	if err != nil {
@@ -343,11 +347,15 @@ func newEnvF(t testing.TB) *env {
 	e.live = &fakeLive{Feed: &manager.Feed{}}
 	e.consoles = console.New(st, slog.New(slog.DiscardHandler))
 	e.store = st
+	var imgs Images = fakeImages{}
+	if mkImages != nil {
+		imgs = mkImages(st)
+	}
 	e.srv = httptest.NewServer(New(Deps{Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
 		ConsoleBytes: func(dir string, n int) {
 			v, _ := e.consoleBytes.LoadOrStore(dir, new(atomic.Int64))
 			v.(*atomic.Int64).Add(int64(n))
-		}, Computer: fakeComputer{}, Guest: &fakeGuest{files: map[string][]byte{}}, Tokens: tokens, Images: fakeImages{},
+		}, Computer: fakeComputer{}, Guest: &fakeGuest{files: map[string][]byte{}}, Tokens: tokens, Images: imgs,
 		Live: e.live, Stats: fakeStats{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "bureau_up 1\n") }),
 		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}}))
 	t.Cleanup(e.srv.Close)

@@ -41,7 +41,10 @@ func (s *server) deleteImage(c *gin.Context) (reply, error) {
 
 // importImage validates the request, then streams newline-delimited JSON:
 // {"progress":…} lines while it works and a last {"image":…} or
-// {"error":…} line. Closing the connection cancels the import.
+// {"error":…} line. Closing the connection cancels the import. The 200 is
+// sent with the first line, so an import that fails before reporting any
+// progress (an image refused by its header, say) answers with the error's
+// own status, like any other request.
 func (s *server) importImage(c *gin.Context) (reply, error) {
 	if err := requireAdmin(c); err != nil {
 		return reply{}, err
@@ -53,17 +56,24 @@ func (s *server) importImage(c *gin.Context) (reply, error) {
 	if err := s.Images.CheckImport(c.Request.Context(), req); err != nil {
 		return reply{}, err
 	}
-	c.Header("Content-Type", "application/x-ndjson")
-	c.Status(http.StatusOK)
 	enc := json.NewEncoder(c.Writer)
+	started := false
 	flush := func(v any) {
+		if !started {
+			started = true
+			c.Header("Content-Type", "application/x-ndjson")
+			c.Status(http.StatusOK)
+		}
 		enc.Encode(v)
 		c.Writer.Flush()
 	}
 	im, err := s.Images.Import(c.Request.Context(), req, func(p images.Progress) { flush(gin.H{"progress": p}) })
 	if err != nil {
-		_, body := classify(err)
 		s.Log.Warn("image import failed", "name", req.Name, "err", err)
+		if !started {
+			return reply{}, err
+		}
+		_, body := classify(err)
 		flush(gin.H{"error": body})
 		return reply{}, nil
 	}

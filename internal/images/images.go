@@ -33,6 +33,7 @@ type Store interface {
 type Service struct {
 	Dir      string // registered images: <Dir>/<name>.qcow2
 	CacheDir string // built images by recipe hash, shared across checkouts
+	DataDir  string // imports by path may not read from here (desktops' disks, the database)
 	Store    Store
 	Log      *slog.Logger
 	QemuImg  string

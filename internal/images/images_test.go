@@ -25,6 +25,12 @@ func newService(t *testing.T) *Service {
 	if _, err := exec.LookPath("qemu-img"); err != nil {
 		t.Skip("qemu-img not installed (scripts/host-setup.sh installs it)")
 	}
+	return newServiceNoQemu(t)
+}
+
+// newServiceNoQemu is newService for tests that must not reach qemu-img.
+func newServiceNoQemu(t *testing.T) *Service {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "b.db"))
 	if err != nil {
