@@ -23,6 +23,7 @@ import (
 
 	"github.com/bureau/bureau/internal/desktop"
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
+	"github.com/bureau/bureau/internal/netpolicy"
 )
 
 const adminToken = "e2e-admin-token-0123456789abcdef"
@@ -89,6 +90,10 @@ func newServerIn(t *testing.T, dataDir string) *server {
 			}
 		}
 		os.RemoveAll(dataDir)
+		// This instance's firewall tables go with its desktops.
+		for _, family := range []string{"bridge", "inet"} {
+			exec.Command("nft", "delete", "table", family, netpolicy.TableName(netpolicy.InstanceTag(dataDir))).Run()
+		}
 	})
 	// The image build reuses the image cached for this recipe.
 	out, err := exec.Command(bin, s.args("image", "build", "--recipe", filepath.Join(repoRoot(t), "images/desktop"))...).CombinedOutput()
