@@ -28,9 +28,11 @@ const (
 
 // isolation is what keeps desktops off the host and each other.
 type isolation struct {
-	network  string
-	vmGroup  int
-	firewall *netpolicy.Firewall
+	network   string
+	subnet    netip.Prefix
+	vmGroup   int
+	firewall  *netpolicy.Firewall
+	addresses hv.Addresses
 }
 
 // setUpIsolation locks the data directory down for unprivileged QEMU,
@@ -65,7 +67,8 @@ func setUpIsolation(ctx context.Context, cfg *config.Config, h *hv.Hypervisor, l
 		net.DefaultResolver, nil, log)
 	go fw.Refresh(ctx, time.Minute)
 	log.Info("desktop isolation", "network", desktopNetwork, "bridge", nc.Bridge, "subnet", nc.Subnet, "qemu_group", gid)
-	return &isolation{network: desktopNetwork, vmGroup: gid, firewall: fw}, nil
+	return &isolation{network: desktopNetwork, subnet: nc.Subnet, vmGroup: gid, firewall: fw,
+		addresses: hv.Addresses{H: h, Network: desktopNetwork}}, nil
 }
 
 // lockDownDataDir lets desktops' QEMU users pass through the data

@@ -42,6 +42,9 @@ type Desktop struct {
 	// VMUID is the host user its QEMU runs as: one per desktop, so one
 	// desktop's QEMU cannot read another's disks (0 = not yet given one).
 	VMUID int `json:"-"`
+	// NetIP is its address on the desktops' network: reserved for its MAC
+	// in DHCP, and the only one the firewall lets it send from.
+	NetIP string `json:"ip,omitempty"`
 
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`

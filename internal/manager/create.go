@@ -96,18 +96,24 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		State: desktop.StateCreating, DesiredState: desktop.StateRunning, Operation: "create",
 		Accelerator: string(m.cfg.Accelerator), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"),
 		IdleTimeoutSeconds: idle, CreatedAt: now, UpdatedAt: now,
-		Network: req.Network, VMUID: newVMUID(),
+		Network: req.Network,
 	}
 	if err := m.lock(id, "create"); err != nil {
 		return nil, err
 	}
-	if err := m.recordNew(ctx, d, req.Unlimited); err != nil {
+	if err := m.recordWithIdentity(ctx, d, req.Unlimited); err != nil {
 		m.unlock(id)
 		return nil, err
 	}
-	// The rules exist before the VM's first packet.
+	// The address is reserved and the rules exist before the VM's first
+	// packet.
+	if err := m.reserveAddress(ctx, d); err != nil {
+		m.fail(ctx, d, "create", err)
+		m.unlock(id)
+		return nil, err
+	}
 	if m.cfg.Firewall != nil {
-		if err := m.cfg.Firewall.Set(ctx, id, d.Network); err != nil {
+		if err := m.cfg.Firewall.Set(ctx, d); err != nil {
 			m.fail(ctx, d, "create", err)
 			m.unlock(id)
 			return nil, err
@@ -188,6 +194,22 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 		how = "created from the warm template " + tmpl.Key + " and running"
 	}
 	m.event(ctx, d.ID, "created", "bureau", "desktop %s %s in %s", d.Name, how, time.Since(start).Round(time.Millisecond))
+}
+
+// recordWithIdentity records a new desktop with a QEMU user and address of
+// its own. Both are drawn at random; when the store's unique indexes say
+// another desktop has one (the name itself being free), new ones are drawn.
+func (m *Manager) recordWithIdentity(ctx context.Context, d *desktop.Desktop, unlimited bool) error {
+	for try := 0; ; try++ {
+		d.VMUID, d.NetIP = newVMUID(), m.newNetIP()
+		err := m.recordNew(ctx, d, unlimited)
+		if !errors.Is(err, desktop.ErrNameTaken) || try == 4 {
+			return err
+		}
+		if nerr := m.nameFree(ctx, d.Owner, d.Name); nerr != nil {
+			return nerr
+		}
+	}
 }
 
 // nameFree refuses a name the owner already uses for a live desktop (the

@@ -261,11 +261,7 @@ func (m *Manager) finishDelete(ctx context.Context, d *desktop.Desktop, deleteDa
 	if err := m.store.DeleteSnapshots(ctx, d.ID); err != nil {
 		m.log.Error("forgetting snapshots of a deleted desktop", "desktop", d.ID, "err", err)
 	}
-	if m.cfg.Firewall != nil {
-		if err := m.cfg.Firewall.Forget(ctx, d.ID); err != nil {
-			m.log.Error("dropping a deleted desktop's network rules", "desktop", d.ID, "err", err)
-		}
-	}
+	m.dropAddressAndRules(ctx, d)
 	now := time.Now().UTC()
 	d.State, d.DesiredState, d.Operation, d.DeletedAt = desktop.StateDeleted, desktop.StateDeleted, "", &now
 	if err := m.put(ctx, d); err != nil {

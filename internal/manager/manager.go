@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"path/filepath"
 	"sync"
 	"time"
@@ -89,8 +90,8 @@ type SeedWriter interface {
 type Store interface {
 	UpdateDesktop(ctx context.Context, d *desktop.Desktop) error
 	UpdateDesktopSettings(ctx context.Context, d *desktop.Desktop) error
-	// SetVMUID gives a desktop without one its QEMU user.
-	SetVMUID(ctx context.Context, id string, uid int) error
+	// SetVMIdentity gives a desktop without them its QEMU user and address.
+	SetVMIdentity(ctx context.Context, id string, uid int, ip string) error
 	GetDesktop(ctx context.Context, id string) (*desktop.Desktop, error)
 	ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error)
 	AddEvent(ctx context.Context, e *desktop.Event) error
@@ -151,8 +152,11 @@ type Config struct {
 	// their QEMU processes run in (libvirt's QEMU group).
 	Network string
 	VMGroup int
-	// Firewall, when set, applies desktops' network policies.
-	Firewall Firewall
+	// Firewall, when set, applies desktops' network policies; Addresses
+	// reserves their addresses on Subnet, the desktops' network.
+	Firewall  Firewall
+	Addresses Addresses
+	Subnet    netip.Prefix
 }
 
 // Manager is the lifecycle orchestrator.

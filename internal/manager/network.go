@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,11 +14,19 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-// Firewall keeps the host's rules in step with desktops' network policies.
+// Firewall keeps the host's rules in step with desktops' network policies
+// and addresses.
 type Firewall interface {
-	Load(ctx context.Context, policies map[string]desktop.NetworkPolicy) error
-	Set(ctx context.Context, id string, p desktop.NetworkPolicy) error
+	Load(ctx context.Context, ds []*desktop.Desktop) error
+	Set(ctx context.Context, d *desktop.Desktop) error
 	Forget(ctx context.Context, id string) error
+}
+
+// Addresses reserves desktops' addresses for their MACs in the desktops'
+// network's DHCP.
+type Addresses interface {
+	Reserve(ctx context.Context, mac, ip, name string) error
+	Release(ctx context.Context, mac string) error
 }
 
 // Desktops' QEMU users are drawn from [vmUIDBase, 2·vmUIDBase): far above
@@ -29,9 +38,28 @@ const vmUIDBase = 1 << 30
 const templateUID = vmUIDBase - 1
 
 func newVMUID() int {
+	return vmUIDBase + int(random32()%vmUIDBase)
+}
+
+// newNetIP draws an address for a desktop on the desktops' subnet (not the
+// network's, the gateway's or the broadcast address); "" without one. The
+// store's unique index keeps live desktops' addresses apart.
+func (m *Manager) newNetIP() string {
+	p := m.cfg.Subnet
+	if !p.IsValid() || !p.Addr().Is4() || p.Bits() > 30 {
+		return ""
+	}
+	hosts := uint32(1)<<(32-p.Bits()) - 3 // minus network, gateway, broadcast
+	a := p.Masked().Addr().As4()
+	v := binary.BigEndian.Uint32(a[:]) + 2 + random32()%hosts
+	binary.BigEndian.PutUint32(a[:], v)
+	return netip.AddrFrom4(a).String()
+}
+
+func random32() uint32 {
 	var b [4]byte
 	rand.Read(b[:])
-	return vmUIDBase + int(binary.BigEndian.Uint32(b[:])%vmUIDBase)
+	return binary.BigEndian.Uint32(b[:])
 }
 
 // SetNetworkPolicy changes what a desktop may reach; a running desktop
@@ -44,12 +72,12 @@ func (m *Manager) SetNetworkPolicy(ctx context.Context, id string, p desktop.Net
 	if err != nil {
 		return nil, err
 	}
+	d.Network = p
 	if m.cfg.Firewall != nil {
-		if err := m.cfg.Firewall.Set(ctx, id, p); err != nil {
+		if err := m.cfg.Firewall.Set(ctx, d); err != nil {
 			return nil, err
 		}
 	}
-	d.Network = p
 	if d, err = m.putSettings(ctx, d); err != nil {
 		return nil, err
 	}
@@ -72,36 +100,62 @@ func policyText(p desktop.NetworkPolicy) string {
 }
 
 // loadNetwork gives desktops made before bureau isolated them their own
-// QEMU user and loads every desktop's network rules (at start-up).
+// QEMU user and address, reserves every desktop's address and loads every
+// desktop's network rules (at start-up).
 func (m *Manager) loadNetwork(ctx context.Context) error {
 	ds, err := m.store.ListDesktops(ctx, desktop.Filter{})
 	if err != nil {
 		return err
 	}
-	policies := map[string]desktop.NetworkPolicy{}
-	for _, d := range ds {
-		policies[d.ID] = d.Network
-		if d.VMUID != 0 {
-			continue
+	for i, d := range ds {
+		if d.VMUID == 0 || (d.NetIP == "" && m.cfg.Subnet.IsValid()) {
+			if ds[i], err = m.giveIdentity(ctx, d.ID); err != nil {
+				return err
+			}
 		}
-		if err := m.giveVMUID(ctx, d.ID); err != nil {
+		if err := m.reserveAddress(ctx, ds[i]); err != nil {
 			return err
 		}
 	}
 	if m.cfg.Firewall == nil {
 		return nil
 	}
-	return m.cfg.Firewall.Load(ctx, policies)
+	return m.cfg.Firewall.Load(ctx, ds)
 }
 
-func (m *Manager) giveVMUID(ctx context.Context, id string) error {
+func (m *Manager) giveIdentity(ctx context.Context, id string) (*desktop.Desktop, error) {
 	var err error
 	for range 5 {
-		if err = m.store.SetVMUID(ctx, id, newVMUID()); err == nil {
-			return nil
+		if err = m.store.SetVMIdentity(ctx, id, newVMUID(), m.newNetIP()); err == nil {
+			return m.store.GetDesktop(ctx, id)
 		}
 	}
-	return fmt.Errorf("give desktop %s a QEMU user: %w", id, err)
+	return nil, fmt.Errorf("give desktop %s a QEMU user and address: %w", id, err)
+}
+
+// reserveAddress tells DHCP which address the desktop's MAC gets.
+func (m *Manager) reserveAddress(ctx context.Context, d *desktop.Desktop) error {
+	if m.cfg.Addresses == nil || d.NetIP == "" {
+		return nil
+	}
+	if err := m.cfg.Addresses.Reserve(ctx, desktop.MAC(d.ID), d.NetIP, d.Name); err != nil {
+		return fmt.Errorf("reserve %s for desktop %s: %w", d.NetIP, d.ID, err)
+	}
+	return nil
+}
+
+// dropAddressAndRules forgets a deleted desktop's address and rules.
+func (m *Manager) dropAddressAndRules(ctx context.Context, d *desktop.Desktop) {
+	if m.cfg.Firewall != nil {
+		if err := m.cfg.Firewall.Forget(ctx, d.ID); err != nil {
+			m.log.Error("dropping a deleted desktop's network rules", "desktop", d.ID, "err", err)
+		}
+	}
+	if m.cfg.Addresses != nil && d.NetIP != "" {
+		if err := m.cfg.Addresses.Release(ctx, desktop.MAC(d.ID)); err != nil {
+			m.log.Error("releasing a deleted desktop's address", "desktop", d.ID, "err", err)
+		}
+	}
 }
 
 // disown gives a deleted desktop's kept files back to root, so no QEMU

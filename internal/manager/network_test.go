@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"net/netip"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -18,20 +19,43 @@ type fakeFirewall struct {
 	fail     bool
 }
 
-func (f *fakeFirewall) Load(_ context.Context, p map[string]desktop.NetworkPolicy) error {
+func (f *fakeFirewall) Load(_ context.Context, ds []*desktop.Desktop) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.policies = p
+	f.policies = map[string]desktop.NetworkPolicy{}
+	for _, d := range ds {
+		f.policies[d.ID] = d.Network
+	}
 	return nil
 }
 
-func (f *fakeFirewall) Set(_ context.Context, id string, p desktop.NetworkPolicy) error {
+func (f *fakeFirewall) Set(_ context.Context, d *desktop.Desktop) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail {
 		return errors.New("nft: boom")
 	}
-	f.policies[id] = p
+	f.policies[d.ID] = d.Network
+	return nil
+}
+
+// fakeAddresses records DHCP reservations by MAC.
+type fakeAddresses struct {
+	mu  sync.Mutex
+	ips map[string]string
+}
+
+func (f *fakeAddresses) Reserve(_ context.Context, mac, ip, _ string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ips[mac] = ip
+	return nil
+}
+
+func (f *fakeAddresses) Release(_ context.Context, mac string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.ips, mac)
 	return nil
 }
 
@@ -56,7 +80,9 @@ func (f *fakeFirewall) get(id string) (desktop.NetworkPolicy, bool) {
 func TestNetworkPolicyLifecycle(t *testing.T) {
 	h := newHarness(t, fakeDisks{})
 	fw := &fakeFirewall{policies: map[string]desktop.NetworkPolicy{}}
+	addrs := &fakeAddresses{ips: map[string]string{}}
 	h.m.cfg.Firewall, h.m.cfg.Network, h.m.cfg.VMGroup = fw, "bureau", 64055
+	h.m.cfg.Addresses, h.m.cfg.Subnet = addrs, netip.MustParsePrefix("10.120.0.0/16")
 	ctx := context.Background()
 
 	deny := desktop.NetworkPolicy{DenyOut: []string{"198.51.100.0/24"}}
@@ -75,8 +101,16 @@ func TestNetworkPolicyLifecycle(t *testing.T) {
 	}
 	other := h.create(t, "n2")
 	h.settle(t, other.ID)
-	if o, _ := h.m.Get(ctx, other.ID); o.VMUID == d.VMUID || o.VMUID == 0 {
+	o, _ := h.m.Get(ctx, other.ID)
+	if o.VMUID == d.VMUID || o.VMUID == 0 {
 		t.Errorf("two desktops share QEMU user %d", o.VMUID)
+	}
+	ip, err := netip.ParseAddr(d.NetIP)
+	if err != nil || !h.m.cfg.Subnet.Contains(ip) || d.NetIP == "10.120.0.1" || o.NetIP == d.NetIP {
+		t.Errorf("addresses %q and %q: want one each on the subnet, not the gateway", d.NetIP, o.NetIP)
+	}
+	if addrs.ips[desktop.MAC(d.ID)] != d.NetIP {
+		t.Errorf("DHCP reservations %v, want %s for %s", addrs.ips, d.NetIP, desktop.MAC(d.ID))
 	}
 
 	if _, err := h.m.SetNetworkPolicy(ctx, d.ID, desktop.NetworkPolicy{AllowOut: []string{"not a host"}}, "test"); err == nil {
@@ -106,6 +140,9 @@ func TestNetworkPolicyLifecycle(t *testing.T) {
 	if _, ok := fw.get(d.ID); ok {
 		t.Error("a deleted desktop's rules are still applied")
 	}
+	if _, ok := addrs.ips[desktop.MAC(d.ID)]; ok {
+		t.Error("a deleted desktop's address is still reserved")
+	}
 }
 
 // TestLoadNetworkGivesOldDesktopsAUser: desktops made before QEMU ran
@@ -120,16 +157,18 @@ func TestLoadNetworkGivesOldDesktopsAUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(`UPDATE desktops SET vm_uid=0`); err != nil {
+	if _, err := db.Exec(`UPDATE desktops SET vm_uid=0, net_ip=''`); err != nil {
 		t.Fatal(err)
 	}
 	fw := &fakeFirewall{policies: map[string]desktop.NetworkPolicy{}}
-	h.m.cfg.Firewall = fw
+	addrs := &fakeAddresses{ips: map[string]string{}}
+	h.m.cfg.Firewall, h.m.cfg.Addresses, h.m.cfg.Subnet = fw, addrs, netip.MustParsePrefix("10.120.0.0/24")
 	if err := h.m.loadNetwork(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if cur, _ := h.m.Get(context.Background(), d.ID); cur.VMUID < vmUIDBase {
-		t.Errorf("old desktop's QEMU user = %d", cur.VMUID)
+	cur, _ := h.m.Get(context.Background(), d.ID)
+	if cur.VMUID < vmUIDBase || cur.NetIP == "" || addrs.ips[desktop.MAC(d.ID)] != cur.NetIP {
+		t.Errorf("old desktop's QEMU user %d, address %q, reservations %v", cur.VMUID, cur.NetIP, addrs.ips)
 	}
 	if _, ok := fw.get(d.ID); !ok {
 		t.Error("rules of existing desktops not loaded")

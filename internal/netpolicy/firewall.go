@@ -34,11 +34,22 @@ type Firewall struct {
 	log      *slog.Logger
 
 	mu       sync.Mutex
-	policies map[string]desktop.NetworkPolicy
+	desktops map[string]entry
 	// resolved keeps each host name's last good answer, so a failed
 	// lookup does not drop a desktop's rule for it.
 	resolved map[string][]netip.Prefix
 	last     string
+}
+
+// entry is what the rules need of a desktop.
+type entry struct {
+	policy desktop.NetworkPolicy
+	ip     netip.Addr // its only source address; invalid = not bound
+}
+
+func entryOf(d *desktop.Desktop) entry {
+	ip, _ := netip.ParseAddr(d.NetIP)
+	return entry{policy: d.Network, ip: ip}
 }
 
 // InstanceTag names a bureau instance's tables after its data directory,
@@ -54,7 +65,7 @@ func New(tag string, n Net, r Resolver, apply Applier, log *slog.Logger) *Firewa
 		apply = Nft
 	}
 	return &Firewall{tag: tag, net: n, resolver: r, apply: apply, log: log,
-		policies: map[string]desktop.NetworkPolicy{}, resolved: map[string][]netip.Prefix{}}
+		desktops: map[string]entry{}, resolved: map[string][]netip.Prefix{}}
 }
 
 // Nft loads script with `nft -f -`.
@@ -67,28 +78,29 @@ func Nft(ctx context.Context, script string) error {
 	return nil
 }
 
-// Load replaces every desktop's policy (at start-up).
-func (f *Firewall) Load(ctx context.Context, policies map[string]desktop.NetworkPolicy) error {
+// Load replaces every desktop's rules (at start-up).
+func (f *Firewall) Load(ctx context.Context, ds []*desktop.Desktop) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.policies = map[string]desktop.NetworkPolicy{}
-	for id, p := range policies {
-		f.policies[id] = p
+	f.desktops = map[string]entry{}
+	for _, d := range ds {
+		f.desktops[d.ID] = entryOf(d)
 	}
 	return f.sync(ctx, true)
 }
 
-// Set applies a desktop's policy; the desktop's traffic follows it at once.
-func (f *Firewall) Set(ctx context.Context, id string, p desktop.NetworkPolicy) error {
+// Set applies a desktop's policy and address; its traffic follows them at
+// once. When they cannot be applied the rules stay as they were.
+func (f *Firewall) Set(ctx context.Context, d *desktop.Desktop) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	old, had := f.policies[id]
-	f.policies[id] = p
+	old, had := f.desktops[d.ID]
+	f.desktops[d.ID] = entryOf(d)
 	if err := f.sync(ctx, true); err != nil {
 		if had {
-			f.policies[id] = old
+			f.desktops[d.ID] = old
 		} else {
-			delete(f.policies, id)
+			delete(f.desktops, d.ID)
 		}
 		return err
 	}
@@ -99,7 +111,7 @@ func (f *Firewall) Set(ctx context.Context, id string, p desktop.NetworkPolicy) 
 func (f *Firewall) Forget(ctx context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.policies, id)
+	delete(f.desktops, id)
 	return f.sync(ctx, true)
 }
 
@@ -125,16 +137,16 @@ func (f *Firewall) Refresh(ctx context.Context, interval time.Duration) {
 // sync renders and, when it changed (or force), applies the rules. f.mu is
 // held.
 func (f *Firewall) sync(ctx context.Context, force bool) error {
-	ids := make([]string, 0, len(f.policies))
-	for id := range f.policies {
+	ids := make([]string, 0, len(f.desktops))
+	for id := range f.desktops {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	rules := make([]Rules, 0, len(ids))
 	for _, id := range ids {
-		p := f.policies[id]
-		rules = append(rules, Rules{ID: id, Tap: desktop.TapName(id),
-			Allow: f.prefixes(ctx, id, p.AllowOut), Deny: f.prefixes(ctx, id, p.DenyOut)})
+		e := f.desktops[id]
+		rules = append(rules, Rules{ID: id, Tap: desktop.TapName(id), MAC: desktop.MAC(id), IP: e.ip,
+			Allow: f.prefixes(ctx, id, e.policy.AllowOut), Deny: f.prefixes(ctx, id, e.policy.DenyOut)})
 	}
 	script := Render(f.tag, f.net, rules)
 	if !force && script == f.last {

@@ -34,10 +34,15 @@ type Net struct {
 	Gateway netip.Addr   // the host's address on it (DHCP and DNS)
 }
 
-// Rules is one desktop's resolved policy.
+// Rules is one desktop's resolved policy and identity on the network.
 type Rules struct {
-	ID    string
-	Tap   string
+	ID  string
+	Tap string
+	// MAC and IP are the only addresses the desktop may send from (IP
+	// invalid: any), so it cannot take another desktop's traffic by
+	// claiming its MAC or, through ARP, its address.
+	MAC   string
+	IP    netip.Addr
 	Allow []netip.Prefix
 	Deny  []netip.Prefix
 }
@@ -76,6 +81,20 @@ func Render(tag string, n Net, desktops []Rules) string {
 	fmt.Fprintf(&b, "table inet %s {}\ndelete table inet %s\n", t, t)
 
 	fmt.Fprintf(&b, "table bridge %s {\n", t)
+	// Before the bridge learns a source address (prerouting): a desktop
+	// sends only as itself.
+	b.WriteString("\tchain guard {\n\t\ttype filter hook prerouting priority -300; policy accept;\n")
+	for _, d := range desktops {
+		if d.MAC != "" {
+			fmt.Fprintf(&b, "\t\tiifname %q ether saddr != %s drop\n", d.Tap, d.MAC)
+			fmt.Fprintf(&b, "\t\tiifname %q arp saddr ether != %s drop\n", d.Tap, d.MAC)
+		}
+		if d.IP.IsValid() {
+			fmt.Fprintf(&b, "\t\tiifname %q arp saddr ip != { %s, 0.0.0.0 } drop\n", d.Tap, d.IP)
+			fmt.Fprintf(&b, "\t\tiifname %q ether type ip ip saddr != { %s, 0.0.0.0 } drop\n", d.Tap, d.IP)
+		}
+	}
+	b.WriteString("\t}\n")
 	b.WriteString("\tchain forward {\n\t\ttype filter hook forward priority 0; policy accept;\n")
 	b.WriteString("\t\tiifname \"bd-*\" drop comment \"desktops never reach each other\"\n")
 	b.WriteString("\t\toifname \"bd-*\" drop\n\t}\n")

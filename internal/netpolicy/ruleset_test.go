@@ -39,7 +39,7 @@ func TestRenderBaseRules(t *testing.T) {
 
 func TestRenderDesktopRules(t *testing.T) {
 	s := Render("t1", testNet, []Rules{{
-		ID: "0123456789ab", Tap: "bd-0123456789ab",
+		ID: "0123456789ab", Tap: "bd-0123456789ab", MAC: "02:11:22:33:44:55", IP: netip.MustParseAddr("10.120.3.4"),
 		Allow: []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24"), netip.MustParsePrefix("10.99.0.7/32")},
 		Deny:  []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("198.51.100.0/24")},
 	}})
@@ -47,6 +47,10 @@ func TestRenderDesktopRules(t *testing.T) {
 		`iifname "bd-0123456789ab" jump d_0123456789ab`,
 		"ip daddr { 10.99.0.0/24 } meta mark set meta mark | 0x00000b00 accept",
 		"ip daddr { 0.0.0.0/0 } drop",
+		// It sends only as itself, checked before the bridge learns from it.
+		`iifname "bd-0123456789ab" ether saddr != 02:11:22:33:44:55 drop`,
+		`iifname "bd-0123456789ab" arp saddr ip != { 10.120.3.4, 0.0.0.0 } drop`,
+		`iifname "bd-0123456789ab" ether type ip ip saddr != { 10.120.3.4, 0.0.0.0 } drop`,
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("ruleset lacks %q:\n%s", want, s)
@@ -77,7 +81,7 @@ func TestFirewallResolvesHostNamesAndKeepsLastAnswer(t *testing.T) {
 	var scripts []string
 	r := fakeResolver{"api.example.com": {netip.MustParseAddr("203.0.113.5")}}
 	f := New("t2", testNet, r, func(_ context.Context, s string) error { scripts = append(scripts, s); return nil }, slog.New(slog.DiscardHandler))
-	if err := f.Set(context.Background(), "0123456789ab", desktop.NetworkPolicy{DenyOut: []string{"api.example.com", "198.51.100.0/24"}}); err != nil {
+	if err := f.Set(context.Background(), &desktop.Desktop{ID: "0123456789ab", Network: desktop.NetworkPolicy{DenyOut: []string{"api.example.com", "198.51.100.0/24"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(scripts[0], "ip daddr { 198.51.100.0/24, 203.0.113.5/32 } drop") {
@@ -106,12 +110,12 @@ func TestFirewallKeepsOldPolicyWhenApplyFails(t *testing.T) {
 		return nil
 	}, slog.New(slog.DiscardHandler))
 	ctx := context.Background()
-	f.Set(ctx, "0123456789ab", desktop.NetworkPolicy{DenyOut: []string{"198.51.100.0/24"}})
+	f.Set(ctx, &desktop.Desktop{ID: "0123456789ab", Network: desktop.NetworkPolicy{DenyOut: []string{"198.51.100.0/24"}}})
 	fail = true
-	if err := f.Set(ctx, "0123456789ab", desktop.NetworkPolicy{}); err == nil {
+	if err := f.Set(ctx, &desktop.Desktop{ID: "0123456789ab"}); err == nil {
 		t.Fatal("a failed apply was reported as success")
 	}
-	if got := f.policies["0123456789ab"].DenyOut; len(got) != 1 {
+	if got := f.desktops["0123456789ab"].policy.DenyOut; len(got) != 1 {
 		t.Fatalf("policy after failed apply = %v, want the old one kept", got)
 	}
 }
@@ -127,7 +131,7 @@ func TestRenderLoadsIntoNftables(t *testing.T) {
 		t.Skip("nft is not installed")
 	}
 	tag := "unittest" + strings.ToLower(InstanceTag(t.TempDir()))[:4]
-	script := Render(tag, testNet, []Rules{{ID: "0123456789ab", Tap: "bd-0123456789ab",
+	script := Render(tag, testNet, []Rules{{ID: "0123456789ab", Tap: "bd-0123456789ab", MAC: "02:11:22:33:44:55", IP: netip.MustParseAddr("10.120.3.4"),
 		Allow: []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24")}, Deny: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")}}})
 	ctx := context.Background()
 	if err := Nft(ctx, script); err != nil {

@@ -14,7 +14,7 @@ import (
 var errNotFound = desktop.ErrNotFound
 
 const desktopCols = `id, owner, name, image, vcpus, memory_mib, data_disk_gib, state, desired_state,
-operation, last_error, accelerator, dir, data_disk_path, created_at, updated_at, deleted_at, idle_timeout_s, restart_on_crash, network_policy, vm_uid`
+operation, last_error, accelerator, dir, data_disk_path, created_at, updated_at, deleted_at, idle_timeout_s, restart_on_crash, network_policy, vm_uid, net_ip`
 
 // CreateDesktop inserts d; a name already used by a live desktop of the same
 // owner is desktop.ErrNameTaken.
@@ -24,10 +24,10 @@ func (s *Store) CreateDesktop(ctx context.Context, d *desktop.Desktop) error {
 
 func (s *Store) insertDesktop(ctx context.Context, exec execFunc, d *desktop.Desktop) error {
 	_, err := exec(ctx, `INSERT INTO desktops (`+desktopCols+`)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		d.ID, d.Owner, d.Name, d.Image, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, string(d.State), string(d.DesiredState),
 		d.Operation, d.LastError, d.Accelerator, d.Dir, d.DataDiskPath, millis(d.CreatedAt), millis(d.UpdatedAt), nullMillis(d.DeletedAt),
-		d.IdleTimeoutSeconds, d.RestartOnCrash, policyJSON(d.Network), d.VMUID)
+		d.IdleTimeoutSeconds, d.RestartOnCrash, policyJSON(d.Network), d.VMUID, d.NetIP)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("desktop %q: %w", d.Name, desktop.ErrNameTaken)
 	}
@@ -106,21 +106,24 @@ func (s *Store) ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.
 	return out, rows.Err()
 }
 
-// SetVMUID gives a desktop made before QEMU ran unprivileged its host
-// user, once; a uid another desktop has is ErrUIDTaken (draw another).
-func (s *Store) SetVMUID(ctx context.Context, id string, uid int) error {
-	_, err := s.exec(ctx, `UPDATE desktops SET vm_uid=? WHERE id=? AND vm_uid=0`, uid, id)
+// SetVMIdentity gives a desktop made before bureau isolated desktops its
+// QEMU user and network address, each only if it has none yet; one another
+// desktop has is ErrIdentityTaken (draw another).
+func (s *Store) SetVMIdentity(ctx context.Context, id string, uid int, ip string) error {
+	_, err := s.exec(ctx, `UPDATE desktops SET vm_uid=CASE WHEN vm_uid=0 THEN ? ELSE vm_uid END,
+net_ip=CASE WHEN net_ip='' THEN ? ELSE net_ip END WHERE id=?`, uid, ip, id)
 	if isUniqueViolation(err) {
-		return fmt.Errorf("uid %d: %w", uid, ErrUIDTaken)
+		return fmt.Errorf("uid %d or address %s: %w", uid, ip, ErrIdentityTaken)
 	}
 	if err != nil {
-		return fmt.Errorf("set uid of desktop %s: %w", id, err)
+		return fmt.Errorf("set the QEMU user and address of desktop %s: %w", id, err)
 	}
 	return nil
 }
 
-// ErrUIDTaken: another desktop runs as that host user.
-var ErrUIDTaken = errors.New("uid taken by another desktop")
+// ErrIdentityTaken: another desktop runs as that host user or has that
+// address.
+var ErrIdentityTaken = errors.New("taken by another desktop")
 
 func policyJSON(p desktop.NetworkPolicy) string {
 	if len(p.AllowOut) == 0 && len(p.DenyOut) == 0 {
@@ -140,7 +143,7 @@ func scanDesktop(r scanner) (*desktop.Desktop, error) {
 	var policy string
 	err := r.Scan(&d.ID, &d.Owner, &d.Name, &d.Image, &d.VCPUs, &d.MemoryMiB, &d.DataDiskGiB, &state, &desired,
 		&d.Operation, &d.LastError, &d.Accelerator, &d.Dir, &d.DataDiskPath, &created, &updated, &deleted, &d.IdleTimeoutSeconds, &d.RestartOnCrash,
-		&policy, &d.VMUID)
+		&policy, &d.VMUID, &d.NetIP)
 	if err != nil {
 		return nil, err
 	}

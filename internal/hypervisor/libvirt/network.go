@@ -2,6 +2,7 @@ package libvirt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 
@@ -91,7 +92,7 @@ func (h *Hypervisor) EnsureNetwork(ctx context.Context, c NetworkConfig) error {
 // checkNetwork refuses a network whose bridge or subnet is not c's: the
 // firewall's rules name both.
 func checkNetwork(net *libvirt.Network, c NetworkConfig) error {
-	s, err := net.GetXMLDesc(libvirt.NETWORK_XML_INACTIVE)
+	s, err := net.GetXMLDesc(0)
 	if err != nil {
 		return err
 	}
@@ -105,4 +106,58 @@ func checkNetwork(net *libvirt.Network, c NetworkConfig) error {
 			c.Name, c.Bridge, c.Subnet, c.Name, c.Name)
 	}
 	return nil
+}
+
+// Addresses reserves desktops' addresses in a network's DHCP, live and in
+// its definition, so a desktop's MAC always gets the address its firewall
+// rules bind it to.
+type Addresses struct {
+	H       *Hypervisor
+	Network string
+}
+
+// Reserve gives mac the address ip (replacing what it had).
+func (a Addresses) Reserve(ctx context.Context, mac, ip, name string) error {
+	host := libvirtxml.NetworkDHCPHost{MAC: mac, IP: ip, Name: name}
+	x, err := host.Marshal()
+	if err != nil {
+		return err
+	}
+	return a.update(ctx, func(n *libvirt.Network) error {
+		flags := libvirt.NETWORK_UPDATE_AFFECT_LIVE | libvirt.NETWORK_UPDATE_AFFECT_CONFIG
+		if err := n.Update(libvirt.NETWORK_UPDATE_COMMAND_MODIFY, libvirt.NETWORK_SECTION_IP_DHCP_HOST, -1, x, flags); err == nil {
+			return nil
+		}
+		return n.Update(libvirt.NETWORK_UPDATE_COMMAND_ADD_LAST, libvirt.NETWORK_SECTION_IP_DHCP_HOST, -1, x, flags)
+	})
+}
+
+// Release drops mac's reservation; one that does not exist is fine.
+func (a Addresses) Release(ctx context.Context, mac string) error {
+	x := fmt.Sprintf("<host mac='%s'/>", mac)
+	return a.update(ctx, func(n *libvirt.Network) error {
+		err := n.Update(libvirt.NETWORK_UPDATE_COMMAND_DELETE, libvirt.NETWORK_SECTION_IP_DHCP_HOST, -1, x,
+			libvirt.NETWORK_UPDATE_AFFECT_LIVE|libvirt.NETWORK_UPDATE_AFFECT_CONFIG)
+		var lerr libvirt.Error
+		if errors.As(err, &lerr) && lerr.Code == libvirt.ERR_OPERATION_INVALID {
+			return nil // no such host
+		}
+		return err
+	})
+}
+
+func (a Addresses) update(ctx context.Context, fn func(*libvirt.Network) error) error {
+	conn, err := a.H.connect(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = call(ctx, func() (struct{}, error) {
+		n, err := conn.LookupNetworkByName(a.Network)
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer n.Free()
+		return struct{}{}, fn(n)
+	})
+	return err
 }
