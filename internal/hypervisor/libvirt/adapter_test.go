@@ -71,13 +71,7 @@ func TestChooseAccelerator(t *testing.T) {
 // TestLifecycleOnTestDriver drives define/start/state/destroy/undefine
 // through libvirt's built-in test driver: real libvirt code, no daemon.
 func TestLifecycleOnTestDriver(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	h, err := Open(ctx, "test:///default", slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	ctx, h := openTestDriver(t)
 	c := testConfig(desktop.AccelTCG)
 	c.Name = "bureau-lifecycle"
 	xml, _ := DomainXML(c)
@@ -132,4 +126,18 @@ func TestCallHonoursDeadline(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Second {
 		t.Fatalf("call returned %v after %s", err, time.Since(start))
 	}
+}
+
+// openTestDriver connects to libvirt's built-in test driver (a fresh,
+// in-process hypervisor per connection) for 30 s.
+func openTestDriver(t *testing.T) (context.Context, *Hypervisor) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	h, err := Open(ctx, "test:///default", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return ctx, h
 }

@@ -2,24 +2,16 @@ package libvirt
 
 import (
 	"context"
-	"log/slog"
 	"net/netip"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestNetworkOnTestDriver: the desktops' network is defined once and found
 // again; one of that name on another subnet is refused; reservations are
 // added, replaced and released.
 func TestNetworkOnTestDriver(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	h, err := Open(ctx, "test:///default", slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	ctx, h := openTestDriver(t)
 	c, err := NewNetworkConfig("bureau-t", "bureaut0", netip.MustParsePrefix("10.121.0.0/16"))
 	if err != nil || c.Gateway.String() != "10.121.0.1" {
 		t.Fatalf("%+v %v", c, err)
