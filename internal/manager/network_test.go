@@ -174,3 +174,29 @@ func TestLoadNetworkGivesOldDesktopsAUser(t *testing.T) {
 		t.Error("rules of existing desktops not loaded")
 	}
 }
+
+// TestColdStartRedefines: a cold start takes the current definition, so a
+// desktop made before bureau isolated desktops moves onto the desktops'
+// network, with its own user, at its next start (its VM keeps its UUID:
+// the definition is written without one).
+func TestColdStartRedefines(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	d := h.create(t, "old")
+	h.settle(t, d.ID)
+	if _, err := h.m.Stop(ctx, d.ID, "test", StopOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	h.settle(t, d.ID)
+	h.m.cfg.Network, h.m.cfg.VMGroup = "bureau-new", 4242
+	if _, err := h.m.Start(ctx, d.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	h.settle(t, d.ID)
+	h.hv.mu.Lock()
+	vm := h.hv.defined[d.DomainName()]
+	h.hv.mu.Unlock()
+	if vm.Network != "bureau-new" || vm.GID != 4242 || vm.UUID != "" || vm.Tap != desktop.TapName(d.ID) {
+		t.Errorf("definition at the cold start: %+v", vm)
+	}
+}
