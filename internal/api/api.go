@@ -59,7 +59,10 @@ type Tokens interface {
 	Authenticate(ctx context.Context, secret string) (*desktop.Token, error)
 	Create(ctx context.Context, req auth.CreateRequest) (string, *desktop.Token, error)
 	List(ctx context.Context, owner string) ([]*desktop.Token, error)
-	Revoke(ctx context.Context, id string) error
+	// Revoke revokes a token and the tokens it minted, and says how many.
+	Revoke(ctx context.Context, id string) (int, error)
+	// Usable returns a token by id if it may still authenticate.
+	Usable(ctx context.Context, id string) (*desktop.Token, error)
 }
 
 // Deps are what the API needs.

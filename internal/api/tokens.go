@@ -51,7 +51,7 @@ func (s *server) createToken(c *gin.Context) (reply, error) {
 		return reply{}, fmt.Errorf("owner tokens may only create owner tokens for themselves: %w", desktop.ErrForbidden)
 	}
 	secret, tok, err := s.Tokens.Create(c.Request.Context(), auth.CreateRequest{Owner: req.Owner, Name: req.Name, Scope: req.Scope,
-		TTL: time.Duration(req.TTLSeconds) * time.Second, DesktopID: req.DesktopID, ComputerOnly: req.ComputerOnly})
+		TTL: time.Duration(req.TTLSeconds) * time.Second, DesktopID: req.DesktopID, ComputerOnly: req.ComputerOnly, Parent: caller(c)})
 	if err != nil {
 		return reply{}, err
 	}
@@ -84,8 +84,10 @@ func (s *server) revokeToken(c *gin.Context) (reply, error) {
 			return reply{}, fmt.Errorf("token %s: %w", id, desktop.ErrNotFound)
 		}
 	}
-	if err := s.Tokens.Revoke(c.Request.Context(), id); err != nil {
+	n, err := s.Tokens.Revoke(c.Request.Context(), id)
+	if err != nil {
 		return reply{}, err
 	}
+	s.Log.Info("token revoked", "token", id, "revoked", n, "by", actor(c))
 	return reply{http.StatusNoContent, nil}, nil
 }
