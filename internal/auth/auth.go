@@ -89,13 +89,18 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (string, *deskt
 	if req.TTL < 0 {
 		return "", nil, &desktop.ValidationError{Field: "ttl", Message: "must not be negative"}
 	}
+	now := s.now().UTC()
+	if req.Parent != nil {
+		if err := withinParent(req, now); err != nil {
+			return "", nil, err
+		}
+	}
 	secret := req.Secret
 	if secret == "" {
 		secret = NewSecret()
 	} else if len(secret) < 24 {
 		return "", nil, &desktop.ValidationError{Field: "secret", Message: "must be at least 24 characters"}
 	}
-	now := s.now().UTC()
 	id := make([]byte, 8)
 	rand.Read(id)
 	t := &desktop.Token{ID: "tok_" + hex.EncodeToString(id), Owner: req.Owner, Name: req.Name, Hash: Hash(secret), Scope: req.Scope, CreatedAt: now,
