@@ -92,7 +92,8 @@ type Deps struct {
 
 type server struct {
 	Deps
-	limits *limiter
+	limits  *limiter
+	streams *auth.StreamGrants
 }
 
 // New builds the router.
@@ -102,7 +103,7 @@ func New(d Deps) *gin.Engine {
 	// Request cancellation reaches handlers through c (a context.Context).
 	r.ContextWithFallback = true
 	r.HandleMethodNotAllowed = true
-	s := &server{Deps: d, limits: newLimiter()}
+	s := &server{Deps: d, limits: newLimiter(), streams: auth.NewStreamGrants()}
 	r.Use(s.logRequests, gin.CustomRecovery(s.recovered))
 	r.NoRoute(func(c *gin.Context) { s.fail(c, errNoRoute) })
 	r.NoMethod(func(c *gin.Context) { s.fail(c, errNoMethod) })
@@ -117,6 +118,7 @@ func New(d Deps) *gin.Engine {
 	v1.GET("/quotas/:owner", s.handle(s.getQuota))
 	v1.PUT("/quotas/:owner", s.handle(s.putQuota))
 	v1.GET("/events/stream", s.streamEvents)
+	v1.POST("/events/stream-token", s.rateLimited(rateStream, s.handle(s.createStreamToken)))
 	v1.GET("/desktops/:id/stats", s.handle(s.desktopStats))
 	if d.Metrics != nil {
 		r.GET("/metrics", s.authenticate, func(c *gin.Context) {

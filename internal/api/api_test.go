@@ -749,8 +749,8 @@ func TestAuditLogStatsAndMetrics(t *testing.T) {
 
 func TestEventStreamDeliversOwnChanges(t *testing.T) {
 	e := newEnv(t)
-	// EventSource cannot send headers: the stream takes the token in the query.
-	resp, err := http.Get(e.srv.URL + "/api/v1/events/stream?access_token=" + e.alice)
+	// EventSource cannot send headers: the stream opens with a stream token.
+	resp, err := http.Get(e.srv.URL + e.streamURL(t, e.alice))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -770,9 +770,6 @@ func TestEventStreamDeliversOwnChanges(t *testing.T) {
 	line2, _ := rd.ReadString('\n')
 	if line1 != "event: desktop\n" || !strings.Contains(line2, `"id":"alices"`) {
 		t.Errorf("stream sent %q %q", line1, line2)
-	}
-	if resp, _ := http.Get(e.srv.URL + "/api/v1/desktops?access_token=" + e.alice); resp.StatusCode != 401 {
-		t.Errorf("a token in the query works outside the stream: %d", resp.StatusCode)
 	}
 }
 

@@ -25,6 +25,9 @@ var (
 	rateHeavy = rateClass{"heavy", 10, 10.0 / 60}
 	// screen requests grab or drive the screen.
 	rateScreen = rateClass{"screen", 50, 20}
+	// stream requests ask for stream tokens: a browser needs one per
+	// (re)connect, so this only stops floods of them.
+	rateStream = rateClass{"stream", 20, 1}
 )
 
 // Bounds on the limiter's memory: a bucket that has refilled to full is
