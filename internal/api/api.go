@@ -88,12 +88,16 @@ type Deps struct {
 	Log          *slog.Logger
 	// Info is served by GET /api/v1/info (accelerator, version…).
 	Info map[string]string
+	// HostDirs are the host's directories (data, libvirt's save
+	// directory); paths under them are hidden from non-admins in messages.
+	HostDirs []string
 }
 
 type server struct {
 	Deps
 	limits  *limiter
 	streams *auth.StreamGrants
+	redact  *redactor
 }
 
 // New builds the router.
@@ -103,7 +107,7 @@ func New(d Deps) *gin.Engine {
 	// Request cancellation reaches handlers through c (a context.Context).
 	r.ContextWithFallback = true
 	r.HandleMethodNotAllowed = true
-	s := &server{Deps: d, limits: newLimiter(), streams: auth.NewStreamGrants()}
+	s := &server{Deps: d, limits: newLimiter(), streams: auth.NewStreamGrants(), redact: newRedactor(d.HostDirs)}
 	r.Use(s.logRequests, gin.CustomRecovery(s.recovered))
 	r.NoRoute(func(c *gin.Context) { s.fail(c, errNoRoute) })
 	r.NoMethod(func(c *gin.Context) { s.fail(c, errNoMethod) })
@@ -185,7 +189,8 @@ type reply struct {
 	body   any
 }
 
-// handle adapts a value-returning handler: errors go through fail.
+// handle adapts a value-returning handler: errors go through fail, and
+// the body is what the caller may see (host paths for admins only).
 func (s *server) handle(h func(c *gin.Context) (reply, error)) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		r, err := h(c)
@@ -200,7 +205,7 @@ func (s *server) handle(h func(c *gin.Context) (reply, error)) gin.HandlerFunc {
 			c.Status(r.status)
 			return
 		}
-		c.JSON(r.status, r.body)
+		c.JSON(r.status, s.forCaller(c, r.body))
 	}
 }
 

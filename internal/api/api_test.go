@@ -121,7 +121,11 @@ func (f *fakeDesktops) Delete(_ context.Context, id, _ string, deleteData bool) 
 	if err != nil {
 		return nil, err
 	}
-	return &manager.DeleteResult{Desktop: d, DataDeleted: deleteData}, nil
+	res := &manager.DeleteResult{Desktop: d, DataDeleted: deleteData}
+	if !deleteData {
+		res.DataDiskKept = d.DataDiskPath
+	}
+	return res, nil
 }
 func (f *fakeDesktops) Events(context.Context, string, int) ([]*desktop.Event, error) {
 	return nil, nil
@@ -282,7 +286,9 @@ func (g *fakeGuest) SetResolution(context.Context, string, int, int) error { ret
 
 type fakeImages struct{}
 
-func (fakeImages) List(context.Context) ([]*desktop.Image, error) { return nil, nil }
+func (fakeImages) List(context.Context) ([]*desktop.Image, error) {
+	return []*desktop.Image{{Name: "debian", Path: hostDir + "/images/debian.qcow2"}}, nil
+}
 func (fakeImages) Delete(_ context.Context, name string) error {
 	return &images.InUseError{Image: name, Desktops: []string{"a"}}
 }
@@ -291,6 +297,9 @@ func (fakeImages) Import(_ context.Context, req images.ImportRequest, p images.P
 	p(images.Progress{Phase: "download", Percent: 50})
 	return &desktop.Image{Name: req.Name}, nil
 }
+
+// hostDir stands for the host's data directory in the fakes' host paths.
+const hostDir = "/var/lib/bureau"
 
 type env struct {
 	srv               *httptest.Server
@@ -332,7 +341,7 @@ func newEnvF(t testing.TB) *env {
 			v.(*atomic.Int64).Add(int64(n))
 		}, Computer: fakeComputer{}, Guest: &fakeGuest{files: map[string][]byte{}}, Tokens: tokens, Images: fakeImages{},
 		Live: e.live, Stats: fakeStats{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "bureau_up 1\n") }),
-		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}}))
+		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}, HostDirs: []string{hostDir}}))
 	t.Cleanup(e.srv.Close)
 	return e
 }
@@ -707,7 +716,7 @@ func (f *fakeLive) AuditLog(_ context.Context, owner string, limit int) ([]*desk
 type fakeStats struct{}
 
 func (fakeStats) DomainStats(context.Context, string) (*desktop.VMStats, error) {
-	return &desktop.VMStats{CPUTimeNs: 42, VCPUs: 2}, nil
+	return &desktop.VMStats{CPUTimeNs: 42, VCPUs: 2, Disks: []desktop.DiskStats{{Name: "vdb", Path: hostDir + "/desktops/d1/data.qcow2"}}}, nil
 }
 
 func TestAuditLogStatsAndMetrics(t *testing.T) {

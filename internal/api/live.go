@@ -83,7 +83,7 @@ func (s *server) streamEvents(c *gin.Context) {
 			if ch.Desktop != nil {
 				kind, v = "desktop", ch.Desktop
 			}
-			writeEvent(w, kind, v)
+			writeEvent(w, kind, s.forCaller(c, v))
 		}
 		w.Flush()
 	}
