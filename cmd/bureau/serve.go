@@ -110,6 +110,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest, ConsoleBytes: met.ConsoleBytes,
 		Info: map[string]string{"version": version, "accelerator": string(accel), "accelerator_reason": why,
 			"database": st.Dialect(), "default_image": cfg.DefaultImage, "go": runtime.Version()},
+		HostDirs: []string{cfg.DataDir, host.DefaultSaveDir},
 	})
 	srv := &http.Server{Addr: cfg.Listen, Handler: router, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

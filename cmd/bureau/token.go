@@ -57,26 +57,35 @@ func tokenCmd(cfg *config.Config) *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tOWNER\tSCOPE\tNAME\tCREATED\tSTATUS")
+			fmt.Fprintln(w, "ID\tOWNER\tSCOPE\tNAME\tCREATED\tSTATUS\tPARENT")
 			for _, t := range toks {
 				status := "active"
 				if !t.Usable(time.Now()) {
 					status = "revoked/expired"
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Owner, t.Scope, t.Name, t.CreatedAt.Format(time.RFC3339), status)
+				parent := t.ParentID
+				if parent == "" {
+					parent = "-"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Owner, t.Scope, t.Name, t.CreatedAt.Format(time.RFC3339), status, parent)
 			}
 			return w.Flush()
 		}),
 	}
 	revoke := &cobra.Command{
 		Use:   "revoke ID",
-		Short: "Revoke a token",
+		Short: "Revoke a token and every token minted from it",
 		Args:  cobra.ExactArgs(1),
 		RunE: withStore(cfg, func(ctx context.Context, st *store.Store, _ *slog.Logger, args []string) error {
-			if err := auth.New(st).Revoke(ctx, args[0]); err != nil {
+			n, err := auth.New(st).Revoke(ctx, args[0])
+			if err != nil {
 				return err
 			}
-			fmt.Printf("token %s revoked\n", args[0])
+			fmt.Printf("token %s revoked", args[0])
+			if n > 1 {
+				fmt.Printf(", with %d tokens minted from it", n-1)
+			}
+			fmt.Println()
 			return nil
 		}),
 	}

@@ -60,7 +60,10 @@ type Tokens interface {
 	Authenticate(ctx context.Context, secret string) (*desktop.Token, error)
 	Create(ctx context.Context, req auth.CreateRequest) (string, *desktop.Token, error)
 	List(ctx context.Context, owner string) ([]*desktop.Token, error)
-	Revoke(ctx context.Context, id string) error
+	// Revoke revokes a token and the tokens it minted, and says how many.
+	Revoke(ctx context.Context, id string) (int, error)
+	// Usable returns a token by id if it may still authenticate.
+	Usable(ctx context.Context, id string) (*desktop.Token, error)
 }
 
 // Deps are what the API needs.
@@ -86,11 +89,16 @@ type Deps struct {
 	Log          *slog.Logger
 	// Info is served by GET /api/v1/info (accelerator, version…).
 	Info map[string]string
+	// HostDirs are the host's directories (data, libvirt's save
+	// directory); paths under them are hidden from non-admins in messages.
+	HostDirs []string
 }
 
 type server struct {
 	Deps
-	limits *limiter
+	limits  *limiter
+	streams *auth.StreamGrants
+	redact  *redactor
 }
 
 // New builds the router.
@@ -100,7 +108,7 @@ func New(d Deps) *gin.Engine {
 	// Request cancellation reaches handlers through c (a context.Context).
 	r.ContextWithFallback = true
 	r.HandleMethodNotAllowed = true
-	s := &server{Deps: d, limits: newLimiter()}
+	s := &server{Deps: d, limits: newLimiter(), streams: auth.NewStreamGrants(), redact: newRedactor(d.HostDirs)}
 	r.Use(s.logRequests, gin.CustomRecovery(s.recovered))
 	r.NoRoute(func(c *gin.Context) { s.fail(c, errNoRoute) })
 	r.NoMethod(func(c *gin.Context) { s.fail(c, errNoMethod) })
@@ -115,6 +123,7 @@ func New(d Deps) *gin.Engine {
 	v1.GET("/quotas/:owner", s.handle(s.getQuota))
 	v1.PUT("/quotas/:owner", s.handle(s.putQuota))
 	v1.GET("/events/stream", s.streamEvents)
+	v1.POST("/events/stream-token", s.rateLimited(rateStream, s.handle(s.createStreamToken)))
 	v1.GET("/desktops/:id/stats", s.handle(s.desktopStats))
 	if d.Metrics != nil {
 		r.GET("/metrics", s.authenticate, func(c *gin.Context) {
@@ -181,7 +190,8 @@ type reply struct {
 	body   any
 }
 
-// handle adapts a value-returning handler: errors go through fail.
+// handle adapts a value-returning handler: errors go through fail, and
+// the body is what the caller may see (host paths for admins only).
 func (s *server) handle(h func(c *gin.Context) (reply, error)) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		r, err := h(c)
@@ -196,7 +206,7 @@ func (s *server) handle(h func(c *gin.Context) (reply, error)) gin.HandlerFunc {
 			c.Status(r.status)
 			return
 		}
-		c.JSON(r.status, r.body)
+		c.JSON(r.status, s.forCaller(c, r.body))
 	}
 }
 

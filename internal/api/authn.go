@@ -15,19 +15,32 @@ const (
 	ctxRequestID = "bureau.request_id"
 )
 
-// authenticate requires a valid bearer token on every /api route.
+// streamRoute is the one route a stream token opens.
+const streamRoute = "/api/v1/events/stream"
+
+// authenticate requires a valid bearer token on every /api route. An API
+// token is never taken from the query string, where it would be written to
+// access logs, proxies and browser history: a request that puts one there
+// (?access_token= or ?token=) is refused even if it also sends the header,
+// so the leak is noticed. The event stream, which browsers open without
+// headers, takes a short-lived single-use ?stream_token= instead.
 func (s *server) authenticate(c *gin.Context) {
-	h := c.GetHeader("Authorization")
-	if h == "" && c.FullPath() == "/api/v1/events/stream" && c.Query("access_token") != "" {
-		// Browsers' EventSource cannot send headers.
-		h = "Bearer " + c.Query("access_token")
-	}
-	secret, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
-		s.fail(c, fmt.Errorf("send Authorization: Bearer <token>: %w", desktop.ErrUnauthorized))
+	q := c.Request.URL.Query()
+	if q.Has("access_token") || q.Has("token") {
+		s.fail(c, fmt.Errorf("API tokens are not accepted in the query string; send Authorization: Bearer <token> "+
+			"(a browser's event stream uses a token from POST /api/v1/events/stream-token): %w", desktop.ErrUnauthorized))
 		return
 	}
-	tok, err := s.Tokens.Authenticate(c.Request.Context(), strings.TrimSpace(secret))
+	var tok *desktop.Token
+	var err error
+	h := c.GetHeader("Authorization")
+	if st := q.Get("stream_token"); h == "" && st != "" && c.FullPath() == streamRoute && c.Request.Method == "GET" {
+		tok, err = s.redeemStreamToken(c, st)
+	} else if secret, ok := strings.CutPrefix(h, "Bearer "); ok {
+		tok, err = s.Tokens.Authenticate(c.Request.Context(), strings.TrimSpace(secret))
+	} else {
+		err = fmt.Errorf("send Authorization: Bearer <token>: %w", desktop.ErrUnauthorized)
+	}
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -39,6 +52,16 @@ func (s *server) authenticate(c *gin.Context) {
 		return
 	}
 	c.Next()
+}
+
+// redeemStreamToken spends a stream token and returns its maker, checked
+// again now: a token revoked since it asked for the stream gets nothing.
+func (s *server) redeemStreamToken(c *gin.Context, secret string) (*desktop.Token, error) {
+	id, err := s.streams.Redeem(secret)
+	if err != nil {
+		return nil, err
+	}
+	return s.Tokens.Usable(c.Request.Context(), id)
 }
 
 // computerRoutes are what a computer-only desktop token may use.
@@ -59,6 +82,10 @@ func scopeAllows(c *gin.Context, tok *desktop.Token) error {
 	route := c.Request.Method + " " + c.FullPath()
 	if route == "GET /api/v1/info" || c.FullPath() == "/mcp" {
 		// MCP tools call the API with this same token, route by route.
+		return nil
+	}
+	if route == "POST /api/v1/tokens" {
+		// createToken lets it mint only narrower tokens for its desktop.
 		return nil
 	}
 	if !strings.HasPrefix(c.FullPath(), "/api/v1/desktops/:id") {

@@ -40,6 +40,7 @@ func (s *server) fail(c *gin.Context, err error) {
 	if status >= 500 {
 		s.Log.Error("request failed", "path", c.Request.URL.Path, "err", err)
 	}
+	body.Message = s.textForCaller(c, body.Message)
 	c.AbortWithStatusJSON(status, gin.H{"error": body})
 }
 

@@ -16,7 +16,8 @@ func FuzzRequestBodies(f *testing.F) {
 	}
 	for _, seed := range [][2]string{{`{"action":"left_click","coordinate":[1,2]}`, ""}, {`{"cmd":"true","user":"../x"}`, "stream=true"},
 		{"data", "path=../../etc/passwd&user=root"}, {"", "path=a%0Ab&user=x%00"}, {`{"width":0,"height":-1}`, ""},
-		{`{"ttl_seconds":1e9,"view_only":"yes"}`, ""}, {"", "format=jpeg&quality=0&width=-5"}, {`{"text":1}`, "limit=0"}} {
+		{`{"ttl_seconds":1e9,"view_only":"yes"}`, ""}, {"", "format=jpeg&quality=0&width=-5"}, {`{"text":1}`, "limit=0"},
+		{`{"ttl_seconds":9223372036854775807,"scope":"desktop","desktop_id":""}`, "access_token=x"}, {"", "stream_token=bstream_x&token="}} {
 		f.Add(seed[0], seed[1])
 	}
 	e := newEnvF(f)
@@ -32,6 +33,7 @@ func FuzzRequestBodies(f *testing.F) {
 		{"DELETE", "/api/v1/desktops/" + id + "/files"}, {"PUT", "/api/v1/desktops/" + id + "/clipboard"},
 		{"POST", "/api/v1/desktops/" + id + "/resolution"}, {"POST", "/api/v1/desktops/" + id + "/console"},
 		{"GET", "/api/v1/desktops/" + id + "/events"}, {"GET", "/api/v1/desktops/" + id + "/screenshot"},
+		{"POST", "/api/v1/events/stream-token"},
 	}
 	f.Fuzz(func(t *testing.T, body, query string) {
 		if strings.ContainsAny(query, "# \x00\n\r") {

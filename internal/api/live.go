@@ -3,9 +3,11 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -42,21 +44,36 @@ func (s *server) auditLog(c *gin.Context) (reply, error) {
 	return reply{http.StatusOK, gin.H{"events": evs}}, nil
 }
 
+// streamCheckEvery is how often an event stream sends a comment, to keep
+// proxies from closing an idle stream, and checks that the token it is
+// served to can still authenticate, so revoking or expiry ends the stream.
+var streamCheckEvery = 15 * time.Second
+
 // streamEvents serves state changes and events of the caller's desktops as
 // server-sent events: "desktop" (the desktop's record after a change) and
-// "event" (a new history entry), with a comment every 15 s to keep proxies
-// from closing an idle stream.
+// "event" (a new history entry). When the caller's token is revoked or
+// expires, a last "unauthorized" event says so and the stream ends (not
+// "error": EventSource would mistake it for its own connection error).
 func (s *server) streamEvents(c *gin.Context) {
-	sub := s.Live.Subscribe(c.Request.Context(), ownerFilter(c))
+	ctx := c.Request.Context()
+	sub := s.Live.Subscribe(ctx, ownerFilter(c))
 	w := c.Writer
 	startSSE(w, "bureau live events")
-	keepalive := time.NewTicker(15 * time.Second)
+	keepalive := time.NewTicker(streamCheckEvery)
 	defer keepalive.Stop()
 	for {
 		select {
-		case <-c.Request.Context().Done():
+		case <-ctx.Done():
 			return
 		case <-keepalive.C:
+			if _, err := s.Tokens.Usable(ctx, caller(c).ID); errors.Is(err, desktop.ErrUnauthorized) {
+				_, body := classify(err)
+				writeEvent(w, "unauthorized", body)
+				w.Flush()
+				return
+			} else if err != nil {
+				s.Log.Warn("event stream: checking its token", "err", err)
+			}
 			fmt.Fprint(w, ": keepalive\n\n")
 		case ch := <-sub.C:
 			if n := sub.Dropped(); n > 0 {
@@ -66,10 +83,22 @@ func (s *server) streamEvents(c *gin.Context) {
 			if ch.Desktop != nil {
 				kind, v = "desktop", ch.Desktop
 			}
-			writeEvent(w, kind, v)
+			writeEvent(w, kind, s.forCaller(c, v))
 		}
 		w.Flush()
 	}
+}
+
+// createStreamToken gives the caller a stream token: it opens GET
+// /api/v1/events/stream?stream_token=… once, within a minute, as the
+// caller (see auth.StreamGrants for why a browser needs one).
+func (s *server) createStreamToken(c *gin.Context) (reply, error) {
+	secret, expires, err := s.streams.Issue(caller(c))
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusCreated, gin.H{"token": secret, "expires_at": expires.UTC(),
+		"url": streamRoute + "?stream_token=" + url.QueryEscape(secret)}}, nil
 }
 
 // startSSE answers 200 with a server-sent event stream that opens with a

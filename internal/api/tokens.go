@@ -20,15 +20,27 @@ type createTokenRequest struct {
 	ComputerOnly bool   `json:"computer_only"`
 }
 
-// createToken lets an admin issue tokens for any owner, and an owner issue
-// more owner tokens for itself.
+// maxTokenTTL is ten years in seconds.
+const maxTokenTTL = 10 * 365 * 24 * 3600
+
+// createToken mints a token for the caller's owner (any owner for an
+// admin) that reaches no further and lives no longer than the caller's own
+// (auth checks that, and records the caller as the new token's parent so
+// revoking the caller revokes it too).
 func (s *server) createToken(c *gin.Context) (reply, error) {
 	var req createTokenRequest
 	if err := decode(c, &req); err != nil {
 		return reply{}, err
 	}
-	if req.Owner == "" {
-		req.Owner = caller(c).Owner
+	if req.TTLSeconds < 0 || req.TTLSeconds > maxTokenTTL {
+		// Bounded so seconds never overflow a time.Duration.
+		return reply{}, &desktop.ValidationError{Field: "ttl_seconds", Message: fmt.Sprintf("must be 0 (no expiry) to %d seconds", maxTokenTTL)}
+	}
+	me := caller(c)
+	if me.Scope == desktop.ScopeDesktop && req.DesktopID != me.DesktopID {
+		// Refused before looking the desktop up, so whether another desktop
+		// exists does not leak to it.
+		return reply{}, fmt.Errorf("a desktop token may only make tokens for its own desktop %s: %w", me.DesktopID, desktop.ErrForbidden)
 	}
 	if req.Scope == "" {
 		req.Scope = desktop.ScopeOwner
@@ -40,18 +52,22 @@ func (s *server) createToken(c *gin.Context) (reply, error) {
 		// A desktop token belongs to the desktop's owner; its owner (or an
 		// admin) hands it to the agent driving that desktop.
 		d, err := s.Desktops.Get(c.Request.Context(), req.DesktopID)
-		if err == nil && (d.DeletedAt != nil || !isAdmin(c) && d.Owner != caller(c).Owner) {
+		if err == nil && (d.DeletedAt != nil || !isAdmin(c) && d.Owner != me.Owner) {
 			err = desktop.ErrNotFound
 		}
 		if err != nil {
 			return reply{}, &desktop.ValidationError{Field: "desktop_id", Message: fmt.Sprintf("no desktop %q", req.DesktopID)}
 		}
+		if req.Owner != "" && req.Owner != d.Owner {
+			return reply{}, &desktop.ValidationError{Field: "owner", Message: fmt.Sprintf("a desktop token belongs to its desktop's owner %q", d.Owner)}
+		}
 		req.Owner = d.Owner
-	} else if !isAdmin(c) && (req.Owner != caller(c).Owner || req.Scope != desktop.ScopeOwner) {
-		return reply{}, fmt.Errorf("owner tokens may only create owner tokens for themselves: %w", desktop.ErrForbidden)
+	}
+	if req.Owner == "" {
+		req.Owner = me.Owner
 	}
 	secret, tok, err := s.Tokens.Create(c.Request.Context(), auth.CreateRequest{Owner: req.Owner, Name: req.Name, Scope: req.Scope,
-		TTL: time.Duration(req.TTLSeconds) * time.Second, DesktopID: req.DesktopID, ComputerOnly: req.ComputerOnly})
+		TTL: time.Duration(req.TTLSeconds) * time.Second, DesktopID: req.DesktopID, ComputerOnly: req.ComputerOnly, Parent: me})
 	if err != nil {
 		return reply{}, err
 	}
@@ -84,8 +100,10 @@ func (s *server) revokeToken(c *gin.Context) (reply, error) {
 			return reply{}, fmt.Errorf("token %s: %w", id, desktop.ErrNotFound)
 		}
 	}
-	if err := s.Tokens.Revoke(c.Request.Context(), id); err != nil {
+	n, err := s.Tokens.Revoke(c.Request.Context(), id)
+	if err != nil {
 		return reply{}, err
 	}
+	s.Log.Info("token revoked", "token", id, "revoked", n, "by", actor(c))
 	return reply{http.StatusNoContent, nil}, nil
 }

@@ -20,10 +20,13 @@ import (
 type Store interface {
 	CreateToken(ctx context.Context, t *desktop.Token) error
 	TokenByHash(ctx context.Context, hash string) (*desktop.Token, error)
+	TokenByID(ctx context.Context, id string) (*desktop.Token, error)
 	TouchToken(ctx context.Context, id string, at time.Time) error
 	ListTokens(ctx context.Context, owner string) ([]*desktop.Token, error)
 	CountTokens(ctx context.Context) (int, error)
-	RevokeToken(ctx context.Context, id string, at time.Time) error
+	// RevokeToken revokes a token and, transitively, the tokens it minted,
+	// and says how many.
+	RevokeToken(ctx context.Context, id string, at time.Time) (int, error)
 }
 
 // Service issues and checks tokens.
@@ -60,6 +63,10 @@ type CreateRequest struct {
 	// DesktopID and ComputerOnly narrow a desktop-scoped token.
 	DesktopID    string
 	ComputerOnly bool
+	// Parent is the token asking for this one through the API (nil on the
+	// host: CLI, bootstrap). The new token may not reach further or live
+	// longer than it, and is revoked with it.
+	Parent *desktop.Token
 }
 
 // Create issues a token and returns its secret (shown only now) and record.
@@ -82,17 +89,25 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (string, *deskt
 	if req.TTL < 0 {
 		return "", nil, &desktop.ValidationError{Field: "ttl", Message: "must not be negative"}
 	}
+	now := s.now().UTC()
+	if req.Parent != nil {
+		if err := withinParent(req, now); err != nil {
+			return "", nil, err
+		}
+	}
 	secret := req.Secret
 	if secret == "" {
 		secret = NewSecret()
 	} else if len(secret) < 24 {
 		return "", nil, &desktop.ValidationError{Field: "secret", Message: "must be at least 24 characters"}
 	}
-	now := s.now().UTC()
 	id := make([]byte, 8)
 	rand.Read(id)
 	t := &desktop.Token{ID: "tok_" + hex.EncodeToString(id), Owner: req.Owner, Name: req.Name, Hash: Hash(secret), Scope: req.Scope, CreatedAt: now,
 		DesktopID: req.DesktopID, ComputerOnly: req.ComputerOnly}
+	if req.Parent != nil {
+		t.ParentID = req.Parent.ID
+	}
 	if req.TTL > 0 {
 		exp := now.Add(req.TTL)
 		t.ExpiresAt = &exp
@@ -130,8 +145,26 @@ func (s *Service) List(ctx context.Context, owner string) ([]*desktop.Token, err
 	return s.store.ListTokens(ctx, owner)
 }
 
-// Revoke revokes a token by id.
-func (s *Service) Revoke(ctx context.Context, id string) error {
+// Usable returns the token with this id if it may still authenticate: a
+// long-lived request (an event stream) checks it again now and then, so
+// revoking or expiry ends it.
+func (s *Service) Usable(ctx context.Context, id string) (*desktop.Token, error) {
+	t, err := s.store.TokenByID(ctx, id)
+	if errors.Is(err, desktop.ErrNotFound) {
+		return nil, fmt.Errorf("unknown token: %w", desktop.ErrUnauthorized)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !t.Usable(s.now()) {
+		return nil, fmt.Errorf("token revoked or expired: %w", desktop.ErrUnauthorized)
+	}
+	return t, nil
+}
+
+// Revoke revokes a token by id and every token minted from it, however
+// deep, and returns how many tokens it revoked.
+func (s *Service) Revoke(ctx context.Context, id string) (int, error) {
 	return s.store.RevokeToken(ctx, id, s.now().UTC())
 }
 

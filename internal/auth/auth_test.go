@@ -48,7 +48,7 @@ func TestTokensAreHashedAndChecked(t *testing.T) {
 			t.Errorf("Authenticate(%q) = %v", bad, err)
 		}
 	}
-	if err := s.Revoke(ctx, tok.ID); err != nil {
+	if _, err := s.Revoke(ctx, tok.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Authenticate(ctx, secret); !errors.Is(err, desktop.ErrUnauthorized) {
@@ -95,5 +95,30 @@ func TestBootstrap(t *testing.T) {
 	}
 	if _, _, err := s.Create(ctx, CreateRequest{Owner: "x", Scope: "root"}); err == nil {
 		t.Fatal("bad scope accepted")
+	}
+}
+
+// TestRevokingAMakerRevokesWhatItMinted goes through the service: the
+// child of a revoked token no longer authenticates.
+func TestRevokingAMakerRevokesWhatItMinted(t *testing.T) {
+	s, _ := newService(t)
+	ctx := context.Background()
+	_, parent, _ := s.Create(ctx, CreateRequest{Owner: "alice", Scope: desktop.ScopeOwner})
+	childSecret, child, err := s.Create(ctx, CreateRequest{Parent: parent, Owner: "alice", Scope: desktop.ScopeOwner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, grandchild, err := s.Create(ctx, CreateRequest{Parent: child, Owner: "alice", Scope: desktop.ScopeDesktop, DesktopID: "d1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Revoke(ctx, parent.ID); err != nil || n != 3 {
+		t.Fatalf("revoke: %d, %v; want 3 revoked", n, err)
+	}
+	if _, err := s.Authenticate(ctx, childSecret); !errors.Is(err, desktop.ErrUnauthorized) {
+		t.Errorf("child of a revoked token authenticates: %v", err)
+	}
+	if _, err := s.Usable(ctx, grandchild.ID); !errors.Is(err, desktop.ErrUnauthorized) {
+		t.Errorf("grandchild of a revoked token usable: %v", err)
 	}
 }

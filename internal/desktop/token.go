@@ -27,6 +27,9 @@ type Token struct {
 	// ComputerOnly limits a desktop token to the screen, mouse and
 	// keyboard (screenshot and computer actions).
 	ComputerOnly bool `json:"computer_only,omitempty"`
+	// ParentID is the token that minted this one through the API ("" when
+	// made on the host); revoking the parent revokes it too.
+	ParentID string `json:"parent_id,omitempty"`
 }
 
 // Usable reports whether the token may authenticate a request at now.

@@ -139,7 +139,7 @@ func TestEventsImagesTokens(t *testing.T) {
 			if err := s.CreateToken(ctx, tok); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.RevokeToken(ctx, "t1", base); err != nil {
+			if _, err := s.RevokeToken(ctx, "t1", base); err != nil {
 				t.Fatal(err)
 			}
 			got2, err := s.TokenByHash(ctx, "h1")

@@ -9,13 +9,13 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-const tokenCols = `id, owner, name, hash, scope, created_at, last_used_at, expires_at, revoked_at, desktop_id, computer_only`
+const tokenCols = `id, owner, name, hash, scope, created_at, last_used_at, expires_at, revoked_at, desktop_id, computer_only, parent_id`
 
 // CreateToken stores a token record.
 func (s *Store) CreateToken(ctx context.Context, t *desktop.Token) error {
-	_, err := s.exec(ctx, `INSERT INTO api_tokens (`+tokenCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := s.exec(ctx, `INSERT INTO api_tokens (`+tokenCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
 		t.ID, t.Owner, t.Name, t.Hash, t.Scope, millis(t.CreatedAt), nullMillis(t.LastUsedAt), nullMillis(t.ExpiresAt), nullMillis(t.RevokedAt),
-		t.DesktopID, t.ComputerOnly)
+		t.DesktopID, t.ComputerOnly, t.ParentID)
 	if err != nil {
 		return fmt.Errorf("create token: %w", err)
 	}
@@ -27,6 +27,15 @@ func (s *Store) TokenByHash(ctx context.Context, hash string) (*desktop.Token, e
 	t, err := scanToken(s.queryRow(ctx, `SELECT `+tokenCols+` FROM api_tokens WHERE hash=?`, hash))
 	if err != nil {
 		return nil, fmt.Errorf("token: %w", notFound(err))
+	}
+	return t, nil
+}
+
+// TokenByID finds a token by its id.
+func (s *Store) TokenByID(ctx context.Context, id string) (*desktop.Token, error) {
+	t, err := scanToken(s.queryRow(ctx, `SELECT `+tokenCols+` FROM api_tokens WHERE id=?`, id))
+	if err != nil {
+		return nil, fmt.Errorf("token %s: %w", id, notFound(err))
 	}
 	return t, nil
 }
@@ -67,23 +76,30 @@ func (s *Store) CountTokens(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// RevokeToken marks a token revoked.
-func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error {
-	res, err := s.exec(ctx, `UPDATE api_tokens SET revoked_at=? WHERE id=? AND revoked_at IS NULL`, millis(at), id)
+// RevokeToken revokes a token and every token minted from it, however
+// deep, in one statement (a recursive query both databases understand), and
+// returns how many it revoked. A token that does not exist, or whose whole
+// tree is already revoked, is not found.
+func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (int, error) {
+	res, err := s.exec(ctx, `WITH RECURSIVE tree(id) AS (
+			SELECT id FROM api_tokens WHERE id=?
+			UNION SELECT t.id FROM api_tokens t JOIN tree ON t.parent_id=tree.id)
+		UPDATE api_tokens SET revoked_at=? WHERE id IN (SELECT id FROM tree) AND revoked_at IS NULL`, id, millis(at))
 	if err != nil {
-		return fmt.Errorf("revoke token: %w", err)
+		return 0, fmt.Errorf("revoke token: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("token %s: %w", id, desktop.ErrNotFound)
+	n, _ := res.RowsAffected()
+	if n == 0 {
+		return 0, fmt.Errorf("token %s: %w", id, desktop.ErrNotFound)
 	}
-	return nil
+	return int(n), nil
 }
 
 func scanToken(r scanner) (*desktop.Token, error) {
 	var t desktop.Token
 	var created int64
 	var used, expires, revoked sql.NullInt64
-	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Hash, &t.Scope, &created, &used, &expires, &revoked, &t.DesktopID, &t.ComputerOnly); err != nil {
+	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Hash, &t.Scope, &created, &used, &expires, &revoked, &t.DesktopID, &t.ComputerOnly, &t.ParentID); err != nil {
 		return nil, err
 	}
 	t.CreatedAt = fromMillis(created)

@@ -93,9 +93,15 @@ export const del = (path, opts) => api('DELETE', path, undefined, opts);
 /** Path segment escaping for ids and names. */
 export const seg = (s) => encodeURIComponent(s);
 
-/** URL of the live event stream (EventSource cannot send headers). */
-export function streamURL() {
-  return `/api/v1/events/stream?access_token=${encodeURIComponent(token())}`;
+/**
+ * Asks for a stream token and returns the URL of the live event stream it opens.
+ * EventSource cannot send headers, and the API token never goes in a URL (the server
+ * refuses it there): a stream token opens one stream, once, within a minute, so every
+ * (re)connect needs a new one. Throws ApiError.
+ */
+export async function streamURL() {
+  const r = await post('/events/stream-token');
+  return r.url;
 }
 
 /** Describes an error for people: message plus the API's code when useful. */

@@ -114,7 +114,8 @@ export async function deleteDesktop(d, btn) {
       const path = res?.data_disk_kept || res?.desktop?.data_disk_path;
       infoDialog(`Deleted ${d.name}`, [
         h('p', 'The desktop is gone. Its data disk was kept:'),
-        path ? h('pre.code', path) : h('p.muted', 'The server did not say where the data disk is.'),
+        // Host paths are shown to admins only.
+        path ? h('pre.code', path) : h('p.muted', 'An administrator can find it on the host if you need its contents back.'),
       ]);
     }
     return true;

@@ -77,7 +77,8 @@ export function detailsView(root, id, tab = 'events') {
       prop('vCPUs', String(d.vcpus)),
       prop('Memory', fmtMiB(d.memory_mib)),
       prop('Data disk', `${d.data_disk_gib} GiB`),
-      prop('Data disk path', d.data_disk_path ? h('code', d.data_disk_path) : '—'),
+      // Only admins are shown host paths.
+      d.data_disk_path ? prop('Data disk path', h('code', d.data_disk_path)) : null,
       prop('Accelerator', (d.accelerator || '—').toUpperCase()),
       prop('Idle timeout', fmtDuration(d.idle_timeout_seconds)),
       prop('Restart on crash', d.restart_on_crash ? 'yes' : 'no'),

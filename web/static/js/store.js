@@ -1,5 +1,5 @@
 // Desktop store: the list, live updates (SSE with a polling fallback) and subscribers.
-import { get, streamURL } from './api.js';
+import { get, streamURL, ApiError } from './api.js';
 
 export const store = {
   desktops: new Map(), // id -> desktop
@@ -65,6 +65,10 @@ export function refresh() {
 
 let es = null;
 let pollTimer = null;
+let retryTimer = null;
+let retryDelay = 1000;
+// Bumped by stopLive, so a stream token that arrives after it opens nothing.
+let generation = 0;
 
 function setLive(v) {
   if (store.live !== v) { store.live = v; emit('live'); }
@@ -81,27 +85,66 @@ export function startLive() {
   openStream();
   pollTimer = setInterval(() => {
     if (document.visibilityState !== 'visible') return;
-    if (es && es.readyState === EventSource.CLOSED) {
-      // The browser gave up reconnecting (e.g. the server was restarted): try again.
-      es.close();
-      openStream();
-    }
+    if (!es && !retryTimer) openStream(); // e.g. the last token request failed
     refresh();
   }, 10000);
 }
 
-function openStream() {
-  es = new EventSource(streamURL());
-  es.onopen = () => { setLive('live'); refresh(); };
-  es.onerror = () => setLive(es && es.readyState === EventSource.CLOSED ? 'offline' : 'connecting');
-  es.addEventListener('desktop', (e) => { const d = parse(e.data); if (d) upsert(d); });
-  es.addEventListener('event', (e) => { const ev = parse(e.data); if (ev) eventListeners.forEach((fn) => fn(ev)); });
-  es.addEventListener('dropped', () => refresh());
+/** Opens the stream with a fresh stream token. */
+async function openStream() {
+  const gen = generation;
+  clearTimeout(retryTimer);
+  retryTimer = null;
+  let url;
+  try {
+    url = await streamURL();
+  } catch (e) {
+    if (gen !== generation) return;
+    setLive('offline');
+    // A 401 signs out (api.js's listeners); anything else is worth another try.
+    if (!(e instanceof ApiError && e.status === 401)) reconnectLater();
+    return;
+  }
+  if (gen !== generation) return;
+  es?.close();
+  const mine = new EventSource(url);
+  es = mine;
+  mine.onopen = () => { retryDelay = 1000; setLive('live'); refresh(); };
+  // The browser's own reconnect would reuse the spent stream token, so on any
+  // error (and when the server ends the stream because the token was revoked or
+  // expired) close it and reconnect with a new one.
+  const lost = () => {
+    mine.close();
+    if (es !== mine) return;
+    es = null;
+    setLive('connecting');
+    reconnectLater();
+  };
+  mine.onerror = lost;
+  mine.addEventListener('unauthorized', lost);
+  mine.addEventListener('desktop', (e) => { const d = parse(e.data); if (d) upsert(d); });
+  mine.addEventListener('event', (e) => { const ev = parse(e.data); if (ev) eventListeners.forEach((fn) => fn(ev)); });
+  mine.addEventListener('dropped', () => refresh());
+}
+
+/** Reconnects after a delay that doubles on each failure, up to 30 s. */
+function reconnectLater() {
+  if (retryTimer) return;
+  const gen = generation;
+  retryTimer = setTimeout(() => {
+    retryTimer = null;
+    if (gen === generation) openStream();
+  }, retryDelay);
+  retryDelay = Math.min(retryDelay * 2, 30000);
 }
 
 export function stopLive() {
+  generation++;
   es?.close();
   es = null;
+  clearTimeout(retryTimer);
+  retryTimer = null;
+  retryDelay = 1000;
   clearInterval(pollTimer);
   pollTimer = null;
   store.desktops.clear();
