@@ -173,11 +173,19 @@ function networkTab(box, id, desk) {
   const deny = h('textarea.mono', { id: 'net-deny', rows: 5, spellcheck: false, placeholder: '0.0.0.0/0' });
   const current = h('p');
   const err = h('div.form-error', { hidden: true });
+  let dirty = false; // the user is editing: a live update must not overwrite it
+  allow.addEventListener('input', () => { dirty = true; });
+  deny.addEventListener('input', () => { dirty = true; });
   function fill() {
     const p = desk()?.network;
     allow.value = lines(p?.allow_out);
     deny.value = lines(p?.deny_out);
-    clear(current, h('strong', 'Now: '), policySummary(p));
+    dirty = false;
+    showCurrent();
+  }
+  function showCurrent() {
+    const d = desk();
+    clear(current, h('strong', 'Now: '), d ? policySummary(d.network) : 'loading…');
   }
   async function save(ev) {
     ev.preventDefault();
@@ -204,6 +212,11 @@ function networkTab(box, id, desk) {
     h('div', h('button.btn.btn-primary', { type: 'submit' }, 'Save policy'), ' ',
       h('button.btn', { type: 'button', onclick: fill }, 'Reset'))));
   fill();
+  // The desktop may load, or its policy change elsewhere, after the tab opens.
+  return subscribe((reason, changed) => {
+    if (reason === 'live' || (changed && changed !== id)) return;
+    if (dirty) showCurrent(); else fill();
+  });
 }
 
 function eventsTab(box, id) {
