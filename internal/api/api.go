@@ -21,8 +21,18 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Desktops is the lifecycle service the API drives.
+// Desktops is the desktop service the API drives, by role.
 type Desktops interface {
+	Lifecycle
+	Persistence
+	Settings
+	Screen
+	Quotas
+	Templates
+}
+
+// Lifecycle creates, lists, powers and deletes desktops.
+type Lifecycle interface {
 	Create(ctx context.Context, req manager.CreateRequest) (*desktop.Desktop, error)
 	Get(ctx context.Context, id string) (*desktop.Desktop, error)
 	List(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error)
@@ -31,28 +41,39 @@ type Desktops interface {
 	Reboot(ctx context.Context, id, actor string) (*desktop.Desktop, error)
 	Delete(ctx context.Context, id, actor string, deleteData bool) (*manager.DeleteResult, error)
 	Events(ctx context.Context, id string, limit int) ([]*desktop.Event, error)
+	// Wake resumes a paused or hibernated desktop and waits until it runs.
+	Wake(ctx context.Context, id, actor string) (*desktop.Desktop, error)
+}
+
+// Persistence pauses, hibernates, snapshots, reimages and grows desktops.
+type Persistence interface {
 	Pause(ctx context.Context, id, actor string) (*desktop.Desktop, error)
 	Resume(ctx context.Context, id, actor string) (*desktop.Desktop, error)
 	Hibernate(ctx context.Context, id, actor string) (*desktop.Desktop, error)
-	// Wake resumes a paused or hibernated desktop and waits until it runs.
-	Wake(ctx context.Context, id, actor string) (*desktop.Desktop, error)
 	CreateSnapshot(ctx context.Context, id string, req manager.SnapshotRequest) (*desktop.Snapshot, error)
 	ListSnapshots(ctx context.Context, id string) ([]*desktop.Snapshot, error)
 	RevertSnapshot(ctx context.Context, id, name, actor string) (*desktop.Desktop, error)
 	DeleteSnapshot(ctx context.Context, id, name, actor string) error
 	Reimage(ctx context.Context, id, image, actor string) (*desktop.Desktop, error)
 	ResizeDataDisk(ctx context.Context, id string, req manager.ResizeRequest) (*desktop.Desktop, error)
+}
+
+// Settings changes a desktop's settings (PATCH).
+type Settings interface {
 	SetIdleTimeout(ctx context.Context, id string, seconds int, actor string) (*desktop.Desktop, error)
 	SetRestartOnCrash(ctx context.Context, id string, on bool, actor string) (*desktop.Desktop, error)
 	SetNetworkPolicy(ctx context.Context, id string, p desktop.NetworkPolicy, actor string) (*desktop.Desktop, error)
+}
+
+// Screen is the console's side: the display, and use that keeps a desktop
+// awake.
+type Screen interface {
 	// DialVNC connects to a running desktop's display (RFB).
 	DialVNC(ctx context.Context, id string) (net.Conn, error)
 	// Touch records use of a desktop; AddViewer counts a console viewer
 	// until done is called. Both keep a desktop from idle hibernation.
 	Touch(id string)
 	AddViewer(id string) (done func())
-	Quotas
-	Templates
 }
 
 // Tokens issues and checks API tokens.

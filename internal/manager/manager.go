@@ -86,24 +86,45 @@ type SeedWriter interface {
 	WriteSeed(ctx context.Context, path string, s Seed) error
 }
 
-// Store keeps desktops, their events and images.
+// Store is what the manager keeps in the database, by role.
 type Store interface {
+	DesktopStore
+	EventStore
+	SnapshotStore
+	QuotaStore
+	GetImage(ctx context.Context, name string) (*desktop.Image, error)
+}
+
+// DesktopStore keeps desktops. Operations write state (UpdateDesktop),
+// settings are written alone (UpdateDesktopSettings).
+type DesktopStore interface {
 	UpdateDesktop(ctx context.Context, d *desktop.Desktop) error
 	UpdateDesktopSettings(ctx context.Context, d *desktop.Desktop) error
 	// SetVMIdentity gives a desktop without them its QEMU user and address.
 	SetVMIdentity(ctx context.Context, id string, uid int, ip string) error
 	GetDesktop(ctx context.Context, id string) (*desktop.Desktop, error)
 	ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error)
+}
+
+// EventStore keeps desktops' histories.
+type EventStore interface {
 	AddEvent(ctx context.Context, e *desktop.Event) error
 	ListEvents(ctx context.Context, desktopID string, limit int) ([]*desktop.Event, error)
 	ListAllEvents(ctx context.Context, owner string, limit int) ([]*desktop.Event, error)
-	GetImage(ctx context.Context, name string) (*desktop.Image, error)
+}
+
+// SnapshotStore keeps desktops' snapshots.
+type SnapshotStore interface {
 	GetSnapshot(ctx context.Context, desktopID, name string) (*desktop.Snapshot, error)
 	ListSnapshots(ctx context.Context, desktopID string) ([]*desktop.Snapshot, error)
 	MarkSnapshotReverted(ctx context.Context, sn *desktop.Snapshot) error
 	SetSnapshotSize(ctx context.Context, id string, size int64) error
 	DeleteSnapshot(ctx context.Context, id string) error
 	DeleteSnapshots(ctx context.Context, desktopID string) error
+}
+
+// QuotaStore keeps owners' quotas and writes what counts against them.
+type QuotaStore interface {
 	GetQuota(ctx context.Context, owner string) (*desktop.Quota, error)
 	PutQuota(ctx context.Context, q *desktop.Quota) error
 	Usage(ctx context.Context, owner string) (desktop.Usage, error)
