@@ -180,11 +180,14 @@ func (c *Computer) hold(ctx context.Context, domain string, chords []chord, d ti
 // bytes stay free for safety. typePause between calls gives a guest
 // short of CPU time to drain the queue: bytes that find it full are lost.
 // (14 events and 8 ms lost a shift release and a few keys in one of six
-// end-to-end runs on an otherwise idle TCG host.)
+// end-to-end runs on an otherwise idle TCG host; 10 events and 20 ms lost
+// two consecutive keys in two of two runs: a batch then nearly fills the
+// queue on its own, so any guest stall longer than one pause loses keys.
+// With 6, a stall must outlast about two pauses.)
 // (A virtio keyboard, with a 64-event queue, lost more in a test: whole
 // reports are dropped when the guest has not returned its buffers.)
 const (
-	typeBudget = 10
+	typeBudget = 6
 	typePause  = 20 * time.Millisecond
 )
 
