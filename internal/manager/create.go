@@ -105,19 +105,10 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		m.unlock(id)
 		return nil, err
 	}
-	// The address is reserved and the rules exist before the VM's first
-	// packet.
-	if err := m.reserveAddress(ctx, d); err != nil {
+	if err := m.armNetwork(ctx, d); err != nil {
 		m.fail(ctx, d, "create", err)
 		m.unlock(id)
 		return nil, err
-	}
-	if m.cfg.Firewall != nil {
-		if err := m.cfg.Firewall.Set(ctx, d); err != nil {
-			m.fail(ctx, d, "create", err)
-			m.unlock(id)
-			return nil, err
-		}
 	}
 	m.event(ctx, id, "create_requested", req.Actor, "create %s requested: %d vCPU, %d MiB, %d GiB data disk, image %s, %s",
 		d.Name, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, d.Image, d.Accelerator)

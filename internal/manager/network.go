@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -133,6 +132,18 @@ func (m *Manager) giveIdentity(ctx context.Context, id string) (*desktop.Desktop
 	return nil, fmt.Errorf("give desktop %s a QEMU user and address: %w", id, err)
 }
 
+// armNetwork reserves a new desktop's address and applies its rules, so
+// both hold before the VM's first packet.
+func (m *Manager) armNetwork(ctx context.Context, d *desktop.Desktop) error {
+	if err := m.reserveAddress(ctx, d); err != nil {
+		return err
+	}
+	if m.cfg.Firewall == nil {
+		return nil
+	}
+	return m.cfg.Firewall.Set(ctx, d)
+}
+
 // reserveAddress tells DHCP which address the desktop's MAC gets.
 func (m *Manager) reserveAddress(ctx context.Context, d *desktop.Desktop) error {
 	if m.cfg.Addresses == nil || d.NetIP == "" {
@@ -159,14 +170,11 @@ func (m *Manager) dropAddressAndRules(ctx context.Context, d *desktop.Desktop) {
 }
 
 // disown gives a deleted desktop's kept files back to root, so no QEMU
-// can open them.
+// can open them. Best effort: the folder is 0700 either way.
 func disown(dir string) {
 	filepath.WalkDir(dir, func(path string, _ os.DirEntry, err error) error {
 		if err == nil {
-			err = os.Lchown(path, 0, 0)
-		}
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil // best effort: the folder is 0700 either way
+			os.Lchown(path, 0, 0)
 		}
 		return nil
 	})
