@@ -97,29 +97,12 @@ func testIsolation(t *testing.T, s *server, token string, d *desktop.Desktop) {
 // directory or read bureau's admin token and database, and can read its
 // own disk (so the refusals are not a broken test).
 func checkQEMUUser(t *testing.T, s *server, d *desktop.Desktop) {
-	pidText, err := os.ReadFile("/run/libvirt/qemu/" + d.DomainName() + ".pid")
-	if err != nil {
-		t.Fatalf("QEMU pid: %v", err)
+	u := qemuUserOf(t, d)
+	if u.uid == "0" || u.gid == "0" {
+		t.Fatalf("QEMU runs as uid %q gid %q, want an unprivileged user", u.uid, u.gid)
 	}
-	status, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pidText)) + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var uid, gid string
-	for _, line := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
-			uid = f[1]
-		} else if len(f) > 1 && f[0] == "Gid:" {
-			gid = f[1]
-		}
-	}
-	if uid == "" || uid == "0" || gid == "0" {
-		t.Fatalf("QEMU runs as uid %q gid %q, want an unprivileged user", uid, gid)
-	}
-	t.Logf("QEMU runs as uid %s gid %s", uid, gid)
-	as := func(args ...string) error {
-		return exec.Command("setpriv", append([]string{"--reuid=" + uid, "--regid=" + gid, "--clear-groups", "--"}, args...)...).Run()
-	}
+	t.Logf("QEMU runs as uid %s gid %s", u.uid, u.gid)
+	as := u.run
 	if err := as("head", "-c", "4", filepath.Join(s.dataDir, "desktops", d.ID, "os.qcow2")); err != nil {
 		t.Errorf("QEMU's user cannot read its own disk: %v", err)
 	}
@@ -135,6 +118,38 @@ func checkQEMUUser(t *testing.T, s *server, d *desktop.Desktop) {
 	if err := as("ls", s.dataDir); err == nil {
 		t.Errorf("QEMU's user can list the data directory")
 	}
+}
+
+// qemuUser is the host user and group a desktop's QEMU process runs as.
+type qemuUser struct{ uid, gid string }
+
+func qemuUserOf(t *testing.T, d *desktop.Desktop) qemuUser {
+	t.Helper()
+	pid, err := os.ReadFile("/run/libvirt/qemu/" + d.DomainName() + ".pid")
+	if err != nil {
+		t.Fatalf("QEMU pid: %v", err)
+	}
+	status, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var u qemuUser
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
+			u.uid = f[1]
+		} else if len(f) > 1 && f[0] == "Gid:" {
+			u.gid = f[1]
+		}
+	}
+	if u.uid == "" || u.gid == "" {
+		t.Fatalf("no Uid/Gid in QEMU's /proc status")
+	}
+	return u
+}
+
+// run runs a command as that user and group, with no other groups.
+func (u qemuUser) run(args ...string) error {
+	return exec.Command("setpriv", append([]string{"--reuid=" + u.uid, "--regid=" + u.gid, "--clear-groups", "--"}, args...)...).Run()
 }
 
 // testNet is a network namespace the test makes: stand-ins for a public,

@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -144,27 +142,15 @@ func checkWarmIsolation(t *testing.T, s *server, a, b *desktop.Desktop) {
 		t.Errorf("%s pings %s", a.Name, b.Name)
 	}
 	// b's QEMU user reads b's disk but not a's.
-	uid := func(d *desktop.Desktop) string {
-		pid, _ := os.ReadFile("/run/libvirt/qemu/" + d.DomainName() + ".pid")
-		st, _ := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/status")
-		for _, line := range strings.Split(string(st), "\n") {
-			if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
-				return f[1]
-			}
-		}
-		return ""
+	ua, ub := qemuUserOf(t, a), qemuUserOf(t, b)
+	if ua.uid == "0" || ua.uid == ub.uid {
+		t.Fatalf("QEMU users %q and %q: want one unprivileged user each", ua.uid, ub.uid)
 	}
-	ua, ub := uid(a), uid(b)
-	if ua == "" || ua == "0" || ua == ub {
-		t.Fatalf("QEMU users %q and %q: want one unprivileged user each", ua, ub)
-	}
-	read := func(user, path string) error {
-		return exec.Command("setpriv", "--reuid="+user, "--regid=65534", "--clear-groups", "--", "head", "-c", "4", path).Run()
-	}
-	if err := read(ub, filepath.Join(s.dataDir, "desktops", b.ID, "data.qcow2")); err != nil {
+	read := func(path string) error { return ub.run("head", "-c", "4", path) }
+	if err := read(filepath.Join(s.dataDir, "desktops", b.ID, "data.qcow2")); err != nil {
 		t.Errorf("%s's QEMU user cannot read its own data disk: %v", b.Name, err)
 	}
-	if err := read(ub, filepath.Join(s.dataDir, "desktops", a.ID, "data.qcow2")); err == nil {
+	if err := read(filepath.Join(s.dataDir, "desktops", a.ID, "data.qcow2")); err == nil {
 		t.Errorf("%s's QEMU user reads %s's data disk", b.Name, a.Name)
 	}
 }
