@@ -179,6 +179,7 @@ func newTestNet(t *testing.T) testNet {
 			exec.Command("ip", "route", "del", r).Run()
 		}
 	}
+	removeStaleTestNets()
 	cleanup()
 	t.Cleanup(cleanup)
 	run("ip", "netns", "add", name)
@@ -211,4 +212,23 @@ func newTestNet(t *testing.T) testNet {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return testNet{public: "198.51.100.10:8000", private: "10.99.0.2:8000", linkLocal: "169.254.77.77:8000"}
+}
+
+// removeStaleTestNets deletes the namespaces and veths of earlier runs
+// whose test process is gone (killed before its cleanup ran): their
+// routes to 10.99.0.0/24 would shadow this run's.
+func removeStaleTestNets() {
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "bureau-e2e-") {
+			continue
+		}
+		pid := strings.TrimPrefix(f[0], "bureau-e2e-")
+		if n, err := strconv.Atoi(pid); err != nil || n == os.Getpid()%100000 || exists("/proc/"+pid) {
+			continue
+		}
+		exec.Command("ip", "link", "del", "bxe"+pid+"a").Run()
+		exec.Command("ip", "netns", "del", f[0]).Run()
+	}
 }
