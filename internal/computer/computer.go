@@ -22,6 +22,10 @@ import (
 // report to the guest's devices).
 type Input interface {
 	SendInput(ctx context.Context, domain string, events []raw.InputEvent) error
+	// KeyQueue reads the desktop's virtio keyboard: how many events it
+	// can take now and a running count of the LED changes its guest has
+	// sent back; ok is false while keys go to its PS/2 keyboard.
+	KeyQueue(ctx context.Context, domain string) (room int, leds uint16, ok bool, err error)
 }
 
 // Screen takes a screenshot of a VM's display.
@@ -45,6 +49,12 @@ type Computer struct {
 	// SettleFor is how long the screen must stay unchanged to count as
 	// settled; SettleMax bounds the wait.
 	SettleFor, SettleMax time.Duration
+	// KeyStall is how long typing waits for a guest that takes no keys
+	// before giving up; KeyAckWait how long a first barrier (see
+	// keyboard.go) may go unanswered before the guest is typed to by time.
+	KeyStall, KeyAckWait time.Duration
+
+	kbd keyboards
 
 	mu      sync.Mutex
 	cursors map[string]Point
@@ -59,7 +69,7 @@ type sizeSeen struct {
 // New builds a Computer.
 func New(in Input, screen Screen, guest Guest) *Computer {
 	return &Computer{in: in, screen: screen, guest: guest, User: "agent",
-		SettleFor: 300 * time.Millisecond, SettleMax: 3 * time.Second,
+		SettleFor: 300 * time.Millisecond, SettleMax: 3 * time.Second, KeyStall: 15 * time.Second, KeyAckWait: 2 * time.Second,
 		cursors: map[string]Point{}, sizes: map[string]sizeSeen{}}
 }
 
@@ -101,6 +111,11 @@ type StepResult struct {
 	// "guest" (xdotool in the guest, for characters with no key).
 	TypedVia string `json:"typed_via,omitempty"`
 	Chars    int    `json:"chars,omitempty"`
+	// Keyboard says which keyboard took the keys: "virtio" (each batch
+	// acknowledged by the guest's X server before the call returns),
+	// "virtio-paced" (a guest whose LEDs do not answer: paced by time) or
+	// "ps2" (before the guest's virtio driver is up: paced by time).
+	Keyboard string `json:"keyboard,omitempty"`
 }
 
 // maxActions bounds one request.
@@ -182,17 +197,20 @@ func (c *Computer) run(ctx context.Context, domain string, sc *scaler, s step) (
 	case s.scrollV != 0 || s.scrollH != 0:
 		return r, c.scroll(ctx, domain, s)
 	case s.hold > 0:
-		return r, c.hold(ctx, domain, s.keys, s.hold)
+		err := c.hold(ctx, domain, s.keys, s.hold)
+		r.Keyboard = c.kbd.via(domain)
+		return r, err
 	case len(s.keys) > 0:
 		for _, k := range s.keys {
 			if err := c.hold(ctx, domain, []chord{k}, 0); err != nil {
 				return r, err
 			}
 		}
+		r.Keyboard = c.kbd.via(domain)
 		return r, nil
 	case s.text != "":
 		via, err := c.typeText(ctx, domain, s.text)
-		r.TypedVia, r.Chars = via, len([]rune(s.text))
+		r.TypedVia, r.Chars, r.Keyboard = via, len([]rune(s.text)), c.kbd.via(domain)
 		return r, err
 	case s.wait > 0:
 		return r, sleep(ctx, s.wait)

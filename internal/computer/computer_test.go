@@ -21,15 +21,85 @@ import (
 type fakeVM struct {
 	mu     sync.Mutex
 	calls  [][]raw.InputEvent
+	at     []time.Time // when each call arrived
 	frames [][]byte // served in turn; the last repeats
 	shots  int
 	execs  []desktop.Exec
+	kq     *fakeQueue
+}
+
+// fakeQueue is a desktop's virtio keyboard and what reads it. The guest
+// driver has posted free buffers; a report takes one per event and one
+// for its sync and is dropped whole when they do not fit. Each time
+// bureau looks, the guest kernel hands drain buffers' events on to X
+// (through a 64-event buffer it empties when X falls behind) and X
+// handles xRate events, switching the Num Lock LED on each press unless
+// silent.
+type fakeQueue struct {
+	size, free, drain int
+	xRate             int
+	silent            bool
+
+	ring, x  []raw.InputEvent // nil stands for a sync
+	leds     uint16
+	dropped  int // reports that did not fit
+	overflow int // times X's buffer overflowed
+	largest  int
+	typed    [][]raw.InputEvent // what X received, in order
+}
+
+func (q *fakeQueue) step() {
+	n := min(q.drain, len(q.ring))
+	q.x, q.ring = append(q.x, q.ring[:n]...), q.ring[n:]
+	q.free += n
+	if len(q.x) > 64 {
+		q.overflow++
+		q.x = nil
+	}
+	n = min(q.xRate, len(q.x))
+	var got []raw.InputEvent
+	for _, e := range q.x[:n] {
+		if k, ok := e.(raw.InputEventKey); ok {
+			if raw.QKeyCode(k.Key.(raw.KeyValueQcode)) == raw.QKeyCodeNumLock {
+				if k.Down && !q.silent {
+					q.leds++
+				}
+				continue
+			}
+			got = append(got, e)
+		}
+	}
+	if len(got) > 0 {
+		q.typed = append(q.typed, got)
+	}
+	q.x = q.x[n:]
+}
+
+func (f *fakeVM) KeyQueue(context.Context, string) (int, uint16, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.kq == nil {
+		return 0, 0, false, nil
+	}
+	f.kq.step()
+	return f.kq.free, f.kq.leds, true, nil
 }
 
 func (f *fakeVM) SendInput(_ context.Context, _ string, ev []raw.InputEvent) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if _, key := ev[0].(raw.InputEventKey); key && f.kq != nil {
+		f.kq.step() // the guest runs meanwhile
+		if len(ev)+1 > f.kq.free {
+			f.kq.dropped++
+			return nil
+		}
+		f.kq.free -= len(ev) + 1
+		f.kq.largest = max(f.kq.largest, len(ev))
+		f.kq.ring = append(append(f.kq.ring, ev...), nil)
+	}
 	f.calls = append(f.calls, ev)
+	f.at = append(f.at, time.Now())
 	return nil
 }
 

@@ -54,13 +54,14 @@ func (c *Computer) screenSize(ctx context.Context, domain string) (int, int, err
 	return c.sizes[domain].w, c.sizes[domain].h, nil
 }
 
-// Forget drops what is cached about a domain's screen (after a resolution
-// change or when the desktop stops).
+// Forget drops what is cached about a domain's screen and keyboard (after
+// a resolution change or when the desktop stops).
 func (c *Computer) Forget(domain string) {
 	c.mu.Lock()
 	delete(c.sizes, domain)
 	delete(c.cursors, domain)
 	c.mu.Unlock()
+	c.kbd.set(domain, false, false)
 }
 
 // capture takes one PNG screenshot and records the screen size.

@@ -151,7 +151,7 @@ func (c *Computer) keys(ctx context.Context, domain string, k chord, down bool) 
 		}
 		ev[i] = keyEvent(code, down)
 	}
-	return c.in.SendInput(ctx, domain, ev)
+	return c.sendKeys(ctx, domain, ev, !down)
 }
 
 func keyEvent(code raw.QKeyCode, down bool) raw.InputEvent {
@@ -174,18 +174,14 @@ func (c *Computer) hold(ctx context.Context, domain string, chords []chord, d ti
 	return nil
 }
 
-// typeBudget is how many key events go into one input call. The guest's
-// PS/2 keyboard queue holds 16 scancode bytes, one per event of the keys
-// text uses, and nothing drains it while QEMU handles one call; six
-// bytes stay free for safety. typePause between calls gives a guest
-// short of CPU time to drain the queue: bytes that find it full are lost.
-// (14 events and 8 ms lost a shift release and a few keys in one of six
-// end-to-end runs on an otherwise idle TCG host; 10 events and 20 ms lost
-// two consecutive keys in two of two runs: a batch then nearly fills the
-// queue on its own, so any guest stall longer than one pause loses keys.
-// With 6, a stall must outlast about two pauses.)
-// (A virtio keyboard, with a 64-event queue, lost more in a test: whole
-// reports are dropped when the guest has not returned its buffers.)
+// typeBudget is how many key events go into one call to the PS/2
+// keyboard (see keyboard.go). Its queue holds 16 scancode bytes, one per
+// event of the keys text uses, and nothing drains it while QEMU handles
+// one call; six bytes stay free for safety. typePause between calls gives
+// a guest short of CPU time to drain the queue: bytes that find it full
+// are lost. (14 events and 8 ms lost a shift release and a few keys in
+// one of six end-to-end runs on an otherwise idle TCG host; 10 events and
+// 20 ms lost two consecutive keys in two of two runs.)
 const (
 	typeBudget = 6
 	typePause  = 20 * time.Millisecond
@@ -200,15 +196,8 @@ func (c *Computer) typeText(ctx context.Context, domain, text string) (string, e
 	via := "keyboard"
 	for _, run := range splitTypeable(text) {
 		if run.keys {
-			for i, batch := range keyBatches(run.text, typeBudget) {
-				if i > 0 {
-					if err := sleep(ctx, typePause); err != nil {
-						return via, err
-					}
-				}
-				if err := c.in.SendInput(ctx, domain, batch); err != nil {
-					return via, err
-				}
+			if err := c.typeKeys(ctx, domain, run.text); err != nil {
+				return via, err
 			}
 			continue
 		}

@@ -49,7 +49,8 @@ func DomainXML(c desktop.VMConfig) (string, error) {
 				Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{}},
 				Target: &libvirtxml.DomainChannelTarget{VirtIO: &libvirtxml.DomainChannelTargetVirtIO{Name: guestAgentChannel}},
 			}},
-			Inputs: []libvirtxml.DomainInput{{Type: "tablet", Bus: "usb"}, {Type: "keyboard", Bus: "ps2"}},
+			Inputs: []libvirtxml.DomainInput{{Type: "tablet", Bus: "usb"}, {Type: "keyboard", Bus: "ps2"},
+				{Type: "keyboard", Bus: "virtio", Alias: &libvirtxml.DomainAlias{Name: VirtioKeyboardAlias}}},
 			Graphics: []libvirtxml.DomainGraphic{{VNC: &libvirtxml.DomainGraphicVNC{
 				Listeners: []libvirtxml.DomainGraphicListener{{Socket: &libvirtxml.DomainGraphicListenerSocket{Socket: c.VNCSocket}}},
 			}}},
