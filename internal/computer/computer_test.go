@@ -22,7 +22,7 @@ type fakeVM struct {
 	mu     sync.Mutex
 	calls  [][]raw.InputEvent
 	at     []time.Time // when each call arrived
-	frames [][]byte // served in turn; the last repeats
+	frames [][]byte    // served in turn; the last repeats
 	shots  int
 	execs  []desktop.Exec
 	kq     *fakeQueue
