@@ -13,7 +13,7 @@ DATA_DIR ?= /var/lib/bureau
 BIN := bin/bureau
 E2E_TIMEOUT ?= 60m
 
-.PHONY: run serve setup build image migrate test unit fuzz e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy clean
+.PHONY: run serve setup build image migrate test unit fuzz e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy typing-soak clean
 
 run: setup build image migrate serve
 
@@ -64,6 +64,12 @@ e2e-postgres: build browser-deps
 	BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \
 		BUREAU_E2E_DATABASE_URL=$$(scripts/postgres-setup.sh) BUREAU_E2E_QUICK=1 \
 		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run TestDesktopLifecycle ./e2e/
+
+# The typing and key checks TYPING_RUNS times in a row on one desktop
+# (make test runs them once).
+typing-soak: setup build image browser-deps
+	BUREAU_TYPING_RUNS=$(or $(TYPING_RUNS),20) BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run 'TestDesktopLifecycle$$/computer_use' ./e2e/
 
 clean:
 	rm -rf bin
