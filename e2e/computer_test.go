@@ -7,12 +7,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"fmt"
 	"image/jpeg"
 	"image/png"
 	mrand "math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -255,11 +257,34 @@ func testExecFilesClipboard(t *testing.T, s *server, token string, d *desktop.De
 		t.Errorf("deleted directory still there: %s", out)
 	}
 
-	// Clipboard and resolution.
-	var clip struct{ Text string }
+	// Clipboard: text both ways, and an image.
+	var clip struct {
+		Text  string
+		Types []string
+	}
 	s.call(token, "PUT", api+"/clipboard", map[string]string{"text": "clip ☃ board"}, nil)
-	if s.call(token, "GET", api+"/clipboard", nil, &clip); clip.Text != "clip ☃ board" {
-		t.Errorf("clipboard: %q", clip.Text)
+	if out, _ := s.guest(d, "su agent -c 'DISPLAY=:0 xclip -selection clipboard -o'"); out != "clip ☃ board" {
+		t.Errorf("clipboard set through the API, read in the desktop: %q", out)
+	}
+	s.guest(d, "printf 'copied ☃ in the desktop' | su agent -c 'DISPLAY=:0 xclip -selection clipboard -i >/dev/null 2>&1'")
+	if s.call(token, "GET", api+"/clipboard", nil, &clip); clip.Text != "copied ☃ in the desktop" || !slices.Contains(clip.Types, "text/plain") {
+		t.Errorf("clipboard copied in the desktop, read through the API: %+v", clip)
+	}
+	var img []byte
+	s.call(token, "GET", api+"/screenshot", nil, &img)
+	if code := s.putRaw(token, api+"/clipboard", "image/png", img); code != 200 {
+		t.Errorf("put an image on the clipboard: %d", code)
+	}
+	if out, _ := s.guest(d, "su agent -c 'DISPLAY=:0 xclip -selection clipboard -t image/png -o' | sha256sum"); !strings.HasPrefix(out, fmt.Sprintf("%x", sha256.Sum256(img))) {
+		t.Errorf("the image on the desktop's clipboard differs (sha256 %s)", out)
+	}
+	var back []byte
+	if code := s.call(token, "GET", api+"/clipboard?type=image/png", nil, &back); code != 200 || !bytes.Equal(back, img) {
+		t.Errorf("image read back: %d, %d bytes of %d", code, len(back), len(img))
+	}
+	s.expectError(token, "PUT", api+"/clipboard", "GIF89a", 400, "bad_request") // JSON expected without a type
+	if code := s.putRaw(token, api+"/clipboard", "image/png", []byte("GIF89a not a png")); code != 422 {
+		t.Errorf("a GIF as image/png: %d", code)
 	}
 	if code := s.call(token, "POST", api+"/resolution", map[string]int{"width": 1024, "height": 768}, nil); code != 200 {
 		t.Fatalf("resolution: %d", code)

@@ -45,11 +45,13 @@ type browserResult struct {
 	DistinctColors int    `json:"distinct_colors"`
 	ViewOnlyBadge  bool   `json:"view_only_badge"`
 	Typed          bool   `json:"typed"`
+	ClipSeen       bool   `json:"clip_seen"`
+	ClipSent       string `json:"clip_sent"`
 }
 
 // browse opens a console URL in headless Chromium, types text into the
 // desktop through the page and saves a screenshot of the page.
-func (s *server) browse(g consoleGrant, typeText, shot string) browserResult {
+func (s *server) browse(g consoleGrant, typeText, shot string, clip ...string) browserResult {
 	s.t.Helper()
 	viewOnly := ""
 	if g.ViewOnly {
@@ -59,6 +61,9 @@ func (s *server) browse(g consoleGrant, typeText, shot string) browserResult {
 	cmd.Dir = "browser"
 	cmd.Env = append(os.Environ(), "BUREAU_URL="+s.url, "CONSOLE_URL="+s.url+g.URL, "VIEW_ONLY="+viewOnly,
 		"TYPE_TEXT="+typeText, "SCREENSHOT="+shot)
+	if len(clip) == 2 {
+		cmd.Env = append(cmd.Env, "CLIP_EXPECT="+clip[0], "CLIP_SEND="+clip[1])
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -92,9 +97,18 @@ func testConsole(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	// Typing through the browser reaches the terminal under the pointer.
 	s.guest(d, "pkill -x xterm")
 	s.catWindow(d, "110x34+240+160", "/tmp/console-typed")
-	r := s.browse(g, "typed-through-novnc", filepath.Join(shots, "interactive.png"))
+	// The clipboard panel shows what was copied on the desktop and sends
+	// text back to it.
+	s.guest(d, "printf 'copied on the desktop ☃' | su agent -c 'DISPLAY=:0 xclip -selection clipboard -i >/dev/null 2>&1'")
+	r := s.browse(g, "typed-through-novnc", filepath.Join(shots, "interactive.png"), "copied on the desktop ☃", "sent from the console page ✓")
 	if r.State != "connected" || !r.NonBlank || r.DistinctColors < 50 || r.ViewOnlyBadge || !r.Typed {
 		t.Errorf("interactive console: %+v", r)
+	}
+	if !r.ClipSeen || !strings.HasPrefix(r.ClipSent, "text sent") {
+		t.Errorf("console clipboard panel: saw the desktop's clipboard %t, send said %q", r.ClipSeen, r.ClipSent)
+	}
+	if out, _ := s.guest(d, "su agent -c 'DISPLAY=:0 xclip -selection clipboard -o'"); out != "sent from the console page ✓" {
+		t.Errorf("the desktop's clipboard after a send from the console page: %q", out)
 	}
 	// (guest output is trimmed: "/" keeps the line's end visible)
 	var got string

@@ -205,6 +205,21 @@ func (s *server) call(token, method, path string, body any, out any) int {
 	return resp.StatusCode
 }
 
+// putRaw PUTs a body with a content type and returns the status.
+func (s *server) putRaw(token, path, ctype string, body []byte) int {
+	s.t.Helper()
+	req, _ := http.NewRequest("PUT", s.url+path, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", ctype)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("PUT %s: %v", path, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 type apiErr struct {
 	Error struct {
 		Code, Message, Field, State string

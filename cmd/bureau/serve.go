@@ -104,9 +104,10 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	consoles := console.New(st, log)
 	go followDesktops(ctx, m, consoles)
 
+	gs := guest.New(h)
 	router := api.New(api.Deps{
 		Consoles: consoles, Web: web.Static,
-		Desktops: m, Computer: computer.New(h, h, h), Guest: guest.New(h), Tokens: tokens, Images: imageService(cfg, st, log), Log: log,
+		Desktops: m, Computer: computer.New(h, h, h), Guest: gs, Clipboard: gs, Tokens: tokens, Images: imageService(cfg, st, log), Log: log,
 		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest, ConsoleBytes: met.ConsoleBytes,
 		Info: map[string]string{"version": version, "accelerator": string(accel), "accelerator_reason": why,
 			"database": st.Dialect(), "default_image": cfg.DefaultImage, "go": runtime.Version()},

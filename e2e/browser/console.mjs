@@ -3,15 +3,20 @@
 //
 //   BUREAU_URL=http://127.0.0.1:8090 CONSOLE_URL='http://…/console/ID?token=…' \
 //   VIEW_ONLY=1|'' TYPE_TEXT='echo hi' SCREENSHOT=/tmp/console.png \
+//   CLIP_EXPECT='copied on the desktop' CLIP_SEND='sent from the page' \
 //   node e2e/browser/console.mjs
 //
 // Steps: open CONSOLE_URL (viewport 1280x860), wait up to 120 s for
 // body[data-state=connected], poll the noVNC canvas up to 60 s until it is not
 // blank, screenshot the page to SCREENSHOT, then if TYPE_TEXT is set click the
-// canvas centre, type it (60 ms a key) and press Enter.
+// canvas centre, type it (60 ms a key) and press Enter. Then if CLIP_EXPECT
+// is set open the clipboard panel, wait up to 20 s for it to show that text
+// from the desktop, screenshot the page to SCREENSHOT with "-clipboard"
+// before ".png", and if CLIP_SEND is set send that text to the desktop.
 //
 // stdout: one JSON line
-//   {"state":"connected","nonblank":true,"distinct_colors":N,"view_only_badge":bool,"typed":bool}
+//   {"state":"connected","nonblank":true,"distinct_colors":N,"view_only_badge":bool,"typed":bool,
+//    "clip_seen":bool,"clip_sent":"the panel's message"}
 // On failure: a message on stderr (with the page's console output) and exit 1.
 
 import { chromium } from 'playwright-core';
@@ -24,6 +29,8 @@ const BUREAU_URL = env.BUREAU_URL || '';
 const VIEW_ONLY = env.VIEW_ONLY === '1' || env.VIEW_ONLY === 'true';
 const TYPE_TEXT = env.TYPE_TEXT || '';
 const SCREENSHOT = env.SCREENSHOT || '';
+const CLIP_EXPECT = env.CLIP_EXPECT || '';
+const CLIP_SEND = env.CLIP_SEND || '';
 const CHROMIUM = env.CHROMIUM || '/usr/bin/chromium';
 
 const CONNECT_TIMEOUT_MS = 120_000;
@@ -153,12 +160,36 @@ async function main() {
       log(`typed ${TYPE_TEXT.length} characters`);
     }
 
+    let clipSeen = false;
+    let clipSent = '';
+    if (CLIP_EXPECT) {
+      await page.click('#btn-clipboard');
+      try {
+        await page.waitForFunction((want) => document.getElementById('clip-in').value === want,
+          CLIP_EXPECT, { timeout: 20_000, polling: 250 });
+        clipSeen = true;
+      } catch (e) {
+        log(`clipboard panel shows ${JSON.stringify(await page.inputValue('#clip-in'))}`);
+      }
+      await page.screenshot({ path: SCREENSHOT.replace(/\.png$/, '') + '-clipboard.png' });
+      if (CLIP_SEND) {
+        await page.fill('#clip-out', CLIP_SEND);
+        await page.click('#btn-clip-send');
+        try {
+          await page.waitForFunction(() => document.getElementById('clip-sent').textContent !== '', null, { timeout: 20_000 });
+        } catch (e) { /* reported empty */ }
+        clipSent = await page.textContent('#clip-sent');
+      }
+    }
+
     process.stdout.write(JSON.stringify({
       state,
       nonblank,
       distinct_colors: stats.distinct,
       view_only_badge: badge,
       typed,
+      clip_seen: clipSeen,
+      clip_sent: clipSent,
     }) + '\n');
   } finally {
     clearTimeout(guard);

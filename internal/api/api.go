@@ -92,9 +92,12 @@ type Deps struct {
 	Desktops Desktops
 	Computer Computer
 	Guest    Guest
-	Tokens   Tokens
-	Consoles Consoles
-	Images   Images
+	// Clipboard reads and sets desktops' clipboards (for the API and the
+	// console page).
+	Clipboard Clipboard
+	Tokens    Tokens
+	Consoles  Consoles
+	Images    Images
 	// Web is the browser front end (web.Static): the web console and the
 	// console page.
 	Web fs.FS
@@ -189,6 +192,8 @@ func New(d Deps) *gin.Engine {
 	// WebSocket, so these take ?token= instead.
 	r.GET("/api/v1/desktops/:id/console/session", s.consoleAuth, s.handle(s.consoleSession))
 	r.GET("/api/v1/desktops/:id/vnc", s.consoleAuth, s.vnc)
+	r.GET("/api/v1/desktops/:id/console/clipboard", s.consoleAuth, s.handle(s.consoleGetClipboard))
+	r.PUT("/api/v1/desktops/:id/console/clipboard", s.consoleAuth, s.handle(s.consolePutClipboard))
 	s.routeWeb(r)
 	v1.GET("/images", s.handle(s.listImages))
 	v1.POST("/images", s.rateLimited(rateHeavy, s.handle(s.importImage)))

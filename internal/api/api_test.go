@@ -264,6 +264,7 @@ func (fakeComputer) Forget(string) {}
 type fakeGuest struct {
 	mu    sync.Mutex
 	files map[string][]byte
+	clip  map[string][]byte
 }
 
 func (g *fakeGuest) Exec(_ context.Context, _ string, r guest.ExecRequest) (*guest.ExecResult, error) {
@@ -297,8 +298,27 @@ func (g *fakeGuest) Delete(_ context.Context, _, p, _ string, _ bool) error {
 	delete(g.files, p)
 	return nil
 }
-func (g *fakeGuest) Clipboard(context.Context, string) (string, error)     { return "clip", nil }
-func (g *fakeGuest) SetClipboard(context.Context, string, string) error    { return nil }
+func (g *fakeGuest) ReadClipboard(context.Context, string) (*guest.Clipboard, error) {
+	return &guest.Clipboard{Text: "clip", Types: []string{"text/plain"}}, nil
+}
+func (g *fakeGuest) ClipboardData(_ context.Context, _, mime string) ([]byte, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if d, ok := g.clip[mime]; ok {
+		return d, nil
+	}
+	return nil, fmt.Errorf("the clipboard holds no %s: %w", mime, desktop.ErrNotFound)
+}
+func (g *fakeGuest) SetClipboard(context.Context, string, string) error { return nil }
+func (g *fakeGuest) SetClipboardData(_ context.Context, _, mime string, data []byte) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.clip == nil {
+		g.clip = map[string][]byte{}
+	}
+	g.clip[mime] = data
+	return nil
+}
 func (g *fakeGuest) SetResolution(context.Context, string, int, int) error { return nil }
 
 type fakeImages struct{}
@@ -360,11 +380,12 @@ func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 	if mkImages != nil {
 		imgs = mkImages(st)
 	}
+	fg := &fakeGuest{files: map[string][]byte{}}
 	e.srv = httptest.NewServer(New(Deps{Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
 		ConsoleBytes: func(dir string, n int) {
 			v, _ := e.consoleBytes.LoadOrStore(dir, new(atomic.Int64))
 			v.(*atomic.Int64).Add(int64(n))
-		}, Computer: fakeComputer{}, Guest: &fakeGuest{files: map[string][]byte{}}, Tokens: tokens, Images: imgs,
+		}, Computer: fakeComputer{}, Guest: fg, Clipboard: fg, Tokens: tokens, Images: imgs,
 		Live: e.live, Stats: fakeStats{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "bureau_up 1\n") }),
 		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}, HostDirs: []string{hostDir}}))
 	t.Cleanup(e.srv.Close)

@@ -34,6 +34,7 @@ func TestAuthMatrix(t *testing.T) {
 	router := New(Deps{Desktops: e.desktops, Log: slog.New(slog.DiscardHandler), Metrics: http.NotFoundHandler(), Web: web.Static})
 	tokenRoutes := map[string]bool{ // authenticated by a console token instead
 		"/api/v1/desktops/:id/vnc": true, "/api/v1/desktops/:id/console/session": true, "/console/:id": true,
+		"/api/v1/desktops/:id/console/clipboard": true,
 	}
 	n := 0
 	for _, r := range router.Routes() {

@@ -25,8 +25,6 @@ type Guest interface {
 	Read(ctx context.Context, domain string, st *guest.Stat, w io.Writer) error
 	Write(ctx context.Context, domain string, req guest.WriteRequest, r io.Reader) (string, int64, error)
 	Delete(ctx context.Context, domain, path, user string, recursive bool) error
-	Clipboard(ctx context.Context, domain string) (string, error)
-	SetClipboard(ctx context.Context, domain, text string) error
 	SetResolution(ctx context.Context, domain string, w, h int) error
 }
 
@@ -227,32 +225,6 @@ func (s *server) deleteFile(c *gin.Context) (reply, error) {
 	}
 	err = s.Guest.Delete(c.Request.Context(), d.DomainName(), c.Query("path"), c.Query("user"), recursive)
 	return reply{http.StatusNoContent, nil}, err
-}
-
-type clipboardBody struct {
-	Text string `json:"text"`
-}
-
-func (s *server) getClipboard(c *gin.Context) (reply, error) {
-	d, err := s.running(c, "read the clipboard of")
-	if err != nil {
-		return reply{}, err
-	}
-	text, err := s.Guest.Clipboard(c.Request.Context(), d.DomainName())
-	return reply{http.StatusOK, clipboardBody{text}}, err
-}
-
-func (s *server) putClipboard(c *gin.Context) (reply, error) {
-	var body clipboardBody
-	if err := decode(c, &body); err != nil {
-		return reply{}, err
-	}
-	d, err := s.running(c, "set the clipboard of")
-	if err != nil {
-		return reply{}, err
-	}
-	err = s.Guest.SetClipboard(c.Request.Context(), d.DomainName(), body.Text)
-	return reply{http.StatusOK, body}, err
 }
 
 func (s *server) setResolution(c *gin.Context) (reply, error) {

@@ -8,9 +8,6 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-// maxClipboard bounds clipboard text.
-const maxClipboard = 1 << 20
-
 // sessionFailed explains a failure to reach the user's X session.
 func sessionFailed(what string, r *desktop.ExecResult) error {
 	msg := strings.TrimSpace(string(r.Stderr))
@@ -18,38 +15,6 @@ func sessionFailed(what string, r *desktop.ExecResult) error {
 		return fmt.Errorf("%s: the desktop session is not up yet: %w", what, desktop.ErrUnavailable)
 	}
 	return fmt.Errorf("%s in the guest failed (exit %d): %s", what, r.ExitCode, msg)
-}
-
-// Clipboard returns the text on the X session's clipboard ("" when empty).
-func (s *Service) Clipboard(ctx context.Context, domain string) (string, error) {
-	r, err := s.run(ctx, domain, "", nil, "/usr/bin/xclip", "-selection", "clipboard", "-o")
-	if err != nil {
-		return "", err
-	}
-	if r.ExitCode != 0 {
-		if strings.Contains(string(r.Stderr), "not available") {
-			return "", nil // nothing was copied yet
-		}
-		return "", sessionFailed("read the clipboard", r)
-	}
-	return string(r.Stdout), nil
-}
-
-// SetClipboard puts text on the X session's clipboard. xclip stays in the
-// background to serve it, with its output detached so the guest agent
-// sees the command end.
-func (s *Service) SetClipboard(ctx context.Context, domain, text string) error {
-	if len(text) > maxClipboard {
-		return invalid("text", fmt.Sprintf("at most %d bytes", maxClipboard))
-	}
-	r, err := s.run(ctx, domain, "", []byte(text), "/bin/sh", "-c", "xset q >/dev/null || exit 1; exec xclip -selection clipboard -i >/dev/null 2>&1")
-	if err != nil {
-		return err
-	}
-	if r.ExitCode != 0 {
-		return sessionFailed("set the clipboard", r)
-	}
-	return nil
 }
 
 // Resolution limits.

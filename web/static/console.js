@@ -40,6 +40,7 @@ const ui = {
   clipSend: $('btn-clip-send'),
   clipSent: $('clip-sent'),
   clipIn: $('clip-in'),
+  clipImg: $('clip-img'),
   clipCopy: $('btn-clip-copy'),
   clipCopied: $('clip-copied'),
 };
@@ -52,7 +53,10 @@ const sessionURL = `/api/v1/desktops/${encodeURIComponent(desktopID)}/console/se
 const vncURL = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}` +
   `/api/v1/desktops/${encodeURIComponent(desktopID)}/vnc?token=${encodeURIComponent(token)}`;
 
+const clipboardURL = `/api/v1/desktops/${encodeURIComponent(desktopID)}/console/clipboard?token=${encodeURIComponent(token)}`;
+
 const POLL_MS = 3000;
+const CLIP_POLL_MS = 2000; // the desktop's clipboard, while the panel is open
 const BACKOFF_MIN_MS = 1000;
 const BACKOFF_MAX_MS = 30000;
 const STABLE_MS = 10000; // a connection that lasted this long resets the back-off
@@ -98,6 +102,7 @@ function setState(state, detail = '') {
   const live = state === 'connected' && !viewOnly;
   ui.cad.disabled = !live;
   ui.clipSend.disabled = !live;
+  if (state === 'connected' && !ui.panel.hidden) pollClipboard();
 }
 
 function clearTimers() {
@@ -352,15 +357,82 @@ function setPanel(open) {
   ui.clipboard.classList.toggle('active', open);
   if (open && !viewOnly) ui.clipOut.focus();
   else if (!open && rfb && !viewOnly) rfb.focus();
+  if (open) pollClipboard();
+}
+
+// ---- the desktop's clipboard (through bureau's guest agent) ----
+
+let clipTimer = null;
+let clipSeen = ''; // what the panel last showed, to flash on a change
+let clipImgURL = '';
+
+function showFromDesktop(text, imageBlob) {
+  const key = imageBlob ? `image:${imageBlob.size}:${text}` : `text:${text}`;
+  if (key === clipSeen) return;
+  const first = clipSeen === '';
+  clipSeen = key;
+  ui.clipIn.value = text;
+  if (clipImgURL) { URL.revokeObjectURL(clipImgURL); clipImgURL = ''; }
+  if (imageBlob) clipImgURL = URL.createObjectURL(imageBlob);
+  ui.clipImg.hidden = !imageBlob;
+  if (imageBlob) ui.clipImg.src = clipImgURL;
+  if (!first) {
+    ui.clipboard.classList.add('flash');
+    setTimeout(() => ui.clipboard.classList.remove('flash'), 800);
+  }
+}
+
+// pollClipboard reads the desktop's clipboard now and every CLIP_POLL_MS
+// while the panel is open and the console connected.
+async function pollClipboard() {
+  clearTimeout(clipTimer);
+  if (ui.panel.hidden || document.body.dataset.state !== 'connected') return;
+  try {
+    const resp = await fetch(clipboardURL, { cache: 'no-store', credentials: 'omit' });
+    if (resp.ok) {
+      const cb = await resp.json();
+      let image = null;
+      const type = (cb.types || []).find((t) => t === 'image/png' || t === 'image/jpeg');
+      if (type && !cb.text) {
+        const r = await fetch(`${clipboardURL}&type=${encodeURIComponent(type)}`, { cache: 'no-store', credentials: 'omit' });
+        if (r.ok) image = await r.blob();
+      }
+      showFromDesktop(cb.text || '', image);
+    }
+  } catch (e) {
+    // the next poll tries again
+  }
+  if (!ui.panel.hidden) clipTimer = setTimeout(pollClipboard, CLIP_POLL_MS);
+}
+
+// sendClipboard puts text or an image on the desktop's clipboard.
+async function sendClipboard(body, contentType, what) {
+  try {
+    const resp = await fetch(clipboardURL, { method: 'PUT', body, headers: { 'Content-Type': contentType }, credentials: 'omit' });
+    if (!resp.ok) {
+      const e = await resp.json().catch(() => ({}));
+      ui.clipSent.textContent = `not sent: ${(e.error && e.error.message) || resp.status}`;
+      return;
+    }
+    ui.clipSent.textContent = `${what} sent — paste with Ctrl+V on the desktop`;
+  } catch (e) {
+    ui.clipSent.textContent = 'not sent: the server did not answer';
+  }
+  setTimeout(() => { ui.clipSent.textContent = ''; }, 3000);
 }
 ui.clipboard.addEventListener('click', () => setPanel(ui.panel.hidden));
 ui.panelClose.addEventListener('click', () => setPanel(false));
 
 ui.clipSend.addEventListener('click', () => {
   if (!rfb || viewOnly) return;
-  rfb.clipboardPasteFrom(ui.clipOut.value);
-  ui.clipSent.textContent = 'sent — paste with Ctrl+V on the desktop';
-  setTimeout(() => { ui.clipSent.textContent = ''; }, 3000);
+  sendClipboard(JSON.stringify({ text: ui.clipOut.value }), 'application/json', 'text');
+});
+ui.clipOut.addEventListener('paste', (ev) => {
+  if (viewOnly) return;
+  const item = [...(ev.clipboardData ? ev.clipboardData.items : [])].find((i) => i.type === 'image/png' || i.type === 'image/jpeg');
+  if (!item) return;
+  ev.preventDefault();
+  sendClipboard(item.getAsFile(), item.type, 'image');
 });
 ui.clipOut.addEventListener('keydown', (ev) => {
   if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); ui.clipSend.click(); }
