@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	mrand "math/rand/v2"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -100,6 +101,40 @@ func TestWarmCreate(t *testing.T) {
 		t.Error("warm desktops share their /home")
 	}
 	checkWarmIsolation(t, s, &first, &second)
+	checkLayoutTyping(t, s, &first, "us")
+	checkLayoutTyping(t, s, &second, "de")
+}
+
+// checkLayoutTyping switches the desktop's X session to a keyboard layout
+// and types 1,000 random characters into a terminal (printable ASCII with
+// every shifted symbol, then mixed Unicode): they arrive exactly.
+func checkLayoutTyping(t *testing.T, s *server, d *desktop.Desktop, layout string) {
+	if out, code := s.guest(d, "su agent -c 'DISPLAY=:0 setxkbmap "+layout+" && DISPLAY=:0 setxkbmap -query' | grep layout"); code != 0 || !strings.Contains(out, layout) {
+		t.Fatalf("%s: setxkbmap %s: %q", d.Name, layout, out)
+	}
+	rng := mrand.New(mrand.NewPCG(uint64(len(layout)), 11))
+	var b strings.Builder
+	b.WriteString("~!@#$%^&*()_+{}|:\"<>? ")
+	for b.Len() < 940 {
+		b.WriteByte(byte(33 + rng.IntN(94)))
+		if rng.IntN(9) == 0 {
+			b.WriteByte(' ')
+		}
+	}
+	text := b.String()[:940] + " Grüße aus Köln, naïve café — 日本語 🙂 ß € Ünï\nend"
+	s.catWindow(d, "100x30+50+50", "/tmp/layout.txt")
+	s.computer(adminToken, d, map[string]any{"action": "left_click", "coordinate": []int{300, 150}})
+	time.Sleep(time.Second)
+	begun := time.Now()
+	res := s.computer(adminToken, d, map[string]any{"action": "type", "text": text})
+	took := time.Since(begun)
+	time.Sleep(time.Second)
+	if got, _ := s.guest(d, "cat /tmp/layout.txt"); got != strings.TrimSpace(text) {
+		t.Errorf("%s (%s layout): typed text differs:\n got %q\nwant %q", d.Name, layout, got, text)
+	}
+	t.Logf("%s layout: typed %d characters (%s, %s keyboard) in %s: %.0f chars/s", layout, len([]rune(text)),
+		res.Results[0].TypedVia, res.Results[0].Keyboard, took.Round(time.Millisecond), float64(len([]rune(text)))/took.Seconds())
+	s.guest(d, "pkill -x xterm")
 }
 
 // checkWarmIsolation: two desktops restored from one template have their

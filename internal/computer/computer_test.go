@@ -8,6 +8,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,9 @@ type fakeVM struct {
 	shots  int
 	execs  []desktop.Exec
 	kq     *fakeQueue
+	// xmodmap is what xmodmap -pk prints in the guest ("" = not there).
+	xmodmap     string
+	keymapReads int
 }
 
 // fakeQueue is a desktop's virtio keyboard and what reads it. The guest
@@ -114,6 +118,13 @@ func (f *fakeVM) Screenshot(context.Context, string) ([]byte, string, error) {
 func (f *fakeVM) GuestExec(_ context.Context, _ string, e desktop.Exec) (*desktop.ExecResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if slices.Contains(e.Argv, "xmodmap") {
+		f.keymapReads++
+		if f.xmodmap == "" {
+			return &desktop.ExecResult{ExitCode: 127, Stderr: []byte("xmodmap: not found")}, nil
+		}
+		return &desktop.ExecResult{Stdout: []byte(f.xmodmap)}, nil
+	}
 	f.execs = append(f.execs, e)
 	return &desktop.ExecResult{Stdout: []byte("X=7\nY=9\nSCREEN=0\n")}, nil
 }
@@ -258,7 +269,7 @@ func TestTypeUsesKeysForUSTextAndTheGuestForTheRest(t *testing.T) {
 	if n := strings.Count(f.json(t), `"data":"insert"`); n != 2 {
 		t.Errorf("%d shift+Insert key events, want a press and a release", n)
 	}
-	runs := splitTypeable("é and then a long stretch of plain text ü\nö")
+	runs := splitTypeable("é and then a long stretch of plain text ü\nö", usKeymap)
 	if len(runs) != 5 || runs[1].text != " and then a long stretch of plain text " || runs[3].text != "\n" {
 		t.Errorf("runs %+v", runs)
 	}
@@ -439,7 +450,7 @@ func TestKeyBatchesTypeEveryCharacter(t *testing.T) {
 		all += string(r)
 	}
 	text := all + "MiXeD CaSe AND CAPITALS and lower " + all
-	if got := replay(t, keyBatches(text, typeBudget)); got != text {
+	if got := replay(t, keyBatches(text, typeBudget, usKeymap)); got != text {
 		t.Errorf("replayed %q\nwant %q", got, text)
 	}
 }

@@ -60,6 +60,7 @@ func (c *Computer) Forget(domain string) {
 	c.mu.Lock()
 	delete(c.sizes, domain)
 	delete(c.cursors, domain)
+	delete(c.keymaps, domain)
 	c.mu.Unlock()
 	c.kbd.set(domain, false, false)
 }

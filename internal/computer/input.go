@@ -194,9 +194,10 @@ const (
 // take as paste.
 func (c *Computer) typeText(ctx context.Context, domain, text string) (string, error) {
 	via := "keyboard"
-	for _, run := range splitTypeable(text) {
+	km := c.keymapOf(ctx, domain)
+	for _, run := range splitTypeable(text, km) {
 		if run.keys {
-			if err := c.typeKeys(ctx, domain, run.text); err != nil {
+			if err := c.typeKeys(ctx, domain, run.text, km); err != nil {
 				return via, err
 			}
 			continue
@@ -230,10 +231,10 @@ type textRun struct {
 // cannot. A short typeable run between two pasted ones (a space between
 // two words of Japanese) is pasted with them, since each paste costs a
 // guest command; a newline never is, so pasted text runs no command.
-func splitTypeable(text string) []textRun {
+func splitTypeable(text string, km keymap) []textRun {
 	var runs []textRun
 	for _, r := range text {
-		_, k := charKeys[r]
+		_, k := km.keys[r]
 		if n := len(runs); n > 0 && runs[n-1].keys == k {
 			runs[n-1].text += string(r)
 			continue
@@ -258,38 +259,45 @@ func splitTypeable(text string) []textRun {
 const maxBridge = 16
 
 // keyBatches turns typeable text into calls of at most budget key events
-// each; shift is held across runs of capitals and released at the end of
-// every call.
-func keyBatches(text string, budget int) [][]raw.InputEvent {
+// each; shift and AltGr are held across runs that need them and released
+// at the end of every call.
+func keyBatches(text string, budget int, km keymap) [][]raw.InputEvent {
 	var out [][]raw.InputEvent
 	var cur []raw.InputEvent
-	shift := false
-	flush := func() {
-		if shift {
-			cur = append(cur, keyEvent(raw.QKeyCodeShift, false))
-			shift = false
+	var held keyStroke // the modifiers down: shift, altgr
+	set := func(shift, altgr bool) {
+		if held.shift != shift {
+			cur = append(cur, keyEvent(raw.QKeyCodeShift, shift))
 		}
+		if held.altgr != altgr {
+			cur = append(cur, keyEvent(altGr, altgr))
+		}
+		held.shift, held.altgr = shift, altgr
+	}
+	flush := func() {
+		set(false, false)
 		if len(cur) > 0 {
 			out = append(out, cur)
 		}
 		cur = nil
 	}
 	for _, r := range text {
-		k := charKeys[r]
+		k := km.keys[r]
+		// This key, the modifier changes before it, and the releases of
+		// what is held at the end of the call.
 		need := 2
-		if k.shift != shift {
-			need++
-		}
-		if k.shift || shift {
-			need++ // the release of shift at the end of the call
+		for _, m := range [][2]bool{{held.shift, k.shift}, {held.altgr, k.altgr}} {
+			if m[0] != m[1] {
+				need++
+			}
+			if m[0] || m[1] {
+				need++
+			}
 		}
 		if len(cur)+need > budget {
 			flush()
 		}
-		if k.shift != shift {
-			cur = append(cur, keyEvent(raw.QKeyCodeShift, k.shift))
-			shift = k.shift
-		}
+		set(k.shift, k.altgr)
 		cur = append(cur, keyEvent(k.code, true), keyEvent(k.code, false))
 	}
 	flush()

@@ -138,11 +138,11 @@ func (c *Computer) sendKeys(ctx context.Context, domain string, ev []raw.InputEv
 }
 
 // typeKeys types text that has keys on the keyboard.
-func (c *Computer) typeKeys(ctx context.Context, domain, text string) error {
-	err := c.deliver(ctx, domain, keyBatches(text, deepBatch), true)
+func (c *Computer) typeKeys(ctx context.Context, domain, text string, km keymap) error {
+	err := c.deliver(ctx, domain, keyBatches(text, deepBatch, km), true)
 	if err != nil {
-		// A failure part-way must not leave shift down.
-		c.in.SendInput(context.WithoutCancel(ctx), domain, []raw.InputEvent{keyEvent(raw.QKeyCodeShift, false)})
+		// A failure part-way must not leave a modifier down.
+		c.in.SendInput(context.WithoutCancel(ctx), domain, []raw.InputEvent{keyEvent(raw.QKeyCodeShift, false), keyEvent(altGr, false)})
 	}
 	return err
 }

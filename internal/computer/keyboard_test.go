@@ -114,7 +114,7 @@ func TestVirtioKeyboardLosesNoKeyWhateverTheGuestsPace(t *testing.T) {
 			}
 			checkBarriers(t, f.calls)
 			// Far fewer calls than the PS/2 keyboard's for the same text.
-			if ps2 := len(keyBatches(text, typeBudget)); len(f.calls)*2 > ps2 {
+			if ps2 := len(keyBatches(text, typeBudget, usKeymap)); len(f.calls)*2 > ps2 {
 				t.Errorf("%d calls, the PS/2 keyboard needs %d", len(f.calls), ps2)
 			}
 		})

@@ -22,6 +22,7 @@ var keyNames = map[string]keyStroke{}
 type keyStroke struct {
 	code  raw.QKeyCode
 	shift bool
+	altgr bool // the layout's third level (AltGr)
 }
 
 // charKeys maps each character a US keyboard types to its key stroke.

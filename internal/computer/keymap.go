@@ -1,0 +1,151 @@
+package computer
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/digitalocean/go-qemu/qmp/raw"
+)
+
+// A keymap says which key strokes type each character on a desktop's
+// keyboard layout. bureau reads it from the guest's X server (xmodmap
+// -pk), so typing is exact under whatever layout the desktop uses — US,
+// German, French… — including AltGr characters; the US map is the
+// fallback when the session cannot be asked (login screen, no xmodmap).
+type keymap struct {
+	keys map[rune]keyStroke
+	name string // "us" for the built-in map, "guest" for one read
+}
+
+var usKeymap = keymap{keys: charKeys, name: "us"}
+
+// altGr is the key that selects a layout's third level (ISO_Level3_Shift
+// on the right Alt in every xkb layout that has one).
+const altGr = raw.QKeyCodeAltR
+
+// keymapTTL is how long a keymap read from a guest is used before it is
+// read again (a layout changed inside the desktop is seen after this).
+const keymapTTL = time.Minute
+
+type keymapSeen struct {
+	km keymap
+	at time.Time
+}
+
+// keymapOf returns the desktop's keymap, read from its X session at most
+// once per keymapTTL.
+func (c *Computer) keymapOf(ctx context.Context, domain string) keymap {
+	c.mu.Lock()
+	seen, ok := c.keymaps[domain]
+	c.mu.Unlock()
+	if ok && time.Since(seen.at) < keymapTTL {
+		return seen.km
+	}
+	km := usKeymap
+	if r, err := c.asUser(ctx, domain, nil, "xmodmap", "-pk"); err == nil {
+		if read, ok := parseXmodmap(string(r.Stdout)); ok {
+			km = read
+		}
+	}
+	c.mu.Lock()
+	c.keymaps[domain] = keymapSeen{km, time.Now()}
+	c.mu.Unlock()
+	return km
+}
+
+// xmodmap -pk lists, per X keycode, keysyms by column: 1 plain, 2 with
+// shift, 3 and 4 the second group, 5 with AltGr, 6 with shift and AltGr.
+var columnMods = map[int]keyStroke{0: {}, 1: {shift: true}, 4: {altgr: true}, 5: {shift: true, altgr: true}}
+
+// parseXmodmap reads xmodmap -pk output into a keymap; ok is false when
+// it does not look like one (no letter a anywhere).
+func parseXmodmap(out string) (keymap, bool) {
+	km := keymap{keys: map[rune]keyStroke{}, name: "guest"}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		xcode, err := strconv.Atoi(f[0])
+		if err != nil {
+			continue
+		}
+		code, known := xKeycodes[xcode]
+		var syms []uint32
+		for _, s := range f[1:] {
+			if v, err := strconv.ParseUint(s, 0, 32); err == nil && strings.HasPrefix(s, "0x") {
+				syms = append(syms, uint32(v))
+			}
+		}
+		if !known {
+			continue
+		}
+		for col, mods := range columnMods {
+			if col >= len(syms) {
+				continue
+			}
+			r, ok := keysymRune(syms[col])
+			if !ok {
+				continue
+			}
+			k := keyStroke{code: code, shift: mods.shift, altgr: mods.altgr}
+			if old, dup := km.keys[r]; !dup || k.cost() < old.cost() {
+				km.keys[r] = k
+			}
+		}
+	}
+	if _, ok := km.keys['a']; !ok {
+		return keymap{}, false
+	}
+	// Whitespace is not a keysym xmodmap lists as a character.
+	km.keys['\n'], km.keys['\t'], km.keys[' '] = charKeys['\n'], charKeys['\t'], charKeys[' ']
+	return km, true
+}
+
+// cost orders the ways to type a character: plain, shift, AltGr, both.
+func (k keyStroke) cost() int {
+	n := 0
+	if k.shift {
+		n++
+	}
+	if k.altgr {
+		n += 2
+	}
+	return n
+}
+
+// keysymRune is the character an X keysym types: Latin-1 keysyms are
+// their code point, Unicode keysyms 0x1000000 plus it; dead keys and
+// function keys type none.
+func keysymRune(ks uint32) (rune, bool) {
+	switch {
+	case ks >= 0x20 && ks <= 0x7e, ks >= 0xa0 && ks <= 0xff:
+		return rune(ks), true
+	case ks >= 0x1000100 && ks <= 0x110ffff:
+		return rune(ks - 0x1000000), true
+	case ks == 0x20ac: // EuroSign
+		return '€', true
+	}
+	return 0, false
+}
+
+// xKeycodes maps the X keycodes of the keys that type characters (evdev
+// code + 8) to QEMU's key codes. The keypad is left out: its keys depend
+// on Num Lock, which the virtio keyboard's barriers tap.
+var xKeycodes = map[int]raw.QKeyCode{
+	10: raw.QKeyCode1, 11: raw.QKeyCode2, 12: raw.QKeyCode3, 13: raw.QKeyCode4, 14: raw.QKeyCode5,
+	15: raw.QKeyCode6, 16: raw.QKeyCode7, 17: raw.QKeyCode8, 18: raw.QKeyCode9, 19: raw.QKeyCode0,
+	20: raw.QKeyCodeMinus, 21: raw.QKeyCodeEqual,
+	24: raw.QKeyCodeQ, 25: raw.QKeyCodeW, 26: raw.QKeyCodeE, 27: raw.QKeyCodeR, 28: raw.QKeyCodeT,
+	29: raw.QKeyCodeY, 30: raw.QKeyCodeU, 31: raw.QKeyCodeI, 32: raw.QKeyCodeO, 33: raw.QKeyCodeP,
+	34: raw.QKeyCodeBracketLeft, 35: raw.QKeyCodeBracketRight,
+	38: raw.QKeyCodeA, 39: raw.QKeyCodeS, 40: raw.QKeyCodeD, 41: raw.QKeyCodeF, 42: raw.QKeyCodeG,
+	43: raw.QKeyCodeH, 44: raw.QKeyCodeJ, 45: raw.QKeyCodeK, 46: raw.QKeyCodeL,
+	47: raw.QKeyCodeSemicolon, 48: raw.QKeyCodeApostrophe, 49: raw.QKeyCodeGraveAccent,
+	51: raw.QKeyCodeBackslash,
+	52: raw.QKeyCodeZ, 53: raw.QKeyCodeX, 54: raw.QKeyCodeC, 55: raw.QKeyCodeV, 56: raw.QKeyCodeB,
+	57: raw.QKeyCodeN, 58: raw.QKeyCodeM, 59: raw.QKeyCodeComma, 60: raw.QKeyCodeDot, 61: raw.QKeyCodeSlash,
+	65: raw.QKeyCodeSpc, 94: raw.QKeyCodeLess, 97: raw.QKeyCodeRo, 132: raw.QKeyCodeYen,
+}

@@ -1,0 +1,136 @@
+package computer
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/digitalocean/go-qemu/qmp/raw"
+)
+
+func readKeymap(t *testing.T, layout string) keymap {
+	t.Helper()
+	b, err := os.ReadFile("testdata/xmodmap-" + layout + ".txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	km, ok := parseXmodmap(string(b))
+	if !ok {
+		t.Fatalf("%s: not a keymap", layout)
+	}
+	return km
+}
+
+// typeOn interprets key events as the layout km describes: each key with
+// the modifiers held gives the character km maps to it. It also checks
+// every call ends with no modifier held.
+func typeOn(t *testing.T, km keymap, calls [][]raw.InputEvent) string {
+	t.Helper()
+	byStroke := map[keyStroke]rune{}
+	for r, k := range km.keys {
+		byStroke[k] = r
+	}
+	var out []rune
+	for _, call := range calls {
+		var held keyStroke
+		for _, e := range call {
+			k := e.(raw.InputEventKey)
+			code := raw.QKeyCode(k.Key.(raw.KeyValueQcode))
+			switch {
+			case code == raw.QKeyCodeShift:
+				held.shift = k.Down
+			case code == altGr:
+				held.altgr = k.Down
+			case k.Down:
+				out = append(out, byStroke[keyStroke{code: code, shift: held.shift, altgr: held.altgr}])
+			}
+		}
+		if held.shift || held.altgr {
+			t.Fatalf("a call ends with %+v held", held)
+		}
+	}
+	return string(out)
+}
+
+func TestUSKeymapReadFromXMatchesTheBuiltInOne(t *testing.T) {
+	km := readKeymap(t, "us") // xmodmap -pk of an X server with the us layout
+	// The pc105 model's 102nd key types < on the us layout too, without
+	// shift (> takes shift either way: the lower key code wins).
+	ukey := map[rune]keyStroke{'<': {code: raw.QKeyCodeLess}}
+	for r, want := range charKeys {
+		if k, ok := ukey[r]; ok {
+			want = k
+		}
+		if got := km.keys[r]; got != want {
+			t.Errorf("%q: %+v, built-in %+v", r, got, want)
+		}
+	}
+}
+
+func TestGermanKeymapTypesWhatAGermanKeyboardTypes(t *testing.T) {
+	km := readKeymap(t, "de")
+	for r, want := range map[rune]keyStroke{
+		'z': {code: raw.QKeyCodeY}, 'y': {code: raw.QKeyCodeZ}, 'Z': {code: raw.QKeyCodeY, shift: true},
+		'ß': {code: raw.QKeyCodeMinus}, '?': {code: raw.QKeyCodeMinus, shift: true},
+		'@': {code: raw.QKeyCodeQ, altgr: true}, '{': {code: raw.QKeyCode7, altgr: true}, '\\': {code: raw.QKeyCodeMinus, altgr: true},
+		'€': {code: raw.QKeyCodeE, altgr: true}, '|': {code: raw.QKeyCodeLess, altgr: true}, '<': {code: raw.QKeyCodeLess},
+		'ö': {code: raw.QKeyCodeSemicolon}, 'Ä': {code: raw.QKeyCodeApostrophe, shift: true}, '#': {code: raw.QKeyCodeBackslash},
+		'/': {code: raw.QKeyCode7, shift: true}, '"': {code: raw.QKeyCode2, shift: true}, '~': {code: raw.QKeyCodeBracketRight, altgr: true},
+		' ': {code: raw.QKeyCodeSpc}, '\n': {code: raw.QKeyCodeRet},
+		'Ω': {code: raw.QKeyCodeQ, shift: true, altgr: true},
+	} {
+		if got, ok := km.keys[r]; !ok || got != want {
+			t.Errorf("%q: %+v (%t), want %+v", r, got, ok, want)
+		}
+	}
+	// Dead keys type nothing by themselves: ^ and ` go through the paste.
+	for _, r := range "^`´" {
+		if k, ok := km.keys[r]; ok {
+			t.Errorf("%q mapped to %+v", r, k)
+		}
+	}
+	// Every character the map has, typed in batches as small as the PS/2
+	// keyboard's, comes out exactly.
+	var all strings.Builder
+	for r := range km.keys {
+		all.WriteRune(r)
+	}
+	text := all.String() + " Grüße aus Köln: {x|y} @ 5 € \\o/ ÄÖÜ ß"
+	for _, budget := range []int{typeBudget, deepBatch} {
+		if got := typeOn(t, km, keyBatches(text, budget, km)); got != text {
+			t.Errorf("budget %d: typed %q\nwant %q", budget, got, text)
+		}
+	}
+	// What has no key is pasted.
+	runs := splitTypeable("x^2 = 4", km)
+	if len(runs) != 3 || runs[1].keys || runs[1].text != "^" {
+		t.Errorf("runs %+v", runs)
+	}
+}
+
+func TestTypingReadsTheGuestsKeymapOnce(t *testing.T) {
+	c, f := newFake(t)
+	b, err := os.ReadFile("testdata/xmodmap-de.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.xmodmap = string(b)
+	km := readKeymap(t, "de")
+	for range 3 {
+		if _, err := run(t, c, `{"action":"type","text":"Zürich @ 5€"}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.keymapReads != 1 || len(f.execs) != 0 {
+		t.Errorf("%d keymap reads, %d other guest commands for 3 typing calls", f.keymapReads, len(f.execs))
+	}
+	if got := typeOn(t, km, f.calls); got != strings.Repeat("Zürich @ 5€", 3) {
+		t.Errorf("typed %q", got)
+	}
+	// A resolution change or a stop forgets it.
+	c.Forget("d")
+	run(t, c, `{"action":"type","text":"a"}`)
+	if f.keymapReads != 2 {
+		t.Errorf("%d keymap reads after Forget", f.keymapReads)
+	}
+}
