@@ -198,11 +198,11 @@ func (c *Computer) run(ctx context.Context, domain string, sc *scaler, s step) (
 	case s.scrollV != 0 || s.scrollH != 0:
 		return r, c.scroll(ctx, domain, s)
 	case s.hold > 0:
-		err := c.hold(ctx, domain, s.keys, s.hold)
+		err := c.hold(ctx, domain, c.onLayout(ctx, domain, s.keys), s.hold)
 		r.Keyboard = c.kbd.via(domain)
 		return r, err
 	case len(s.keys) > 0:
-		for _, k := range s.keys {
+		for _, k := range c.onLayout(ctx, domain, s.keys) {
 			if err := c.hold(ctx, domain, []chord{k}, 0); err != nil {
 				return r, err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/digitalocean/go-qemu/qmp/raw"
@@ -148,4 +149,58 @@ var xKeycodes = map[int]raw.QKeyCode{
 	52: raw.QKeyCodeZ, 53: raw.QKeyCodeX, 54: raw.QKeyCodeC, 55: raw.QKeyCodeV, 56: raw.QKeyCodeB,
 	57: raw.QKeyCodeN, 58: raw.QKeyCodeM, 59: raw.QKeyCodeComma, 60: raw.QKeyCodeDot, 61: raw.QKeyCodeSlash,
 	65: raw.QKeyCodeSpc, 94: raw.QKeyCodeLess, 97: raw.QKeyCodeRo, 132: raw.QKeyCodeYen,
+}
+
+// usPlain is the character each key types without modifiers on a US
+// keyboard: the character a key name such as "z" stands for. (Built on
+// first use: charKeys is filled by an init function.)
+var usPlain = sync.OnceValue(func() map[raw.QKeyCode]rune {
+	m := map[raw.QKeyCode]rune{}
+	for r, k := range charKeys {
+		if !k.shift && r != ' ' && r != '\n' && r != '\t' {
+			m[k.code] = r
+		}
+	}
+	return m
+})
+
+// hasCharKeys says whether chords name character keys (which depend on
+// the layout).
+func hasCharKeys(chords []chord) bool {
+	for _, ch := range chords {
+		for _, code := range ch {
+			if _, ok := usPlain()[code]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// onLayout moves the character keys of chords to where the layout types
+// those characters without a modifier: "ctrl+z" on a German keyboard is
+// ctrl and the key that types z there (the US Y key). A character the
+// layout types only with shift or AltGr keeps its US key.
+func (km keymap) onLayout(chords []chord) []chord {
+	out := make([]chord, len(chords))
+	for i, ch := range chords {
+		out[i] = make(chord, len(ch))
+		for j, code := range ch {
+			if r, ok := usPlain()[code]; ok {
+				if k, ok := km.keys[r]; ok && !k.shift && !k.altgr {
+					code = k.code
+				}
+			}
+			out[i][j] = code
+		}
+	}
+	return out
+}
+
+// onLayout maps the character keys of chords to the desktop's layout.
+func (c *Computer) onLayout(ctx context.Context, domain string, chords []chord) []chord {
+	if !hasCharKeys(chords) {
+		return chords
+	}
+	return c.keymapOf(ctx, domain).onLayout(chords)
 }

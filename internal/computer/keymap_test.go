@@ -134,3 +134,23 @@ func TestTypingReadsTheGuestsKeymapOnce(t *testing.T) {
 		t.Errorf("%d keymap reads after Forget", f.keymapReads)
 	}
 }
+
+func TestKeyChordsFollowTheLayout(t *testing.T) {
+	c, f := newFake(t)
+	b, err := os.ReadFile("testdata/xmodmap-de.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.xmodmap = string(b)
+	if _, err := run(t, c, `{"actions":[{"action":"key","text":"ctrl+z"},{"action":"key","text":"Return"}]}`); err != nil {
+		t.Fatal(err)
+	}
+	// ctrl and the key that types z on a German keyboard (the US Y key).
+	want := `[[{"data":{"key":{"data":"ctrl","type":"qcode"},"down":true},"type":"key"},{"data":{"key":{"data":"y","type":"qcode"},"down":true},"type":"key"}]`
+	if got := f.json(t); !strings.HasPrefix(got, want) {
+		t.Errorf("calls %s\nwant them to start %s", got, want)
+	}
+	if f.keymapReads != 1 {
+		t.Errorf("%d keymap reads", f.keymapReads)
+	}
+}
