@@ -84,6 +84,11 @@ type Request struct {
 	Display *Size `json:"display,omitempty"`
 	// Screenshot asks for a settled screenshot after the actions.
 	Screenshot bool `json:"screenshot,omitempty"`
+	// Keyboard "paced" sends keys in small calls paced by time, without
+	// waiting for the guest's acknowledgement (as bureau typed before it
+	// had one: for a guest whose keyboard LEDs misbehave, and to compare);
+	// "" or "auto" acknowledges when the guest can.
+	Keyboard string `json:"keyboard,omitempty"`
 }
 
 // Size is a width and height in pixels.
@@ -135,6 +140,13 @@ func (c *Computer) Run(ctx context.Context, domain string, req Request) (*Result
 		return nil, invalid("action", "give an action, a list of actions, or screenshot: true")
 	case len(actions) > maxActions:
 		return nil, invalid("actions", fmt.Sprintf("at most %d actions per request", maxActions))
+	}
+	switch req.Keyboard {
+	case "", "auto":
+	case "paced":
+		ctx = context.WithValue(ctx, forcePaced{}, true)
+	default:
+		return nil, invalid("keyboard", `must be "auto" or "paced"`)
 	}
 	steps := make([]step, len(actions))
 	for i, a := range actions {

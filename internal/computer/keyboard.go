@@ -147,6 +147,9 @@ func (c *Computer) typeKeys(ctx context.Context, domain, text string, km keymap)
 	return err
 }
 
+// forcePaced marks a request context whose keys are paced by time.
+type forcePaced struct{}
+
 // deliver sends batches of key events in order, each ending with no key
 // held when settled.
 func (c *Computer) deliver(ctx context.Context, domain string, batches [][]raw.InputEvent, settled bool) error {
@@ -159,7 +162,7 @@ func (c *Computer) deliver(ctx context.Context, domain string, batches [][]raw.I
 	case !deep:
 		c.kbd.note(domain, viaPS2)
 		return c.paced(ctx, domain, batches)
-	case silent:
+	case silent, ctx.Value(forcePaced{}) != nil:
 		c.kbd.note(domain, viaVirtioPaced)
 		return c.paced(ctx, domain, batches)
 	}

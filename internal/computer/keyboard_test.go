@@ -226,3 +226,20 @@ func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+func TestPacedKeyboardOnRequest(t *testing.T) {
+	c, f := newFake(t)
+	f.kq = &fakeQueue{size: 64, free: 64, drain: 64, xRate: 500}
+	res, err := run(t, c, `{"action":"type","text":"Hello there","keyboard":"paced"}`)
+	if err != nil || res.Results[0].Keyboard != "virtio-paced" {
+		t.Fatalf("%v %+v", err, res)
+	}
+	for _, call := range f.calls {
+		if len(call) > typeBudget {
+			t.Errorf("paced call of %d events", len(call))
+		}
+	}
+	if _, err := run(t, c, `{"action":"type","text":"x","keyboard":"usb"}`); err == nil || !strings.Contains(err.Error(), "paced") {
+		t.Errorf("unknown keyboard: %v", err)
+	}
+}
