@@ -54,7 +54,7 @@ type Computer struct {
 	// keyboard.go) may go unanswered before the guest is typed to by time.
 	KeyStall, KeyAckWait time.Duration
 
-	kbd keyboards
+	kbd *keyboards
 
 	mu      sync.Mutex
 	cursors map[string]Point
@@ -71,7 +71,7 @@ type sizeSeen struct {
 func New(in Input, screen Screen, guest Guest) *Computer {
 	return &Computer{in: in, screen: screen, guest: guest, User: "agent",
 		SettleFor: 300 * time.Millisecond, SettleMax: 3 * time.Second, KeyStall: 15 * time.Second, KeyAckWait: 2 * time.Second,
-		cursors: map[string]Point{}, sizes: map[string]sizeSeen{}, keymaps: map[string]keymapSeen{}}
+		cursors: map[string]Point{}, sizes: map[string]sizeSeen{}, keymaps: map[string]keymapSeen{}, kbd: newKeyboards()}
 }
 
 // Request is one action (its fields inline) or a list of actions, with the

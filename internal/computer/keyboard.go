@@ -2,6 +2,7 @@ package computer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -71,12 +72,13 @@ const (
 // by time before bureau tries barriers again.
 const silentFor = 10 * time.Minute
 
+func newKeyboards() *keyboards {
+	return &keyboards{last: map[string]time.Time{}, answered: map[string]bool{}, silent: map[string]time.Time{}, used: map[string]string{}}
+}
+
 // pace waits until typePause has passed since the last paced call.
 func (k *keyboards) pace(ctx context.Context, domain string) error {
 	k.mu.Lock()
-	if k.last == nil {
-		k.init()
-	}
 	d := typePause - time.Since(k.last[domain])
 	k.mu.Unlock()
 	if d > 0 {
@@ -90,17 +92,10 @@ func (k *keyboards) pace(ctx context.Context, domain string) error {
 	return nil
 }
 
-func (k *keyboards) init() {
-	k.last, k.answered, k.silent, k.used = map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}, map[string]string{}
-}
-
 // note records the way keys went in to domain.
 func (k *keyboards) note(domain, via string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.used == nil {
-		k.init()
-	}
 	k.used[domain] = via
 }
 
@@ -120,9 +115,6 @@ func (k *keyboards) get(domain string) (answered, silent bool) {
 func (k *keyboards) set(domain string, answered, silent bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.answered == nil {
-		k.init()
-	}
 	k.answered[domain] = answered
 	if silent {
 		k.silent[domain] = time.Now()
@@ -208,11 +200,14 @@ func (d *deepSend) run(ctx context.Context, batches [][]raw.InputEvent) error {
 			report = append(b[:len(b):len(b)], barrier...)
 		}
 		// A report takes a buffer per event and one for its sync.
-		if err := d.await(ctx, func() bool { return d.pending < deepWindow && d.room >= len(report)+1 }); err != nil {
-			if err == errSilent {
-				d.c.kbd.note(d.domain, viaVirtioPaced)
-				return d.c.paced(ctx, d.domain, batches[i:])
-			}
+		switch err := d.await(ctx, func() bool { return d.pending < deepWindow && d.room >= len(report)+1 }); {
+		case errors.Is(err, errSilent):
+			d.c.kbd.note(d.domain, viaVirtioPaced)
+			return d.c.paced(ctx, d.domain, batches[i:])
+		case errors.Is(err, errNoDriver):
+			d.c.kbd.note(d.domain, viaPS2)
+			return d.c.paced(ctx, d.domain, batches[i:])
+		case err != nil:
 			return err
 		}
 		if err := d.c.in.SendInput(ctx, d.domain, report); err != nil {
@@ -225,14 +220,19 @@ func (d *deepSend) run(ctx context.Context, batches [][]raw.InputEvent) error {
 		}
 	}
 	// Return once the guest has handled every key.
-	if err := d.await(ctx, func() bool { return d.pending == 0 }); err != nil && err != errSilent {
+	if err := d.await(ctx, func() bool { return d.pending == 0 }); err != nil && !errors.Is(err, errSilent) && !errors.Is(err, errNoDriver) {
 		return err
 	}
 	return nil
 }
 
-// errSilent: the guest has never answered a barrier; pace by time instead.
-var errSilent = fmt.Errorf("the guest's keyboard LEDs do not answer")
+var (
+	// errSilent: the guest has never answered a barrier; pace by time.
+	errSilent = errors.New("the guest's keyboard LEDs do not answer")
+	// errNoDriver: the guest dropped its virtio keyboard driver (a
+	// reboot); the PS/2 keyboard takes the keys.
+	errNoDriver = errors.New("the guest's virtio keyboard driver is gone")
+)
 
 // await re-reads the keyboard until ready() holds.
 func (d *deepSend) await(ctx context.Context, ready func() bool) error {
@@ -247,8 +247,7 @@ func (d *deepSend) await(ctx context.Context, ready func() bool) error {
 			return err
 		}
 		if !deep {
-			// The guest dropped its driver (a reboot).
-			return errSilent
+			return errNoDriver
 		}
 		if room > d.room {
 			since = time.Now() // the guest is taking keys
