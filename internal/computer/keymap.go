@@ -17,10 +17,9 @@ import (
 // fallback when the session cannot be asked (login screen, no xmodmap).
 type keymap struct {
 	keys map[rune]keyStroke
-	name string // "us" for the built-in map, "guest" for one read
 }
 
-var usKeymap = keymap{keys: charKeys, name: "us"}
+var usKeymap = keymap{keys: charKeys}
 
 // altGr is the key that selects a layout's third level (ISO_Level3_Shift
 // on the right Alt in every xkb layout that has one).
@@ -63,7 +62,7 @@ var columnMods = map[int]keyStroke{0: {}, 1: {shift: true}, 4: {altgr: true}, 5:
 // parseXmodmap reads xmodmap -pk output into a keymap; ok is false when
 // it does not look like one (no letter a anywhere).
 func parseXmodmap(out string) (keymap, bool) {
-	km := keymap{keys: map[rune]keyStroke{}, name: "guest"}
+	km := keymap{keys: map[rune]keyStroke{}}
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
 		if len(f) < 2 {
@@ -74,14 +73,14 @@ func parseXmodmap(out string) (keymap, bool) {
 			continue
 		}
 		code, known := xKeycodes[xcode]
+		if !known {
+			continue
+		}
 		var syms []uint32
 		for _, s := range f[1:] {
 			if v, err := strconv.ParseUint(s, 0, 32); err == nil && strings.HasPrefix(s, "0x") {
 				syms = append(syms, uint32(v))
 			}
-		}
-		if !known {
-			continue
 		}
 		for col, mods := range columnMods {
 			if col >= len(syms) {
