@@ -161,6 +161,12 @@ func keyEvent(code raw.QKeyCode, down bool) raw.InputEvent {
 // hold presses each chord, keeps it down for d, and releases it.
 func (c *Computer) hold(ctx context.Context, domain string, chords []chord, d time.Duration) error {
 	for _, k := range chords {
+		if d == 0 {
+			if err := c.tap(ctx, domain, k); err != nil {
+				return err
+			}
+			continue
+		}
 		err := c.withKeys(ctx, domain, k, func() error {
 			if d > 0 {
 				return sleep(ctx, d)
@@ -172,6 +178,21 @@ func (c *Computer) hold(ctx context.Context, domain string, chords []chord, d ti
 		}
 	}
 	return nil
+}
+
+// tap presses a chord and releases it in one report: were the release a
+// report of its own, a guest that fell behind in between would see the
+// keys held past its autorepeat delay and repeat them (a busy host once
+// pasted twice that way).
+func (c *Computer) tap(ctx context.Context, domain string, k chord) error {
+	ev := make([]raw.InputEvent, 0, 2*len(k))
+	for _, code := range k {
+		ev = append(ev, keyEvent(code, true))
+	}
+	for i := len(k) - 1; i >= 0; i-- {
+		ev = append(ev, keyEvent(k[i], false))
+	}
+	return c.sendKeys(ctx, domain, ev, true)
 }
 
 // typeBudget is how many key events go into one call to the PS/2
