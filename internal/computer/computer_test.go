@@ -411,10 +411,9 @@ func TestJPEGAndSizedScreenshot(t *testing.T) {
 	}
 }
 
-// replay interprets key events as a US keyboard would and checks each
-// call fits the guest's queue and leaves shift up.
-func replay(t *testing.T, calls [][]raw.InputEvent) string {
-	t.Helper()
+// usByCode is the character each key types on a US keyboard, without and
+// with shift.
+func usByCode() map[raw.QKeyCode]map[bool]rune {
 	byCode := map[raw.QKeyCode]map[bool]rune{}
 	for r, k := range charKeys {
 		if byCode[k.code] == nil {
@@ -422,6 +421,14 @@ func replay(t *testing.T, calls [][]raw.InputEvent) string {
 		}
 		byCode[k.code][k.shift] = r
 	}
+	return byCode
+}
+
+// replay interprets key events as a US keyboard would and checks each
+// call fits the guest's queue and leaves shift up.
+func replay(t *testing.T, calls [][]raw.InputEvent) string {
+	t.Helper()
+	byCode := usByCode()
 	var out []rune
 	for _, call := range calls {
 		if len(call) > typeBudget {

@@ -16,13 +16,7 @@ import (
 // (shift may stay down from one report to the next) and says whether
 // shift is left down at the end.
 func replayStream(calls [][]raw.InputEvent) (string, bool) {
-	byCode := map[raw.QKeyCode]map[bool]rune{}
-	for r, k := range charKeys {
-		if byCode[k.code] == nil {
-			byCode[k.code] = map[bool]rune{}
-		}
-		byCode[k.code][k.shift] = r
-	}
+	byCode := usByCode()
 	var out []rune
 	shift := false
 	for _, call := range calls {

@@ -8,13 +8,19 @@ import (
 	"github.com/digitalocean/go-qemu/qmp/raw"
 )
 
-func readKeymap(t *testing.T, layout string) keymap {
+// xmodmapOf is what xmodmap -pk prints on an X server with layout.
+func xmodmapOf(t *testing.T, layout string) string {
 	t.Helper()
 	b, err := os.ReadFile("testdata/xmodmap-" + layout + ".txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	km, ok := parseXmodmap(string(b))
+	return string(b)
+}
+
+func readKeymap(t *testing.T, layout string) keymap {
+	t.Helper()
+	km, ok := parseXmodmap(xmodmapOf(t, layout))
 	if !ok {
 		t.Fatalf("%s: not a keymap", layout)
 	}
@@ -110,11 +116,7 @@ func TestGermanKeymapTypesWhatAGermanKeyboardTypes(t *testing.T) {
 
 func TestTypingReadsTheGuestsKeymapOnce(t *testing.T) {
 	c, f := newFake(t)
-	b, err := os.ReadFile("testdata/xmodmap-de.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.xmodmap = string(b)
+	f.xmodmap = xmodmapOf(t, "de")
 	km := readKeymap(t, "de")
 	for range 3 {
 		if _, err := run(t, c, `{"action":"type","text":"Zürich @ 5€"}`); err != nil {
@@ -137,11 +139,7 @@ func TestTypingReadsTheGuestsKeymapOnce(t *testing.T) {
 
 func TestKeyChordsFollowTheLayout(t *testing.T) {
 	c, f := newFake(t)
-	b, err := os.ReadFile("testdata/xmodmap-de.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.xmodmap = string(b)
+	f.xmodmap = xmodmapOf(t, "de")
 	if _, err := run(t, c, `{"actions":[{"action":"key","text":"ctrl+z"},{"action":"key","text":"Return"}]}`); err != nil {
 		t.Fatal(err)
 	}
