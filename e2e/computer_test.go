@@ -151,34 +151,16 @@ func testComputerUse(t *testing.T, s *server, token string, d *desktop.Desktop) 
 func checkTyping(t *testing.T, s *server, token string, d *desktop.Desktop, seed uint64) bool {
 	t.Helper()
 	ok := true
-	rng := mrand.New(mrand.NewPCG(seed, 2))
-	var b strings.Builder
-	for b.Len() < 470 {
-		b.WriteByte(byte(33 + rng.IntN(94)))
-		if rng.IntN(9) == 0 {
-			b.WriteByte(' ')
-		}
-	}
-	text := b.String()[:440] + " naïve café — 日本語 🙂 ß € Ünï\nend"
-	s.catWindow(d, "100x20+50+50", "/tmp/typed.txt")
-	s.computer(token, d, map[string]any{"action": "left_click", "coordinate": []int{300, 150}})
-	// An agent looks at the screen between a click and typing; the guest
-	// (starved under TCG) redraws for the focus change meanwhile.
-	time.Sleep(time.Second)
-	begun := time.Now()
-	res := s.computer(token, d, map[string]any{"action": "type", "text": text})
-	took := time.Since(begun)
-	// The call returns once the X server has handled every key; xterm
-	// and cat still have to write them out.
-	time.Sleep(time.Second)
-	if got, _ := s.guest(d, "cat /tmp/typed.txt"); got != strings.TrimSpace(text) {
+	text := randomASCII(mrand.New(mrand.NewPCG(seed, 2)), "", 440) + " naïve café — 日本語 🙂 ß € Ünï\nend"
+	got, res, took := s.typeIntoTerminal(token, d, "100x20+50+50", "/tmp/typed.txt", text)
+	if got != strings.TrimSpace(text) {
 		t.Errorf("typed text differs:\n got %q\nwant %q", got, text)
 		ok = false
 	}
-	if res.Results[0].Keyboard != "virtio" {
-		t.Errorf("keys went in by the %q keyboard, want virtio (acknowledged)", res.Results[0].Keyboard)
+	if res.Keyboard != "virtio" {
+		t.Errorf("keys went in by the %q keyboard, want virtio (acknowledged)", res.Keyboard)
 	}
-	t.Logf("typed %d characters (%s, %s keyboard) in %s: %.0f chars/s", len([]rune(text)), res.Results[0].TypedVia, res.Results[0].Keyboard,
+	t.Logf("typed %d characters (%s, %s keyboard) in %s: %.0f chars/s", len([]rune(text)), res.TypedVia, res.Keyboard,
 		took.Round(time.Millisecond), float64(len([]rune(text)))/took.Seconds())
 	// Keys in both shapes: OpenAI's SHIFT+A and Anthropic's xdotool names.
 	s.computer(token, d, map[string]any{"actions": []map[string]any{
@@ -191,6 +173,40 @@ func checkTyping(t *testing.T, s *server, token string, d *desktop.Desktop, seed
 	}
 	s.guest(d, "pkill -x xterm")
 	return ok
+}
+
+// randomASCII is prefix followed by random printable ASCII (every
+// character 33..126, and spaces) up to n bytes.
+func randomASCII(rng *mrand.Rand, prefix string, n int) string {
+	b := strings.Builder{}
+	b.WriteString(prefix)
+	for b.Len() < n+30 {
+		b.WriteByte(byte(33 + rng.IntN(94)))
+		if rng.IntN(9) == 0 {
+			b.WriteByte(' ')
+		}
+	}
+	return b.String()[:n]
+}
+
+// typeIntoTerminal opens a terminal that writes what it receives to file,
+// clicks into it and types text; it returns what arrived, the type step's
+// result and how long the call took.
+func (s *server) typeIntoTerminal(token string, d *desktop.Desktop, geometry, file, text string) (string, computer.StepResult, time.Duration) {
+	s.t.Helper()
+	s.catWindow(d, geometry, file)
+	s.computer(token, d, map[string]any{"action": "left_click", "coordinate": []int{300, 150}})
+	// An agent looks at the screen between a click and typing; the guest
+	// (starved under TCG) redraws for the focus change meanwhile.
+	time.Sleep(time.Second)
+	begun := time.Now()
+	res := s.computer(token, d, map[string]any{"action": "type", "text": text})
+	took := time.Since(begun)
+	// The call returns once the X server has handled every key; xterm
+	// and cat still have to write them out.
+	time.Sleep(time.Second)
+	got, _ := s.guest(d, "cat "+file)
+	return got, res.Results[0], took
 }
 
 // testExecFilesClipboard runs commands, moves files (with path tricks

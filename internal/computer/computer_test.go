@@ -428,28 +428,18 @@ func usByCode() map[raw.QKeyCode]map[bool]rune {
 // call fits the guest's queue and leaves shift up.
 func replay(t *testing.T, calls [][]raw.InputEvent) string {
 	t.Helper()
-	byCode := usByCode()
-	var out []rune
+	var out strings.Builder
 	for _, call := range calls {
 		if len(call) > typeBudget {
 			t.Errorf("call of %d events overflows the PS/2 queue", len(call))
 		}
-		shift := false
-		for _, e := range call {
-			k := e.(raw.InputEventKey)
-			code := raw.QKeyCode(k.Key.(raw.KeyValueQcode))
-			switch {
-			case code == raw.QKeyCodeShift:
-				shift = k.Down
-			case k.Down:
-				out = append(out, byCode[code][shift])
-			}
-		}
+		typed, shift := replayStream([][]raw.InputEvent{call})
 		if shift {
 			t.Errorf("call ends with shift held")
 		}
+		out.WriteString(typed)
 	}
-	return string(out)
+	return out.String()
 }
 
 func TestKeyBatchesTypeEveryCharacter(t *testing.T) {
