@@ -31,22 +31,7 @@ func TestCrashSafety(t *testing.T) {
 		}
 		return d
 	}
-	// crashAt restarts the server with a failpoint, runs op, waits for the
-	// server to die at it and starts a normal server again.
-	crashAt := func(fp string, op func()) {
-		t.Helper()
-		s.stop()
-		s.env = []string{"BUREAU_FAILPOINTS=" + fp}
-		s.start()
-		op()
-		select {
-		case <-s.exited:
-		case <-time.After(2 * time.Minute):
-			t.Fatalf("bureau did not die at %s", fp)
-		}
-		s.cmd, s.env = nil, nil
-		s.start()
-	}
+	crashAt := s.crashAt
 	cleanup := func(d desktop.Desktop) {
 		s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"?delete_data=true", nil, nil)
 	}
@@ -124,6 +109,23 @@ func (s *server) send(method, path, body string) {
 }
 
 // waitSettled waits until no operation moves the desktop.
+// crashAt restarts the server with a failpoint, runs op, waits for the
+// server to die at it (as kill -9 would) and starts a normal server again.
+func (s *server) crashAt(fp string, op func()) {
+	s.t.Helper()
+	s.stop()
+	s.env = []string{"BUREAU_FAILPOINTS=" + fp}
+	s.start()
+	op()
+	select {
+	case <-s.exited:
+	case <-time.After(2 * time.Minute):
+		s.t.Fatalf("bureau did not die at %s", fp)
+	}
+	s.cmd, s.env = nil, nil
+	s.start()
+}
+
 func (s *server) waitSettled(id string) *desktop.Desktop {
 	s.t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)

@@ -103,6 +103,49 @@ func TestWarmCreate(t *testing.T) {
 	checkWarmIsolation(t, s, &first, &second)
 	checkLayoutTyping(t, s, &first, "us")
 	checkLayoutTyping(t, s, &second, "de")
+	checkWarmCreateCut(t, s, machineIDs)
+}
+
+// checkWarmCreateCut kills bureau (as kill -9 would) right after a warm
+// desktop's RAM is restored, before it has its own identity: the restarted
+// bureau applies the identity and reports the create as finished, and a
+// delete then leaves nothing behind.
+func checkWarmCreateCut(t *testing.T, s *server, machineIDs map[string]bool) {
+	const name = "warm-cut"
+	key := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHq test" + name + "@host"
+	var d desktop.Desktop
+	s.crashAt("create:after-restore", func() {
+		if code := s.call(adminToken, "POST", "/api/v1/desktops", map[string]any{"name": name, "vcpus": 2, "memory_mib": 2048,
+			"data_disk_gib": 2, "ssh_authorized_keys": []string{key}}, &d); code != http.StatusAccepted {
+			t.Fatalf("create %s: %d", name, code)
+		}
+	})
+	got := s.waitSettled(d.ID)
+	if got.State != desktop.StateRunning {
+		t.Fatalf("%s after the restart: %s (%s)", name, got.State, got.LastError)
+	}
+	if out, _ := s.guest(got, "hostname"); out != name {
+		t.Errorf("%s: hostname %q after the restart: the template's identity was kept", name, out)
+	}
+	if mid, _ := s.guest(got, "cat /etc/machine-id"); machineIDs[mid] || len(mid) != 32 {
+		t.Errorf("%s: machine id %q not its own", name, mid)
+	}
+	if out, _ := s.guest(got, "cat /home/agent/.ssh/authorized_keys"); !strings.Contains(out, key) {
+		t.Errorf("%s: authorized_keys %q", name, out)
+	}
+	var evs struct{ Events []desktop.Event }
+	s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &evs)
+	created := false
+	for _, e := range evs.Events {
+		created = created || e.Type == "created" && strings.Contains(e.Message, "finished after a bureau restart")
+	}
+	if !created {
+		t.Errorf("%s: no created event after the restart: %+v", name, evs.Events)
+	}
+	if code := s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"?delete_data=true", nil, nil); code != http.StatusOK {
+		t.Fatalf("delete %s: %d", name, code)
+	}
+	s.checkGone(got, false)
 }
 
 // checkLayoutTyping switches the desktop's X session to a keyboard layout

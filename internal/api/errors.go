@@ -71,6 +71,8 @@ func classify(err error) (int, errorBody) {
 		return http.StatusConflict, errorBody{Code: "name_taken", Message: err.Error()}
 	case errors.Is(err, desktop.ErrBusy):
 		return http.StatusConflict, errorBody{Code: "busy", Message: err.Error()}
+	case errors.Is(err, desktop.ErrConflict):
+		return http.StatusConflict, errorBody{Code: "conflict", Message: err.Error()}
 	case errors.Is(err, desktop.ErrNotFound):
 		return http.StatusNotFound, errorBody{Code: "not_found", Message: err.Error()}
 	case errors.Is(err, errNoRoute):

@@ -26,6 +26,11 @@ type Desktop struct {
 	// Operation is the multi-step operation in flight, recorded before it
 	// starts so a restart can finish or undo it.
 	Operation string `json:"operation,omitempty"`
+	// Step is how far Operation got (recorded before each step that a
+	// restart must know about).
+	Step string `json:"operation_step,omitempty"`
+	// Version counts state writes; each write names the version it read.
+	Version int64 `json:"-"`
 
 	Accelerator string `json:"accelerator"`
 	Dir         string `json:"-"`

@@ -14,6 +14,11 @@ var (
 	ErrForbidden    = errors.New("forbidden")
 	ErrUnavailable  = errors.New("unavailable")
 	ErrCapacity     = errors.New("not enough capacity on the host")
+	// ErrConflict is a state write based on a row another writer changed
+	// since it was read: a lost update caught, never applied.
+	ErrConflict = errors.New("the desktop was changed by another writer")
+	// ErrNoSnapshot is a snapshot the disks or the hypervisor do not have.
+	ErrNoSnapshot = errors.New("no such snapshot")
 )
 
 // ValidationError names the field a request got wrong.

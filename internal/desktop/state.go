@@ -42,33 +42,60 @@ const (
 	OpHibernate Op = "hibernate"
 	OpRevert    Op = "revert"
 	OpReimage   Op = "reimage"
+	// OpForceStop powers a desktop off at once, from any state.
+	OpForceStop Op = "force_stop"
 )
+
+// anyState is every state but deleted: delete may begin from it, stuck
+// transient states included.
+var anyState = []State{StateCreating, StateStarting, StateRunning, StateStopping, StateStopped, StateRebooting,
+	StatePausing, StatePaused, StateHibernating, StateHibernated, StateResuming, StateReverting, StateReimaging,
+	StateDeleting, StateError, StateCrashed}
+
+// Transition is one row of the table of operations: the states an operation
+// may begin from, the transient state it records while it runs, where it
+// ends when it succeeds and where when it fails.
+type Transition struct {
+	From    []State
+	Through State
+	// To is the state on success ("" = it depends: revert and reimage end
+	// running or stopped as the desktop was).
+	To State
+	// OnFailure is the state on failure ("" = the state it began from: the
+	// VM is as it was, and LastError says why).
+	OnFailure State
+}
 
 // transitions is the one table of which operation may begin from which state
 // and the transient state it moves the desktop into.
-var transitions = map[Op]struct {
-	from    []State
-	through State
-}{
-	OpStart:     {[]State{StateStopped, StateHibernated, StateCrashed, StateError}, StateStarting},
-	OpStop:      {[]State{StateRunning, StatePaused, StateHibernated, StateError}, StateStopping},
-	OpReboot:    {[]State{StateRunning}, StateRebooting},
-	OpDelete:    {[]State{StateCreating, StateRunning, StatePaused, StateHibernated, StateStopped, StateCrashed, StateError}, StateDeleting},
-	OpPause:     {[]State{StateRunning}, StatePausing},
-	OpResume:    {[]State{StatePaused, StateHibernated}, StateResuming},
-	OpHibernate: {[]State{StateRunning, StatePaused}, StateHibernating},
-	OpRevert:    {[]State{StateRunning, StatePaused, StateStopped}, StateReverting},
-	OpReimage:   {[]State{StateRunning, StateStopped, StateCrashed, StateError}, StateReimaging},
+var transitions = map[Op]Transition{
+	OpStart:     {[]State{StateStopped, StateHibernated, StateCrashed, StateError}, StateStarting, StateRunning, StateError},
+	OpStop:      {[]State{StateRunning, StatePaused, StateHibernated, StateError}, StateStopping, StateStopped, StateError},
+	OpForceStop: {slices.DeleteFunc(slices.Clone(anyState), func(s State) bool { return s == StateDeleting }), StateStopping, StateStopped, StateError},
+	OpReboot:    {[]State{StateRunning}, StateRebooting, StateRunning, StateError},
+	OpDelete:    {anyState, StateDeleting, StateDeleted, StateError},
+	OpPause:     {[]State{StateRunning}, StatePausing, StatePaused, ""},
+	OpResume:    {[]State{StatePaused, StateHibernated}, StateResuming, StateRunning, StateError},
+	OpHibernate: {[]State{StateRunning, StatePaused}, StateHibernating, StateHibernated, ""},
+	OpRevert:    {[]State{StateRunning, StatePaused, StateStopped}, StateReverting, "", StateError},
+	OpReimage:   {[]State{StateRunning, StateStopped, StateCrashed, StateError}, StateReimaging, "", StateError},
 }
+
+// Transitions returns the table of operations (for documentation and
+// clients).
+func Transitions() map[Op]Transition { return transitions }
+
+// Target is the state op ends in when it succeeds ("" = it depends).
+func Target(op Op) State { return transitions[op].To }
 
 // Begin checks that op may start from the current state and returns the
 // transient state to record. A refused transition is a *TransitionError.
 func Begin(op Op, current State) (State, error) {
 	t, ok := transitions[op]
-	if !ok || !slices.Contains(t.from, current) {
+	if !ok || !slices.Contains(t.From, current) {
 		return "", &TransitionError{Op: op, State: current}
 	}
-	return t.through, nil
+	return t.Through, nil
 }
 
 // Settled reports whether no operation is moving the desktop.

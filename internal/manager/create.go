@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -138,6 +139,7 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 		if tmpl != nil {
 			return m.warmBuild(ctx, d, tmpl, seed, &undo)
 		}
+		m.step(ctx, d, "disks")
 		if _, err := os.Stat(d.DataDiskPath); errors.Is(err, os.ErrNotExist) {
 			if err := m.makeDataDisk(ctx, d, cl); err != nil {
 				return fmt.Errorf("data disk: %w", err)
@@ -156,11 +158,13 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 			return fmt.Errorf("cloud-init seed: %w", err)
 		}
 		undo.add(func(context.Context) { os.Remove(vm.SeedISO); os.Remove(vm.SerialLog) })
+		m.step(ctx, d, "define")
 		if err := m.hv.Define(ctx, vm); err != nil {
 			return err
 		}
 		undo.add(func(ctx context.Context) { m.hv.Undefine(ctx, vm.Name) })
 		m.failpoint("create:after-define")
+		m.step(ctx, d, "start")
 		if err := m.hv.Start(ctx, vm.Name); err != nil {
 			return fmt.Errorf("start: %w", err)
 		}
@@ -216,4 +220,59 @@ func (m *Manager) nameFree(ctx context.Context, owner, name string) error {
 		}
 	}
 	return nil
+}
+
+// resumeCreate finishes (or fails, with the reason) a create a restart cut
+// short; the caller holds the desktop. A warm create is only finished by
+// applying the desktop's own identity: a guest restored from a template is
+// never left running as the template.
+func (m *Manager) resumeCreate(ctx context.Context, d *desktop.Desktop, vm desktop.VMState) {
+	warm := strings.HasPrefix(d.Step, "warm-")
+	running := vm == desktop.VMRunning || vm == desktop.VMPaused || vm == desktop.VMShutdown
+	if warm && running {
+		m.event(ctx, d.ID, "reconciled", "bureau", "applying the desktop's own identity: a restart cut its warm create short after its RAM was restored")
+		cp := *d
+		m.background(d.ID, func(ctx context.Context) {
+			if vm == desktop.VMPaused {
+				m.hv.Resume(ctx, cp.DomainName())
+			}
+			if err := m.applyIdentity(ctx, &cp); err != nil {
+				m.hv.Destroy(ctx, cp.DomainName())
+				m.fail(ctx, &cp, "create", fmt.Errorf("interrupted by a bureau restart, and then %w; the VM was stopped so it never runs as the template: delete the desktop and create it again", err))
+				return
+			}
+			m.created(ctx, &cp, "from a warm template, finished after a bureau restart")
+		})
+		return
+	}
+	defer m.unlock(d.ID)
+	switch {
+	case warm:
+		if vm != desktop.VMMissing {
+			m.hv.Destroy(ctx, d.DomainName())
+		}
+		m.fail(ctx, d, "create", errors.New("interrupted by a bureau restart before the desktop had its own identity; it was not started, as it would run as the template: delete it and create it again"))
+	case vm == desktop.VMMissing:
+		// The VM never got defined: the files made so far stay (the data
+		// disk may be reused), the desktop says what happened.
+		m.fail(ctx, d, "create", errors.New("interrupted by a bureau restart before the VM was defined"))
+	case vm == desktop.VMShutoff:
+		// Everything was made: finish the create by starting the VM.
+		if err := m.hv.Start(ctx, d.DomainName()); err != nil {
+			m.fail(ctx, d, "create", fmt.Errorf("interrupted by a bureau restart before the VM started, and starting it failed: %w", err))
+			return
+		}
+		m.created(ctx, d, "and started, finished after a bureau restart")
+	case running:
+		m.created(ctx, d, "and started, finished after a bureau restart")
+	default:
+		m.fail(ctx, d, "create", fmt.Errorf("interrupted by a bureau restart; the VM was found %s", vm))
+	}
+}
+
+// created records a finished create.
+func (m *Manager) created(ctx context.Context, d *desktop.Desktop, how string) {
+	d.State, d.Operation, d.LastError = desktop.StateRunning, "", ""
+	m.save(ctx, d)
+	m.event(ctx, d.ID, "created", "bureau", "desktop %s created %s", d.Name, how)
 }

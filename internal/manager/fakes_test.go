@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -20,15 +21,16 @@ type fakeHV struct {
 	vms        map[string]desktop.VMState
 	defined    map[string]desktop.VMConfig
 	failOn     string // method name that fails
-	failMsg    string // its error message ("" = injected failure)
+	failErr    error  // its error (nil = an injected failure)
 	ignoreACPI bool
 	events     chan desktop.VMEvent
+	resync     chan struct{}
 	calls      []string
 	cpu        time.Duration // reported by CPUTime
 }
 
 func newFakeHV() *fakeHV {
-	return &fakeHV{vms: map[string]desktop.VMState{}, defined: map[string]desktop.VMConfig{}, events: make(chan desktop.VMEvent, 16)}
+	return &fakeHV{vms: map[string]desktop.VMState{}, defined: map[string]desktop.VMConfig{}, events: make(chan desktop.VMEvent, 16), resync: make(chan struct{}, 1)}
 }
 
 // fail makes method fail from now on ("" = nothing fails).
@@ -71,8 +73,8 @@ func (f *fakeHV) step(method, name string) error {
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, method+" "+name)
 	if f.failOn == method {
-		if f.failMsg != "" {
-			return errors.New(f.failMsg)
+		if f.failErr != nil {
+			return f.failErr
 		}
 		return fmt.Errorf("injected %s failure", method)
 	}
@@ -92,39 +94,74 @@ func (f *fakeHV) Define(_ context.Context, c desktop.VMConfig) error {
 	return nil
 }
 
-func (f *fakeHV) set(name string, want desktop.VMState, method string) error {
+// Precondition sets: the states in which libvirt accepts each call.
+var (
+	vmActive   = []desktop.VMState{desktop.VMRunning, desktop.VMPaused, desktop.VMShutdown}
+	vmRunning  = []desktop.VMState{desktop.VMRunning}
+	vmInactive = []desktop.VMState{desktop.VMShutoff, desktop.VMCrashed, desktop.VMSaved}
+	vmAny      = []desktop.VMState{desktop.VMRunning, desktop.VMPaused, desktop.VMShutdown, desktop.VMShutoff, desktop.VMCrashed, desktop.VMSaved}
+)
+
+// set moves a VM to want as method does, refusing it (as libvirt would)
+// unless the VM is in one of from, and emits the event libvirt would.
+func (f *fakeHV) set(name string, from []desktop.VMState, want desktop.VMState, method string) error {
 	if err := f.step(method, name); err != nil {
 		return err
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.vms[name]; !ok {
-		return errors.New("no such domain")
+	cur, ok := f.vms[name]
+	if !ok {
+		f.mu.Unlock()
+		return fmt.Errorf("%s %s: no such domain", method, name)
+	}
+	if !slices.Contains(from, cur) {
+		f.mu.Unlock()
+		return fmt.Errorf("%s %s: requested operation is not valid: domain is %s", method, name, cur)
 	}
 	f.vms[name] = want
+	f.mu.Unlock()
+	if cur != want {
+		f.emit(desktop.VMEvent{Domain: name, State: want, Reason: method})
+	}
 	return nil
 }
 
+// emit sends an event as libvirt's event loop would: dropped, with a
+// resync signal, when nobody keeps up.
+func (f *fakeHV) emit(ev desktop.VMEvent) {
+	select {
+	case f.events <- ev:
+	default:
+		select {
+		case f.resync <- struct{}{}:
+		default:
+		}
+	}
+}
+
 func (f *fakeHV) Start(_ context.Context, n string) error {
-	return f.set(n, desktop.VMRunning, "Start")
+	return f.set(n, vmInactive, desktop.VMRunning, "Start")
 }
 func (f *fakeHV) Destroy(_ context.Context, n string) error {
 	f.mu.Lock()
-	_, ok := f.vms[n]
+	st, ok := f.vms[n]
 	f.mu.Unlock()
-	if !ok {
-		return f.step("Destroy", n)
+	if !ok || !slices.Contains(vmActive, st) {
+		if err := f.step("Destroy", n); err != nil || ok {
+			return err
+		}
+		return fmt.Errorf("Destroy %s: no such domain", n)
 	}
-	return f.set(n, desktop.VMShutoff, "Destroy")
+	return f.set(n, vmActive, desktop.VMShutoff, "Destroy")
 }
 func (f *fakeHV) Reboot(_ context.Context, n string) error {
-	return f.set(n, desktop.VMRunning, "Reboot")
+	return f.set(n, vmRunning, desktop.VMRunning, "Reboot")
 }
 func (f *fakeHV) Shutdown(_ context.Context, n string) error {
 	if f.ignoreACPI {
 		return f.step("Shutdown", n)
 	}
-	return f.set(n, desktop.VMShutoff, "Shutdown")
+	return f.set(n, vmRunning, desktop.VMShutoff, "Shutdown")
 }
 func (f *fakeHV) Undefine(_ context.Context, n string) error {
 	if err := f.step("Undefine", n); err != nil {
@@ -154,27 +191,54 @@ func (f *fakeHV) List(context.Context) (map[string]desktop.VMState, error) {
 	return out, nil
 }
 func (f *fakeHV) Events() <-chan desktop.VMEvent { return f.events }
+func (f *fakeHV) Resync() <-chan struct{}        { return f.resync }
 func (f *fakeHV) Suspend(_ context.Context, n string) error {
-	return f.set(n, desktop.VMPaused, "Suspend")
+	return f.set(n, vmActive, desktop.VMPaused, "Suspend")
 }
 func (f *fakeHV) Resume(_ context.Context, n string) error {
-	return f.set(n, desktop.VMRunning, "Resume")
+	return f.set(n, vmActive, desktop.VMRunning, "Resume")
 }
 func (f *fakeHV) Hibernate(_ context.Context, n string) error {
-	return f.set(n, desktop.VMSaved, "Hibernate")
+	return f.set(n, vmActive, desktop.VMSaved, "Hibernate")
 }
 func (f *fakeHV) DiscardHibernation(_ context.Context, n string) error {
-	return f.set(n, desktop.VMShutoff, "DiscardHibernation")
+	f.mu.Lock()
+	saved := f.vms[n] == desktop.VMSaved
+	f.mu.Unlock()
+	if !saved {
+		return f.step("DiscardHibernation", n)
+	}
+	return f.set(n, vmAny, desktop.VMShutoff, "DiscardHibernation")
 }
 func (f *fakeHV) SyncGuestClock(_ context.Context, n string) error {
+	if err := f.need(n, vmRunning); err != nil {
+		return err
+	}
 	return f.step("SyncGuestClock", n)
 }
 
+// need refuses a call on a VM that is not in one of states.
+func (f *fakeHV) need(n string, states []desktop.VMState) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st, ok := f.vms[n]
+	if !ok {
+		return fmt.Errorf("%s: no such domain", n)
+	}
+	if !slices.Contains(states, st) {
+		return fmt.Errorf("%s: requested operation is not valid: domain is %s", n, st)
+	}
+	return nil
+}
+
 func (f *fakeHV) SnapshotWithMemory(_ context.Context, n, snap, _ string) error {
+	if err := f.need(n, vmActive); err != nil {
+		return err
+	}
 	return f.step("SnapshotWithMemory", n+"/"+snap)
 }
 func (f *fakeHV) RevertSnapshot(_ context.Context, n, snap string) error {
-	if err := f.set(n, desktop.VMRunning, "RevertSnapshot"); err != nil {
+	if err := f.set(n, vmAny, desktop.VMRunning, "RevertSnapshot"); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -186,17 +250,29 @@ func (f *fakeHV) DeleteSnapshot(_ context.Context, n, snap string) error {
 	return f.step("DeleteSnapshot", n+"/"+snap)
 }
 func (f *fakeHV) LiveDiskSnapshot(_ context.Context, n, snap string, files []string) (bool, error) {
+	if err := f.need(n, vmActive); err != nil {
+		return false, err
+	}
 	return true, f.step("LiveDiskSnapshot", fmt.Sprintf("%s/%s %d", n, snap, len(files)))
 }
 func (f *fakeHV) DeleteLiveDiskSnapshot(_ context.Context, n, snap string, files []string) error {
+	if err := f.need(n, vmActive); err != nil {
+		return err
+	}
 	return f.step("DeleteLiveDiskSnapshot", fmt.Sprintf("%s/%s %d", n, snap, len(files)))
 }
 
 func (f *fakeHV) ResizeDisk(_ context.Context, n, file string, bytes int64) error {
+	if err := f.need(n, vmActive); err != nil {
+		return err
+	}
 	return f.step("ResizeDisk", fmt.Sprintf("%s %s %d", n, filepath.Base(file), bytes))
 }
 func (f *fakeHV) GuestExec(_ context.Context, n string, e desktop.Exec) (*desktop.ExecResult, error) {
 	if err := f.step("GuestExec", n); err != nil {
+		return nil, err
+	}
+	if err := f.need(n, vmRunning); err != nil {
 		return nil, err
 	}
 	return &desktop.ExecResult{}, nil
@@ -209,7 +285,7 @@ func (f *fakeHV) CPUTime(context.Context, string) (time.Duration, error) {
 }
 
 func (f *fakeHV) SaveTo(_ context.Context, n, path string) error {
-	if err := f.set(n, desktop.VMShutoff, "SaveTo"); err != nil {
+	if err := f.set(n, vmActive, desktop.VMShutoff, "SaveTo"); err != nil {
 		return err
 	}
 	return os.WriteFile(path, []byte("ram of "+n), 0o600)
@@ -218,7 +294,7 @@ func (f *fakeHV) RestoreAs(_ context.Context, image string, c desktop.VMConfig, 
 	if _, err := os.Stat(image); err != nil {
 		return err
 	}
-	return f.set(c.Name, desktop.VMRunning, "RestoreAs")
+	return f.set(c.Name, vmInactive, desktop.VMRunning, "RestoreAs")
 }
 
 // fakeDisks writes small placeholder files where qemu-img would.

@@ -11,9 +11,17 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
+// preemptWait is how long delete and force-stop wait for the operation
+// they cut short to let go of the desktop.
+const preemptWait = 30 * time.Second
+
 // begin locks a desktop for op, checks the transition and records the
-// transient state and intent before anything is done.
+// transient state and intent before anything is done. Delete and force-stop
+// first cut short any operation in flight.
 func (m *Manager) begin(ctx context.Context, id string, op desktop.Op, desired desktop.State, actor string) (*desktop.Desktop, error) {
+	if op == desktop.OpDelete || op == desktop.OpForceStop {
+		m.preempt(id, preemptWait)
+	}
 	if err := m.lock(id, string(op)); err != nil {
 		// An operation the state forbids anyway is refused for that reason
 		// (clearer, and the same whether or not something else runs).
@@ -24,25 +32,35 @@ func (m *Manager) begin(ctx context.Context, id string, op desktop.Op, desired d
 		}
 		return nil, err
 	}
+	d, err := m.beginRow(ctx, id, op, desired)
+	if err != nil {
+		m.unlock(id)
+		return nil, err
+	}
+	m.event(ctx, id, string(op)+"_requested", actor, "%s requested", op)
+	return d, nil
+}
+
+// beginRow records op's transient state and intent under the row lock.
+func (m *Manager) beginRow(ctx context.Context, id string, op desktop.Op, desired desktop.State) (*desktop.Desktop, error) {
+	mu := m.row(id)
+	mu.Lock()
+	defer mu.Unlock()
 	d, err := m.store.GetDesktop(ctx, id)
 	if err == nil && d.DeletedAt != nil {
 		err = fmt.Errorf("desktop %s: %w", id, desktop.ErrNotFound)
 	}
 	if err != nil {
-		m.unlock(id)
 		return nil, err
 	}
 	through, err := desktop.Begin(op, d.State)
 	if err != nil {
-		m.unlock(id)
 		return nil, err
 	}
-	d.State, d.DesiredState, d.Operation = through, desired, string(op)
-	if err := m.put(ctx, d); err != nil {
-		m.unlock(id)
+	d.State, d.DesiredState, d.Operation, d.Step = through, desired, string(op), ""
+	if err := m.write(ctx, d); err != nil {
 		return nil, err
 	}
-	m.event(ctx, id, string(op)+"_requested", actor, "%s requested", op)
 	return d, nil
 }
 
@@ -64,13 +82,17 @@ func (m *Manager) Start(ctx context.Context, id, actor string) (*desktop.Desktop
 
 func (m *Manager) start(ctx context.Context, d *desktop.Desktop) {
 	begun := time.Now()
+	op := d.Operation // start, or resume of a hibernated desktop
+	if op == "" {
+		op = "start"
+	}
 	// A desktop in error may still have a running VM: starting it is a no-op.
 	st, err := m.hv.State(ctx, d.DomainName())
 	if err == nil && st == desktop.VMMissing {
 		err = errors.New("its VM definition is missing (recreate the desktop; its data disk is kept)")
 	}
 	if err == nil && st == desktop.VMSaved {
-		m.restore(ctx, d, "start")
+		m.restore(ctx, d, op)
 		return
 	}
 	if err == nil && st == desktop.VMPaused {
@@ -84,7 +106,7 @@ func (m *Manager) start(ctx context.Context, d *desktop.Desktop) {
 	}
 	m.observe("start", begun, err)
 	if err != nil {
-		m.fail(ctx, d, "start", err)
+		m.fail(ctx, d, op, err)
 		return
 	}
 	d.State, d.Operation, d.LastError = desktop.StateRunning, "", ""
@@ -101,7 +123,13 @@ type StopOptions struct {
 // Stop shuts a desktop down in the background: ACPI first, forced after the
 // timeout (or at once with Force).
 func (m *Manager) Stop(ctx context.Context, id, actor string, opts StopOptions) (*desktop.Desktop, error) {
-	d, err := m.begin(ctx, id, desktop.OpStop, desktop.StateStopped, actor)
+	op := desktop.OpStop
+	if opts.Force {
+		// Forced, a stop may begin from any state and cuts short whatever
+		// operation holds the desktop.
+		op = desktop.OpForceStop
+	}
+	d, err := m.begin(ctx, id, op, desktop.StateStopped, actor)
 	if err != nil {
 		return nil, err
 	}
@@ -227,21 +255,26 @@ func (m *Manager) Delete(ctx context.Context, id, actor string, deleteData bool)
 
 func (m *Manager) finishDelete(ctx context.Context, d *desktop.Desktop, deleteData bool) (*DeleteResult, error) {
 	name := d.DomainName()
+	m.step(ctx, d, "destroy")
 	if err := m.hv.Destroy(ctx, name); err != nil && !isMissing(ctx, m.hv, name) {
 		m.fail(ctx, d, "delete", err)
 		return nil, err
 	}
 	m.failpoint("delete:after-destroy")
+	m.step(ctx, d, "undefine")
 	if err := m.hv.Undefine(ctx, name); err != nil {
 		m.fail(ctx, d, "delete", err)
 		return nil, err
 	}
 	m.failpoint("delete:after-undefine")
-	for _, f := range []string{"os.qcow2", "seed.iso", "seed.iso.partial", "serial.log", "vnc.sock"} {
-		if err := os.Remove(filepath.Join(d.Dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			m.fail(ctx, d, "delete", err)
-			return nil, err
-		}
+	m.step(ctx, d, "files")
+	keep := ""
+	if !deleteData {
+		keep = d.DataDiskPath
+	}
+	if err := removeAllBut(d.Dir, keep); err != nil {
+		m.fail(ctx, d, "delete", err)
+		return nil, err
 	}
 	res := &DeleteResult{Desktop: d, DataDeleted: deleteData}
 	if deleteData {
@@ -273,6 +306,29 @@ func (m *Manager) finishDelete(ctx context.Context, d *desktop.Desktop, deleteDa
 		m.event(ctx, d.ID, "deleted", "bureau", "deleted with its data disk")
 	}
 	return res, nil
+}
+
+// removeAllBut removes everything bureau wrote in a desktop's folder (disks,
+// seed, logs, sockets, save images, scratch files of a cut-short operation)
+// except the file keep.
+func removeAllBut(dir, keep string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if keep != "" && p == filepath.Clean(keep) {
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func isMissing(ctx context.Context, hv Hypervisor, name string) bool {

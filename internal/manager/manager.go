@@ -18,33 +18,62 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-// Hypervisor runs desktops' VMs.
+// Hypervisor runs desktops' VMs, by role.
 type Hypervisor interface {
+	VMs
+	Power
+	Snapshots
+	Guest
+	EventSource
+}
+
+// VMs defines, lists and removes desktops' VMs.
+type VMs interface {
 	Define(ctx context.Context, c desktop.VMConfig) error
+	Undefine(ctx context.Context, name string) error
+	State(ctx context.Context, name string) (desktop.VMState, error)
+	List(ctx context.Context) (map[string]desktop.VMState, error)
+	ResizeDisk(ctx context.Context, name, file string, bytes int64) error
+	// CPUTime is the guest's total CPU time so far.
+	CPUTime(ctx context.Context, name string) (time.Duration, error)
+}
+
+// Power moves VMs between running, paused, saved and off.
+type Power interface {
 	Start(ctx context.Context, name string) error
 	Shutdown(ctx context.Context, name string) error
 	Destroy(ctx context.Context, name string) error
 	Reboot(ctx context.Context, name string) error
-	Undefine(ctx context.Context, name string) error
-	State(ctx context.Context, name string) (desktop.VMState, error)
-	List(ctx context.Context) (map[string]desktop.VMState, error)
-	Events() <-chan desktop.VMEvent
 	Suspend(ctx context.Context, name string) error
 	Resume(ctx context.Context, name string) error
 	Hibernate(ctx context.Context, name string) error
 	DiscardHibernation(ctx context.Context, name string) error
-	SyncGuestClock(ctx context.Context, name string) error
+	SaveTo(ctx context.Context, name, path string) error
+	RestoreAs(ctx context.Context, image string, c desktop.VMConfig, scratch string) error
+}
+
+// Snapshots takes and removes VM snapshots.
+type Snapshots interface {
 	SnapshotWithMemory(ctx context.Context, name, snap, description string) error
 	RevertSnapshot(ctx context.Context, name, snap string) error
 	DeleteSnapshot(ctx context.Context, name, snap string) error
 	LiveDiskSnapshot(ctx context.Context, name, snap string, files []string) (quiesced bool, err error)
 	DeleteLiveDiskSnapshot(ctx context.Context, name, snap string, files []string) error
-	ResizeDisk(ctx context.Context, name, file string, bytes int64) error
+}
+
+// Guest reaches into a running guest.
+type Guest interface {
 	GuestExec(ctx context.Context, name string, e desktop.Exec) (*desktop.ExecResult, error)
-	SaveTo(ctx context.Context, name, path string) error
-	RestoreAs(ctx context.Context, image string, c desktop.VMConfig, scratch string) error
-	// CPUTime is the guest's total CPU time so far.
-	CPUTime(ctx context.Context, name string) (time.Duration, error)
+	SyncGuestClock(ctx context.Context, name string) error
+}
+
+// EventSource reports VM changes bureau did not ask for.
+type EventSource interface {
+	Events() <-chan desktop.VMEvent
+	// Resync signals that events may have been missed (the connection to
+	// the hypervisor was re-established, or an event was dropped): the
+	// manager then reconciles every desktop.
+	Resync() <-chan struct{}
 }
 
 // Reserve is space held back on the database's disk (see host.Reserve).
@@ -146,6 +175,9 @@ type Config struct {
 	StopTimeout time.Duration
 	// OpTimeout bounds one background operation (create, start, stop…).
 	OpTimeout time.Duration
+	// ReconcileEvery is how often every desktop is compared with its VM
+	// to repair missed events and finish interrupted operations (0 = 1 min).
+	ReconcileEvery time.Duration
 	// IdleCheck is how often idle desktops are looked for (0 = 15 s);
 	// IdleCPU the share of one host CPU below which a guest counts as idle
 	// (0 = 0.3: an idle Xfce desktop under TCG stays well below it).
@@ -190,9 +222,12 @@ type Manager struct {
 	log   *slog.Logger
 
 	mu   sync.Mutex
-	busy map[string]string // desktop id → operation in flight
-	// ioPaused holds I/O-error pauses that came while an operation ran.
-	ioPaused map[string]desktop.VMEvent
+	busy map[string]*inFlight // desktop id → operation in flight
+	// missed holds the last VM event that came while an operation ran; it
+	// is checked against the VM when the operation ends.
+	missed map[string]desktop.VMEvent
+	// rows serializes writes of one desktop's record (see write).
+	rows sync.Map // desktop id → *sync.Mutex
 
 	idleMu sync.Mutex
 	idle   map[string]*idleState
@@ -223,6 +258,9 @@ func New(cfg Config, hv Hypervisor, disks Disks, seeds SeedWriter, store Store, 
 	if cfg.IdleCheck == 0 {
 		cfg.IdleCheck = 15 * time.Second
 	}
+	if cfg.ReconcileEvery == 0 {
+		cfg.ReconcileEvery = time.Minute
+	}
 	if cfg.TrimAfter == 0 {
 		cfg.TrimAfter = 2 * time.Minute
 	}
@@ -231,7 +269,7 @@ func New(cfg Config, hv Hypervisor, disks Disks, seeds SeedWriter, store Store, 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{cfg: cfg, hv: hv, disks: disks, seeds: seeds, store: store, log: log,
-		busy: map[string]string{}, ioPaused: map[string]desktop.VMEvent{}, idle: map[string]*idleState{}, Feed: &Feed{}, ctx: ctx, cancel: cancel}
+		busy: map[string]*inFlight{}, missed: map[string]desktop.VMEvent{}, idle: map[string]*idleState{}, Feed: &Feed{}, ctx: ctx, cancel: cancel}
 }
 
 // Close stops following events and waits for operations in flight.
@@ -243,30 +281,69 @@ func (m *Manager) Close() {
 // Accelerator reports which accelerator new desktops use.
 func (m *Manager) Accelerator() desktop.Accelerator { return m.cfg.Accelerator }
 
+// inFlight is an operation holding a desktop.
+type inFlight struct {
+	op     string
+	cancel context.CancelFunc // nil: the operation cannot be cut short
+	done   chan struct{}      // closed by unlock
+}
+
 // lock marks a desktop busy with op; a second operation gets ErrBusy.
 func (m *Manager) lock(id, op string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if cur, ok := m.busy[id]; ok {
-		return fmt.Errorf("%w (%s)", desktop.ErrBusy, cur)
+		return fmt.Errorf("%w (%s)", desktop.ErrBusy, cur.op)
 	}
-	m.busy[id] = op
+	m.busy[id] = &inFlight{op: op, done: make(chan struct{})}
 	return nil
 }
 
 func (m *Manager) unlock(id string) {
 	m.mu.Lock()
-	delete(m.busy, id)
-	ev, paused := m.ioPaused[id]
-	delete(m.ioPaused, id)
-	m.mu.Unlock()
-	if paused {
-		m.spawn(30*time.Second, func(ctx context.Context) {
-			if st, err := m.hv.State(ctx, ev.Domain); err == nil && st == desktop.VMPaused {
-				m.onEvent(ctx, ev)
-			}
-		})
+	if f := m.busy[id]; f != nil {
+		close(f.done)
 	}
+	delete(m.busy, id)
+	ev, missed := m.missed[id]
+	delete(m.missed, id)
+	m.mu.Unlock()
+	if missed {
+		// A change came while the operation ran: now the operation has
+		// recorded its result, compare it with the VM.
+		m.spawn(30*time.Second, func(ctx context.Context) { m.recheck(ctx, id, ev) })
+	}
+}
+
+// preempt cuts short the operation holding a desktop, if it can be, and
+// waits up to wait for it to let go: delete and force-stop win over any
+// operation, even one that hangs.
+func (m *Manager) preempt(id string, wait time.Duration) {
+	m.mu.Lock()
+	f := m.busy[id]
+	var cancel context.CancelFunc
+	var done chan struct{}
+	if f != nil {
+		cancel, done = f.cancel, f.done
+	}
+	m.mu.Unlock()
+	if f == nil {
+		return
+	}
+	if cancel != nil {
+		m.log.Info("cutting an operation short", "desktop", id, "operation", f.op)
+		cancel()
+	}
+	select {
+	case <-done:
+	case <-time.After(wait):
+	}
+}
+
+// row is the lock every write of desktop id's record holds.
+func (m *Manager) row(id string) *sync.Mutex {
+	mu, _ := m.rows.LoadOrStore(id, &sync.Mutex{})
+	return mu.(*sync.Mutex)
 }
 
 // spawn runs fn in the background under the manager's context, bounded by
@@ -281,6 +358,12 @@ func (m *Manager) spawn(timeout time.Duration, fn func(ctx context.Context)) {
 	}()
 }
 
+// detach gives a synchronous operation a context of its own: it finishes
+// (and records its result) even if the caller goes away.
+func (m *Manager) detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), m.cfg.OpTimeout)
+}
+
 func (m *Manager) isBusy(id string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -289,12 +372,22 @@ func (m *Manager) isBusy(id string) bool {
 }
 
 // background runs fn for desktop id under the manager's context and the
-// operation timeout, then releases the desktop's lock.
+// operation timeout, then releases the desktop's lock. Delete and
+// force-stop may cancel its context.
 func (m *Manager) background(id string, fn func(ctx context.Context)) {
-	m.spawn(m.cfg.OpTimeout, func(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.OpTimeout)
+	m.mu.Lock()
+	if f := m.busy[id]; f != nil {
+		f.cancel = cancel
+	}
+	m.mu.Unlock()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer cancel()
 		defer m.unlock(id)
 		fn(ctx)
-	})
+	}()
 }
 
 // Get returns a desktop by id.
@@ -332,8 +425,21 @@ func (m *Manager) save(ctx context.Context, d *desktop.Desktop) {
 	}
 }
 
-// put writes d and tells live subscribers.
+// put writes d under its row lock.
 func (m *Manager) put(ctx context.Context, d *desktop.Desktop) error {
+	mu := m.row(d.ID)
+	mu.Lock()
+	defer mu.Unlock()
+	return m.write(ctx, d)
+}
+
+// write records d and tells live subscribers; the caller holds d's row
+// lock. The store refuses (desktop.ErrConflict) a write based on an older
+// version of the record than the one stored.
+func (m *Manager) write(ctx context.Context, d *desktop.Desktop) error {
+	if d.Operation == "" {
+		d.Step = ""
+	}
 	err := m.store.UpdateDesktop(ctx, d)
 	if err != nil && outOfSpace(err) && m.cfg.Reserve != nil {
 		// Desktops filled the disk bureau's database is on: give up the
@@ -353,6 +459,12 @@ func (m *Manager) put(ctx context.Context, d *desktop.Desktop) error {
 	return nil
 }
 
+// step records how far d's operation got before the step is taken.
+func (m *Manager) step(ctx context.Context, d *desktop.Desktop, step string) {
+	d.Step = step
+	m.save(ctx, d)
+}
+
 // event records an entry in the desktop's history.
 func (m *Manager) event(ctx context.Context, id, typ, actor, format string, args ...any) {
 	e := &desktop.Event{ID: newID(), DesktopID: id, Type: typ, Message: fmt.Sprintf(format, args...),
@@ -368,7 +480,7 @@ func (m *Manager) event(ctx context.Context, id, typ, actor, format string, args
 
 // fail puts a desktop into the error state with a reason.
 func (m *Manager) fail(ctx context.Context, d *desktop.Desktop, op string, err error) {
-	d.State, d.Operation, d.LastError = desktop.StateError, "", fmt.Sprintf("%s failed: %v", op, err)
+	d.State, d.Operation, d.Step, d.LastError = desktop.StateError, "", "", fmt.Sprintf("%s failed: %v", op, err)
 	m.save(ctx, d)
 	m.event(ctx, d.ID, op+"_failed", "bureau", "%s", d.LastError)
 }

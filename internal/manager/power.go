@@ -9,22 +9,32 @@ import (
 )
 
 // Pause freezes a running desktop at once; its RAM stays in host memory.
+// It finishes (and records its result) even if the caller goes away.
 func (m *Manager) Pause(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
+	ctx, cancel := m.detach(ctx)
+	defer cancel()
 	d, err := m.begin(ctx, id, desktop.OpPause, desktop.StatePaused, actor)
 	if err != nil {
 		return nil, err
 	}
 	defer m.unlock(id)
+	if err := m.pause(ctx, d, actor); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (m *Manager) pause(ctx context.Context, d *desktop.Desktop, actor string) error {
 	if err := m.hv.Suspend(ctx, d.DomainName()); err != nil {
 		// The VM is as it was: say so instead of marking the desktop broken.
 		d.State, d.DesiredState, d.Operation = desktop.StateRunning, desktop.StateRunning, ""
 		m.save(ctx, d)
-		return nil, fmt.Errorf("pause: %w", err)
+		return fmt.Errorf("pause: %w", err)
 	}
 	d.State, d.Operation, d.LastError = desktop.StatePaused, "", ""
 	m.save(ctx, d)
-	m.event(ctx, id, "paused", actor, "paused")
-	return d, nil
+	m.event(ctx, d.ID, "paused", actor, "paused")
+	return nil
 }
 
 // Resume brings a paused desktop back at once, or a hibernated one in the
@@ -35,16 +45,14 @@ func (m *Manager) Resume(ctx context.Context, id, actor string) (*desktop.Deskto
 			return nil, err
 		}
 	}
+	ctx, cancel := m.detach(ctx)
+	defer cancel()
 	d, err := m.begin(ctx, id, desktop.OpResume, desktop.StateRunning, actor)
 	if err != nil {
 		return nil, err
 	}
 	st, err := m.hv.State(ctx, d.DomainName())
-	if err != nil {
-		m.unlock(id)
-		return nil, err
-	}
-	if st == desktop.VMPaused {
+	if err == nil && st == desktop.VMPaused {
 		defer m.unlock(id)
 		if err := m.hv.Resume(ctx, d.DomainName()); err != nil {
 			d.State, d.Operation = desktop.StatePaused, ""
@@ -57,8 +65,10 @@ func (m *Manager) Resume(ctx context.Context, id, actor string) (*desktop.Deskto
 		m.event(ctx, id, "resumed", actor, "resumed from pause")
 		return d, nil
 	}
+	// A VM whose state could not be read is resumed by start, which reads
+	// it again (and records why if it fails): never left "resuming".
 	cp := *d
-	m.background(id, func(ctx context.Context) { m.restore(ctx, &cp, "resume") })
+	m.background(id, func(ctx context.Context) { m.start(ctx, &cp) })
 	return d, nil
 }
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -157,10 +157,10 @@ func (m *Manager) SetQuota(ctx context.Context, q desktop.Quota, actor string) (
 }
 
 // outOfSpace says whether err is a write that failed for lack of disk
-// space (the OS's ENOSPC, or SQLite's "database or disk is full").
+// space: ENOSPC, which the disk tools, libvirt and the store all report
+// typed (see storage.classify, the libvirt adapter and store.classify).
 func outOfSpace(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "No space left on device") || strings.Contains(s, "disk is full")
+	return errors.Is(err, syscall.ENOSPC)
 }
 
 // diskFull marks an error that says the host's disk is full as a capacity

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 	"testing"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -86,7 +87,7 @@ func TestFullDiskFailsSnapshotCleanly(t *testing.T) {
 	d := h.settle(t, h.create(t, "full").ID)
 	h.hv.fail("SnapshotWithMemory")
 	h.hv.mu.Lock()
-	h.hv.failMsg = "qemu-img: Could not write: No space left on device"
+	h.hv.failErr = fmt.Errorf("domain x: Could not write: %w", syscall.ENOSPC) // as the libvirt adapter types it
 	h.hv.mu.Unlock()
 	_, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "s"})
 	if !errors.Is(err, desktop.ErrCapacity) {

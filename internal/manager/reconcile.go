@@ -7,12 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
 )
 
 // Run reconciles the store with the hypervisor, then follows lifecycle
-// events until Close. Running VMs are never stopped by a bureau restart.
+// events until Close, reconciling again every ReconcileEvery and whenever
+// the hypervisor says events may have been missed. Running VMs are never
+// stopped by a bureau restart.
 func (m *Manager) Run() error {
 	m.ensureReserve()
 	m.abandonTemplateBuilds(m.ctx)
@@ -29,22 +32,40 @@ func (m *Manager) Run() error {
 	}()
 	go func() {
 		defer m.wg.Done()
+		tick := time.NewTicker(m.cfg.ReconcileEvery)
+		defer tick.Stop()
 		for {
 			select {
 			case <-m.ctx.Done():
 				return
 			case ev := <-m.hv.Events():
 				m.onEvent(m.ctx, ev)
+			case <-m.hv.Resync():
+				m.reconcileLogged("events may have been missed")
+			case <-tick.C:
+				m.reconcileLogged("")
 			}
 		}
 	}()
 	return nil
 }
 
-// Reconcile compares every live desktop with its VM and finishes or undoes
-// operations a previous bureau process left half done. It never guesses
-// that a desktop is gone: a VM missing without a recorded intent is an
-// error with a reason, and the desktop's files stay.
+func (m *Manager) reconcileLogged(why string) {
+	if why != "" {
+		m.log.Info("reconciling every desktop", "why", why)
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, time.Minute)
+	defer cancel()
+	if err := m.Reconcile(ctx); err != nil {
+		m.log.Warn("reconcile", "err", err)
+	}
+}
+
+// Reconcile compares every live desktop with its VM: it repairs changes
+// whose events were missed, and finishes or undoes operations a previous
+// bureau process left half done. It never guesses that a desktop is gone:
+// a VM missing without a recorded intent is an error with a reason, and the
+// desktop's files stay. Desktops an operation holds are left to it.
 func (m *Manager) Reconcile(ctx context.Context) error {
 	desktops, err := m.store.ListDesktops(ctx, desktop.Filter{})
 	if err != nil {
@@ -62,127 +83,174 @@ func (m *Manager) Reconcile(ctx context.Context) error {
 		if !ok {
 			vm = desktop.VMMissing
 		}
-		// A reimage cut short leaves its unfinished OS disk; the desktop
-		// still has its old one.
-		if err := os.Remove(filepath.Join(d.Dir, "os.qcow2.new")); err == nil {
-			m.event(ctx, d.ID, "reconciled", "bureau", "removed the unfinished OS disk of an interrupted reimage")
-		}
-		m.reconcileOne(ctx, d, vm)
+		m.reconcileOne(ctx, d.ID, vm)
 	}
 	return nil
 }
 
-func (m *Manager) reconcileOne(ctx context.Context, d *desktop.Desktop, vm desktop.VMState) {
-	set := func(state desktop.State, lastErr, why string) {
-		if d.State == state && d.Operation == "" && d.LastError == lastErr {
-			return
+// reconcileOne brings one desktop's record in line with its VM (listed as
+// vm a moment ago).
+func (m *Manager) reconcileOne(ctx context.Context, id string, vm desktop.VMState) {
+	mu := m.row(id)
+	mu.Lock()
+	if m.isBusy(id) {
+		mu.Unlock()
+		return
+	}
+	d, err := m.store.GetDesktop(ctx, id)
+	if err != nil || d.DeletedAt != nil {
+		mu.Unlock()
+		return
+	}
+	m.removeScratch(ctx, d)
+	if d.Operation != "" {
+		// No operation of this process holds the desktop: the one recorded
+		// was cut short by a restart.
+		mu.Unlock()
+		m.interrupted(ctx, d, vm)
+		return
+	}
+	if observedAs(vm) != d.State {
+		// Read again under the lock: an operation may have moved the VM
+		// since it was listed.
+		if st, err := m.hv.State(ctx, d.DomainName()); err == nil {
+			vm = st
 		}
-		d.State, d.Operation, d.LastError = state, "", lastErr
-		if state != desktop.StateError {
-			d.DesiredState = state
-		}
-		m.save(ctx, d)
+	}
+	why := m.observe1(ctx, d, desktop.VMEvent{Domain: d.DomainName(), State: vm, Reason: "found by reconcile"})
+	mu.Unlock()
+	if why != "" {
 		m.event(ctx, d.ID, "reconciled", "bureau", "%s", why)
+		m.afterObserve(ctx, d)
 	}
-	switch op := d.Operation; {
-	case strings.HasPrefix(op, "delete"):
-		if err := m.lock(d.ID, "delete"); err == nil {
-			defer m.unlock(d.ID)
-			if _, err := m.finishDelete(ctx, d, op == "delete+data"); err == nil {
-				m.event(ctx, d.ID, "reconciled", "bureau", "finished a delete interrupted by a restart")
-			}
-		}
-		return
-	case op == "create" && vm == desktop.VMMissing:
-		// The VM never got defined: the files made so far stay (the data disk
-		// may be reused), the desktop says what happened.
-		set(desktop.StateError, "create was interrupted by a bureau restart before the VM was defined", "create interrupted before the VM existed")
-		return
-	case op == "create" && vm == desktop.VMShutoff:
-		// Everything was made: finish the create by starting the VM.
-		if err := m.hv.Start(ctx, d.DomainName()); err != nil {
-			set(desktop.StateError, "create was interrupted by a bureau restart before the VM started, and starting it failed: "+err.Error(), "create interrupted before the VM started")
-			return
-		}
-		set(desktop.StateRunning, "", "finished a create interrupted by a restart: VM started")
-		return
-	}
+}
+
+// observedAs is the settled state a VM state means for a desktop.
+func observedAs(vm desktop.VMState) desktop.State {
 	switch vm {
 	case desktop.VMRunning, desktop.VMShutdown:
-		set(desktop.StateRunning, "", "VM found running")
+		return desktop.StateRunning
 	case desktop.VMPaused:
-		set(desktop.StatePaused, "", "VM found paused")
+		return desktop.StatePaused
 	case desktop.VMSaved:
-		set(desktop.StateHibernated, "", "VM found hibernated")
+		return desktop.StateHibernated
 	case desktop.VMShutoff:
-		set(desktop.StateStopped, "", "VM found shut off")
+		return desktop.StateStopped
 	case desktop.VMCrashed:
-		set(desktop.StateCrashed, "the VM crashed while bureau was not running", "VM found crashed")
-	case desktop.VMMissing:
-		set(desktop.StateError, "its VM disappeared from libvirt without bureau deleting it; files are kept in "+d.Dir, "VM missing without a recorded intent")
+		return desktop.StateCrashed
 	}
+	return desktop.StateError
 }
 
 // IOErrorPause is a desktop's last error while QEMU holds it paused after
 // a failed disk write. Nothing is lost: the write is retried on resume.
 const IOErrorPause = "paused by a disk write error: the host's disk is probably full. Nothing is lost; free space on the host, then resume the desktop"
 
-// onEvent applies a lifecycle change no bureau operation is waiting for,
-// such as the guest powering itself off or QEMU crashing.
-func (m *Manager) onEvent(ctx context.Context, ev desktop.VMEvent) {
-	id, ok := strings.CutPrefix(ev.Domain, "bureau-")
-	if !ok {
-		return
-	}
-	if m.isBusy(id) {
-		if ev.IOError {
-			// No operation expects this pause: apply it when the one
-			// running now ends, if the VM is still paused then.
-			m.mu.Lock()
-			m.ioPaused[id] = ev
-			m.mu.Unlock()
-		}
-		return
-	}
-	d, err := m.store.GetDesktop(ctx, id)
-	if errors.Is(err, desktop.ErrNotFound) || err == nil && d.DeletedAt != nil {
-		return
-	}
-	if err != nil {
-		m.log.Error("event for unknown desktop", "domain", ev.Domain, "err", err)
-		return
-	}
-	var want desktop.State
-	var lastErr string
+// observe1 records what the VM's state (as ev reports it) means for a
+// desktop no operation holds, and says what changed ("" = nothing). The
+// caller holds the row lock. A change made in the guest or behind bureau's
+// back (the guest powered off) becomes the desired state too; a fault (a
+// crash, a pause for a disk error) does not: the intent stays.
+func (m *Manager) observe1(ctx context.Context, d *desktop.Desktop, ev desktop.VMEvent) string {
+	want, lastErr := observedAs(ev.State), ""
+	fault := false
 	switch ev.State {
-	case desktop.VMRunning:
-		want = desktop.StateRunning
-	case desktop.VMShutoff:
-		want = desktop.StateStopped
 	case desktop.VMPaused:
-		want = desktop.StatePaused
 		if ev.IOError {
-			lastErr = IOErrorPause
+			lastErr, fault = IOErrorPause, true
+		} else if d.State == desktop.StatePaused {
+			lastErr = d.LastError
 		}
-	case desktop.VMSaved:
-		want = desktop.StateHibernated
 	case desktop.VMCrashed:
-		want, lastErr = desktop.StateCrashed, "its QEMU process died ("+ev.Reason+")"
-	default:
-		return
+		lastErr, fault = "its QEMU process died ("+ev.Reason+")", true
+	case desktop.VMMissing:
+		lastErr, fault = "its VM disappeared from libvirt without bureau deleting it; files are kept in "+d.Dir, true
 	}
-	if d.State == want && (!ev.IOError || d.LastError == lastErr) {
-		return
+	if d.State == want && (d.LastError == lastErr || want == desktop.StateCrashed || want == desktop.StateError) {
+		return ""
 	}
 	d.State, d.LastError = want, lastErr
-	if want != desktop.StateCrashed {
+	if !fault {
 		d.DesiredState = want
 	}
-	m.save(ctx, d)
-	m.event(ctx, d.ID, "vm_"+string(ev.State), "libvirt", "VM is now %s (%s)", ev.State, ev.Reason)
-	if want == desktop.StateCrashed && d.RestartOnCrash {
+	if err := m.write(ctx, d); err != nil {
+		m.log.Error("recording a VM change", "desktop", d.ID, "err", err)
+		return ""
+	}
+	return fmt.Sprintf("VM is %s (%s)", ev.State, ev.Reason)
+}
+
+// afterObserve acts on a recorded change: a crashed desktop that asked for
+// it is started again.
+func (m *Manager) afterObserve(ctx context.Context, d *desktop.Desktop) {
+	if d.State == desktop.StateCrashed && d.RestartOnCrash {
 		if _, err := m.Start(ctx, d.ID, "bureau (restart on crash)"); err != nil {
 			m.log.Warn("restart after crash", "desktop", d.ID, "err", err)
 		}
 	}
+}
+
+// onEvent applies a lifecycle change no bureau operation is waiting for,
+// such as the guest powering itself off or QEMU crashing. An event that
+// comes while an operation holds the desktop is checked when it ends.
+func (m *Manager) onEvent(ctx context.Context, ev desktop.VMEvent) {
+	id, ok := strings.CutPrefix(ev.Domain, "bureau-")
+	if !ok || ev.State == desktop.VMMissing {
+		return
+	}
+	mu := m.row(id)
+	mu.Lock()
+	m.mu.Lock()
+	if _, busy := m.busy[id]; busy {
+		if prev, ok := m.missed[id]; !ok || !prev.IOError || ev.IOError {
+			m.missed[id] = ev
+		}
+		m.mu.Unlock()
+		mu.Unlock()
+		return
+	}
+	m.mu.Unlock()
+	d, err := m.store.GetDesktop(ctx, id)
+	if errors.Is(err, desktop.ErrNotFound) || err == nil && d.DeletedAt != nil {
+		mu.Unlock()
+		return
+	}
+	if err != nil {
+		mu.Unlock()
+		m.log.Error("event for unknown desktop", "domain", ev.Domain, "err", err)
+		return
+	}
+	// Events arrive late: the VM's state now is the truth, the event its
+	// reason when they agree.
+	if st, err := m.hv.State(ctx, ev.Domain); err == nil && !agrees(ev.State, st) {
+		ev = desktop.VMEvent{Domain: ev.Domain, State: st, Reason: "now " + string(st) + "; the " + string(ev.State) + " event came late"}
+	}
+	why := m.observe1(ctx, d, ev)
+	mu.Unlock()
+	if why != "" {
+		m.event(ctx, d.ID, "vm_"+string(ev.State), "libvirt", "%s", why)
+		m.afterObserve(ctx, d)
+	}
+}
+
+// agrees says whether an event's state matches the VM's state now.
+func agrees(ev, now desktop.VMState) bool {
+	return ev == now || ev == desktop.VMCrashed && now == desktop.VMShutoff || ev == desktop.VMRunning && now == desktop.VMShutdown
+}
+
+// recheck applies the last event that came while an operation held the
+// desktop, against the VM's state once the operation has ended.
+func (m *Manager) recheck(ctx context.Context, id string, ev desktop.VMEvent) {
+	m.onEvent(ctx, ev)
+}
+
+// removeScratch removes files an operation cut short leaves behind.
+func (m *Manager) removeScratch(ctx context.Context, d *desktop.Desktop) {
+	// A reimage cut short leaves its unfinished OS disk; the desktop
+	// still has its old one.
+	if err := os.Remove(filepath.Join(d.Dir, "os.qcow2.new")); err == nil {
+		m.event(ctx, d.ID, "reconciled", "bureau", "removed the unfinished OS disk of an interrupted reimage")
+	}
+	// A warm create cut short leaves the copy of the template's RAM.
+	os.Remove(filepath.Join(d.Dir, "restore.save"))
 }

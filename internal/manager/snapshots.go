@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -304,7 +303,7 @@ func allocated(files []string) int64 {
 // ignoreMissingSnapshot treats "no such snapshot" as deleted: a snapshot a
 // killed bureau recorded but never made, or one already half removed.
 func ignoreMissingSnapshot(err error) error {
-	if err != nil && (strings.Contains(err.Error(), "not found") || strings.Contains(err.Error(), "does not exist")) {
+	if errors.Is(err, desktop.ErrNoSnapshot) {
 		return nil
 	}
 	return err

@@ -228,6 +228,7 @@ func shareTemplate(dir, osDisk string) error {
 // this desktop's identity and data disk size applied in the running guest.
 func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template, seed Seed, undo *reverter) error {
 	dir := m.templateDir(t.Key)
+	m.step(ctx, d, stepWarmDisks)
 	if err := m.disks.Copy(ctx, filepath.Join(dir, "data.qcow2"), d.DataDiskPath); err != nil {
 		return fmt.Errorf("data disk: %w", err)
 	}
@@ -241,23 +242,54 @@ func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template
 		return fmt.Errorf("cloud-init seed: %w", err)
 	}
 	undo.add(func(context.Context) { os.Remove(vm.SeedISO); os.Remove(vm.SerialLog) })
+	// What the identity needs is kept until it is applied, so a restart
+	// can apply it.
+	keys := identityKeys(d)
+	if err := os.WriteFile(keys, []byte(strings.Join(seed.SSHKeys, "\n")), 0o600); err != nil {
+		return fmt.Errorf("keeping the desktop's SSH keys: %w", err)
+	}
+	undo.add(func(context.Context) { os.Remove(keys) })
 	if err := m.hv.Define(ctx, vm); err != nil {
 		return err
 	}
 	undo.add(func(ctx context.Context) { m.hv.Undefine(ctx, vm.Name) })
+	m.step(ctx, d, stepWarmRestore)
 	restoreAt := time.Now()
 	if err := m.hv.RestoreAs(ctx, filepath.Join(dir, "ram.save"), vm, filepath.Join(d.Dir, "restore.save")); err != nil {
 		return err
 	}
+	m.failpoint("create:after-restore")
 	identityAt := time.Now()
 	defer func() {
 		m.log.Info("warm create steps", "desktop", d.ID, "restore", identityAt.Sub(restoreAt).Round(time.Millisecond),
 			"identity_and_disk", time.Since(identityAt).Round(time.Millisecond))
 	}()
 	m.syncClock(d)
-	// The guest still calls itself the template: give it this desktop's
-	// name, machine id, SSH host keys and the caller's SSH keys (on stdin,
-	// never in the command line).
+	return m.applyIdentity(ctx, d)
+}
+
+// Steps of a warm create: a restart that finds a desktop between restore
+// and identity applies the identity before the desktop counts as created.
+const (
+	stepWarmDisks    = "warm-disks"
+	stepWarmRestore  = "warm-restore"
+	stepWarmIdentity = "warm-identity"
+)
+
+// identityKeys is where a warm create keeps the SSH keys its identity gives
+// the guest until it has been applied.
+func identityKeys(d *desktop.Desktop) string { return filepath.Join(d.Dir, "identity.keys") }
+
+// applyIdentity gives a guest restored from a template this desktop's name,
+// machine id, SSH host keys, the caller's SSH keys (on stdin, never in the
+// command line) and its data disk size. Applying it twice is harmless.
+func (m *Manager) applyIdentity(ctx context.Context, d *desktop.Desktop) error {
+	m.step(ctx, d, stepWarmIdentity)
+	keys, err := os.ReadFile(identityKeys(d))
+	if err != nil {
+		return fmt.Errorf("the desktop's SSH keys: %w", err)
+	}
+	vm := m.VMConfig(d, "")
 	// The data disk grows first, so one guest command does the rest.
 	grow := "no"
 	if d.DataDiskGiB > templateDataGiB {
@@ -267,11 +299,10 @@ func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template
 		grow = "grow"
 	}
 	// The guest agent's channel reconnects a moment after the restore.
-	var err error
 	for deadline := time.Now().Add(time.Minute); ; {
 		var res *desktop.ExecResult
 		res, err = m.hv.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", identityScript, "sh", d.Name, grow, vm.MAC},
-			Stdin: []byte(strings.Join(seed.SSHKeys, "\n"))})
+			Stdin: keys})
 		if err == nil && res.ExitCode != 0 {
 			return fmt.Errorf("applying the desktop's identity: exit %d: %s", res.ExitCode, res.Stderr)
 		}
@@ -283,6 +314,7 @@ func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template
 	if err != nil {
 		return fmt.Errorf("applying the desktop's identity: %w", err)
 	}
+	os.Remove(identityKeys(d))
 	return nil
 }
 

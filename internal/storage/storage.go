@@ -12,7 +12,10 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
 )
 
 // Disks runs qemu-img. The zero value uses qemu-img from PATH.
@@ -98,7 +101,22 @@ func (d Disks) runFor(ctx context.Context, limit time.Duration, args ...string) 
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("qemu-img %s: %w: %s", args[0], err, bytes.TrimSpace(stderr.Bytes()))
+		msg := bytes.TrimSpace(stderr.Bytes())
+		return nil, fmt.Errorf("qemu-img %s: %w: %s", args[0], errors.Join(err, classify(msg)), msg)
 	}
 	return out, nil
+}
+
+// classify turns what qemu-img printed into a typed error callers can test
+// with errors.Is (nil when nothing is recognised): qemu-img has no exit
+// codes for these, so its messages are read here, in one place.
+func classify(stderr []byte) error {
+	switch {
+	case bytes.Contains(stderr, []byte("No space left on device")):
+		return syscall.ENOSPC
+	case bytes.Contains(stderr, []byte("snapshot not found")), bytes.Contains(stderr, []byte("Can't find the snapshot")),
+		bytes.Contains(stderr, []byte("Could not find snapshot")):
+		return desktop.ErrNoSnapshot
+	}
+	return nil
 }

@@ -6,7 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+
+	"github.com/bureau/bureau/internal/desktop"
 )
 
 func needQemuImg(t *testing.T) {
@@ -136,5 +139,25 @@ func TestCopySnapshot(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x.qcow2")); !errors.Is(err, os.ErrNotExist) {
 		t.Error("a failed copy left its file")
+	}
+}
+
+func TestQemuImgMessagesAreTyped(t *testing.T) {
+	dir := t.TempDir()
+	disk := filepath.Join(dir, "d.qcow2")
+	var d Disks
+	ctx := context.Background()
+	if err := d.CreateDataDisk(ctx, disk, 1); err != nil {
+		t.Fatalf("qemu-img: %v", err)
+	}
+	err := d.DeleteSnapshot(ctx, disk, "never-taken")
+	if !errors.Is(err, desktop.ErrNoSnapshot) {
+		t.Fatalf("deleting a snapshot that does not exist: %v, want ErrNoSnapshot", err)
+	}
+	if !errors.Is(classify([]byte("qemu-img: error while writing: No space left on device")), syscall.ENOSPC) {
+		t.Error("a full disk is not ENOSPC")
+	}
+	if classify([]byte("qemu-img: Could not open 'x': Permission denied")) != nil {
+		t.Error("an unrelated message was given a type")
 	}
 }

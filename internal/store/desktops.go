@@ -14,7 +14,7 @@ import (
 var errNotFound = desktop.ErrNotFound
 
 const desktopCols = `id, owner, name, image, vcpus, memory_mib, data_disk_gib, state, desired_state,
-operation, last_error, accelerator, dir, data_disk_path, created_at, updated_at, deleted_at, idle_timeout_s, restart_on_crash, network_policy, vm_uid, net_ip`
+operation, last_error, accelerator, dir, data_disk_path, created_at, updated_at, deleted_at, idle_timeout_s, restart_on_crash, network_policy, vm_uid, net_ip, version, op_step`
 
 // CreateDesktop inserts d; a name already used by a live desktop of the same
 // owner is desktop.ErrNameTaken.
@@ -24,10 +24,10 @@ func (s *Store) CreateDesktop(ctx context.Context, d *desktop.Desktop) error {
 
 func (s *Store) insertDesktop(ctx context.Context, exec execFunc, d *desktop.Desktop) error {
 	_, err := exec(ctx, `INSERT INTO desktops (`+desktopCols+`)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		d.ID, d.Owner, d.Name, d.Image, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, string(d.State), string(d.DesiredState),
 		d.Operation, d.LastError, d.Accelerator, d.Dir, d.DataDiskPath, millis(d.CreatedAt), millis(d.UpdatedAt), nullMillis(d.DeletedAt),
-		d.IdleTimeoutSeconds, d.RestartOnCrash, policyJSON(d.Network), d.VMUID, d.NetIP)
+		d.IdleTimeoutSeconds, d.RestartOnCrash, policyJSON(d.Network), d.VMUID, d.NetIP, d.Version, d.Step)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("desktop %q: %w", d.Name, desktop.ErrNameTaken)
 	}
@@ -42,17 +42,24 @@ VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 // UpdateDesktopSettings writes, so an operation saving the copy it began
 // with never undoes a setting changed meanwhile, nor the other way round.
 func (s *Store) UpdateDesktop(ctx context.Context, d *desktop.Desktop) error {
-	d.UpdatedAt = time.Now().UTC()
+	updated := time.Now().UTC()
 	res, err := s.exec(ctx, `UPDATE desktops SET image=?, vcpus=?, memory_mib=?, data_disk_gib=?, state=?, desired_state=?,
-operation=?, last_error=?, accelerator=?, data_disk_path=?, updated_at=?, deleted_at=? WHERE id=?`,
+operation=?, op_step=?, last_error=?, accelerator=?, data_disk_path=?, updated_at=?, deleted_at=?, version=version+1
+WHERE id=? AND version=?`,
 		d.Image, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, string(d.State), string(d.DesiredState),
-		d.Operation, d.LastError, d.Accelerator, d.DataDiskPath, millis(d.UpdatedAt), nullMillis(d.DeletedAt), d.ID)
+		d.Operation, d.Step, d.LastError, d.Accelerator, d.DataDiskPath, millis(updated), nullMillis(d.DeletedAt), d.ID, d.Version)
 	if err != nil {
 		return fmt.Errorf("update desktop %s: %w", d.ID, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("desktop %s: %w", d.ID, desktop.ErrNotFound)
+		cur, gerr := s.GetDesktop(ctx, d.ID)
+		if gerr != nil {
+			return gerr
+		}
+		return fmt.Errorf("desktop %s: wrote from version %d, the store has %d (%s): %w", d.ID, d.Version, cur.Version, cur.State, desktop.ErrConflict)
 	}
+	d.UpdatedAt = updated
+	d.Version++
 	return nil
 }
 
@@ -143,7 +150,7 @@ func scanDesktop(r scanner) (*desktop.Desktop, error) {
 	var policy string
 	err := r.Scan(&d.ID, &d.Owner, &d.Name, &d.Image, &d.VCPUs, &d.MemoryMiB, &d.DataDiskGiB, &state, &desired,
 		&d.Operation, &d.LastError, &d.Accelerator, &d.Dir, &d.DataDiskPath, &created, &updated, &deleted, &d.IdleTimeoutSeconds, &d.RestartOnCrash,
-		&policy, &d.VMUID, &d.NetIP)
+		&policy, &d.VMUID, &d.NetIP, &d.Version, &d.Step)
 	if err != nil {
 		return nil, err
 	}

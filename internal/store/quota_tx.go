@@ -120,7 +120,8 @@ func (s *Store) checked(ctx context.Context, owner string, admit func(*desktop.Q
 
 func (s *Store) txExec(tx *sql.Tx) execFunc {
 	return func(ctx context.Context, query string, args ...any) (sql.Result, error) {
-		return tx.ExecContext(ctx, s.q(query), args...)
+		res, err := tx.ExecContext(ctx, s.q(query), args...)
+		return res, classify(err)
 	}
 }
 

@@ -13,12 +13,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bureau/bureau/migrations"
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	"github.com/pressly/goose/v3"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Store is the database handle shared by the repositories.
@@ -106,7 +109,8 @@ func (s *Store) q(query string) string {
 }
 
 func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return s.db.ExecContext(ctx, s.q(query), args...)
+	res, err := s.db.ExecContext(ctx, s.q(query), args...)
+	return res, classify(err)
 }
 
 func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
@@ -136,13 +140,31 @@ func fromNullMillis(n sql.NullInt64) *time.Time {
 	return &t
 }
 
+// PostgreSQL's SQLSTATE codes bureau acts on.
+const (
+	pgUniqueViolation = "23505"
+	pgDiskFull        = "53100"
+)
+
 // isUniqueViolation recognises a unique-constraint failure in either database.
 func isUniqueViolation(err error) bool {
-	if err == nil {
-		return false
+	var se *sqlite.Error
+	var pe *pgconn.PgError
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE ||
+		errors.As(err, &pe) && pe.Code == pgUniqueViolation
+}
+
+// classify marks a write that failed because the database's disk is full
+// as ENOSPC (SQLite's SQLITE_FULL, PostgreSQL's disk_full), so callers test
+// it with errors.Is whichever database runs.
+func classify(err error) error {
+	var se *sqlite.Error
+	var pe *pgconn.PgError
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL ||
+		errors.As(err, &pe) && pe.Code == pgDiskFull {
+		return fmt.Errorf("%w (%w)", err, syscall.ENOSPC)
 	}
-	msg := err.Error()
-	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "SQLSTATE 23505")
+	return err
 }
 
 func notFound(err error) error {

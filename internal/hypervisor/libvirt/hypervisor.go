@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -31,6 +32,9 @@ type Hypervisor struct {
 	conn *libvirt.Connect
 
 	events chan desktop.VMEvent
+	// resync is signalled when events may have been missed: after a
+	// reconnect, or when one was dropped.
+	resync chan struct{}
 }
 
 var registerEventsOnce sync.Once
@@ -52,7 +56,7 @@ func Open(ctx context.Context, uri string, log *slog.Logger) (*Hypervisor, error
 			}
 		}()
 	})
-	h := &Hypervisor{uri: uri, log: log, events: make(chan desktop.VMEvent, 256)}
+	h := &Hypervisor{uri: uri, log: log, events: make(chan desktop.VMEvent, 256), resync: make(chan struct{}, 1)}
 	if _, err := h.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -61,6 +65,16 @@ func Open(ctx context.Context, uri string, log *slog.Logger) (*Hypervisor, error
 
 // Events delivers lifecycle changes of domains named "bureau-…".
 func (h *Hypervisor) Events() <-chan desktop.VMEvent { return h.events }
+
+// Resync is signalled when events may have been missed.
+func (h *Hypervisor) Resync() <-chan struct{} { return h.resync }
+
+func (h *Hypervisor) signalResync() {
+	select {
+	case h.resync <- struct{}{}:
+	default:
+	}
+}
 
 // Close drops the connection.
 func (h *Hypervisor) Close() error {
@@ -79,12 +93,14 @@ func (h *Hypervisor) Close() error {
 func (h *Hypervisor) connect(ctx context.Context) (*libvirt.Connect, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	reconnect := false
 	if h.conn != nil {
 		if alive, err := h.conn.IsAlive(); err == nil && alive {
 			return h.conn, nil
 		}
 		h.conn.Close()
 		h.conn = nil
+		reconnect = true
 	}
 	conn, err := call(ctx, func() (*libvirt.Connect, error) { return libvirt.NewConnect(h.uri) })
 	if err != nil {
@@ -97,6 +113,11 @@ func (h *Hypervisor) connect(ctx context.Context) (*libvirt.Connect, error) {
 		h.log.Warn("libvirt lifecycle events unavailable", "err", err)
 	}
 	h.conn = conn
+	if reconnect {
+		// Changes while the connection was down sent no events.
+		h.log.Info("reconnected to libvirt", "uri", h.uri)
+		h.signalResync()
+	}
 	return conn, nil
 }
 
@@ -161,10 +182,20 @@ func translate(name string, err error) error {
 			return fmt.Errorf("domain %s: guest agent not answering: %w", name, desktop.ErrUnavailable)
 		case libvirt.ERR_OPERATION_INVALID:
 			return fmt.Errorf("domain %s: %s: %w", name, lerr.Message, desktop.ErrUnavailable)
+		case libvirt.ERR_NO_DOMAIN_SNAPSHOT:
+			return fmt.Errorf("domain %s: %s: %w", name, lerr.Message, desktop.ErrNoSnapshot)
+		}
+		if strings.Contains(lerr.Message, noSpace) {
+			// libvirt reports the errno of a failed write only as its text.
+			return fmt.Errorf("domain %s: %s: %w", name, lerr.Message, syscall.ENOSPC)
 		}
 		return fmt.Errorf("domain %s: %s", name, lerr.Message)
 	}
 	return fmt.Errorf("domain %s: %w", name, err)
 }
+
+// noSpace is strerror(ENOSPC) as libvirt and QEMU print it (glibc's text;
+// Go's syscall.ENOSPC.Error() is lower-case).
+const noSpace = "No space left on device"
 
 func isBureauDomain(name string) bool { return strings.HasPrefix(name, "bureau-") }

@@ -214,6 +214,7 @@ func (h *Hypervisor) onLifecycle(_ *libvirt.Connect, d *libvirt.Domain, ev *libv
 	select {
 	case h.events <- out:
 	default:
-		h.log.Warn("lifecycle event dropped: consumer too slow", "domain", name, "state", out.State)
+		h.log.Warn("lifecycle event dropped: consumer too slow; desktops will be reconciled", "domain", name, "state", out.State)
+		h.signalResync()
 	}
 }

@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"syscall"
 
+	"github.com/bureau/bureau/internal/desktop"
 	"github.com/digitalocean/go-qemu/qmp"
 	"libvirt.org/go/libvirt"
 )
@@ -86,7 +89,11 @@ func (m *monitor) Run(cmd []byte) ([]byte, error) {
 		} `json:"error"`
 	}
 	if err := json.Unmarshal([]byte(out), &resp); err == nil && resp.Error != nil {
-		return nil, fmt.Errorf("qmp: %s: %s", resp.Error.Class, resp.Error.Desc)
+		err := fmt.Errorf("qmp: %s: %s", resp.Error.Class, resp.Error.Desc)
+		if typed := qmpClass(resp.Error.Desc); typed != nil {
+			err = fmt.Errorf("%w (%w)", err, typed)
+		}
+		return nil, err
 	}
 	return []byte(out), nil
 }
@@ -113,4 +120,17 @@ func (h *Hypervisor) Screendump(ctx context.Context, name, path string) ([]byte,
 		return nil, fmt.Errorf("screendump: %w", err)
 	}
 	return b, nil
+}
+
+// qmpClass is the typed error a QMP error's text stands for (nil: none):
+// QMP reports these as GenericError, so its description is read here, in
+// one place.
+func qmpClass(desc string) error {
+	switch {
+	case strings.Contains(desc, noSpace):
+		return syscall.ENOSPC
+	case strings.Contains(desc, "Snapshot with") && strings.Contains(desc, "does not exist"):
+		return desktop.ErrNoSnapshot
+	}
+	return nil
 }

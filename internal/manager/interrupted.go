@@ -1,0 +1,75 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// interrupted finishes or undoes the operation d records, which no
+// operation of this process runs (a restart cut it short, or it ended
+// without recording its result), and reports what it did. vm is the VM's
+// state as listed.
+func (m *Manager) interrupted(ctx context.Context, d *desktop.Desktop, vm desktop.VMState) {
+	op := d.Operation
+	if err := m.lock(d.ID, "recover "+op); err != nil {
+		return // an operation began meanwhile: it owns the desktop now
+	}
+	switch target := desktop.Target(desktop.Op(op)); {
+	case strings.HasPrefix(op, "delete"):
+		defer m.unlock(d.ID)
+		if _, err := m.finishDelete(ctx, d, op == "delete+data"); err == nil {
+			m.event(ctx, d.ID, "reconciled", "bureau", "finished a delete interrupted by a restart")
+		}
+	case op == "create":
+		m.resumeCreate(ctx, d, vm)
+	case target != "":
+		m.resumePower(ctx, d, vm, target)
+	default:
+		// revert, reimage: half done is not a state to finish from. The
+		// desktop is recorded as its VM is, and the caller told to retry.
+		defer m.unlock(d.ID)
+		d.State, d.Operation = observedAs(vm), ""
+		if vm == desktop.VMMissing || vm == desktop.VMCrashed {
+			d.State = desktop.StateError
+		}
+		d.LastError = fmt.Sprintf("%s was interrupted by a bureau restart before it finished (the desktop is %s as found); run it again", op, d.State)
+		m.save(ctx, d)
+		m.event(ctx, d.ID, op+"_failed", "bureau", "%s", d.LastError)
+	}
+}
+
+// resumePower drives a desktop whose power operation was cut short to the
+// state that operation was asked for: at once when the VM got there anyway,
+// else by running the operation again.
+func (m *Manager) resumePower(ctx context.Context, d *desktop.Desktop, vm desktop.VMState, target desktop.State) {
+	op := d.Operation
+	if observedAs(vm) == target {
+		defer m.unlock(d.ID)
+		d.State, d.DesiredState, d.Operation, d.LastError = target, target, "", ""
+		m.save(ctx, d)
+		m.event(ctx, d.ID, "reconciled", "bureau", "the %s interrupted by a restart had finished: the desktop is %s", op, target)
+		return
+	}
+	if vm == desktop.VMMissing {
+		defer m.unlock(d.ID)
+		m.fail(ctx, d, op, fmt.Errorf("interrupted by a bureau restart, and the VM is gone from libvirt; files are kept in %s", d.Dir))
+		return
+	}
+	m.event(ctx, d.ID, "reconciled", "bureau", "running again the %s interrupted by a restart (the VM is %s, %s was asked for)", op, vm, target)
+	cp := *d
+	m.background(d.ID, func(ctx context.Context) {
+		switch target {
+		case desktop.StateRunning:
+			m.start(ctx, &cp)
+		case desktop.StateStopped:
+			m.stop(ctx, &cp, StopOptions{Force: op == string(desktop.OpForceStop), Timeout: m.cfg.StopTimeout})
+		case desktop.StateHibernated:
+			m.hibernate(ctx, &cp, "bureau")
+		case desktop.StatePaused:
+			m.pause(ctx, &cp, "bureau")
+		}
+	})
+}
