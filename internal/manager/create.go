@@ -99,6 +99,8 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		IdleTimeoutSeconds: idle, CreatedAt: now, UpdatedAt: now,
 		Network: req.Network,
 	}
+	ctx, cancel := m.detach(ctx)
+	defer cancel()
 	if err := m.lock(id, "create"); err != nil {
 		return nil, err
 	}

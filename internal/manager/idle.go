@@ -59,12 +59,11 @@ func (m *Manager) idleEntry(id string) *idleState {
 // SetRestartOnCrash sets whether a desktop is started again when its QEMU
 // process dies.
 func (m *Manager) SetRestartOnCrash(ctx context.Context, id string, on bool, actor string) (*desktop.Desktop, error) {
-	d, err := m.live(ctx, id)
+	d, err := m.changeSettings(ctx, id, func(_ context.Context, d *desktop.Desktop) error {
+		d.RestartOnCrash = on
+		return nil
+	})
 	if err != nil {
-		return nil, err
-	}
-	d.RestartOnCrash = on
-	if d, err = m.putSettings(ctx, d); err != nil {
 		return nil, err
 	}
 	m.event(ctx, id, "restart_policy_set", actor, "restart on crash: %t", on)
@@ -76,21 +75,35 @@ func (m *Manager) SetIdleTimeout(ctx context.Context, id string, seconds int, ac
 	if err := desktop.ValidateIdleTimeout(seconds); err != nil {
 		return nil, err
 	}
-	d, err := m.live(ctx, id)
+	d, err := m.changeSettings(ctx, id, func(_ context.Context, d *desktop.Desktop) error {
+		d.IdleTimeoutSeconds = seconds
+		return nil
+	})
 	if err != nil {
-		return nil, err
-	}
-	d.IdleTimeoutSeconds = seconds
-	if d, err = m.putSettings(ctx, d); err != nil {
 		return nil, err
 	}
 	m.event(ctx, id, "idle_timeout_set", actor, "idle timeout set to %s", idleText(seconds))
 	return d, nil
 }
 
-// putSettings writes d's settings alone (an operation may be saving its
-// state at the same time) and returns the desktop as it now is.
-func (m *Manager) putSettings(ctx context.Context, d *desktop.Desktop) (*desktop.Desktop, error) {
+// changeSettings applies change to a desktop's settings under its row lock
+// and writes them alone (an operation may be saving its state at the same
+// time: the store keeps the two apart), then returns the desktop as it now
+// is. The change may act (apply firewall rules) before it is recorded; it
+// finishes even if the caller goes away.
+func (m *Manager) changeSettings(ctx context.Context, id string, change func(context.Context, *desktop.Desktop) error) (*desktop.Desktop, error) {
+	ctx, cancel := m.detach(ctx)
+	defer cancel()
+	mu := m.row(id)
+	mu.Lock()
+	defer mu.Unlock()
+	d, err := m.live(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := change(ctx, d); err != nil {
+		return nil, err
+	}
 	if err := m.store.UpdateDesktopSettings(ctx, d); err != nil {
 		return nil, err
 	}

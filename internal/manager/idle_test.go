@@ -168,9 +168,8 @@ func TestSettingsAndStateNeverUndoEachOther(t *testing.T) {
 	if got.IdleTimeoutSeconds != 600 || got.State != desktop.StatePaused {
 		t.Fatalf("after a setting, then an operation's save: idle %d, state %s", got.IdleTimeoutSeconds, got.State)
 	}
-	stale := *d // read before the pause, state running
-	stale.RestartOnCrash = true
-	if _, err := h.m.putSettings(ctx, &stale); err != nil {
+	// A setting written alone never carries state with it.
+	if _, err := h.m.SetRestartOnCrash(ctx, d.ID, true, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = h.m.Get(ctx, d.ID)

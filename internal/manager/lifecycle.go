@@ -19,6 +19,10 @@ const preemptWait = 30 * time.Second
 // transient state and intent before anything is done. Delete and force-stop
 // first cut short any operation in flight.
 func (m *Manager) begin(ctx context.Context, id string, op desktop.Op, desired desktop.State, actor string) (*desktop.Desktop, error) {
+	// Once locked, the intent is recorded and reported even if the caller
+	// goes away.
+	ctx, cancel := m.detach(ctx)
+	defer cancel()
 	if op == desktop.OpDelete || op == desktop.OpForceStop {
 		m.preempt(id, preemptWait)
 	}

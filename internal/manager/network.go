@@ -67,17 +67,14 @@ func (m *Manager) SetNetworkPolicy(ctx context.Context, id string, p desktop.Net
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	d, err := m.live(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	d.Network = p
-	if m.cfg.Firewall != nil {
-		if err := m.cfg.Firewall.Set(ctx, d); err != nil {
-			return nil, err
+	d, err := m.changeSettings(ctx, id, func(ctx context.Context, d *desktop.Desktop) error {
+		d.Network = p
+		if m.cfg.Firewall != nil {
+			return m.cfg.Firewall.Set(ctx, d)
 		}
-	}
-	if d, err = m.putSettings(ctx, d); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	m.event(ctx, id, "network_policy_set", actor, "network policy set: %s", policyText(p))

@@ -124,6 +124,8 @@ func (m *Manager) ResizeDataDisk(ctx context.Context, id string, req ResizeReque
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
+	ctx, cancel := m.detach(ctx)
+	defer cancel()
 	if err := m.lock(id, "resize"); err != nil {
 		return nil, err
 	}
@@ -146,7 +148,7 @@ func (m *Manager) ResizeDataDisk(ctx context.Context, id string, req ResizeReque
 	}
 	if err := m.growDataDisk(ctx, d, sizeGiB); err != nil {
 		// d still holds the old size: the space reserved is given back.
-		m.save(context.WithoutCancel(ctx), d)
+		m.save(ctx, d)
 		return nil, err
 	}
 	old := d.DataDiskGiB

@@ -47,6 +47,10 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 	if err := desktop.ValidateSnapshot(req.Name, req.Scope, req.Memory != nil && *req.Memory); err != nil {
 		return nil, err
 	}
+	// A client that goes away mid-snapshot must not leave a snapshot in the
+	// disks that the list does not show: the snapshot finishes either way.
+	ctx, cancel := m.detach(ctx)
+	defer cancel()
 	if err := m.lock(id, "snapshot"); err != nil {
 		return nil, err
 	}
@@ -104,7 +108,7 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 	}
 	m.observe("snapshot", begun, err)
 	if err != nil {
-		if derr := m.store.DeleteSnapshot(context.WithoutCancel(ctx), sn.ID); derr != nil {
+		if derr := m.store.DeleteSnapshot(ctx, sn.ID); derr != nil {
 			m.log.Error("forgetting a failed snapshot", "desktop", id, "snapshot", sn.Name, "err", derr)
 		}
 		return nil, fmt.Errorf("snapshot %q: %w", req.Name, diskFull(err))
@@ -144,6 +148,8 @@ func (m *Manager) ListSnapshots(ctx context.Context, id string) ([]*desktop.Snap
 // snapshot comes back running with its programs; a disk-only one needs the
 // VM off, so a running desktop is shut down, reverted and started again.
 func (m *Manager) RevertSnapshot(ctx context.Context, id, name, actor string) (*desktop.Desktop, error) {
+	ctx, cancel := m.detach(ctx)
+	defer cancel()
 	if err := m.lock(id, "revert"); err != nil {
 		return nil, err
 	}
@@ -219,6 +225,8 @@ func (m *Manager) revert(ctx context.Context, d *desktop.Desktop, sn *desktop.Sn
 
 // DeleteSnapshot removes a snapshot from the disks and the list.
 func (m *Manager) DeleteSnapshot(ctx context.Context, id, name, actor string) error {
+	ctx, cancel := m.detach(ctx)
+	defer cancel()
 	if err := m.lock(id, "delete snapshot"); err != nil {
 		return err
 	}
