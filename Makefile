@@ -13,7 +13,7 @@ DATA_DIR ?= /var/lib/bureau
 BIN := bin/bureau
 E2E_TIMEOUT ?= 60m
 
-.PHONY: run serve setup build image migrate test unit fuzz e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy typing-soak clean
+.PHONY: run serve setup build image migrate test unit fuzz e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy typing-soak soak clean
 
 run: setup build image migrate serve
 
@@ -70,6 +70,14 @@ e2e-postgres: build browser-deps
 typing-soak: setup build image browser-deps
 	BUREAU_TYPING_RUNS=$(or $(TYPING_RUNS),20) BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \
 		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run 'TestDesktopLifecycle$$/computer_use' ./e2e/
+
+# The fault soak: SOAK_FAULTS faults (kill -9 of bureau and of QEMU,
+# libvirtd restarts, clients hanging up) among random operations on two real
+# desktops, invariants checked after every step (make test runs 8 faults;
+# SOAK_SEED replays a schedule). Results in RELIABILITY.md.
+soak: setup build image
+	BUREAU_SOAK_FAULTS=$(or $(SOAK_FAULTS),200) BUREAU_SOAK_SEED=$(SOAK_SEED) BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \
+		go test -count=1 -tags e2e -timeout $(or $(SOAK_TIMEOUT),600m) -v -run TestSoak ./e2e/
 
 clean:
 	rm -rf bin

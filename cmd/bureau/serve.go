@@ -91,9 +91,10 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	met := metrics.New(st, h, log)
 	m := manager.New(manager.Config{DataDir: cfg.DataDir, DefaultImage: cfg.DefaultImage, Accelerator: accel,
 		TCGCacheMiB: cfg.TCGCacheMiB, Observe: met.ObserveOperation, DefaultPlan: cfg.DefaultPlan, Capacity: host.Capacity{DataDir: cfg.DataDir},
-		Reserve:    host.Reserve{Path: filepath.Join(cfg.DataDir, "reserve"), Size: 64 << 20},
-		Failpoints: manager.ParseFailpoints(os.Getenv("BUREAU_FAILPOINTS")),
-		Network:    iso.network, VMGroup: iso.vmGroup, Firewall: iso.firewall, Addresses: iso.addresses, Subnet: iso.subnet},
+		Reserve:        host.Reserve{Path: filepath.Join(cfg.DataDir, "reserve"), Size: 64 << 20},
+		Failpoints:     manager.ParseFailpoints(os.Getenv("BUREAU_FAILPOINTS")),
+		ReconcileEvery: time.Duration(max(cfg.ReconcileSeconds, 1)) * time.Second,
+		Network:        iso.network, VMGroup: iso.vmGroup, Firewall: iso.firewall, Addresses: iso.addresses, Subnet: iso.subnet},
 		h, storage.Disks{}, seedWriter{}, st, log)
 	met.SetViewers(m)
 	if err := m.Run(); err != nil {

@@ -27,6 +27,10 @@ type Config struct {
 	// NetworkSubnet (BUREAU_NETWORK_SUBNET) is the desktops' private
 	// network behind NAT; it must not overlap the host's own networks.
 	NetworkSubnet string
+	// ReconcileSeconds (BUREAU_RECONCILE_SECONDS) is how often every
+	// desktop is compared with its VM to repair missed events and finish
+	// interrupted operations.
+	ReconcileSeconds int
 
 	// Client side.
 	URL   string // BUREAU_URL
@@ -50,6 +54,8 @@ func FromEnv() Config {
 		URL:          env("BUREAU_URL", "http://127.0.0.1:8080"),
 		Token:        os.Getenv("BUREAU_TOKEN"),
 		TCGCacheMiB:  envInt("BUREAU_TCG_CACHE_MIB", 256),
+
+		ReconcileSeconds: envInt("BUREAU_RECONCILE_SECONDS", 60),
 
 		NetworkSubnet: env("BUREAU_NETWORK_SUBNET", "10.120.0.0/16"),
 	}
