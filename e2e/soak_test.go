@@ -88,6 +88,9 @@ func (k *soak) setUp() {
 	for _, name := range []string{"soak-a", "soak-b"} {
 		var d desktop.Desktop
 		body := map[string]any{"name": name, "vcpus": 1, "memory_mib": 1024, "data_disk_gib": 2}
+		if name == "soak-b" {
+			body["keyboard_layout"] = "de" // set by the seed, before X starts
+		}
 		if code := k.s.call(adminToken, "POST", "/api/v1/desktops", body, &d); code != http.StatusAccepted {
 			k.t.Fatalf("create %s: %d", name, code)
 		}
@@ -108,6 +111,10 @@ func (k *soak) setUp() {
 			k.t.Fatalf("%s: marker: %d %q", d.Name, code, out)
 		}
 		k.marker[id] = out
+	}
+	for _, id := range k.ds {
+		want := map[string]string{"soak-a": "us", "soak-b": "de"}[k.names[id]]
+		k.s.waitGuest(k.get(id), "keyboard layout "+want, "su agent -c 'DISPLAY=:0 setxkbmap -query' | grep -qx 'layout: *"+want+"'", 3*time.Minute)
 	}
 	k.check("set-up")
 }

@@ -56,7 +56,7 @@ func TestWarmCreate(t *testing.T) {
 		var d desktop.Desktop
 		key := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHq test" + name + "@host"
 		if code := s.call(adminToken, "POST", "/api/v1/desktops", map[string]any{"name": name, "vcpus": 2, "memory_mib": 2048,
-			"data_disk_gib": 6, "ssh_authorized_keys": []string{key}}, &d); code != http.StatusAccepted {
+			"data_disk_gib": 6, "ssh_authorized_keys": []string{key}, "keyboard_layout": []string{"us", "de"}[i]}, &d); code != http.StatusAccepted {
 			t.Fatalf("create %s: %d", name, code)
 		}
 		ids = append(ids, d.ID)
@@ -101,8 +101,9 @@ func TestWarmCreate(t *testing.T) {
 		t.Error("warm desktops share their /home")
 	}
 	checkWarmIsolation(t, s, &first, &second)
+	checkLayoutChange(t, s, &first)
 	checkLayoutTyping(t, s, &first, "us")
-	checkLayoutTyping(t, s, &second, "de")
+	checkLayoutTyping(t, s, &second, "de") // set at create
 	checkWarmCreateCut(t, s, machineIDs)
 }
 
@@ -148,12 +149,39 @@ func checkWarmCreateCut(t *testing.T, s *server, machineIDs map[string]bool) {
 	s.checkGone(got, false)
 }
 
-// checkLayoutTyping switches the desktop's X session to a keyboard layout
-// and types 1,000 random characters into a terminal (printable ASCII with
-// every shifted symbol, then mixed Unicode): they arrive exactly.
+// guestLayout is the layout the desktop's X session uses now.
+func guestLayout(s *server, d *desktop.Desktop) string {
+	out, _ := s.guest(d, "su agent -c 'DISPLAY=:0 setxkbmap -query' | awk '/^layout/ {print $2}'")
+	return out
+}
+
+// checkLayoutChange: a running desktop's layout changes through the API, at
+// once in its session and in the X configuration its next boot reads; a
+// layout the guest lacks and a malformed one are refused.
+func checkLayoutChange(t *testing.T, s *server, d *desktop.Desktop) {
+	var got desktop.Desktop
+	if code := s.call(adminToken, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"keyboard_layout": "gb"}, &got); code != http.StatusOK || got.KeyboardLayout != "gb" {
+		t.Fatalf("%s: set layout gb: %d %+v", d.Name, code, got)
+	}
+	if l := guestLayout(s, d); l != "gb" {
+		t.Errorf("%s: session layout %q after setting gb", d.Name, l)
+	}
+	if out, _ := s.guest(d, "cat /etc/X11/xorg.conf.d/00-bureau-keyboard.conf"); !strings.Contains(out, `"XkbLayout" "gb"`) {
+		t.Errorf("%s: X configuration after setting gb: %q", d.Name, out)
+	}
+	s.expectError(adminToken, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"keyboard_layout": "qq"}, http.StatusUnprocessableEntity, "invalid")
+	s.expectError(adminToken, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"keyboard_layout": "de-DE"}, http.StatusUnprocessableEntity, "invalid")
+	if code := s.call(adminToken, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"keyboard_layout": "us"}, &got); code != http.StatusOK || got.KeyboardLayout != "us" {
+		t.Fatalf("%s: set layout us: %d %+v", d.Name, code, got)
+	}
+}
+
+// checkLayoutTyping types 1,000 random characters into a terminal of a
+// desktop whose session has layout (printable ASCII with every shifted
+// symbol, then mixed Unicode): they arrive exactly.
 func checkLayoutTyping(t *testing.T, s *server, d *desktop.Desktop, layout string) {
-	if out, code := s.guest(d, "su agent -c 'DISPLAY=:0 setxkbmap "+layout+" && DISPLAY=:0 setxkbmap -query' | grep layout"); code != 0 || !strings.Contains(out, layout) {
-		t.Fatalf("%s: setxkbmap %s: %q", d.Name, layout, out)
+	if l := guestLayout(s, d); l != layout {
+		t.Fatalf("%s: session layout %q, want %s", d.Name, l, layout)
 	}
 	rng := mrand.New(mrand.NewPCG(uint64(len(layout)), 11))
 	text := randomASCII(rng, "~!@#$%^&*()_+{}|:\"<>? ", 940) + " Grüße aus Köln, naïve café — 日本語 🙂 ß € Ünï\nend"

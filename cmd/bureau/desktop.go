@@ -33,6 +33,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		DataDiskGiB int      `json:"data_disk_gib"`
 		SSHKeys     []string `json:"ssh_authorized_keys,omitempty"`
 		IdleTimeout *int     `json:"idle_timeout_seconds,omitempty"`
+		Keyboard    string   `json:"keyboard_layout,omitempty"`
 		Network     struct {
 			AllowOut []string `json:"allow_out,omitempty"`
 			DenyOut  []string `json:"deny_out,omitempty"`
@@ -63,6 +64,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 	create.Flags().StringArrayVar(&body.SSHKeys, "ssh-key", nil, "authorized SSH public key (repeatable)")
 	create.Flags().StringArrayVar(&body.Network.AllowOut, "allow-out", nil, "CIDR, address or host name the desktop may reach beyond the default (repeatable)")
 	create.Flags().StringArrayVar(&body.Network.DenyOut, "deny-out", nil, "CIDR, address or host name the desktop may not reach (repeatable)")
+	create.Flags().StringVar(&body.Keyboard, "keyboard-layout", "", "the guest's XKB keyboard layout (us, de, fr, gb…; default us)")
 	create.Flags().DurationVar(&idle, "idle-timeout", -1, "hibernate after this long unused (e.g. 30m; 0 = never; default 30m)")
 	addWait(create)
 
@@ -185,7 +187,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		op("pause", "Freeze a running desktop (RAM stays in host memory)", none),
 		op("resume", "Resume a paused or hibernated desktop", none),
 		op("hibernate", "Save a desktop's RAM to disk and free its CPU and memory", none),
-		snapshotCmd(cfg), reimageCmd(cfg), resizeCmd(cfg), idleCmd(cfg), networkCmd(cfg))
+		snapshotCmd(cfg), reimageCmd(cfg), resizeCmd(cfg), idleCmd(cfg), keyboardCmd(cfg), networkCmd(cfg))
 	return cmd
 }
 

@@ -198,3 +198,21 @@ func idleCmd(cfg *config.Config) *cobra.Command {
 		}),
 	}
 }
+
+func keyboardCmd(cfg *config.Config) *cobra.Command {
+	return &cobra.Command{
+		Use:   "keyboard DESKTOP LAYOUT",
+		Short: "Set a running desktop's keyboard layout (an XKB name: us, de, fr, gb…); typing follows it",
+		Args:  cobra.ExactArgs(2),
+		RunE: runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
+			d, err := lookup(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.do(ctx, "PATCH", "/api/v1/desktops/"+d.ID, map[string]string{"keyboard_layout": args[1]}, d); err != nil {
+				return err
+			}
+			return printJSON(d)
+		}),
+	}
+}

@@ -47,7 +47,7 @@ func (seedWriter) WriteSeed(ctx context.Context, path string, s manager.Seed) er
 		instance = s.DesktopID
 	}
 	return cloudinit.WriteSeed(ctx, path, cloudinit.Config{DesktopID: s.DesktopID, InstanceID: instance,
-		Hostname: s.Hostname, User: "agent", SSHKeys: s.SSHKeys, InstallDesktop: s.InstallDesktop})
+		Hostname: s.Hostname, User: "agent", SSHKeys: s.SSHKeys, InstallDesktop: s.InstallDesktop, KeyboardLayout: s.KeyboardLayout})
 }
 
 // withStore makes a cobra RunE for a command that works on this host's

@@ -40,10 +40,11 @@ type updateDesktopRequest struct {
 	IdleTimeout    *int                   `json:"idle_timeout_seconds"`
 	RestartOnCrash *bool                  `json:"restart_on_crash"`
 	Network        *desktop.NetworkPolicy `json:"network"`
+	KeyboardLayout *string                `json:"keyboard_layout"`
 }
 
 // updateDesktop changes a desktop's settings (PATCH): idle timeout,
-// restart policy, network policy. The request is checked whole before any
+// restart policy, network policy, keyboard layout (running desktops). The request is checked whole before any
 // of it is applied.
 func (s *server) updateDesktop(c *gin.Context) (reply, error) {
 	d, err := s.owned(c)
@@ -57,6 +58,14 @@ func (s *server) updateDesktop(c *gin.Context) (reply, error) {
 	if req.IdleTimeout != nil {
 		if err := desktop.ValidateIdleTimeout(*req.IdleTimeout); err != nil {
 			return reply{}, err
+		}
+	}
+	if req.KeyboardLayout != nil {
+		if err := desktop.ValidateKeyboardLayout(*req.KeyboardLayout); err != nil {
+			return reply{}, err
+		}
+		if *req.KeyboardLayout != d.KeyboardLayout && d.State != desktop.StateRunning {
+			return reply{}, &desktop.TransitionError{Op: "change the keyboard layout of", State: d.State}
 		}
 	}
 	if req.Network != nil {
@@ -76,6 +85,13 @@ func (s *server) updateDesktop(c *gin.Context) (reply, error) {
 		if d, err = s.Desktops.SetRestartOnCrash(c.Request.Context(), d.ID, *req.RestartOnCrash, actor(c)); err != nil {
 			return reply{}, err
 		}
+	}
+	if req.KeyboardLayout != nil && *req.KeyboardLayout != d.KeyboardLayout {
+		if d, err = s.Desktops.SetKeyboardLayout(c.Request.Context(), d.ID, *req.KeyboardLayout, actor(c)); err != nil {
+			return reply{}, err
+		}
+		// Typing maps characters to keys for the new layout at once.
+		s.Computer.Forget(d.DomainName())
 	}
 	return reply{http.StatusOK, d}, nil
 }

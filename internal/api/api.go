@@ -62,6 +62,7 @@ type Persistence interface {
 type Settings interface {
 	SetIdleTimeout(ctx context.Context, id string, seconds int, actor string) (*desktop.Desktop, error)
 	SetRestartOnCrash(ctx context.Context, id string, on bool, actor string) (*desktop.Desktop, error)
+	SetKeyboardLayout(ctx context.Context, id, layout, actor string) (*desktop.Desktop, error)
 	SetNetworkPolicy(ctx context.Context, id string, p desktop.NetworkPolicy, actor string) (*desktop.Desktop, error)
 }
 

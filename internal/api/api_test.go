@@ -206,6 +206,13 @@ func (f *fakeDesktops) SetRestartOnCrash(_ context.Context, id string, on bool, 
 	}
 	return d, err
 }
+func (f *fakeDesktops) SetKeyboardLayout(_ context.Context, id, layout, _ string) (*desktop.Desktop, error) {
+	d, err := f.op(id)
+	if err == nil {
+		d.KeyboardLayout = layout
+	}
+	return d, err
+}
 func (f *fakeDesktops) SetNetworkPolicy(_ context.Context, id string, p desktop.NetworkPolicy, _ string) (*desktop.Desktop, error) {
 	d, err := f.op(id)
 	if err == nil {
@@ -419,6 +426,12 @@ func errCode(body map[string]any) string {
 	return s
 }
 
+func errField(body map[string]any) string {
+	e, _ := body["error"].(map[string]any)
+	s, _ := e["field"].(string)
+	return s
+}
+
 var routes = []struct{ method, path string }{
 	{"GET", "/api/v1/info"}, {"GET", "/api/v1/desktops"}, {"POST", "/api/v1/desktops"},
 	{"GET", "/api/v1/desktops/d1"}, {"DELETE", "/api/v1/desktops/d1"}, {"POST", "/api/v1/desktops/d1/start"},
@@ -555,6 +568,16 @@ func TestActionsCountAsActivity(t *testing.T) {
 	}
 	if code, r := e.do(t, e.alice, "PATCH", base, `{"idle_timeout_seconds":5}`); code != 422 {
 		t.Errorf("patch with 5 s: %d %v", code, r)
+	}
+	if code, r := e.do(t, e.alice, "PATCH", base, `{"keyboard_layout":"German"}`); code != 422 || errField(r) != "keyboard_layout" {
+		t.Errorf("patch with a bad layout: %d %v", code, r)
+	}
+	if code, r := e.do(t, e.alice, "PATCH", base, `{"keyboard_layout":"de"}`); code != 409 || errCode(r) != "invalid_state" {
+		t.Errorf("patch the layout of a paused desktop: %d %v", code, r)
+	}
+	e.do(t, e.alice, "POST", base+"/resume", "")
+	if code, r := e.do(t, e.alice, "PATCH", base, `{"keyboard_layout":"de"}`); code != 200 || r["keyboard_layout"] != "de" {
+		t.Errorf("patch layout: %d %v", code, r)
 	}
 }
 

@@ -27,6 +27,8 @@ type createDesktopRequest struct {
 	// Network is what the desktop may reach outside (default: the
 	// internet, nothing private).
 	Network *desktop.NetworkPolicy `json:"network"`
+	// KeyboardLayout is the guest's XKB layout (default us).
+	KeyboardLayout string `json:"keyboard_layout"`
 }
 
 // Defaults for sizes a create request leaves out: the free tier.
@@ -64,7 +66,7 @@ func (s *server) createDesktop(c *gin.Context) (reply, error) {
 	if req.Network != nil {
 		policy = *req.Network
 	}
-	d, err := s.Desktops.Create(c.Request.Context(), manager.CreateRequest{From: req.From, Unlimited: isAdmin(c), Cold: req.Cold, Network: policy,
+	d, err := s.Desktops.Create(c.Request.Context(), manager.CreateRequest{From: req.From, Unlimited: isAdmin(c), Cold: req.Cold, Network: policy, KeyboardLayout: req.KeyboardLayout,
 		Owner: caller(c).Owner, Name: req.Name, SSHKeys: req.SSHKeys, Actor: actor(c), IdleTimeout: req.IdleTimeout,
 		Spec: desktop.Spec{Image: req.Image, VCPUs: orDefault(req.VCPUs, defaultVCPUs),
 			MemoryMiB: orDefault(req.MemoryMiB, defaultMemoryMiB), DataDiskGiB: dataDisk},

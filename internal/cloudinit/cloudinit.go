@@ -31,6 +31,9 @@ type Config struct {
 	// InstallDesktop adds the first-boot desktop installation for images
 	// that were imported rather than built by bureau.
 	InstallDesktop bool
+	// KeyboardLayout is the X server's XKB layout ("" = us), set at the
+	// first boot of an OS disk; bureau changes it live afterwards.
+	KeyboardLayout string
 }
 
 // hostnameRE is one RFC 1123 label; identRE ids and user names. The
@@ -38,6 +41,7 @@ type Config struct {
 var (
 	hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
 	identRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
+	layoutRE   = regexp.MustCompile(`^[a-z]{2,3}$`)
 )
 
 // Validate refuses input that could break out of the YAML it is put into.
@@ -49,6 +53,9 @@ func (c Config) Validate() error {
 		if !identRE.MatchString(v) {
 			return fmt.Errorf("cloud-init value %q is empty or has characters that are not allowed", v)
 		}
+	}
+	if !layoutRE.MatchString(c.KeyboardLayout) {
+		return fmt.Errorf("keyboard layout %q is not an XKB layout name", c.KeyboardLayout)
 	}
 	for _, k := range c.SSHKeys {
 		if !printable(k) || !strings.HasPrefix(k, "ssh-") && !strings.HasPrefix(k, "ecdsa-") && !strings.HasPrefix(k, "sk-") {
@@ -62,6 +69,9 @@ var tmpl = template.Must(template.New("").Option("missingkey=error").ParseFS(tem
 
 // Render returns the NoCloud files by name.
 func Render(c Config) (map[string][]byte, error) {
+	if c.KeyboardLayout == "" {
+		c.KeyboardLayout = "us"
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

@@ -35,6 +35,18 @@ func TestRenderUserData(t *testing.T) {
 	if md := string(files["meta-data"]); md != "instance-id: \"d1\"\nlocal-hostname: \"agent-1\"\n" {
 		t.Errorf("meta-data = %q", md)
 	}
+	if !strings.Contains(ud, `Option "XkbLayout" "%s"\nEndSection\n' "us"`) {
+		t.Errorf("user-data does not set the default keyboard layout:\n%s", ud)
+	}
+	de := testConfig()
+	de.KeyboardLayout = "de"
+	if files, err := Render(de); err != nil || !strings.Contains(string(files["user-data"]), `"de" > "$f"`) {
+		t.Errorf("German layout: %v\n%s", err, files["user-data"])
+	}
+	de.KeyboardLayout = "de; rm -rf /"
+	if _, err := Render(de); err == nil {
+		t.Error("a layout that is not an XKB name was rendered")
+	}
 	noKeys := testConfig()
 	noKeys.SSHKeys = nil
 	files, _ = Render(noKeys)

@@ -44,6 +44,9 @@ type Desktop struct {
 	RestartOnCrash bool `json:"restart_on_crash"`
 	// Network is what the desktop may reach outside (see NetworkPolicy).
 	Network NetworkPolicy `json:"network"`
+	// KeyboardLayout is the guest's XKB keyboard layout ("us", "de", …):
+	// set in the guest by bureau, and what typed text is mapped to keys for.
+	KeyboardLayout string `json:"keyboard_layout"`
 	// VMUID is the host user its QEMU runs as: one per desktop, so one
 	// desktop's QEMU cannot read another's disks (0 = not yet given one).
 	VMUID int `json:"-"`

@@ -48,6 +48,20 @@ const (
 	MaxIdleTimeout     = 7 * 24 * 3600
 )
 
+// DefaultKeyboardLayout is a new desktop's keyboard layout.
+const DefaultKeyboardLayout = "us"
+
+var layoutRE = regexp.MustCompile(`^[a-z]{2,3}$`)
+
+// ValidateKeyboardLayout accepts an XKB layout name: two or three lower-case
+// letters ("us", "de", "fr", "gb", "epo"…).
+func ValidateKeyboardLayout(l string) error {
+	if !layoutRE.MatchString(l) {
+		return &ValidationError{Field: "keyboard_layout", Message: fmt.Sprintf("%q is not an XKB layout name (two or three lower-case letters, e.g. us, de, fr, gb)", l)}
+	}
+	return nil
+}
+
 // ValidateIdleTimeout checks an idle timeout in seconds.
 func ValidateIdleTimeout(s int) error {
 	if s != 0 && (s < MinIdleTimeout || s > MaxIdleTimeout) {

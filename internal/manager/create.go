@@ -31,6 +31,8 @@ type CreateRequest struct {
 	Cold bool
 	// Network is what the desktop may reach outside.
 	Network desktop.NetworkPolicy
+	// KeyboardLayout is the guest's XKB layout ("" = us).
+	KeyboardLayout string
 }
 
 // CloneSource names the snapshot a new desktop starts from.
@@ -74,6 +76,12 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	if err := req.Network.Validate(); err != nil {
 		return nil, err
 	}
+	if req.KeyboardLayout == "" {
+		req.KeyboardLayout = desktop.DefaultKeyboardLayout
+	}
+	if err := desktop.ValidateKeyboardLayout(req.KeyboardLayout); err != nil {
+		return nil, err
+	}
 	if req.Spec.Image == "" {
 		req.Spec.Image = m.cfg.DefaultImage
 	}
@@ -97,7 +105,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		State: desktop.StateCreating, DesiredState: desktop.StateRunning, Operation: "create",
 		Accelerator: string(m.cfg.Accelerator), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"),
 		IdleTimeoutSeconds: idle, CreatedAt: now, UpdatedAt: now,
-		Network: req.Network,
+		Network: req.Network, KeyboardLayout: req.KeyboardLayout,
 	}
 	ctx, cancel := m.detach(ctx)
 	defer cancel()
@@ -116,7 +124,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	m.event(ctx, id, "create_requested", req.Actor, "create %s requested: %d vCPU, %d MiB, %d GiB data disk, image %s, %s",
 		d.Name, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, d.Image, d.Accelerator)
 	cp := *d
-	seed := Seed{DesktopID: id, Hostname: d.Name, SSHKeys: req.SSHKeys, InstallDesktop: img.RecipeHash == ""}
+	seed := Seed{DesktopID: id, Hostname: d.Name, SSHKeys: req.SSHKeys, InstallDesktop: img.RecipeHash == "", KeyboardLayout: d.KeyboardLayout}
 	if cl != nil {
 		m.event(ctx, id, "clone_requested", req.Actor, "cloned from snapshot %q (scope %s) of desktop %s",
 			cl.snap.Name, cl.snap.Scope, cl.src.Name)

@@ -108,6 +108,8 @@ type Seed struct {
 	// InstallDesktop asks the guest to install the desktop on first boot,
 	// for imported images that lack one.
 	InstallDesktop bool
+	// KeyboardLayout is the guest's XKB layout at first boot.
+	KeyboardLayout string
 }
 
 // SeedWriter writes a desktop's cloud-init seed ISO.

@@ -283,3 +283,39 @@ func TestPauseFinishesWhenTheCallerGoesAway(t *testing.T) {
 		t.Fatalf("state: %s", got.State)
 	}
 }
+
+func TestKeyboardLayout(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	var ve *desktop.ValidationError
+	if _, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "bad", Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 1},
+		KeyboardLayout: "German"}); !errors.As(err, &ve) || ve.Field != "keyboard_layout" {
+		t.Fatalf("create with a bad layout: %v", err)
+	}
+	d, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "de", Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 1},
+		KeyboardLayout: "de"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.settle(t, d.ID); got.KeyboardLayout != "de" || h.seeds.last.KeyboardLayout != "de" {
+		t.Fatalf("layout recorded %q, in the seed %q", got.KeyboardLayout, h.seeds.last.KeyboardLayout)
+	}
+	plain := h.settle(t, h.create(t, "plain").ID)
+	if plain.KeyboardLayout != "us" {
+		t.Errorf("default layout %q", plain.KeyboardLayout)
+	}
+	execs := len(h.hv.callList())
+	got, err := h.m.SetKeyboardLayout(ctx, d.ID, "fr", "alice")
+	if err != nil || got.KeyboardLayout != "fr" || !slices.Contains(h.hv.callList()[execs:], "GuestExec "+d.DomainName()) {
+		t.Fatalf("set layout: %v %+v", err, got)
+	}
+	h.m.Stop(ctx, d.ID, "alice", StopOptions{Force: true})
+	h.settle(t, d.ID)
+	var te *desktop.TransitionError
+	if _, err := h.m.SetKeyboardLayout(ctx, d.ID, "gb", "alice"); !errors.As(err, &te) {
+		t.Fatalf("set layout of a stopped desktop: %v", err)
+	}
+	if got, _ := h.m.Get(ctx, d.ID); got.KeyboardLayout != "fr" {
+		t.Errorf("a refused change was recorded: %q", got.KeyboardLayout)
+	}
+}

@@ -76,7 +76,8 @@ func (m *Manager) reimage(ctx context.Context, d *desktop.Desktop, img *desktop.
 		// A new instance id makes cloud-init set the system up again on the
 		// fresh disk; the data disk is only formatted when it has no
 		// filesystem, so /home is kept.
-		seed := Seed{DesktopID: d.ID, InstanceID: d.ID + "-" + newID(), Hostname: d.Name, InstallDesktop: img.RecipeHash == ""}
+		seed := Seed{DesktopID: d.ID, InstanceID: d.ID + "-" + newID(), Hostname: d.Name, InstallDesktop: img.RecipeHash == "",
+			KeyboardLayout: d.KeyboardLayout}
 		if err := m.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
 			os.Remove(fresh)
 			return fmt.Errorf("cloud-init seed: %w", err)

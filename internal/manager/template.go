@@ -301,7 +301,7 @@ func (m *Manager) applyIdentity(ctx context.Context, d *desktop.Desktop) error {
 	// The guest agent's channel reconnects a moment after the restore.
 	for deadline := time.Now().Add(time.Minute); ; {
 		var res *desktop.ExecResult
-		res, err = m.hv.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", identityScript, "sh", d.Name, grow, vm.MAC},
+		res, err = m.hv.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", identityScript, "sh", d.Name, grow, vm.MAC, layoutOf(d)},
 			Stdin: keys})
 		if err == nil && res.ExitCode != 0 {
 			return fmt.Errorf("applying the desktop's identity: exit %d: %s", res.ExitCode, res.Stderr)
@@ -320,9 +320,10 @@ func (m *Manager) applyIdentity(ctx context.Context, d *desktop.Desktop) error {
 
 // identityScript runs as root in a guest restored from a template; $1 is
 // the desktop's name (validated [a-z0-9-]), $2 "grow" when the data disk was
-// enlarged, $3 its NIC's MAC address, stdin its SSH keys. It avoids D-Bus round trips (hostnamectl,
+// enlarged, $3 its NIC's MAC address, $4 its keyboard layout, stdin its SSH
+// keys. It avoids D-Bus round trips (hostnamectl,
 // waiting for sshd): under emulation each costs seconds.
-const identityScript = `set -e
+const identityScript = layoutScript + `set -e
 hostname "$1"
 echo "$1" > /etc/hostname
 sed -i "s/` + templateHost + `/$1/g" /etc/hosts
@@ -351,4 +352,5 @@ done
 # networkd asks DHCP with an id made from the machine id: restarted, it asks
 # with this desktop's (a reconfigure would keep the template's, and its
 # address).
-systemctl --no-block restart systemd-networkd 2>/dev/null || true`
+systemctl --no-block restart systemd-networkd 2>/dev/null || true
+set_layout "$4"`
