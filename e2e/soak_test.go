@@ -404,7 +404,10 @@ func (k *soak) checkSnapshots(d *desktop.Desktop) {
 // disk's marker is intact.
 func (k *soak) checkGuest(d *desktop.Desktop) {
 	k.counts["guest-checks"]++
-	k.s.waitAgent(d, 5*time.Minute)
+	if !k.agentAnswers(d, 5*time.Minute) {
+		k.violate("%s is running but its guest agent has not answered for 5 minutes", d.Name)
+		return
+	}
 	if out, _ := k.s.guest(d, "hostname"); out != d.Name {
 		k.violate("%s: hostname %q", d.Name, out)
 	}
@@ -444,4 +447,16 @@ func (k *soak) tearDown() {
 			os.Remove(filepath.Dir(d.DataDiskPath))
 		}
 	}
+}
+
+func (k *soak) agentAnswers(d *desktop.Desktop, timeout time.Duration) bool {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(time.Second) {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		err := k.s.hv.GuestPing(ctx, d.DomainName())
+		cancel()
+		if err == nil {
+			return true
+		}
+	}
+	return false
 }

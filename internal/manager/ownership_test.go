@@ -319,3 +319,23 @@ func TestKeyboardLayout(t *testing.T) {
 		t.Errorf("a refused change was recorded: %q", got.KeyboardLayout)
 	}
 }
+
+func TestReconcileKeepsWhyAnOperationFailed(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "failed").ID)
+	h.m.Stop(ctx, d.ID, "alice", StopOptions{Force: true})
+	h.settle(t, d.ID)
+	h.hv.fail("Start")
+	h.m.Start(ctx, d.ID, "alice")
+	if got := h.settle(t, d.ID); got.State != desktop.StateError {
+		t.Fatalf("failed start: %s", got.State)
+	}
+	h.hv.fail("")
+	h.m.Reconcile(ctx)
+	h.m.Reconcile(ctx)
+	got, _ := h.m.Get(ctx, d.ID)
+	if got.State != desktop.StateStopped || !strings.Contains(got.LastError, "injected Start failure") {
+		t.Fatalf("after reconcile: %s %q", got.State, got.LastError)
+	}
+}

@@ -166,8 +166,13 @@ func (m *Manager) observe1(ctx context.Context, d *desktop.Desktop, ev desktop.V
 	case desktop.VMMissing:
 		lastErr, fault = "its VM disappeared from libvirt without bureau deleting it; files are kept in "+d.Dir, true
 	}
-	if d.State == want && (d.LastError == lastErr || want == desktop.StateCrashed || want == desktop.StateError) {
+	if d.State == want && (!fault || d.LastError == lastErr || want == desktop.StateCrashed || want == desktop.StateError) {
 		return ""
+	}
+	if d.State == desktop.StateError && want == desktop.StateStopped {
+		// A failed operation left the VM off: say so, and keep saying why
+		// it failed.
+		lastErr = d.LastError
 	}
 	d.State, d.LastError = want, lastErr
 	if !fault {
