@@ -25,10 +25,24 @@ func (m *Manager) Run() error {
 	if err := m.Reconcile(m.ctx); err != nil {
 		return err
 	}
-	m.wg.Add(2)
+	m.wg.Add(3)
 	go func() {
 		defer m.wg.Done()
 		m.watchIdle(m.cfg.IdleCheck)
+	}()
+	// Events and reconciles run apart: a reconcile slowed down by a busy
+	// hypervisor never holds up an event (both take each desktop's row
+	// lock, so they never write over each other).
+	go func() {
+		defer m.wg.Done()
+		for {
+			select {
+			case <-m.ctx.Done():
+				return
+			case ev := <-m.hv.Events():
+				m.onEvent(m.ctx, ev)
+			}
+		}
 	}()
 	go func() {
 		defer m.wg.Done()
@@ -38,8 +52,6 @@ func (m *Manager) Run() error {
 			select {
 			case <-m.ctx.Done():
 				return
-			case ev := <-m.hv.Events():
-				m.onEvent(m.ctx, ev)
 			case <-m.hv.Resync():
 				m.reconcileLogged("events may have been missed")
 			case <-tick.C:
@@ -56,8 +68,12 @@ func (m *Manager) reconcileLogged(why string) {
 	}
 	ctx, cancel := context.WithTimeout(m.ctx, time.Minute)
 	defer cancel()
+	begun := time.Now()
 	if err := m.Reconcile(ctx); err != nil {
 		m.log.Warn("reconcile", "err", err)
+	}
+	if took := time.Since(begun); took > 5*time.Second {
+		m.log.Warn("reconcile was slow", "took", took.Round(time.Millisecond))
 	}
 }
 
