@@ -108,9 +108,7 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 	}
 	m.observe("snapshot", begun, err)
 	if err != nil {
-		if derr := m.store.DeleteSnapshot(ctx, sn.ID); derr != nil {
-			m.log.Error("forgetting a failed snapshot", "desktop", id, "snapshot", sn.Name, "err", derr)
-		}
+		m.undoSnapshot(ctx, d, sn)
 		return nil, fmt.Errorf("snapshot %q: %w", req.Name, diskFull(err))
 	}
 	m.failpoint("snapshot:after-create")
@@ -121,6 +119,35 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 	m.event(ctx, id, "snapshot_created", req.Actor, "snapshot %q (%s, scope %s) in %s", sn.Name, how, sn.Scope,
 		time.Since(begun).Round(time.Millisecond))
 	return sn, nil
+}
+
+// undoWithin bounds how long a failed snapshot's undo retries.
+const undoWithin = 30 * time.Second
+
+// undoSnapshot removes what a failed snapshot may have left in the disks
+// and then its record. A call cut off by a libvirtd restart can have been
+// carried out all the same, so the removal is retried while libvirt comes
+// back. If the disks cannot be reached in time the record stays: the
+// snapshot is listed and can be deleted, never hidden in the disk files.
+func (m *Manager) undoSnapshot(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot) {
+	giveUp := time.Now().Add(undoWithin)
+	for wait := 250 * time.Millisecond; ; wait = min(2*wait, 4*time.Second) {
+		err := m.dropSnapshot(ctx, d, sn)
+		if err == nil {
+			break
+		}
+		if time.Now().Add(wait).After(giveUp) || ctx.Err() != nil {
+			m.log.Error("a failed snapshot could not be removed from the disks; it stays listed", "desktop", d.ID, "snapshot", sn.Name, "err", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+	if err := m.store.DeleteSnapshot(ctx, sn.ID); err != nil {
+		m.log.Error("forgetting a failed snapshot", "desktop", d.ID, "snapshot", sn.Name, "err", err)
+	}
 }
 
 // snapshotFilesOffline snapshots each file, undoing the ones done if one fails.

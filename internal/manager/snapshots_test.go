@@ -133,6 +133,9 @@ func TestSnapshotRefusals(t *testing.T) {
 	if list, _ := h.m.ListSnapshots(ctx, d.ID); len(list) != 0 {
 		t.Errorf("failed snapshot recorded: %v", list)
 	}
+	if calls := strings.Join(h.hv.callList(), ","); !strings.Contains(calls, "DeleteSnapshot "+d.DomainName()+"/x") {
+		t.Errorf("a failed snapshot was not removed from the disks (a call cut off by a libvirtd restart may have been carried out): %s", calls)
+	}
 	// Busy desktops refuse.
 	h.hv.fail("")
 	h.m.lock(d.ID, "test")
