@@ -1,0 +1,77 @@
+// Command bureau-agent is bureau's agent inside a desktop (see package
+// agentd). It runs as root from a systemd unit, serves bureau over the
+// virtio-serial port org.bureau.agent.0, and needs no network.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/bureau/bureau/internal/agentd"
+	"github.com/bureau/bureau/internal/agentwire"
+)
+
+// version is set at build time (-ldflags -X main.version=…).
+var version = "dev"
+
+func main() {
+	device := flag.String("device", agentwire.DevicePath, "the virtio-serial port to serve")
+	state := flag.String("state", "/var/lib/bureau-agent", "where background processes are recorded")
+	showVersion := flag.Bool("version", false, "print the version and the binary's SHA-256, and exit")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	exe, err := os.Executable()
+	if err != nil {
+		log.Error("cannot find own binary", "err", err)
+		os.Exit(1)
+	}
+	sum, err := digest(exe)
+	if err != nil {
+		log.Error("cannot read own binary", "err", err)
+		os.Exit(1)
+	}
+	if *showVersion {
+		fmt.Println(version, sum)
+		return
+	}
+	s := &agentd.Server{
+		Info:     agentwire.Info{SHA256: sum, Version: version},
+		Log:      log,
+		StateDir: *state,
+		Exe:      exe,
+		Restart: func() {
+			err := syscall.Exec(exe, os.Args, os.Environ())
+			log.Error("restart after update", "err", err)
+			os.Exit(1) // systemd starts the new binary
+		},
+	}
+	if err := s.Init(); err != nil {
+		log.Error("start", "err", err)
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	log.Info("serving", "device", *device, "version", version, "sha256", sum)
+	s.ServeDevice(ctx, *device)
+}
+
+func digest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

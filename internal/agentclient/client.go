@@ -1,0 +1,288 @@
+// Package agentclient is bureau's end of the channel to bureau-agent in
+// each desktop: one yamux session per desktop, dialled on first use, made
+// again when it breaks (the VM restarted, was restored or reverted, or
+// bureau restarted), and an agent whose binary differs from the one
+// bureau ships is updated on connect.
+package agentclient
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/bureau/bureau/internal/agentwire"
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/hashicorp/yamux"
+)
+
+// Dialer opens a byte stream to a desktop's agent channel: the channel's
+// unix socket on a local host, libvirt's channel stream on a remote one.
+type Dialer interface {
+	DialAgent(ctx context.Context, domain string) (net.Conn, error)
+}
+
+// ErrNoAgent: the desktop's agent is not reachable (no channel, not
+// installed, not started yet). Callers fall back to QEMU's guest agent.
+var ErrNoAgent = errors.New("bureau-agent is not answering")
+
+// Timings.
+const (
+	helloEvery = 250 * time.Millisecond
+	// handshakeWithin bounds waiting for an agent to answer its hello.
+	handshakeWithin = 3 * time.Second
+	// retryAfter: a desktop whose agent did not answer is not asked again
+	// sooner (calls fall back at once meanwhile).
+	retryAfter = 3 * time.Second
+	// updateEvery bounds update attempts per desktop.
+	updateEvery = time.Minute
+)
+
+// Client reaches the agents of all desktops.
+type Client struct {
+	dial Dialer
+	log  *slog.Logger
+	// ship is the agent binary bureau ships (nil: never update) and its
+	// digest.
+	ship    []byte
+	shipSum string
+
+	mu    sync.Mutex
+	conns map[string]*conn
+}
+
+type conn struct {
+	mu        sync.Mutex // held while dialling
+	sess      *yamux.Session
+	info      agentwire.Info
+	failedAt  time.Time
+	failure   error
+	updatedAt time.Time
+}
+
+// New builds a client. binary is the agent bureau ships (read for updates);
+// "" disables updates.
+func New(d Dialer, binary string, log *slog.Logger) (*Client, error) {
+	c := &Client{dial: d, log: log, conns: map[string]*conn{}}
+	if binary != "" {
+		b, err := os.ReadFile(binary)
+		if err != nil {
+			return nil, fmt.Errorf("the agent binary: %w", err)
+		}
+		sum := sha256.Sum256(b)
+		c.ship, c.shipSum = b, hex.EncodeToString(sum[:])
+	}
+	return c, nil
+}
+
+// Shipped is the digest of the agent binary bureau ships ("" if none).
+func (c *Client) Shipped() string { return c.shipSum }
+
+func (c *Client) entry(domain string) *conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.conns[domain]
+	if e == nil {
+		e = &conn{}
+		c.conns[domain] = e
+	}
+	return e
+}
+
+// Forget drops a desktop's session (its VM is gone or was replaced).
+func (c *Client) Forget(domain string) {
+	c.mu.Lock()
+	e := c.conns[domain]
+	delete(c.conns, domain)
+	c.mu.Unlock()
+	if e != nil {
+		e.mu.Lock()
+		if e.sess != nil {
+			e.sess.Close()
+		}
+		e.mu.Unlock()
+	}
+}
+
+// Info says which agent answers in a desktop.
+func (c *Client) Info(ctx context.Context, domain string) (agentwire.Info, error) {
+	e := c.entry(domain)
+	if _, err := c.session(ctx, domain, e); err != nil {
+		return agentwire.Info{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.info, nil
+}
+
+// session returns the desktop's live session, dialling one if needed.
+func (c *Client) session(ctx context.Context, domain string, e *conn) (*yamux.Session, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sess != nil && !e.sess.IsClosed() {
+		return e.sess, nil
+	}
+	e.sess = nil
+	if time.Since(e.failedAt) < retryAfter {
+		return nil, e.failure
+	}
+	sess, info, err := c.connect(ctx, domain)
+	if err == nil && c.ship != nil && info.SHA256 != c.shipSum && time.Since(e.updatedAt) > updateEvery {
+		e.updatedAt = time.Now()
+		c.log.Info("updating bureau-agent", "domain", domain, "from", info.Version, "sha256", short(info.SHA256), "to", short(c.shipSum))
+		if uerr := c.update(ctx, sess); uerr != nil {
+			c.log.Warn("bureau-agent update failed; using the running agent", "domain", domain, "err", uerr)
+		} else {
+			sess.Close()
+			sess, info, err = c.reconnect(ctx, domain)
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err // the caller gave up: not the agent's fault
+		}
+		e.failedAt, e.failure = time.Now(), err
+		return nil, err
+	}
+	e.sess, e.info, e.failure = sess, info, nil
+	return sess, nil
+}
+
+// reconnect waits for the agent to restart into the binary it was sent.
+func (c *Client) reconnect(ctx context.Context, domain string) (*yamux.Session, agentwire.Info, error) {
+	var err error
+	for i := 0; i < 20; i++ {
+		var sess *yamux.Session
+		var info agentwire.Info
+		if sess, info, err = c.connect(ctx, domain); err == nil {
+			if info.SHA256 == c.shipSum || i == 19 {
+				return sess, info, nil
+			}
+			sess.Close() // the old agent, still on its way out
+		}
+		select {
+		case <-ctx.Done():
+			return nil, agentwire.Info{}, err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return nil, agentwire.Info{}, err
+}
+
+func (c *Client) connect(ctx context.Context, domain string) (*yamux.Session, agentwire.Info, error) {
+	raw, err := c.dial.DialAgent(ctx, domain)
+	if err != nil {
+		return nil, agentwire.Info{}, fmt.Errorf("%w: %v", ErrNoAgent, err)
+	}
+	hctx, cancel := context.WithTimeout(ctx, handshakeWithin)
+	defer cancel()
+	info, r, err := agentwire.Dial(hctx, raw, nonce(), helloEvery)
+	if err != nil {
+		raw.Close()
+		if ctx.Err() != nil {
+			return nil, agentwire.Info{}, ctx.Err()
+		}
+		return nil, agentwire.Info{}, fmt.Errorf("%w: no answer on its channel within %s (not installed or not started yet)", ErrNoAgent, handshakeWithin)
+	}
+	sess, err := yamux.Client(agentwire.Joined{R: r, C: raw}, agentwire.Config(true))
+	if err != nil {
+		raw.Close()
+		return nil, agentwire.Info{}, err
+	}
+	return sess, info, nil
+}
+
+func nonce() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func short(s string) string { return s[:min(12, len(s))] }
+
+// open starts a call: a stream with its request sent and the response
+// read. A broken session is dialled again once.
+func (c *Client) open(ctx context.Context, domain string, req agentwire.Request) (net.Conn, agentwire.Response, error) {
+	e := c.entry(domain)
+	for attempt := 0; ; attempt++ {
+		sess, err := c.session(ctx, domain, e)
+		if err != nil {
+			return nil, agentwire.Response{}, err
+		}
+		st, err := sess.OpenStream()
+		if err != nil {
+			sess.Close()
+			if attempt == 0 {
+				continue
+			}
+			return nil, agentwire.Response{}, fmt.Errorf("%w: %v", ErrNoAgent, err)
+		}
+		stop := abortOn(ctx, st)
+		var resp agentwire.Response
+		err = agentwire.WriteHeader(st, req)
+		if err == nil {
+			err = agentwire.ReadHeader(st, &resp)
+		}
+		stop()
+		if err != nil {
+			st.Close()
+			if ctx.Err() != nil {
+				return nil, resp, ctx.Err()
+			}
+			if attempt == 0 && sess.IsClosed() {
+				continue
+			}
+			return nil, resp, fmt.Errorf("bureau-agent %s: %w", req.Op, err)
+		}
+		if resp.Error != "" {
+			st.Close()
+			return nil, resp, callError(req.Op, resp)
+		}
+		return st, resp, nil
+	}
+}
+
+// callError turns an agent's refusal into bureau's error kinds.
+func callError(op string, r agentwire.Response) error {
+	switch r.Code {
+	case agentwire.CodeNotFound:
+		return fmt.Errorf("%s: %s: %w", op, r.Error, desktop.ErrNotFound)
+	case agentwire.CodeInvalid:
+		return &desktop.ValidationError{Field: op, Message: r.Error}
+	}
+	return fmt.Errorf("bureau-agent %s: %s", op, r.Error)
+}
+
+// update sends the shipped binary; the agent restarts into it.
+func (c *Client) update(ctx context.Context, sess *yamux.Session) error {
+	st, err := sess.OpenStream()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	defer abortOn(ctx, st)()
+	if err := agentwire.WriteHeader(st, agentwire.Request{Op: agentwire.OpUpdate, Size: int64(len(c.ship)), SHA256: c.shipSum}); err != nil {
+		return err
+	}
+	if _, err := (agentwire.FrameWriter{W: st, Kind: agentwire.FrameData}).Write(c.ship); err != nil {
+		return err
+	}
+	if err := agentwire.WriteFrame(st, agentwire.FrameEnd, nil); err != nil {
+		return err
+	}
+	var resp agentwire.Response
+	if err := agentwire.ReadHeader(st, &resp); err != nil {
+		return err
+	}
+	if resp.Error != "" {
+		return errors.New(resp.Error)
+	}
+	return nil
+}
