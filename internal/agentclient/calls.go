@@ -37,14 +37,31 @@ type Exit = agentwire.Exit
 // error stops the command.
 type Output func(stream string, b []byte) error
 
-// Exec runs a command with real pipes: stdin (may be nil) is sent as it
-// is read, output arrives as it is written, and the call returns when the
-// command exits (not when a child it left in the background lets go of
-// its output). Cancelling ctx stops the command's process group.
-func (c *Client) Exec(ctx context.Context, domain string, cmd Command, stdin io.Reader, out Output) (Exit, error) {
+// ExecIO is where an exec's input comes from and its output goes.
+type ExecIO struct {
+	// Stdin (may be nil) is sent as it is read.
+	Stdin io.Reader
+	// Started (may be nil) is called once the command runs; an error
+	// stops it.
+	Started func() error
+	Out     Output
+}
+
+// Exec runs a command with real pipes: output arrives as it is written,
+// and the call returns when the command exits (not when a child it left
+// in the background lets go of its output). Cancelling ctx stops the
+// command's process group.
+func (c *Client) Exec(ctx context.Context, domain string, cmd Command, io_ ExecIO) (Exit, error) {
+	stdin, out := io_.Stdin, io_.Out
 	st, _, err := c.open(ctx, domain, agentwire.Request{Op: agentwire.OpExec, Argv: cmd.Argv, Env: cmd.Env, Dir: cmd.Dir, Stdin: stdin != nil})
 	if err != nil {
 		return Exit{}, err
+	}
+	if io_.Started != nil {
+		if err := io_.Started(); err != nil {
+			st.Close()
+			return Exit{}, err
+		}
 	}
 	defer st.Close()
 	defer abortOn(ctx, st)()

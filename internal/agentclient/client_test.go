@@ -99,7 +99,7 @@ func sh(script string) Command {
 func TestExecPipesStdinExitAndEnv(t *testing.T) {
 	c, _ := newPair(t)
 	var out collect
-	ex, err := c.Exec(ctx(t), "d", sh(`cat; echo "x=$X" >&2; exit 3`), strings.NewReader("from stdin\n"), out.write)
+	ex, err := c.Exec(ctx(t), "d", sh(`cat; echo "x=$X" >&2; exit 3`), ExecIO{Stdin: strings.NewReader("from stdin\n"), Out: out.write})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,12 +109,12 @@ func TestExecPipesStdinExitAndEnv(t *testing.T) {
 	// Output comes while the command runs, not at its end.
 	first := make(chan time.Duration, 1)
 	begun := time.Now()
-	_, err = c.Exec(ctx(t), "d", sh(`echo early; sleep 1; echo late`), nil, func(s string, b []byte) error {
+	_, err = c.Exec(ctx(t), "d", sh(`echo early; sleep 1; echo late`), ExecIO{Out: func(s string, b []byte) error {
 		if strings.Contains(string(b), "early") {
 			first <- time.Since(begun)
 		}
 		return nil
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestExecReturnsWhileABackgroundChildHoldsTheOutput(t *testing.T) {
 	c, _ := newPair(t)
 	var out collect
 	begun := time.Now()
-	ex, err := c.Exec(ctx(t), "d", sh(`sleep 30 & echo started`), nil, out.write)
+	ex, err := c.Exec(ctx(t), "d", sh(`sleep 30 & echo started`), ExecIO{Out: out.write})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestExecCancelStopsTheCommand(t *testing.T) {
 	dir := t.TempDir()
 	cctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(300 * time.Millisecond); cancel() }()
-	_, err := c.Exec(cctx, "d", sh(`trap 'touch `+dir+`/stopped; exit 1' TERM; while :; do sleep 0.1; done`), nil, func(string, []byte) error { return nil })
+	_, err := c.Exec(cctx, "d", sh(`trap 'touch `+dir+`/stopped; exit 1' TERM; while :; do sleep 0.1; done`), ExecIO{Out: func(string, []byte) error { return nil }})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled exec: %v", err)
 	}
@@ -232,7 +232,12 @@ func TestFilesRoundTrip(t *testing.T) {
 	// An upload cut short leaves nothing.
 	cctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	go func() { pw.Write(make([]byte, 1<<20)); cancel(); time.Sleep(100 * time.Millisecond); pw.CloseWithError(errors.New("client gone")) }()
+	go func() {
+		pw.Write(make([]byte, 1<<20))
+		cancel()
+		time.Sleep(100 * time.Millisecond)
+		pw.CloseWithError(errors.New("client gone"))
+	}()
 	if _, err := c.WriteFile(cctx, "d", filepath.Join(dir, "cut"), 0, pr); err == nil {
 		t.Error("cut upload succeeded")
 	}
@@ -293,7 +298,7 @@ func TestPTY(t *testing.T) {
 func TestReconnectAndMissingAgent(t *testing.T) {
 	c, d := newPair(t)
 	run := func() error {
-		_, err := c.Exec(ctx(t), "d", sh("true"), nil, func(string, []byte) error { return nil })
+		_, err := c.Exec(ctx(t), "d", sh("true"), ExecIO{Out: func(string, []byte) error { return nil }})
 		return err
 	}
 	if err := run(); err != nil {

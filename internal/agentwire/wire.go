@@ -119,15 +119,15 @@ type Exit struct {
 
 // Frame kinds.
 const (
-	FrameStdout   byte = 1 // guest → bureau
-	FrameStderr   byte = 2 // guest → bureau
-	FrameStdin    byte = 3 // bureau → guest
-	FrameStdinEOF byte = 4 // bureau → guest
-	FrameSignal   byte = 5 // bureau → guest: payload is the signal number, one byte
-	FrameExit     byte = 6 // guest → bureau: payload is Exit as JSON
-	FrameData     byte = 7 // file content, either way
-	FrameEnd      byte = 8 // the data is complete
-	FrameError    byte = 9 // the data stops: payload is the reason
+	FrameStdout   byte = 1  // guest → bureau
+	FrameStderr   byte = 2  // guest → bureau
+	FrameStdin    byte = 3  // bureau → guest
+	FrameStdinEOF byte = 4  // bureau → guest
+	FrameSignal   byte = 5  // bureau → guest: payload is the signal number, one byte
+	FrameExit     byte = 6  // guest → bureau: payload is Exit as JSON
+	FrameData     byte = 7  // file content, either way
+	FrameEnd      byte = 8  // the data is complete
+	FrameError    byte = 9  // the data stops: payload is the reason
 	FrameResize   byte = 10 // bureau → guest: rows and cols, two uint16
 )
 

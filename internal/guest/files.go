@@ -181,9 +181,17 @@ func parseStat(out []byte) (*Stat, error) {
 
 // Read streams a file the user may read to w, chunk by chunk.
 func (s *Service) Read(ctx context.Context, domain string, st *Stat, w io.Writer) error {
+	var why error
+	if s.ch != nil {
+		_, err := s.ch.ReadFile(ctx, domain, st.Path, w)
+		if !noAgent(err) {
+			return err
+		}
+		why = err
+	}
 	h, err := s.agent.GuestFileOpen(ctx, domain, st.Path, "r")
 	if err != nil {
-		return unavailable(err)
+		return unavailableBoth(why, err)
 	}
 	defer s.agent.GuestFileClose(context.WithoutCancel(ctx), domain, h)
 	for {
@@ -272,9 +280,17 @@ func (s *Service) Write(ctx context.Context, domain string, req WriteRequest, r 
 
 // copyIn writes r to path in the guest.
 func (s *Service) copyIn(ctx context.Context, domain, p string, r io.Reader) (int64, error) {
+	var why error
+	if s.ch != nil {
+		n, err := s.ch.WriteFile(ctx, domain, p, 0o600, r)
+		if !noAgent(err) {
+			return n, err
+		}
+		why = err
+	}
 	h, err := s.agent.GuestFileOpen(ctx, domain, p, "w")
 	if err != nil {
-		return 0, unavailable(err)
+		return 0, unavailableBoth(why, err)
 	}
 	buf := make([]byte, writeChunk)
 	var total int64

@@ -38,6 +38,8 @@ type Agent interface {
 // Service is the guest-side API.
 type Service struct {
 	agent Agent
+	// ch is bureau-agent, asked first when set.
+	ch Channel
 	// User is the desktop's user: the default for exec and files.
 	User string
 	// poll is how often a streamed command is looked at (default 300 ms).
@@ -70,6 +72,10 @@ type ExecRequest struct {
 	Stdin    string `json:"stdin,omitempty"`
 	// MaxOutputBytes caps stdout and stderr each (default 1 MiB).
 	MaxOutputBytes int `json:"max_output_bytes,omitempty"`
+	// Background starts the command and returns at once with a process
+	// (see Start); Name labels it.
+	Background bool   `json:"background,omitempty"`
+	Name       string `json:"name,omitempty"`
 }
 
 // ExecResult is what a command did. Output that is not UTF-8 is base64
@@ -128,9 +134,9 @@ func (s *Service) Exec(ctx context.Context, domain string, r ExecRequest) (*Exec
 	ctx, cancel := context.WithTimeout(ctx, timeout+20*time.Second)
 	defer cancel()
 	begun := time.Now()
-	res, err := s.agent.GuestExec(ctx, domain, desktop.Exec{Argv: full, Env: s.env(r.Cwd, r.Env), Stdin: []byte(r.Stdin)})
+	res, err := s.exec(ctx, domain, desktop.Exec{Argv: full, Env: s.env(r.Cwd, r.Env), Stdin: []byte(r.Stdin)}, limit)
 	if err != nil {
-		return nil, unavailable(err)
+		return nil, err
 	}
 	out := &ExecResult{ExitCode: res.ExitCode, Truncated: res.Truncated, DurationMS: time.Since(begun).Milliseconds()}
 	out.TimedOut = timedOut(res.ExitCode, time.Since(begun), timeout)
@@ -232,9 +238,5 @@ func (s *Service) run(ctx context.Context, domain, user string, stdin []byte, ar
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	res, err := s.agent.GuestExec(ctx, domain, desktop.Exec{Argv: s.wrap(user, argv), Env: s.env("", nil), Stdin: stdin})
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	return res, nil
+	return s.exec(ctx, domain, desktop.Exec{Argv: s.wrap(user, argv), Env: s.env("", nil), Stdin: stdin}, MaxOutput)
 }

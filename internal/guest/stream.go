@@ -2,6 +2,7 @@ package guest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -85,8 +86,19 @@ func (s *Service) ExecStream(ctx context.Context, domain string, r ExecRequest, 
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
+	var why error
+	if s.ch != nil {
+		res, err := s.streamAgent(ctx, domain, r, out)
+		if !noAgent(err) {
+			if err != nil && ctx.Err() == nil && !errors.Is(err, errClient) {
+				err = fmt.Errorf("bureau-agent: %v: %w", err, desktop.ErrUnavailable)
+			}
+			return res, err
+		}
+		why = err
+	}
 	full, timeout, limit := s.command(r)
-	dir, err := s.streamDir(ctx, domain)
+	dir, err := s.streamDir(ctx, domain, why)
 	if err != nil {
 		return nil, err
 	}
@@ -173,12 +185,12 @@ func (s *Service) ExecStream(ctx context.Context, domain string, r ExecRequest, 
 }
 
 // streamDir makes the command's private directory in the guest.
-func (s *Service) streamDir(ctx context.Context, domain string) (string, error) {
+func (s *Service) streamDir(ctx context.Context, domain string, why error) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	res, err := s.agent.GuestExec(ctx, domain, desktop.Exec{Argv: []string{"/bin/sh", "-c", streamSetup}, Env: s.env("", nil)})
 	if err != nil {
-		return "", unavailable(err)
+		return "", unavailableBoth(why, err)
 	}
 	dir := strings.TrimSpace(string(res.Stdout))
 	if res.ExitCode != 0 || !streamDir.MatchString(dir) {

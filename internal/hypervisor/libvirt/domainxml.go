@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 
+	"github.com/bureau/bureau/internal/agentwire"
 	"github.com/bureau/bureau/internal/desktop"
 	"libvirt.org/go/libvirtxml"
 )
@@ -45,9 +46,14 @@ func DomainXML(c desktop.VMConfig) (string, error) {
 				Source: &libvirtxml.DomainChardevSource{File: &libvirtxml.DomainChardevSourceFile{Path: c.SerialLog, Append: "on"}},
 				Target: &libvirtxml.DomainSerialTarget{Port: new(uint)},
 			}},
+			// QEMU's guest agent, and bureau's own (bureau-agent); libvirt
+			// names each channel's unix socket.
 			Channels: []libvirtxml.DomainChannel{{
 				Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{}},
 				Target: &libvirtxml.DomainChannelTarget{VirtIO: &libvirtxml.DomainChannelTargetVirtIO{Name: guestAgentChannel}},
+			}, {
+				Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{}},
+				Target: &libvirtxml.DomainChannelTarget{VirtIO: &libvirtxml.DomainChannelTargetVirtIO{Name: agentwire.Channel}},
 			}},
 			Inputs: []libvirtxml.DomainInput{{Type: "tablet", Bus: "usb"}, {Type: "keyboard", Bus: "ps2"},
 				{Type: "keyboard", Bus: "virtio", Alias: &libvirtxml.DomainAlias{Name: VirtioKeyboardAlias}}},

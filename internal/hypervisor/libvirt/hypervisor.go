@@ -27,6 +27,9 @@ const DefaultCallTimeout = 60 * time.Second
 type Hypervisor struct {
 	uri string
 	log *slog.Logger
+	// AgentViaStream reaches bureau-agent through libvirt's channel stream
+	// even on a local host (as on a remote one).
+	AgentViaStream bool
 
 	mu   sync.Mutex
 	conn *libvirt.Connect

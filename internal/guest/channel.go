@@ -1,0 +1,166 @@
+package guest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/bureau/bureau/internal/agentclient"
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// Channel is bureau's own agent in the desktop (bureau-agent): real
+// pipes, background processes and streamed files. Its calls fail with
+// agentclient.ErrNoAgent when no agent is up in the desktop (yet); QEMU's
+// guest agent then does what it can.
+type Channel interface {
+	Exec(ctx context.Context, domain string, cmd agentclient.Command, io agentclient.ExecIO) (agentclient.Exit, error)
+	Spawn(ctx context.Context, domain, name string, cmd agentclient.Command) (agentclient.Proc, error)
+	Procs(ctx context.Context, domain string) ([]agentclient.Proc, error)
+	Kill(ctx context.Context, domain, id string, signal int) error
+	Log(ctx context.Context, domain, id string, offset int64, follow bool, w io.Writer) error
+	ReadFile(ctx context.Context, domain, path string, w io.Writer) (int64, error)
+	WriteFile(ctx context.Context, domain, path string, mode uint32, r io.Reader) (int64, error)
+}
+
+// WithChannel makes s use bureau-agent first.
+func (s *Service) WithChannel(c Channel) *Service {
+	s.ch = c
+	return s
+}
+
+// noAgent reports whether err means bureau-agent is not there to ask.
+func noAgent(err error) bool { return errors.Is(err, agentclient.ErrNoAgent) }
+
+// exec runs e through bureau-agent, or QEMU's guest agent when bureau-agent
+// is not up, keeping at most limit bytes of each output (and saying so).
+func (s *Service) exec(ctx context.Context, domain string, e desktop.Exec, limit int) (*desktop.ExecResult, error) {
+	var why error
+	if s.ch != nil {
+		res, err := s.execAgent(ctx, domain, e, limit)
+		if !noAgent(err) {
+			if err != nil && ctx.Err() == nil {
+				err = fmt.Errorf("bureau-agent: %v: %w", err, desktop.ErrUnavailable)
+			}
+			return res, err
+		}
+		why = err
+	}
+	res, err := s.agent.GuestExec(ctx, domain, e)
+	if err != nil {
+		return nil, unavailableBoth(why, err)
+	}
+	return res, nil
+}
+
+// capped keeps the first limit bytes written to it.
+type capped struct {
+	bytes.Buffer
+	limit     int
+	truncated bool
+}
+
+func (c *capped) add(b []byte) {
+	if room := c.limit - c.Len(); len(b) > room {
+		b, c.truncated = b[:max(room, 0)], true
+	}
+	c.Write(b)
+}
+
+func (s *Service) execAgent(ctx context.Context, domain string, e desktop.Exec, limit int) (*desktop.ExecResult, error) {
+	out, errOut := &capped{limit: limit}, &capped{limit: limit}
+	var stdin io.Reader
+	if len(e.Stdin) > 0 {
+		stdin = bytes.NewReader(e.Stdin)
+	}
+	ex, err := s.ch.Exec(ctx, domain, agentclient.Command{Argv: e.Argv, Env: e.Env}, agentclient.ExecIO{Stdin: stdin,
+		Out: func(stream string, b []byte) error {
+			if stream == "stdout" {
+				out.add(b)
+			} else {
+				errOut.add(b)
+			}
+			return nil
+		}})
+	if err != nil {
+		return nil, err
+	}
+	return &desktop.ExecResult{ExitCode: ex.Code, Stdout: out.Bytes(), Stderr: errOut.Bytes(), Truncated: out.truncated || errOut.truncated}, nil
+}
+
+// errClient marks a failure on the caller's side of a stream (it went
+// away), not the desktop's.
+var errClient = errors.New("the client stopped reading")
+
+// streamAgent is ExecStream through bureau-agent: output as it is
+// written, no polling. It reports agentclient.ErrNoAgent before anything
+// was started, so the caller can fall back.
+func (s *Service) streamAgent(ctx context.Context, domain string, r ExecRequest, out StreamOutput) (*ExecResult, error) {
+	full, timeout, limit := s.command(r)
+	tails := map[string]*tail{"stdout": {name: "stdout"}, "stderr": {name: "stderr"}}
+	var stdin io.Reader
+	if r.Stdin != "" {
+		stdin = strings.NewReader(r.Stdin)
+	}
+	begun := time.Now()
+	ex, err := s.ch.Exec(ctx, domain, agentclient.Command{Argv: full, Env: s.env(r.Cwd, r.Env)}, agentclient.ExecIO{
+		Stdin: stdin,
+		Started: func() error {
+			if err := out.Started(); err != nil {
+				return fmt.Errorf("%w: %v", errClient, err)
+			}
+			return nil
+		},
+		Out: func(stream string, b []byte) error {
+			t := tails[stream]
+			if t.truncated {
+				return nil
+			}
+			if room := limit - t.sent; len(b) > room {
+				b, t.truncated = b[:room], true
+			}
+			t.sent += len(b)
+			chunk := append(append([]byte(nil), t.carry...), b...)
+			t.carry = nil
+			if !t.truncated {
+				chunk, t.carry = splitRune(chunk)
+			}
+			if len(chunk) == 0 {
+				return nil
+			}
+			if err := out.Output(stream, chunk); err != nil {
+				return fmt.Errorf("%w: %v", errClient, err)
+			}
+			return nil
+		}})
+	if err != nil {
+		return nil, err
+	}
+	res := &ExecResult{ExitCode: ex.Code, DurationMS: time.Since(begun).Milliseconds()}
+	res.TimedOut = timedOut(ex.Code, time.Since(begun), timeout)
+	for _, name := range []string{"stdout", "stderr"} {
+		t := tails[name]
+		res.Truncated = res.Truncated || t.truncated
+		if len(t.carry) > 0 {
+			if err := out.Output(name, t.carry); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return res, nil
+}
+
+// unavailableBoth explains that neither agent answered.
+func unavailableBoth(agentErr, gaErr error) error {
+	if errors.Is(gaErr, context.Canceled) {
+		return gaErr
+	}
+	if agentErr == nil {
+		return unavailable(gaErr)
+	}
+	return fmt.Errorf("neither bureau-agent (%v) nor QEMU's guest agent (%v) answered; is the desktop still booting?: %w", agentErr, gaErr, desktop.ErrUnavailable)
+}
