@@ -23,8 +23,10 @@ serve:
 setup:
 	@scripts/host-setup.sh
 
+# bureau, and bureau-agent (static, for the desktops) beside it.
 build:
 	go build -o $(BIN) ./cmd/bureau
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o bin/bureau-agent ./cmd/bureau-agent
 
 # Builds debian-12-desktop from images/desktop, or reuses the image cached
 # under /var/cache/bureau/images for the same recipe hash.

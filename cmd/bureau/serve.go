@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bureau/bureau/internal/agentclient"
 	"github.com/bureau/bureau/internal/api"
 	"github.com/bureau/bureau/internal/auth"
 	"github.com/bureau/bureau/internal/computer"
@@ -84,6 +85,16 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	defer h.Close()
+	h.AgentViaStream = cfg.AgentViaStream
+	agentBin, err := os.ReadFile(cfg.Agent())
+	if err != nil {
+		log.Warn("no bureau-agent to install in desktops: they are reached through QEMU's guest agent only (build it with make build)", "path", cfg.Agent(), "err", err)
+		agentBin = nil
+	}
+	agents, err := agentclient.New(h, cfg.Agent(), log)
+	if agentBin == nil || err != nil {
+		agents, _ = agentclient.New(h, "", log)
+	}
 	iso, err := setUpIsolation(ctx, cfg, h, log)
 	if err != nil {
 		return err
@@ -95,7 +106,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		Failpoints:     manager.ParseFailpoints(os.Getenv("BUREAU_FAILPOINTS")),
 		ReconcileEvery: time.Duration(max(cfg.ReconcileSeconds, 1)) * time.Second,
 		Network:        iso.network, VMGroup: iso.vmGroup, Firewall: iso.firewall, Addresses: iso.addresses, Subnet: iso.subnet},
-		h, storage.Disks{}, seedWriter{}, st, log)
+		h, storage.Disks{}, seedWriter{agent: agentBin}, st, log)
 	met.SetViewers(m)
 	if err := m.Run(); err != nil {
 		return err
@@ -105,10 +116,10 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	consoles := console.New(st, log)
 	go followDesktops(ctx, m, consoles)
 
-	gs := guest.New(h)
+	gs := guest.New(h).WithChannel(agents)
 	router := api.New(api.Deps{
 		Consoles: consoles, Web: web.Static,
-		Desktops: m, Computer: computer.New(h, h, h), Guest: gs, Clipboard: gs, Tokens: tokens, Images: imageService(cfg, st, log), Log: log,
+		Desktops: m, Computer: computer.New(h, h, h), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Tokens: tokens, Images: imageService(cfg, st, log), Log: log,
 		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest, ConsoleBytes: met.ConsoleBytes,
 		Info: map[string]string{"version": version, "accelerator": string(accel), "accelerator_reason": why,
 			"database": st.Dialect(), "default_image": cfg.DefaultImage, "go": runtime.Version()},

@@ -38,16 +38,17 @@ func imageService(cfg *config.Config, st *store.Store, log *slog.Logger) *images
 	return &images.Service{Dir: cfg.ImagesDir(), CacheDir: cfg.ImageCache, DataDir: cfg.DataDir, Store: st, Log: log}
 }
 
-// seedWriter adapts the cloudinit package to the manager's SeedWriter.
-type seedWriter struct{}
+// seedWriter adapts the cloudinit package to the manager's SeedWriter;
+// agent is the bureau-agent binary every seed carries (nil: none).
+type seedWriter struct{ agent []byte }
 
-func (seedWriter) WriteSeed(ctx context.Context, path string, s manager.Seed) error {
+func (w seedWriter) WriteSeed(ctx context.Context, path string, s manager.Seed) error {
 	instance := s.InstanceID
 	if instance == "" {
 		instance = s.DesktopID
 	}
 	return cloudinit.WriteSeed(ctx, path, cloudinit.Config{DesktopID: s.DesktopID, InstanceID: instance,
-		Hostname: s.Hostname, User: "agent", SSHKeys: s.SSHKeys, InstallDesktop: s.InstallDesktop, KeyboardLayout: s.KeyboardLayout})
+		Hostname: s.Hostname, User: "agent", SSHKeys: s.SSHKeys, InstallDesktop: s.InstallDesktop, KeyboardLayout: s.KeyboardLayout, Agent: w.agent})
 }
 
 // withStore makes a cobra RunE for a command that works on this host's

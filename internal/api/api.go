@@ -93,6 +93,10 @@ type Deps struct {
 	Desktops Desktops
 	Computer Computer
 	Guest    Guest
+	// Processes, Ports and Terminals are reached through bureau-agent.
+	Processes Processes
+	Ports     Ports
+	Terminals Terminals
 	// Clipboard reads and sets desktops' clipboards (for the API and the
 	// console page).
 	Clipboard Clipboard
@@ -180,6 +184,12 @@ func New(d Deps) *gin.Engine {
 	v1.GET("/desktops/:id/screenshot", s.rateLimited(rateScreen, s.screenshot))
 	v1.POST("/desktops/:id/computer", s.rateLimited(rateScreen, s.handle(s.computerAction)))
 	v1.POST("/desktops/:id/exec", s.handle(s.execCommand))
+	v1.GET("/desktops/:id/processes", s.handle(s.listProcesses))
+	v1.GET("/desktops/:id/processes/:pid", s.handle(s.getProcess))
+	v1.DELETE("/desktops/:id/processes/:pid", s.handle(s.signalProcess))
+	v1.GET("/desktops/:id/processes/:pid/log", s.processLog)
+	v1.Any("/desktops/:id/ports/:port/*path", s.portProxy)
+	v1.GET("/desktops/:id/pty", s.pty)
 	v1.GET("/desktops/:id/files", s.getFile)
 	v1.PUT("/desktops/:id/files", s.handle(s.putFile))
 	v1.DELETE("/desktops/:id/files", s.handle(s.deleteFile))
@@ -195,6 +205,7 @@ func New(d Deps) *gin.Engine {
 	r.GET("/api/v1/desktops/:id/vnc", s.consoleAuth, s.vnc)
 	r.GET("/api/v1/desktops/:id/console/clipboard", s.consoleAuth, s.handle(s.consoleGetClipboard))
 	r.PUT("/api/v1/desktops/:id/console/clipboard", s.consoleAuth, s.handle(s.consolePutClipboard))
+	r.GET("/api/v1/desktops/:id/console/pty", s.consoleAuth, s.consolePTY)
 	s.routeWeb(r)
 	v1.GET("/images", s.handle(s.listImages))
 	v1.POST("/images", s.rateLimited(rateHeavy, s.handle(s.importImage)))

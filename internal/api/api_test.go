@@ -388,7 +388,8 @@ func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 		imgs = mkImages(st)
 	}
 	fg := &fakeGuest{files: map[string][]byte{}}
-	e.srv = httptest.NewServer(New(Deps{Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
+	inGuest := agentGuest(t)
+	e.srv = httptest.NewServer(New(Deps{Processes: inGuest, Ports: inGuest, Terminals: inGuest,Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
 		ConsoleBytes: func(dir string, n int) {
 			v, _ := e.consoleBytes.LoadOrStore(dir, new(atomic.Int64))
 			v.(*atomic.Int64).Add(int64(n))

@@ -34,7 +34,7 @@ func TestAuthMatrix(t *testing.T) {
 	router := New(Deps{Desktops: e.desktops, Log: slog.New(slog.DiscardHandler), Metrics: http.NotFoundHandler(), Web: web.Static})
 	tokenRoutes := map[string]bool{ // authenticated by a console token instead
 		"/api/v1/desktops/:id/vnc": true, "/api/v1/desktops/:id/console/session": true, "/console/:id": true,
-		"/api/v1/desktops/:id/console/clipboard": true,
+		"/api/v1/desktops/:id/console/clipboard": true, "/api/v1/desktops/:id/console/pty": true,
 	}
 	n := 0
 	for _, r := range router.Routes() {
@@ -42,7 +42,7 @@ func TestAuthMatrix(t *testing.T) {
 			continue
 		}
 		route := r.Method + " " + r.Path
-		replacer := strings.NewReplacer(":id", mine, ":name", "x", ":owner", "alice", ":token_id", "x")
+		replacer := strings.NewReplacer(":id", mine, ":name", "x", ":owner", "alice", ":token_id", "x", ":port", "80", ":pid", "p-1", "*path", "x")
 		path := replacer.Replace(r.Path)
 		status := func(tok string) (int, map[string]any) {
 			s, body := e.do(t, tok, r.Method, path, "{}")

@@ -49,9 +49,15 @@ func (s *server) execCommand(c *gin.Context) (reply, error) {
 	if err := req.Validate(); err != nil {
 		return reply{}, err
 	}
+	if req.Background && stream {
+		return reply{}, &desktop.ValidationError{Field: "stream", Message: "a background process is not streamed: read its log (GET /processes/{id}/log?follow=true)"}
+	}
 	d, err := s.running(c, "exec in")
 	if err != nil {
 		return reply{}, err
+	}
+	if req.Background {
+		return s.startProcess(c, d.DomainName(), req)
 	}
 	if stream {
 		return reply{}, s.execStream(c, d, req)

@@ -34,6 +34,9 @@ type Config struct {
 	// KeyboardLayout is the X server's XKB layout ("" = us), set at the
 	// first boot of an OS disk; bureau changes it live afterwards.
 	KeyboardLayout string
+	// Agent is the bureau-agent binary: carried on the seed and installed
+	// at boot when the desktop has none (nil: not installed).
+	Agent []byte
 }
 
 // hostnameRE is one RFC 1123 label; identRE ids and user names. The
@@ -82,6 +85,9 @@ func Render(c Config) (map[string][]byte, error) {
 			return nil, fmt.Errorf("render %s: %w", name, err)
 		}
 		out[name] = b.Bytes()
+	}
+	if len(c.Agent) > 0 {
+		out["bureau-agent"] = c.Agent
 	}
 	return out, nil
 }

@@ -55,6 +55,34 @@ func TestRenderUserData(t *testing.T) {
 	}
 }
 
+// A seed with the agent carries its binary and installs it at boot when
+// the desktop has none; without one there is no trace of it.
+func TestRenderCarriesTheAgent(t *testing.T) {
+	files, _ := Render(testConfig())
+	if _, ok := files["bureau-agent"]; ok || strings.Contains(string(files["user-data"]), "bureau-agent") {
+		t.Error("agent rendered without a binary")
+	}
+	c := testConfig()
+	c.Agent = []byte("\x7fELF binary")
+	files, err := Render(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ud := string(files["user-data"])
+	if string(files["bureau-agent"]) != "\x7fELF binary" {
+		t.Error("the seed lacks the binary")
+	}
+	for _, want := range []string{`mount -o ro "$(blkid -L cidata)"`, "install -m 0755", "KillMode=process", "systemctl start --no-block bureau-agent.service"} {
+		if !strings.Contains(ud, want) {
+			t.Errorf("user-data lacks %q:\n%s", want, ud)
+		}
+	}
+	// Still the layout step before it, and well-formed YAML around both.
+	if !strings.Contains(ud, "EndSection\\n' \"us\" > \"$f\"\n    fi\n  # bureau-agent") {
+		t.Errorf("the agent step does not follow the layout step:\n%s", ud)
+	}
+}
+
 func TestRenderInstallsDesktopOnlyForImportedImages(t *testing.T) {
 	files, _ := Render(testConfig())
 	if strings.Contains(string(files["user-data"]), "packages:") {
@@ -96,10 +124,12 @@ func TestRenderRejectsInjection(t *testing.T) {
 
 func TestWriteSeedIsReadableCidataISO(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "seed.iso")
-	if err := WriteSeed(context.Background(), path, testConfig()); err != nil {
+	c := testConfig()
+	c.Agent = make([]byte, 3<<20) // the size of the real binary
+	if err := WriteSeed(context.Background(), path, c); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := Render(testConfig())
+	want, _ := Render(c)
 	d, err := diskfs.Open(path, diskfs.WithOpenMode(diskfs.ReadOnly))
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +165,7 @@ func TestWriteSeedIsReadableCidataISO(t *testing.T) {
 		if err != nil {
 			t.Fatalf("isoinfo: %v\n%s", err, out)
 		}
-		for _, n := range []string{"/user-data", "/meta-data", "/network-config"} {
+		for _, n := range []string{"/user-data", "/meta-data", "/network-config", "/bureau-agent"} {
 			if !strings.Contains(string(out), n+"\n") {
 				t.Errorf("isoinfo -R lists no %s:\n%s", n, out)
 			}

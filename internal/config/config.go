@@ -31,6 +31,14 @@ type Config struct {
 	// desktop is compared with its VM to repair missed events and finish
 	// interrupted operations.
 	ReconcileSeconds int
+	// AgentBinary (BUREAU_AGENT_BIN) is the bureau-agent bureau installs
+	// in desktops and updates them to; "" is bureau-agent next to the
+	// bureau binary.
+	AgentBinary string
+	// AgentViaStream (BUREAU_AGENT_VIA_STREAM=1) reaches bureau-agent
+	// through libvirt's channel stream even on a local host, as on a
+	// remote one.
+	AgentViaStream bool
 
 	// Client side.
 	URL   string // BUREAU_URL
@@ -56,10 +64,24 @@ func FromEnv() Config {
 		TCGCacheMiB:  envInt("BUREAU_TCG_CACHE_MIB", 256),
 
 		ReconcileSeconds: envInt("BUREAU_RECONCILE_SECONDS", 60),
+		AgentBinary:      os.Getenv("BUREAU_AGENT_BIN"),
+		AgentViaStream:   os.Getenv("BUREAU_AGENT_VIA_STREAM") == "1",
 
 		NetworkSubnet: env("BUREAU_NETWORK_SUBNET", "10.120.0.0/16"),
 	}
 	return c
+}
+
+// Agent is the bureau-agent binary's path.
+func (c Config) Agent() string {
+	if c.AgentBinary != "" {
+		return c.AgentBinary
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "bureau-agent"
+	}
+	return filepath.Join(filepath.Dir(exe), "bureau-agent")
 }
 
 // Database is the database URL, defaulting to SQLite in the data dir.

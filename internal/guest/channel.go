@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"time"
 
@@ -25,6 +26,8 @@ type Channel interface {
 	Log(ctx context.Context, domain, id string, offset int64, follow bool, w io.Writer) error
 	ReadFile(ctx context.Context, domain, path string, w io.Writer) (int64, error)
 	WriteFile(ctx context.Context, domain, path string, mode uint32, r io.Reader) (int64, error)
+	DialPort(ctx context.Context, domain string, port int) (net.Conn, error)
+	PTY(ctx context.Context, domain string, cmd agentclient.Command, rows, cols int) (*agentclient.Terminal, error)
 }
 
 // WithChannel makes s use bureau-agent first.

@@ -1,0 +1,77 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/gin-gonic/gin"
+)
+
+// Ports reaches TCP ports inside desktops (through bureau-agent, with no
+// guest networking involved).
+type Ports interface {
+	DialPort(ctx context.Context, domain string, port int) (net.Conn, error)
+}
+
+// portProxy serves /desktops/{id}/ports/{port}/{path}: an HTTP reverse
+// proxy (WebSocket upgrades, streaming bodies) to 127.0.0.1:port in the
+// desktop, for the desktop's owner. The app sees its own Host
+// (127.0.0.1:port) and X-Forwarded-* for the client's.
+func (s *server) portProxy(c *gin.Context) {
+	d, err := s.running(c, "reach a port of")
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	port, err := strconv.Atoi(c.Param("port"))
+	if err != nil || port < 1 || port > 65535 {
+		s.fail(c, &desktop.ValidationError{Field: "port", Message: "must be 1..65535"})
+		return
+	}
+	s.Desktops.Touch(d.ID)
+	domain := d.DomainName()
+	target := &url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", port)}
+	prefix := strings.TrimSuffix(c.Request.URL.Path, c.Param("path"))
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.URL.Path = c.Param("path")
+			r.Out.URL.RawPath = ""
+			r.Out.Host = target.Host
+			r.SetXForwarded()
+			r.Out.Header.Set("X-Forwarded-Prefix", strings.TrimSuffix(prefix, "/"))
+			r.Out.Header.Del("Authorization") // bureau's token is not the app's
+		},
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return s.Ports.DialPort(ctx, domain, port)
+			},
+			MaxIdleConns:          4,
+			IdleConnTimeout:       30 * time.Second,
+			ResponseHeaderTimeout: 5 * time.Minute,
+		},
+		FlushInterval: -1, // SSE and streamed bodies pass as they come
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return
+			}
+			status, body := classify(err)
+			if status == http.StatusServiceUnavailable || status == http.StatusInternalServerError {
+				status = http.StatusBadGateway
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			fmt.Fprintf(w, "{\"error\":{\"code\":%q,\"message\":%q}}\n", "bad_gateway", s.redact.text(body.Message))
+		},
+	}
+	defer rp.Transport.(*http.Transport).CloseIdleConnections()
+	rp.ServeHTTP(c.Writer, c.Request)
+}

@@ -1,0 +1,113 @@
+package api
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/guest"
+	"github.com/gin-gonic/gin"
+)
+
+// Processes runs commands in a desktop's background (through bureau-agent).
+type Processes interface {
+	Start(ctx context.Context, domain string, r guest.ExecRequest) (*guest.Process, error)
+	Processes(ctx context.Context, domain string) ([]*guest.Process, error)
+	Process(ctx context.Context, domain, id string) (*guest.Process, error)
+	Signal(ctx context.Context, domain, id, signal string) error
+	ProcessLog(ctx context.Context, domain, id string, tail int64, follow bool, w io.Writer) error
+}
+
+// startProcess answers exec with "background": true: 202 and the process.
+func (s *server) startProcess(c *gin.Context, domain string, req guest.ExecRequest) (reply, error) {
+	p, err := s.Processes.Start(c.Request.Context(), domain, req)
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusAccepted, p}, nil
+}
+
+func (s *server) listProcesses(c *gin.Context) (reply, error) {
+	d, err := s.running(c, "list the processes of")
+	if err != nil {
+		return reply{}, err
+	}
+	ps, err := s.Processes.Processes(c.Request.Context(), d.DomainName())
+	return reply{http.StatusOK, gin.H{"processes": ps}}, err
+}
+
+func (s *server) getProcess(c *gin.Context) (reply, error) {
+	d, err := s.running(c, "read the processes of")
+	if err != nil {
+		return reply{}, err
+	}
+	p, err := s.Processes.Process(c.Request.Context(), d.DomainName(), c.Param("pid"))
+	return reply{http.StatusOK, p}, err
+}
+
+// signalProcess sends ?signal= (default TERM) to a background process.
+func (s *server) signalProcess(c *gin.Context) (reply, error) {
+	d, err := s.running(c, "signal the processes of")
+	if err != nil {
+		return reply{}, err
+	}
+	ctx := c.Request.Context()
+	if err := s.Processes.Signal(ctx, d.DomainName(), c.Param("pid"), c.Query("signal")); err != nil {
+		return reply{}, err
+	}
+	p, err := s.Processes.Process(ctx, d.DomainName(), c.Param("pid"))
+	return reply{http.StatusAccepted, p}, err
+}
+
+// processLog answers a background process's log as text: ?tail=N bytes
+// (default all), and with ?follow=true what it writes until it ends (the
+// response is streamed).
+func (s *server) processLog(c *gin.Context) {
+	var tail int64
+	if v := c.Query("tail"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			s.fail(c, &desktop.ValidationError{Field: "tail", Message: "must be a number of bytes"})
+			return
+		}
+		tail = n
+	}
+	follow, err := boolQuery(c, "follow")
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	d, err := s.running(c, "read the processes of")
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	// Errors before the first byte are ordinary answers.
+	if _, err := s.Processes.Process(ctx, d.DomainName(), c.Param("pid")); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if follow {
+		defer s.Desktops.AddViewer(d.ID)()
+	}
+	c.Header("Content-Type", "text/plain; charset=utf-8")
+	c.Header("X-Content-Type-Options", "nosniff")
+	c.Status(http.StatusOK)
+	w := &flushWriter{w: c.Writer}
+	if err := s.Processes.ProcessLog(ctx, d.DomainName(), c.Param("pid"), tail, follow, w); err != nil && ctx.Err() == nil {
+		s.Log.Error("process log", "desktop", d.ID, "process", c.Param("pid"), "err", err)
+		panic(http.ErrAbortHandler) // a cut body, not a complete-looking log
+	}
+}
+
+// flushWriter flushes every write, so a followed log arrives as written.
+type flushWriter struct{ w gin.ResponseWriter }
+
+func (f *flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	f.w.Flush()
+	return n, err
+}

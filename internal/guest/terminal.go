@@ -1,0 +1,50 @@
+package guest
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/bureau/bureau/internal/agentclient"
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// Terminal starts a login shell for user ("" = the desktop's user) on a
+// new terminal of rows×cols in the desktop.
+func (s *Service) Terminal(ctx context.Context, domain, user string, rows, cols int) (*agentclient.Terminal, error) {
+	if user == "" {
+		user = s.User
+	}
+	if !userName.MatchString(user) {
+		return nil, invalid("user", "not a user name")
+	}
+	if rows < 2 || rows > 500 || cols < 10 || cols > 1000 {
+		return nil, invalid("rows", "rows must be 2..500 and cols 10..1000")
+	}
+	if s.ch == nil {
+		return nil, needAgent("a terminal", agentclient.ErrNoAgent)
+	}
+	t, err := s.ch.PTY(ctx, domain, agentclient.Command{Argv: s.wrap(user, []string{"/bin/bash", "-l"}), Env: s.env("", nil)}, rows, cols)
+	if err != nil {
+		return nil, needAgent("a terminal", err)
+	}
+	return t, nil
+}
+
+// DialPort opens a TCP stream to 127.0.0.1:port inside the desktop.
+func (s *Service) DialPort(ctx context.Context, domain string, port int) (net.Conn, error) {
+	if port < 1 || port > 65535 {
+		return nil, invalid("port", "must be 1..65535")
+	}
+	if s.ch == nil {
+		return nil, needAgent("reaching a port", agentclient.ErrNoAgent)
+	}
+	c, err := s.ch.DialPort(ctx, domain, port)
+	if err != nil {
+		if noAgent(err) {
+			return nil, needAgent("reaching a port", err)
+		}
+		return nil, fmt.Errorf("nothing answers on port %d in the desktop (%v): %w", port, err, desktop.ErrUnavailable)
+	}
+	return c, nil
+}
