@@ -111,8 +111,11 @@ func (c *Client) Forget(domain string) {
 	}
 }
 
+// Info is what an agent says of itself.
+type Info = agentwire.Info
+
 // Info says which agent answers in a desktop.
-func (c *Client) Info(ctx context.Context, domain string) (agentwire.Info, error) {
+func (c *Client) Info(ctx context.Context, domain string) (Info, error) {
 	e := c.entry(domain)
 	if _, err := c.session(ctx, domain, e); err != nil {
 		return agentwire.Info{}, err

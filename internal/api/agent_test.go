@@ -65,6 +65,9 @@ func TestBackgroundProcessesThroughTheAPI(t *testing.T) {
 		t.Fatalf("start: %d %v after %s", code, p, time.Since(begun))
 	}
 	pid := p["id"].(string)
+	if code, st := e.do(t, e.alice, "GET", base+"/agent", ""); code != 200 || st["up"] != true || st["version"] != "test" || st["current"] != false {
+		t.Errorf("agent status: %d %v", code, st)
+	}
 	for _, path := range []string{"/processes", "/processes/" + pid, "/processes/" + pid + "/log", "/ports/80/", "/pty"} {
 		if code, _ := e.do(t, "", "GET", base+path, ""); code != 401 {
 			t.Errorf("GET %s without a token: %d", path, code)

@@ -184,6 +184,7 @@ func New(d Deps) *gin.Engine {
 	v1.GET("/desktops/:id/screenshot", s.rateLimited(rateScreen, s.screenshot))
 	v1.POST("/desktops/:id/computer", s.rateLimited(rateScreen, s.handle(s.computerAction)))
 	v1.POST("/desktops/:id/exec", s.handle(s.execCommand))
+	v1.GET("/desktops/:id/agent", s.handle(s.agentStatus))
 	v1.GET("/desktops/:id/processes", s.handle(s.listProcesses))
 	v1.GET("/desktops/:id/processes/:pid", s.handle(s.getProcess))
 	v1.DELETE("/desktops/:id/processes/:pid", s.handle(s.signalProcess))

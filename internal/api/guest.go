@@ -28,6 +28,18 @@ type Guest interface {
 	SetResolution(ctx context.Context, domain string, w, h int) error
 }
 
+// via honours ?agent=qemu-ga: the call skips bureau-agent (to compare the
+// two agents, or to get past a broken bureau-agent).
+func via(c *gin.Context) (context.Context, error) {
+	switch c.Query("agent") {
+	case "":
+		return c.Request.Context(), nil
+	case "qemu-ga":
+		return guest.ViaQEMU(c.Request.Context()), nil
+	}
+	return nil, &desktop.ValidationError{Field: "agent", Message: "the only choice is qemu-ga (bureau-agent is the default)"}
+}
+
 // execCommand runs a command and answers its result, or with stream=true
 // streams its output as server-sent events (see execStream).
 func (s *server) execCommand(c *gin.Context) (reply, error) {
@@ -59,10 +71,14 @@ func (s *server) execCommand(c *gin.Context) (reply, error) {
 	if req.Background {
 		return s.startProcess(c, d.DomainName(), req)
 	}
-	if stream {
-		return reply{}, s.execStream(c, d, req)
+	ctx, err := via(c)
+	if err != nil {
+		return reply{}, err
 	}
-	res, err := s.Guest.Exec(c.Request.Context(), d.DomainName(), req)
+	if stream {
+		return reply{}, s.execStream(ctx, c, d, req)
+	}
+	res, err := s.Guest.Exec(ctx, d.DomainName(), req)
 	return reply{http.StatusOK, res}, err
 }
 
@@ -71,8 +87,7 @@ func (s *server) execCommand(c *gin.Context) (reply, error) {
 // chunk is not UTF-8), then "exit" ({"exit_code", "timed_out",
 // "truncated", "duration_ms"}) or "error" ({"message"}). Errors before the
 // command starts are ordinary JSON answers.
-func (s *server) execStream(c *gin.Context, d *desktop.Desktop, req guest.ExecRequest) error {
-	ctx := c.Request.Context()
+func (s *server) execStream(ctx context.Context, c *gin.Context, d *desktop.Desktop, req guest.ExecRequest) error {
 	// Someone is watching the command: the desktop is not idle meanwhile.
 	defer s.Desktops.AddViewer(d.ID)()
 	sse := &sseWriter{w: c.Writer}
@@ -166,7 +181,12 @@ func (s *server) getFile(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	st, err := s.Guest.Stat(c.Request.Context(), d.DomainName(), c.Query("path"), c.Query("user"))
+	ctx, err := via(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	st, err := s.Guest.Stat(ctx, d.DomainName(), c.Query("path"), c.Query("user"))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -180,7 +200,7 @@ func (s *server) getFile(c *gin.Context) {
 	c.Header("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(st.Path)}))
 	c.Header("X-File-Path", st.Path)
 	c.Status(http.StatusOK)
-	if err := s.Guest.Read(c.Request.Context(), d.DomainName(), st, c.Writer); err != nil {
+	if err := s.Guest.Read(ctx, d.DomainName(), st, c.Writer); err != nil {
 		if c.Request.Context().Err() != nil {
 			return // the client went away or took all it wanted
 		}
@@ -213,7 +233,11 @@ func (s *server) putFile(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	final, n, err := s.Guest.Write(c.Request.Context(), d.DomainName(), req, c.Request.Body)
+	ctx, err := via(c)
+	if err != nil {
+		return reply{}, err
+	}
+	final, n, err := s.Guest.Write(ctx, d.DomainName(), req, c.Request.Body)
 	if err != nil {
 		return reply{}, err
 	}

@@ -18,6 +18,16 @@ type Processes interface {
 	Process(ctx context.Context, domain, id string) (*guest.Process, error)
 	Signal(ctx context.Context, domain, id, signal string) error
 	ProcessLog(ctx context.Context, domain, id string, tail int64, follow bool, w io.Writer) error
+	Agent(ctx context.Context, domain string) *guest.AgentStatus
+}
+
+// agentStatus says whether bureau-agent answers in the desktop.
+func (s *server) agentStatus(c *gin.Context) (reply, error) {
+	d, err := s.running(c, "ask the agent of")
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusOK, s.Processes.Agent(c.Request.Context(), d.DomainName())}, nil
 }
 
 // startProcess answers exec with "background": true: 202 and the process.

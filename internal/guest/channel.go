@@ -28,12 +28,55 @@ type Channel interface {
 	WriteFile(ctx context.Context, domain, path string, mode uint32, r io.Reader) (int64, error)
 	DialPort(ctx context.Context, domain string, port int) (net.Conn, error)
 	PTY(ctx context.Context, domain string, cmd agentclient.Command, rows, cols int) (*agentclient.Terminal, error)
+	Info(ctx context.Context, domain string) (agentclient.Info, error)
+	// Shipped is the digest of the agent binary bureau installs.
+	Shipped() string
+}
+
+// AgentStatus says whether bureau-agent answers in a desktop.
+type AgentStatus struct {
+	Up      bool   `json:"up"`
+	Version string `json:"version,omitempty"`
+	SHA256  string `json:"sha256,omitempty"`
+	// Current: it runs the binary this bureau ships.
+	Current bool `json:"current"`
+	// Error says why it does not answer; calls then go through QEMU's
+	// guest agent where they can.
+	Error string `json:"error,omitempty"`
+}
+
+// Agent reports bureau-agent's status in a desktop.
+func (s *Service) Agent(ctx context.Context, domain string) *AgentStatus {
+	if s.ch == nil {
+		return &AgentStatus{Error: "this bureau runs without bureau-agent"}
+	}
+	info, err := s.ch.Info(ctx, domain)
+	if err != nil {
+		return &AgentStatus{Error: err.Error()}
+	}
+	return &AgentStatus{Up: true, Version: info.Version, SHA256: info.SHA256, Current: info.SHA256 == s.ch.Shipped()}
 }
 
 // WithChannel makes s use bureau-agent first.
 func (s *Service) WithChannel(c Channel) *Service {
 	s.ch = c
 	return s
+}
+
+type viaQEMUKey struct{}
+
+// ViaQEMU makes calls on ctx skip bureau-agent and use QEMU's guest agent
+// (to compare the two, or to work around a broken bureau-agent).
+func ViaQEMU(ctx context.Context) context.Context {
+	return context.WithValue(ctx, viaQEMUKey{}, true)
+}
+
+// channel is bureau-agent unless ctx asks for QEMU's agent.
+func (s *Service) channel(ctx context.Context) Channel {
+	if ctx.Value(viaQEMUKey{}) != nil {
+		return nil
+	}
+	return s.ch
 }
 
 // noAgent reports whether err means bureau-agent is not there to ask.
@@ -43,7 +86,7 @@ func noAgent(err error) bool { return errors.Is(err, agentclient.ErrNoAgent) }
 // is not up, keeping at most limit bytes of each output (and saying so).
 func (s *Service) exec(ctx context.Context, domain string, e desktop.Exec, limit int) (*desktop.ExecResult, error) {
 	var why error
-	if s.ch != nil {
+	if s.channel(ctx) != nil {
 		res, err := s.execAgent(ctx, domain, e, limit)
 		if !noAgent(err) {
 			if err != nil && ctx.Err() == nil {

@@ -182,7 +182,7 @@ func parseStat(out []byte) (*Stat, error) {
 // Read streams a file the user may read to w, chunk by chunk.
 func (s *Service) Read(ctx context.Context, domain string, st *Stat, w io.Writer) error {
 	var why error
-	if s.ch != nil {
+	if s.channel(ctx) != nil {
 		_, err := s.ch.ReadFile(ctx, domain, st.Path, w)
 		if !noAgent(err) {
 			return err
@@ -281,7 +281,7 @@ func (s *Service) Write(ctx context.Context, domain string, req WriteRequest, r 
 // copyIn writes r to path in the guest.
 func (s *Service) copyIn(ctx context.Context, domain, p string, r io.Reader) (int64, error) {
 	var why error
-	if s.ch != nil {
+	if s.channel(ctx) != nil {
 		n, err := s.ch.WriteFile(ctx, domain, p, 0o600, r)
 		if !noAgent(err) {
 			return n, err

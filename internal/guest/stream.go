@@ -87,7 +87,7 @@ func (s *Service) ExecStream(ctx context.Context, domain string, r ExecRequest, 
 		return nil, err
 	}
 	var why error
-	if s.ch != nil {
+	if s.channel(ctx) != nil {
 		res, err := s.streamAgent(ctx, domain, r, out)
 		if !noAgent(err) {
 			if err != nil && ctx.Err() == nil && !errors.Is(err, errClient) {
