@@ -69,6 +69,10 @@ runuser -u agent -- sh -c 'nohup sh /home/agent/counter.sh >/dev/null 2>&1 & ech
 	t.Logf("resume from hibernation → running: %s", time.Since(resumeAt).Round(100*time.Millisecond))
 	s.waitAgent(d, 2*time.Minute)
 	t.Logf("resume from hibernation → guest agent: %s", time.Since(resumeAt).Round(100*time.Millisecond))
+	// bureau-agent reconnects, and the server bureau_agent left running
+	// in the background still serves.
+	s.servedAgain(token, d)
+	t.Logf("resume from hibernation → bureau-agent and the background server: %s", time.Since(resumeAt).Round(100*time.Millisecond))
 
 	// The same process is alive and still counting.
 	if out, code := s.guest(d, "kill -0 "+pid+" && echo alive"); code != 0 || out != "alive" {

@@ -78,6 +78,12 @@ func testResizeCloneReimage(t *testing.T, s *server, token string, d *desktop.De
 	s.waitState(token, d.ID, desktop.StateRunning, 5*time.Minute)
 	s.waitGuest(d, "cloud-init after reimage", "cloud-init status | grep -q 'status: done' && test -f /home/agent/reimage-marker", 10*time.Minute)
 	t.Logf("reimage → cloud-init done with /home: %s", time.Since(reimageAt).Round(time.Second))
+	// A fresh OS disk has no bureau-agent: cloud-init installs it from the
+	// seed, as on an imported image.
+	s.agentUp(token, d, 3*time.Minute)
+	if out, _ := s.guest(d, "systemctl is-enabled bureau-agent"); out != "enabled" {
+		t.Errorf("bureau-agent after reimage: %q", out)
+	}
 	if out, _ := s.guest(d, "cat /home/agent/reimage-marker"); out != "kept" {
 		t.Errorf("/home after reimage: %q", out)
 	}

@@ -80,6 +80,7 @@ func testSnapshots(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	s.waitState(token, d.ID, desktop.StateRunning, 5*time.Minute)
 	s.waitAgent(d, 2*time.Minute)
 	t.Logf("revert to a memory snapshot → guest agent: %s", time.Since(revertAt).Round(100*time.Millisecond))
+	s.agentUp(token, d, 2*time.Minute) // bureau-agent reconnects to the restored guest
 	if after := genID(t, d); after == genBefore || after == "" {
 		t.Errorf("generation id %q after the revert, was %q: want a new one", after, genBefore)
 	}
