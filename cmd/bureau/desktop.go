@@ -188,6 +188,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		op("resume", "Resume a paused or hibernated desktop", none),
 		op("hibernate", "Save a desktop's RAM to disk and free its CPU and memory", none),
 		snapshotCmd(cfg), reimageCmd(cfg), resizeCmd(cfg), idleCmd(cfg), keyboardCmd(cfg), networkCmd(cfg))
+	cmd.AddCommand(guestCmds(cfg)...)
 	return cmd
 }
 

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -14,6 +15,11 @@ var version = "dev"
 
 func main() {
 	if err := rootCmd().Execute(); err != nil {
+		// A remote command's exit status is passed on silently.
+		var code exitCode
+		if errors.As(err, &code) {
+			os.Exit(min(int(code), 255))
+		}
 		fmt.Fprintln(os.Stderr, "bureau:", err)
 		os.Exit(1)
 	}

@@ -2,9 +2,12 @@ package api
 
 import (
 	"context"
+	"encoding/json"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -86,5 +89,53 @@ func TestMCPToolsCallTheAPIAsTheCaller(t *testing.T) {
 	res, err = bob.CallTool(ctx, &mcp.CallToolParams{Name: "screenshot", Arguments: map[string]any{"desktop": id}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "not_found") {
 		t.Errorf("bob's screenshot of alice's desktop: %v %+v", err, res)
+	}
+}
+
+// The process tools drive a real (in-process) bureau-agent: start a
+// server in the background, fetch from its port, read its log, kill it.
+func TestMCPProcessTools(t *testing.T) {
+	e := newEnv(t)
+	id := agentDesktop(t, e)
+	cs, err := mcpSession(t, e, e.alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	ctx := context.Background()
+	call := func(name string, args map[string]any) string {
+		t.Helper()
+		args["desktop"] = id
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", name, err, res)
+		}
+		return res.Content[0].(*mcp.TextContent).Text
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	out := call("exec", map[string]any{"cmd": "exec python3 -m http.server " + itoa(port) + " --bind 127.0.0.1", "cwd": "/", "background": true})
+	var p struct{ ID string }
+	json.Unmarshal([]byte(out), &p)
+	var page string
+	for i := 0; i < 50 && !strings.Contains(page, "HTTP 200"); i++ {
+		time.Sleep(200 * time.Millisecond)
+		page = call("fetch_port", map[string]any{"port": port, "path": "/"})
+	}
+	if !strings.Contains(page, "HTTP 200") || !strings.Contains(page, "Directory listing for /") {
+		t.Fatalf("fetch_port: %.300s", page)
+	}
+	if list := call("list_processes", map[string]any{}); !strings.Contains(list, p.ID) {
+		t.Errorf("list_processes: %s", list)
+	}
+	if log := call("process_log", map[string]any{"process": p.ID}); !strings.Contains(log, `"GET / HTTP/1.1" 200`) {
+		t.Errorf("process_log: %q", log)
+	}
+	if got := call("kill_process", map[string]any{"process": p.ID, "signal": "KILL"}); !strings.Contains(got, p.ID) {
+		t.Errorf("kill_process: %s", got)
 	}
 }

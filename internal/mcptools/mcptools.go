@@ -60,10 +60,12 @@ func NewServer(c Caller, token TokenFunc, version string) *mcp.Server {
 		"in Anthropic's shape ({\"action\":\"left_click\",\"coordinate\":[x,y]}, key with xdotool names like \"ctrl+s\", type, scroll, …) " +
 		"or OpenAI's ({\"type\":\"click\",\"x\":1,\"y\":2}). display gives the screen size your coordinates refer to; screenshot:true returns the settled screen after the actions."},
 		t.computer)
-	mcp.AddTool(s, &mcp.Tool{Name: "exec", Description: "Run a command in a desktop (as its user unless user is given) and return exit code, stdout and stderr."}, t.exec)
+	mcp.AddTool(s, &mcp.Tool{Name: "exec", Description: "Run a command in a desktop (as its user unless user is given) and return exit code, stdout and stderr. " +
+		"With background: true it starts the command (a dev server, a watcher, a long build) and returns at once with a process id: read its output with process_log, stop it with kill_process, reach its port with fetch_port."}, t.exec)
 	mcp.AddTool(s, &mcp.Tool{Name: "read_file", Description: "Read a file in a desktop (up to 4 MiB), or list a directory. Relative paths are in the user's home.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.readFile)
 	mcp.AddTool(s, &mcp.Tool{Name: "write_file", Description: "Write a file in a desktop, creating parent directories. Relative paths are in the user's home."}, t.writeFile)
+	t.addProcessTools(s)
 	return s
 }
 

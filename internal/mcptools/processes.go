@@ -1,0 +1,112 @@
+package mcptools
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// maxPortBody bounds what fetch_port returns.
+const maxPortBody = 1 << 20
+
+// addProcessTools registers the tools for background processes and ports.
+func (t *tools) addProcessTools(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "list_processes", Description: "List a desktop's background processes (started by exec with background: true): id, name, pid, running or exit code, log size.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.listProcesses)
+	mcp.AddTool(s, &mcp.Tool{Name: "process_log", Description: "Read the output (stdout and stderr together) of a background process: the last tail_bytes bytes (default 64 KiB).",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.processLog)
+	mcp.AddTool(s, &mcp.Tool{Name: "kill_process", Description: "Stop a background process: signal TERM by default (KILL, INT, HUP… by name)."}, t.killProcess)
+	mcp.AddTool(s, &mcp.Tool{Name: "fetch_port", Description: "Make an HTTP GET request to a port inside the desktop (127.0.0.1:PORT, e.g. a dev server you started in the background) and return the status and body (up to 1 MiB). No guest networking is involved.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.fetchPort)
+}
+
+type processIn struct {
+	Desktop string `json:"desktop" jsonschema:"the desktop's id"`
+	Process string `json:"process" jsonschema:"the process id (p-…) from exec or list_processes"`
+}
+
+func (t *tools) listProcesses(ctx context.Context, req *mcp.CallToolRequest, in struct {
+	Desktop string `json:"desktop" jsonschema:"the desktop's id"`
+}) (*mcp.CallToolResult, Out, error) {
+	r, err := t.call(ctx, req, "GET", desktopPath(in.Desktop, "/processes"), nil, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return jsonResult(r)
+}
+
+type logIn struct {
+	processIn
+	TailBytes int `json:"tail_bytes,omitempty" jsonschema:"how much of the end of the log (default 65536, at most 1048576)"`
+}
+
+func (t *tools) processLog(ctx context.Context, req *mcp.CallToolRequest, in logIn) (*mcp.CallToolResult, Out, error) {
+	n := in.TailBytes
+	if n <= 0 {
+		n = 64 << 10
+	}
+	n = min(n, 1<<20)
+	r, err := t.call(ctx, req, "GET", desktopPath(in.Desktop, "/processes/"+url.PathEscape(in.Process)+"/log?tail="+strconv.Itoa(n)), nil, n+1)
+	if err != nil {
+		return nil, nil, err
+	}
+	text := string(r.Body)
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+}
+
+type killIn struct {
+	processIn
+	Signal string `json:"signal,omitempty" jsonschema:"TERM (default), KILL, INT, HUP, QUIT, USR1, USR2, STOP or CONT"`
+}
+
+func (t *tools) killProcess(ctx context.Context, req *mcp.CallToolRequest, in killIn) (*mcp.CallToolResult, Out, error) {
+	r, err := t.call(ctx, req, "DELETE", desktopPath(in.Desktop, "/processes/"+url.PathEscape(in.Process)+"?signal="+url.QueryEscape(in.Signal)), nil, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return jsonResult(r)
+}
+
+// callRaw makes a call and returns whatever status it got: an app's
+// 404 or 500 is its answer, not a failed tool call (bureau's own errors,
+// e.g. 502 when nothing listens, come as JSON with a message).
+func (t *tools) callRaw(ctx context.Context, req *mcp.CallToolRequest, method, path string, limit int) (Response, error) {
+	return t.c.Call(ctx, t.token(req), method, path, nil, limit)
+}
+
+type portIn struct {
+	Desktop string `json:"desktop" jsonschema:"the desktop's id"`
+	Port    int    `json:"port" jsonschema:"the TCP port inside the desktop"`
+	Path    string `json:"path,omitempty" jsonschema:"the path and query, default /"`
+}
+
+func (t *tools) fetchPort(ctx context.Context, req *mcp.CallToolRequest, in portIn) (*mcp.CallToolResult, Out, error) {
+	p := in.Path
+	if p == "" {
+		p = "/"
+	}
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	r, err := t.callRaw(ctx, req, "GET", desktopPath(in.Desktop, "/ports/"+strconv.Itoa(in.Port)+p), maxPortBody)
+	if err != nil {
+		return nil, nil, err
+	}
+	body := string(r.Body)
+	if !utf8.ValidString(body) {
+		body = fmt.Sprintf("(%d bytes of %s, not text)", len(r.Body), r.ContentType)
+	}
+	note := ""
+	if r.Truncated {
+		note = " (body cut at 1 MiB)"
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("HTTP %d %s%s\n\n%s", r.Status, r.ContentType, note, body)}}}, nil, nil
+}
