@@ -66,6 +66,7 @@ func TestBench(t *testing.T) {
 		row{"API / virsh p50 ratio", fmt.Sprintf("%.2f", float64(pct(api, 50))/float64(pct(virsh, 50)))})
 
 	benchComputer(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
+	benchAgent(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
 	benchPersistence(t, s, d.ID, run, add, func(name, v string) { rows = append(rows, row{name, v}) })
 
 	t1 := time.Now()
