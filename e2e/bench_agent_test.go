@@ -27,7 +27,9 @@ func benchAgent(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, v
 	s.agentUp(adminToken, d, 3*time.Minute)
 	for _, via := range []struct{ name, q string }{{"bureau-agent", ""}, {"qemu-ga", "?agent=qemu-ga"}} {
 		times := timeN(reps(), func() {
-			var res struct{ ExitCode int `json:"exit_code"` }
+			var res struct {
+				ExitCode int `json:"exit_code"`
+			}
 			if code := s.call(adminToken, "POST", base+"/exec"+via.q, map[string]any{"cmd": "true"}, &res); code != 200 {
 				t.Fatalf("exec via %s: %d", via.name, code)
 			}
