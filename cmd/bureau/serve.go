@@ -114,7 +114,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	defer m.Close()
 
 	consoles := console.New(st, log)
-	go followDesktops(ctx, m, consoles)
+	go followDesktops(ctx, m, consoles, agents)
 
 	gs := guest.New(h).WithChannel(agents)
 	router := api.New(api.Deps{
@@ -144,8 +144,9 @@ func serve(ctx context.Context, cfg *config.Config) error {
 }
 
 // followDesktops ends console sessions and revokes console tokens as
-// desktops stop, hibernate or go away, and prunes dead tokens hourly.
-func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.Service) {
+// desktops stop, hibernate or go away, drops bureau-agent sessions of
+// desktops that leave the running state, and prunes dead tokens hourly.
+func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.Service, agents *agentclient.Client) {
 	sub := m.Subscribe(ctx, "")
 	prune := time.NewTicker(time.Hour)
 	defer prune.Stop()
@@ -156,6 +157,12 @@ func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.S
 		case ch := <-sub.C:
 			if ch.Desktop != nil {
 				consoles.DesktopChanged(ctx, ch.Desktop)
+				// Whatever is not plainly running (stopping, rebooting,
+				// reverting, hibernating…) ends the agent's session: the
+				// next call dials the guest as it then is.
+				if ch.Desktop.State != desktop.StateRunning {
+					agents.Forget(ch.Desktop.DomainName())
+				}
 			}
 		case <-prune.C:
 			consoles.Prune(ctx)

@@ -43,6 +43,19 @@ const (
 	retryAfter = 3 * time.Second
 	// updateEvery bounds update attempts per desktop.
 	updateEvery = time.Minute
+	// headerWithin bounds the wait for a call's response header (the
+	// agent answers before it does the work): past it the session is
+	// taken for stale and dialled again.
+	headerWithin = 15 * time.Second
+)
+
+// A session idle for checkAfter is pinged before use: a guest that
+// rebooted or was reverted to a snapshot behind the same QEMU socket has
+// an agent that no longer knows the session, and stays silent. (Variables
+// so tests can shorten them.)
+var (
+	checkAfter = 5 * time.Second
+	pingWithin = 3 * time.Second
 )
 
 // Client reaches the agents of all desktops.
@@ -61,6 +74,7 @@ type Client struct {
 type conn struct {
 	mu        sync.Mutex // held while dialling
 	sess      *yamux.Session
+	lastUsed  time.Time
 	info      agentwire.Info
 	failedAt  time.Time
 	failure   error
@@ -130,7 +144,12 @@ func (c *Client) session(ctx context.Context, domain string, e *conn) (*yamux.Se
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.sess != nil && !e.sess.IsClosed() {
-		return e.sess, nil
+		if time.Since(e.lastUsed) < checkAfter || alive(e.sess) {
+			e.lastUsed = time.Now()
+			return e.sess, nil
+		}
+		c.log.Info("bureau-agent session went silent; dialling again", "domain", domain)
+		e.sess.Close()
 	}
 	e.sess = nil
 	if time.Since(e.failedAt) < retryAfter {
@@ -154,8 +173,23 @@ func (c *Client) session(ctx context.Context, domain string, e *conn) (*yamux.Se
 		e.failedAt, e.failure = time.Now(), err
 		return nil, err
 	}
-	e.sess, e.info, e.failure = sess, info, nil
+	e.sess, e.info, e.failure, e.lastUsed = sess, info, nil, time.Now()
 	return sess, nil
+}
+
+// alive pings a session.
+func alive(sess *yamux.Session) bool {
+	done := make(chan error, 1)
+	go func() {
+		_, err := sess.Ping()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err == nil
+	case <-time.After(pingWithin):
+		return false
+	}
 }
 
 // reconnect waits for the agent to restart into the binary it was sent.
@@ -229,15 +263,20 @@ func (c *Client) open(ctx context.Context, domain string, req agentwire.Request)
 		}
 		stop := abortOn(ctx, st)
 		var resp agentwire.Response
+		st.SetReadDeadline(time.Now().Add(headerWithin))
 		err = agentwire.WriteHeader(st, req)
 		if err == nil {
 			err = agentwire.ReadHeader(st, &resp)
 		}
+		st.SetReadDeadline(time.Time{})
 		stop()
 		if err != nil {
 			st.Close()
 			if ctx.Err() != nil {
 				return nil, resp, ctx.Err()
+			}
+			if errors.Is(err, yamux.ErrTimeout) || errors.Is(err, os.ErrDeadlineExceeded) {
+				sess.Close() // a stale session: the agent does not know it
 			}
 			if attempt == 0 && sess.IsClosed() {
 				continue

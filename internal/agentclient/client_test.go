@@ -29,7 +29,40 @@ type pipeDialer struct {
 	dials atomic.Int32
 	down  atomic.Bool
 	mu    sync.Mutex
-	ends  []net.Conn
+	ends  []*gated
+}
+
+// gated is the agent's end of a connection; once frozen it reads and
+// drops everything and answers nothing, without closing (as a guest
+// reverted or rebooted behind QEMU's socket).
+type gated struct {
+	net.Conn
+	mine atomic.Bool
+}
+
+func (g *gated) Read(p []byte) (int, error) {
+	for {
+		n, err := g.Conn.Read(p)
+		if err != nil || !g.mine.Load() {
+			return n, err
+		}
+	}
+}
+
+func (g *gated) Write(p []byte) (int, error) {
+	if g.mine.Load() {
+		return len(p), nil
+	}
+	return g.Conn.Write(p)
+}
+
+// freeze silences every existing connection.
+func (p *pipeDialer) freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.ends {
+		c.mine.Store(true)
+	}
 }
 
 func (p *pipeDialer) DialAgent(ctx context.Context, domain string) (net.Conn, error) {
@@ -37,7 +70,8 @@ func (p *pipeDialer) DialAgent(ctx context.Context, domain string) (net.Conn, er
 		return nil, errors.New("no channel")
 	}
 	p.dials.Add(1)
-	a, b := net.Pipe()
+	a, pb := net.Pipe()
+	b := &gated{Conn: pb}
 	go p.srv.Load().ServeConn(context.Background(), b)
 	p.mu.Lock()
 	p.ends = append(p.ends, b)
@@ -290,6 +324,31 @@ func TestPTY(t *testing.T) {
 	ex, err := term.Output(func(b []byte) error { screen.Write(b); return nil })
 	if err != nil || ex.Code != 5 || !strings.Contains(screen.String(), "30 100") || !strings.Contains(screen.String(), "42") {
 		t.Fatalf("exit %+v %v screen %q", ex, err, screen.String())
+	}
+}
+
+// A session whose agent went silent without the socket closing (the guest
+// was reverted or rebooted behind QEMU's socket) is found by a ping after
+// it sat idle, and dialled again.
+func TestSilentSessionIsDialledAgain(t *testing.T) {
+	defer func(a, b time.Duration) { checkAfter, pingWithin = a, b }(checkAfter, pingWithin)
+	checkAfter, pingWithin = 50*time.Millisecond, 300*time.Millisecond
+	c, d := newPair(t)
+	run := func() error {
+		_, err := c.Exec(ctx(t), "d", sh("echo hi"), ExecIO{Out: func(string, []byte) error { return nil }})
+		return err
+	}
+	if err := run(); err != nil {
+		t.Fatal(err)
+	}
+	d.freeze()
+	time.Sleep(100 * time.Millisecond)
+	begun := time.Now()
+	if err := run(); err != nil {
+		t.Fatalf("after the agent went silent: %v", err)
+	}
+	if d.dials.Load() != 2 || time.Since(begun) > 3*time.Second {
+		t.Errorf("%d dials, %s", d.dials.Load(), time.Since(begun))
 	}
 }
 
