@@ -10,11 +10,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/agentclient"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/coder/websocket"
 )
@@ -70,6 +72,28 @@ func (s *server) servedAgain(token string, d *desktop.Desktop) {
 	s.agentUp(token, d, 2*time.Minute)
 	if code, body := s.getPort(token, d, agentPort, "/"); code != 200 || !strings.Contains(body, "Directory listing") {
 		s.t.Errorf("the background web server after the desktop came back: %d %.200s", code, body)
+	}
+}
+
+// viaStream runs a command through bureau-agent over libvirt's channel
+// stream (virDomainOpenChannel), the transport bureau uses for a remote
+// libvirt host, from this test process. QEMU serves one client on the
+// channel's socket at a time: call it while bureau is stopped.
+func viaStream(t *testing.T, s *server, d *desktop.Desktop) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s.hv.AgentViaStream = true
+	defer func() { s.hv.AgentViaStream = false }()
+	c, err := agentclient.New(s.hv, "", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Forget(d.DomainName())
+	var out bytes.Buffer
+	ex, err := c.Exec(ctx, d.DomainName(), agentclient.Command{Argv: []string{"/bin/sh", "-c", "echo via-stream; hostname"}},
+		agentclient.ExecIO{Out: func(stream string, b []byte) error { out.Write(b); return nil }})
+	if err != nil || ex.Code != 0 || out.String() != "via-stream\n"+d.Name+"\n" {
+		t.Errorf("exec over libvirt's channel stream: %v %+v %q", err, ex, out.String())
 	}
 }
 

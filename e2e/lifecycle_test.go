@@ -116,6 +116,7 @@ func TestDesktopLifecycle(t *testing.T) {
 
 	// A bureau restart must leave the running VM alone.
 	s.stop()
+	viaStream(t, s, running) // while bureau does not hold the agent's channel
 	s.start()
 	if got := s.waitState(alice.Token, d.ID, desktop.StateRunning, 10*time.Second); got.LastError != "" {
 		t.Errorf("after restart: %+v", got)
@@ -123,6 +124,8 @@ func TestDesktopLifecycle(t *testing.T) {
 	if st := s.vmState(running); st != desktop.VMRunning {
 		t.Fatalf("VM is %s after a bureau restart", st)
 	}
+	// The restarted bureau dials bureau-agent again.
+	s.agentUp(alice.Token, running, time.Minute)
 
 	// Stop (graceful), then start: the data disk's content is still there.
 	// Stopping revokes the desktop's console tokens.
