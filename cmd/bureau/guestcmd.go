@@ -251,4 +251,3 @@ func (c *client) shell(ctx context.Context, path, user string) error {
 		}
 	}
 }
-

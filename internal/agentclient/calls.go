@@ -161,7 +161,7 @@ func (c *Client) Log(ctx context.Context, domain, id string, offset int64, follo
 	}
 	defer st.Close()
 	defer abortOn(ctx, st)()
-	_, err = copyData(st, w)
+	_, err = agentwire.ReceiveData(st, w)
 	if err != nil && ctx.Err() != nil {
 		return nil // the reader went away: a follow ends that way
 	}
@@ -177,32 +177,8 @@ func (c *Client) ReadFile(ctx context.Context, domain, path string, w io.Writer)
 	}
 	defer st.Close()
 	defer abortOn(ctx, st)()
-	_, err = copyData(st, w)
+	_, err = agentwire.ReceiveData(st, w)
 	return resp.Size, err
-}
-
-// copyData copies data frames to w until the end frame.
-func copyData(r io.Reader, w io.Writer) (int64, error) {
-	var total int64
-	var buf []byte
-	for {
-		kind, p, err := agentwire.ReadFrame(r, buf)
-		if err != nil {
-			return total, fmt.Errorf("bureau-agent: the stream broke after %d bytes: %w", total, err)
-		}
-		buf = p
-		switch kind {
-		case agentwire.FrameData:
-			if _, err := w.Write(p); err != nil {
-				return total, err
-			}
-			total += int64(len(p))
-		case agentwire.FrameEnd:
-			return total, nil
-		case agentwire.FrameError:
-			return total, fmt.Errorf("bureau-agent: %s", p)
-		}
-	}
 }
 
 // WriteFile creates path (it must not exist) with mode from r; only a

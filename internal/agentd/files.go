@@ -77,7 +77,7 @@ func (s *Server) write(st net.Conn, req agentwire.Request) {
 		os.Remove(req.Path)
 		return
 	}
-	n, err := receive(st, f)
+	n, err := agentwire.ReceiveData(st, f)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -90,31 +90,4 @@ func (s *Server) write(st net.Conn, req agentwire.Request) {
 		return
 	}
 	agentwire.WriteHeader(st, agentwire.Response{Size: n})
-}
-
-// errIncomplete: the sender stopped before its end frame.
-var errIncomplete = errors.New("the upload stopped before its end")
-
-// receive copies data frames to w until an end frame.
-func receive(r io.Reader, w io.Writer) (int64, error) {
-	var total int64
-	var buf []byte
-	for {
-		kind, p, err := agentwire.ReadFrame(r, buf)
-		if err != nil {
-			return total, errIncomplete
-		}
-		buf = p
-		switch kind {
-		case agentwire.FrameData:
-			if _, err := w.Write(p); err != nil {
-				return total, err
-			}
-			total += int64(len(p))
-		case agentwire.FrameEnd:
-			return total, nil
-		case agentwire.FrameError:
-			return total, errIncomplete
-		}
-	}
 }

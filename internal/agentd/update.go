@@ -26,7 +26,7 @@ func (s *Server) update(st net.Conn, req agentwire.Request) {
 		return
 	}
 	h := sha256.New()
-	n, err := receive(st, io.MultiWriter(f, h))
+	n, err := agentwire.ReceiveData(st, io.MultiWriter(f, h))
 	if err == nil {
 		err = f.Sync()
 	}

@@ -211,6 +211,35 @@ func noEOF(err error) error {
 	return err
 }
 
+// ErrCut: a data stream ended before its end frame (the sender went
+// away, or sent an error frame, whose text follows).
+var ErrCut = errors.New("agentwire: the data stopped before its end")
+
+// ReceiveData copies data frames to w until an end frame and returns how
+// many bytes it copied.
+func ReceiveData(r io.Reader, w io.Writer) (int64, error) {
+	var total int64
+	var buf []byte
+	for {
+		kind, p, err := ReadFrame(r, buf)
+		if err != nil {
+			return total, fmt.Errorf("%w after %d bytes: %v", ErrCut, total, err)
+		}
+		buf = p
+		switch kind {
+		case FrameData:
+			if _, err := w.Write(p); err != nil {
+				return total, err
+			}
+			total += int64(len(p))
+		case FrameEnd:
+			return total, nil
+		case FrameError:
+			return total, fmt.Errorf("%w after %d bytes: %s", ErrCut, total, p)
+		}
+	}
+}
+
 // FrameWriter sends what is written to it as frames of one kind.
 type FrameWriter struct {
 	W    io.Writer

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,34 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bureau/bureau/internal/agentclient"
-	"github.com/bureau/bureau/internal/agentd"
-	"github.com/bureau/bureau/internal/agentwire"
+	"github.com/bureau/bureau/internal/agentd/agenttest"
 	"github.com/bureau/bureau/internal/guest"
 	"github.com/coder/websocket"
 )
 
-// pipeAgent runs a real bureau-agent server in-process for each dial: the
+// agentGuest is the guest service over an in-process agent: the
 // "desktop" is this machine, its commands run as root.
-type pipeAgent struct{ srv *agentd.Server }
-
-func (p pipeAgent) DialAgent(context.Context, string) (net.Conn, error) {
-	a, b := net.Pipe()
-	go p.srv.ServeConn(context.Background(), b)
-	return a, nil
-}
-
-// agentGuest is the guest service over an in-process agent.
 func agentGuest(t testing.TB) *guest.Service {
-	srv := &agentd.Server{Info: agentwire.Info{SHA256: "x", Version: "test"}, StateDir: t.TempDir()}
-	if err := srv.Init(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := agentclient.New(pipeAgent{srv}, "", slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := guest.New(nil).WithChannel(c)
+	g := guest.New(nil).WithChannel(agenttest.Client(t))
 	g.User = "root"
 	return g
 }

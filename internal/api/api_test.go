@@ -389,7 +389,7 @@ func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 	}
 	fg := &fakeGuest{files: map[string][]byte{}}
 	inGuest := agentGuest(t)
-	e.srv = httptest.NewServer(New(Deps{Processes: inGuest, Ports: inGuest, Terminals: inGuest,Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
+	e.srv = httptest.NewServer(New(Deps{Processes: inGuest, Ports: inGuest, Terminals: inGuest, Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
 		ConsoleBytes: func(dir string, n int) {
 			v, _ := e.consoleBytes.LoadOrStore(dir, new(atomic.Int64))
 			v.(*atomic.Int64).Add(int64(n))

@@ -166,15 +166,7 @@ func (s *Service) streamAgent(ctx context.Context, domain string, r ExecRequest,
 			if t.truncated {
 				return nil
 			}
-			if room := limit - t.sent; len(b) > room {
-				b, t.truncated = b[:room], true
-			}
-			t.sent += len(b)
-			chunk := append(append([]byte(nil), t.carry...), b...)
-			t.carry = nil
-			if !t.truncated {
-				chunk, t.carry = splitRune(chunk)
-			}
+			chunk := t.take(b, limit)
 			if len(chunk) == 0 {
 				return nil
 			}

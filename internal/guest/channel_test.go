@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,42 +11,14 @@ import (
 	"time"
 
 	"github.com/bureau/bureau/internal/agentclient"
-	"github.com/bureau/bureau/internal/agentd"
-	"github.com/bureau/bureau/internal/agentwire"
+	"github.com/bureau/bureau/internal/agentd/agenttest"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-// inProcess runs a real bureau-agent server for each dial; the commands
-// run on this machine as root.
-type inProcess struct{ srv *agentd.Server }
-
-func (p inProcess) DialAgent(context.Context, string) (net.Conn, error) {
-	a, b := net.Pipe()
-	go p.srv.ServeConn(context.Background(), b)
-	return a, nil
-}
-
-type noDial struct{}
-
-func (noDial) DialAgent(context.Context, string) (net.Conn, error) {
-	return nil, errors.New("no channel")
-}
-
-func agentService(t *testing.T, d agentclient.Dialer, ga Agent) *Service {
+func agentService(t *testing.T, c *agentclient.Client, ga Agent) *Service {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("runs commands as root through runuser")
-	}
-	srv := &agentd.Server{Info: agentwire.Info{SHA256: "x", Version: "test"}, StateDir: t.TempDir()}
-	if err := srv.Init(); err != nil {
-		t.Fatal(err)
-	}
-	if d == nil {
-		d = inProcess{srv}
-	}
-	c, err := agentclient.New(d, "", slog.Default())
-	if err != nil {
-		t.Fatal(err)
 	}
 	s := New(ga).WithChannel(c)
 	s.User = "root"
@@ -67,7 +37,7 @@ func (o *sseOut) Output(stream string, b []byte) error {
 }
 
 func TestExecThroughBureauAgent(t *testing.T) {
-	s := agentService(t, nil, nil) // no QEMU agent at all: it must not be needed
+	s := agentService(t, agenttest.Client(t), nil) // no QEMU agent at all: it must not be needed
 	ctx := context.Background()
 	begun := time.Now()
 	res, err := s.Exec(ctx, "d", ExecRequest{Cmd: "sleep 30 & echo started; echo err >&2; exit 4", Cwd: "/tmp"})
@@ -93,7 +63,7 @@ func TestExecThroughBureauAgent(t *testing.T) {
 }
 
 func TestBackgroundThroughBureauAgent(t *testing.T) {
-	s := agentService(t, nil, nil)
+	s := agentService(t, agenttest.Client(t), nil)
 	ctx := context.Background()
 	if _, err := s.Start(ctx, "d", ExecRequest{Cmd: "true", Stdin: "x"}); err == nil {
 		t.Error("stdin accepted for a background process")
@@ -127,7 +97,7 @@ func TestBackgroundThroughBureauAgent(t *testing.T) {
 }
 
 func TestFilesThroughBureauAgent(t *testing.T) {
-	s := agentService(t, nil, nil)
+	s := agentService(t, agenttest.Client(t), nil)
 	ctx := context.Background()
 	dir := t.TempDir()
 	final, n, err := s.Write(ctx, "d", WriteRequest{Path: filepath.Join(dir, "a/b/f.txt"), Parents: true, Mode: 0o640}, strings.NewReader("content"))
@@ -150,7 +120,7 @@ func TestFilesThroughBureauAgent(t *testing.T) {
 // Without bureau-agent, background processes say why they cannot run, and
 // exec falls back to QEMU's agent, naming both when neither answers.
 func TestWithoutBureauAgent(t *testing.T) {
-	s := agentService(t, noDial{}, failingAgent{})
+	s := agentService(t, agenttest.ClientOf(t, agenttest.NoAgent{}), failingAgent{})
 	ctx := context.Background()
 	if _, err := s.Start(ctx, "d", ExecRequest{Cmd: "true"}); !errors.Is(err, desktop.ErrUnavailable) || !strings.Contains(err.Error(), "bureau-agent") {
 		t.Errorf("start without the agent: %v", err)

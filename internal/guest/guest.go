@@ -162,6 +162,21 @@ func (s *Service) command(r ExecRequest) ([]string, time.Duration, int) {
 	if limit == 0 {
 		limit = DefaultMaxOutput
 	}
+	// timeout(1) ends the command in the guest; bureau stops waiting a
+	// little after that in case the guest is wedged.
+	full := append([]string{"/usr/bin/timeout", "--kill-after=5", fmt.Sprint(int(timeout.Seconds()))}, s.asUser(r)...)
+	return full, timeout, limit
+}
+
+// timedOut: timeout(1) exits 124 when it stopped the command (137 after
+// KILL).
+func timedOut(code int, took, timeout time.Duration) bool {
+	return code == 124 || code == 137 && took >= timeout
+}
+
+// asUser is r's command (cmd through bash, or argv) run as its user (the
+// desktop's by default) in its directory.
+func (s *Service) asUser(r ExecRequest) []string {
 	argv := r.Argv
 	if r.Cmd != "" {
 		argv = []string{"/bin/bash", "-c", r.Cmd}
@@ -170,16 +185,7 @@ func (s *Service) command(r ExecRequest) ([]string, time.Duration, int) {
 	if user == "" {
 		user = s.User
 	}
-	// timeout(1) ends the command in the guest; bureau stops waiting a
-	// little after that in case the guest is wedged.
-	full := append([]string{"/usr/bin/timeout", "--kill-after=5", fmt.Sprint(int(timeout.Seconds()))}, s.wrap(user, argv)...)
-	return full, timeout, limit
-}
-
-// timedOut: timeout(1) exits 124 when it stopped the command (137 after
-// KILL).
-func timedOut(code int, took, timeout time.Duration) bool {
-	return code == 124 || code == 137 && took >= timeout
+	return s.wrap(user, argv)
 }
 
 // wrap runs argv as user in the requested directory (BUREAU_CWD, or the

@@ -54,15 +54,7 @@ func (s *Service) Start(ctx context.Context, domain string, r ExecRequest) (*Pro
 	case s.ch == nil:
 		return nil, needAgent("a background process", agentclient.ErrNoAgent)
 	}
-	argv := r.Argv
-	if r.Cmd != "" {
-		argv = []string{"/bin/bash", "-c", r.Cmd}
-	}
-	user := r.User
-	if user == "" {
-		user = s.User
-	}
-	p, err := s.ch.Spawn(ctx, domain, r.Name, agentclient.Command{Argv: s.wrap(user, argv), Env: s.env(r.Cwd, r.Env)})
+	p, err := s.ch.Spawn(ctx, domain, r.Name, agentclient.Command{Argv: s.asUser(r), Env: s.env(r.Cwd, r.Env)})
 	if err != nil {
 		return nil, needAgent("a background process", err)
 	}

@@ -214,16 +214,7 @@ func (s *Service) pump(ctx context.Context, domain string, t *tail, limit int, o
 			return unavailable(err)
 		}
 		t.off += int64(len(b))
-		if room := limit - t.sent; len(b) > room {
-			b, t.truncated = b[:room], true
-		}
-		t.sent += len(b)
-		chunk := append(append([]byte(nil), t.carry...), b...)
-		t.carry = nil
-		if !t.truncated {
-			chunk, t.carry = splitRune(chunk)
-		}
-		if len(chunk) > 0 {
+		if chunk := t.take(b, limit); len(chunk) > 0 {
 			if err := out.Output(t.name, chunk); err != nil {
 				return err
 			}
@@ -232,6 +223,22 @@ func (s *Service) pump(ctx context.Context, domain string, t *tail, limit int, o
 			return nil
 		}
 	}
+}
+
+// take caps what t has sent at limit and holds back a UTF-8 character cut
+// at the end of b (until the next chunk completes it), returning what to
+// send now.
+func (t *tail) take(b []byte, limit int) []byte {
+	if room := limit - t.sent; len(b) > room {
+		b, t.truncated = b[:max(room, 0)], true
+	}
+	t.sent += len(b)
+	chunk := append(append([]byte(nil), t.carry...), b...)
+	t.carry = nil
+	if !t.truncated {
+		chunk, t.carry = splitRune(chunk)
+	}
+	return chunk
 }
 
 // splitRune holds back an incomplete UTF-8 character at the end of b.
