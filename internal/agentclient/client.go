@@ -29,6 +29,9 @@ type Dialer interface {
 	DialAgent(ctx context.Context, domain string) (net.Conn, error)
 }
 
+// errDial: the channel itself could not be opened.
+var errDial = errors.New("its channel cannot be opened")
+
 // ErrNoAgent: the desktop's agent is not reachable (no channel, not
 // installed, not started yet). Callers fall back to QEMU's guest agent.
 var ErrNoAgent = errors.New("bureau-agent is not answering")
@@ -39,8 +42,12 @@ const (
 	// handshakeWithin bounds waiting for an agent to answer its hello.
 	handshakeWithin = 3 * time.Second
 	// retryAfter: a desktop whose agent did not answer is not asked again
+	// sooner (calls fall back at once meanwhile); one whose channel could
+	// not even be opened (a domain defined before it had one) waits
+	// retryNoChannel.
 	// sooner (calls fall back at once meanwhile).
-	retryAfter = 3 * time.Second
+	retryAfter     = 10 * time.Second
+	retryNoChannel = time.Minute
 	// updateEvery bounds update attempts per desktop.
 	updateEvery = time.Minute
 	// headerWithin bounds the wait for a call's response header (the
@@ -77,6 +84,7 @@ type conn struct {
 	lastUsed  time.Time
 	info      agentwire.Info
 	failedAt  time.Time
+	retryIn   time.Duration
 	failure   error
 	updatedAt time.Time
 }
@@ -152,7 +160,7 @@ func (c *Client) session(ctx context.Context, domain string, e *conn) (*yamux.Se
 		e.sess.Close()
 	}
 	e.sess = nil
-	if time.Since(e.failedAt) < retryAfter {
+	if time.Since(e.failedAt) < e.retryIn {
 		return nil, e.failure
 	}
 	sess, info, err := c.connect(ctx, domain)
@@ -170,7 +178,10 @@ func (c *Client) session(ctx context.Context, domain string, e *conn) (*yamux.Se
 		if ctx.Err() != nil {
 			return nil, err // the caller gave up: not the agent's fault
 		}
-		e.failedAt, e.failure = time.Now(), err
+		e.failedAt, e.failure, e.retryIn = time.Now(), err, retryAfter
+		if errors.Is(err, errDial) {
+			e.retryIn = retryNoChannel
+		}
 		return nil, err
 	}
 	e.sess, e.info, e.failure, e.lastUsed = sess, info, nil, time.Now()
@@ -216,7 +227,7 @@ func (c *Client) reconnect(ctx context.Context, domain string) (*yamux.Session, 
 func (c *Client) connect(ctx context.Context, domain string) (*yamux.Session, agentwire.Info, error) {
 	raw, err := c.dial.DialAgent(ctx, domain)
 	if err != nil {
-		return nil, agentwire.Info{}, fmt.Errorf("%w: %v", ErrNoAgent, err)
+		return nil, agentwire.Info{}, fmt.Errorf("%w: %w: %v", ErrNoAgent, errDial, err)
 	}
 	hctx, cancel := context.WithTimeout(ctx, handshakeWithin)
 	defer cancel()
