@@ -47,6 +47,8 @@ type browserResult struct {
 	Typed          bool   `json:"typed"`
 	ClipSeen       bool   `json:"clip_seen"`
 	ClipSent       string `json:"clip_sent"`
+	TerminalSeen   bool   `json:"terminal_seen"`
+	TerminalTab    bool   `json:"terminal_tab"`
 }
 
 // browse opens a console URL in headless Chromium, types text into the
@@ -63,6 +65,10 @@ func (s *server) browse(g consoleGrant, typeText, shot string, clip ...string) b
 		"TYPE_TEXT="+typeText, "SCREENSHOT="+shot)
 	if len(clip) == 2 {
 		cmd.Env = append(cmd.Env, "CLIP_EXPECT="+clip[0], "CLIP_SEND="+clip[1])
+	}
+	if !g.ViewOnly {
+		// The Terminal tab: a shell in the desktop through bureau-agent.
+		cmd.Env = append(cmd.Env, "TERMINAL_TEXT=echo $((6*7))bureau; whoami", "TERMINAL_EXPECT=42bureau")
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -104,6 +110,9 @@ func testConsole(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	if r.State != "connected" || !r.NonBlank || r.DistinctColors < 50 || r.ViewOnlyBadge || !r.Typed {
 		t.Errorf("interactive console: %+v", r)
 	}
+	if !r.TerminalSeen {
+		t.Errorf("the console page's Terminal tab did not run a command (see %s)", filepath.Join(shots, "interactive-terminal.png"))
+	}
 	if !r.ClipSeen || !strings.HasPrefix(r.ClipSent, "text sent") {
 		t.Errorf("console clipboard panel: saw the desktop's clipboard %t, send said %q", r.ClipSeen, r.ClipSent)
 	}
@@ -126,8 +135,8 @@ func testConsole(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	s.catWindow(d, "110x34+240+160", "/tmp/console-viewonly")
 	vo := s.openConsole(token, d, true)
 	r = s.browse(vo, "must-not-arrive", filepath.Join(shots, "view-only.png"))
-	if r.State != "connected" || !r.NonBlank || !r.ViewOnlyBadge {
-		t.Errorf("view-only console: %+v", r)
+	if r.State != "connected" || !r.NonBlank || !r.ViewOnlyBadge || r.TerminalTab {
+		t.Errorf("view-only console (no Terminal tab): %+v", r)
 	}
 	time.Sleep(2 * time.Second)
 	if got, _ := s.guest(d, "cat /tmp/console-viewonly"); got != "" {

@@ -14,9 +14,14 @@
 // from the desktop, screenshot the page to SCREENSHOT with "-clipboard"
 // before ".png", and if CLIP_SEND is set send that text to the desktop.
 //
+// Then if TERMINAL_TEXT is set: click #terminal-tab, wait up to 60 s for
+// body[data-terminal=open], type TERMINAL_TEXT and Enter into the terminal,
+// wait up to 30 s for its text to contain TERMINAL_EXPECT, screenshot the
+// page to SCREENSHOT with "-terminal" before ".png" and switch back.
+//
 // stdout: one JSON line
 //   {"state":"connected","nonblank":true,"distinct_colors":N,"view_only_badge":bool,"typed":bool,
-//    "clip_seen":bool,"clip_sent":"the panel's message"}
+//    "clip_seen":bool,"clip_sent":"the panel's message","terminal_seen":bool,"terminal_tab":bool}
 // On failure: a message on stderr (with the page's console output) and exit 1.
 
 import { chromium } from 'playwright-core';
@@ -31,6 +36,8 @@ const TYPE_TEXT = env.TYPE_TEXT || '';
 const SCREENSHOT = env.SCREENSHOT || '';
 const CLIP_EXPECT = env.CLIP_EXPECT || '';
 const CLIP_SEND = env.CLIP_SEND || '';
+const TERMINAL_TEXT = env.TERMINAL_TEXT || '';
+const TERMINAL_EXPECT = env.TERMINAL_EXPECT || '';
 const CHROMIUM = env.CHROMIUM || '/usr/bin/chromium';
 
 const CONNECT_TIMEOUT_MS = 120_000;
@@ -182,6 +189,38 @@ async function main() {
       }
     }
 
+    // The Terminal tab is offered to interactive consoles only.
+    const terminalTab = await page.isVisible('#terminal-tab');
+    let terminalSeen = false;
+    if (TERMINAL_TEXT) {
+      if (!terminalTab) fail('no Terminal tab on an interactive console');
+      await page.click('#terminal-tab');
+      await page.waitForSelector('body[data-terminal=open]', { timeout: 60_000 });
+      await page.click('#terminal');
+      await page.keyboard.type(TERMINAL_TEXT, { delay: 20 });
+      await page.keyboard.press('Enter');
+      const text = () => page.evaluate(() => {
+        const t = window.bureauTerminal;
+        const lines = [];
+        for (let i = 0; t && i < t.buffer.active.length; i++) lines.push(t.buffer.active.getLine(i).translateToString(true));
+        return lines.join('\n');
+      });
+      try {
+        await page.waitForFunction((want) => {
+          const t = window.bureauTerminal;
+          for (let i = 0; t && i < t.buffer.active.length; i++) {
+            if (t.buffer.active.getLine(i).translateToString(true).includes(want)) return true;
+          }
+          return false;
+        }, TERMINAL_EXPECT, { timeout: 30_000, polling: 250 });
+        terminalSeen = true;
+      } catch (e) {
+        log(`terminal shows ${JSON.stringify(await text())}`);
+      }
+      await page.screenshot({ path: SCREENSHOT.replace(/\.png$/, '') + '-terminal.png' });
+      await page.click('#terminal-tab');
+    }
+
     process.stdout.write(JSON.stringify({
       state,
       nonblank,
@@ -190,6 +229,8 @@ async function main() {
       typed,
       clip_seen: clipSeen,
       clip_sent: clipSent,
+      terminal_seen: terminalSeen,
+      terminal_tab: terminalTab,
     }) + '\n');
   } finally {
     clearTimeout(guard);

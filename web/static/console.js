@@ -18,6 +18,7 @@
 // the current RFB object.
 
 import RFB from '/static/novnc/core/rfb.js';
+import { setupTerminal } from '/static/terminal.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -54,6 +55,17 @@ const vncURL = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.ho
   `/api/v1/desktops/${encodeURIComponent(desktopID)}/vnc?token=${encodeURIComponent(token)}`;
 
 const clipboardURL = `/api/v1/desktops/${encodeURIComponent(desktopID)}/console/clipboard?token=${encodeURIComponent(token)}`;
+
+// The Terminal tab replaces the screen while it is shown (not offered to
+// a view-only console).
+const terminal = setupTerminal({
+  desktopID, token, button: $('terminal-tab'), container: $('terminal'),
+  onShow: (on) => {
+    ui.screen.hidden = on;
+    ui.overlay.classList.toggle('behind-terminal', on);
+    if (!on && rfb && !viewOnly) rfb.focus();
+  },
+});
 
 const POLL_MS = 3000;
 const CLIP_POLL_MS = 2000; // the desktop's clipboard, while the panel is open
@@ -133,6 +145,7 @@ function showSessionInfo(s) {
     document.title = `${s.name} — bureau console`;
   }
   viewOnly = !!s.view_only;
+  terminal.setEnabled(!viewOnly);
   ui.badge.hidden = !viewOnly;
   document.body.classList.toggle('view-only', viewOnly);
   ui.clipOut.disabled = viewOnly;
