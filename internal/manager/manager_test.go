@@ -212,6 +212,31 @@ func TestReconcile(t *testing.T) {
 	}
 }
 
+// A VM reported missing (a libvirtd just restarted can answer before it
+// has loaded every domain) is asked about again before the desktop is
+// said to have lost it.
+func TestReconcileRechecksAMissingVM(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "back").ID)
+	h.hv.mu.Lock()
+	vm := h.hv.vms[d.DomainName()]
+	delete(h.hv.vms, d.DomainName())
+	h.hv.mu.Unlock()
+	go func() { // back a moment later
+		time.Sleep(10 * time.Millisecond)
+		h.hv.mu.Lock()
+		h.hv.vms[d.DomainName()] = vm
+		h.hv.mu.Unlock()
+	}()
+	h.m.reconcileOne(ctx, d.ID, desktop.VMMissing)
+	if got, _ := h.m.Get(ctx, d.ID); got.State != desktop.StateRunning || got.LastError != "" {
+		t.Errorf("a VM missing for a moment marked the desktop: %+v", got)
+	}
+}
+
+func init() { missingRecheck = 50 * time.Millisecond }
+
 func TestGuestPowerOffEventStopsDesktop(t *testing.T) {
 	h := newHarness(t, fakeDisks{})
 	d := h.settle(t, h.create(t, "ev").ID)

@@ -104,9 +104,26 @@ func (m *Manager) Reconcile(ctx context.Context) error {
 	return nil
 }
 
+// missingRecheck is how long reconcile waits before it believes a VM is
+// gone (a variable for tests).
+var missingRecheck = 3 * time.Second
+
 // reconcileOne brings one desktop's record in line with its VM (listed as
 // vm a moment ago).
 func (m *Manager) reconcileOne(ctx context.Context, id string, vm desktop.VMState) {
+	if vm == desktop.VMMissing {
+		// A libvirtd that has just restarted can answer before it has
+		// loaded every domain (the soak saw one reported gone and back a
+		// moment later): a missing VM is asked about again first.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(missingRecheck):
+		}
+		if st, err := m.hv.State(ctx, (&desktop.Desktop{ID: id}).DomainName()); err == nil {
+			vm = st
+		}
+	}
 	mu := m.row(id)
 	mu.Lock()
 	if m.isBusy(id) {
