@@ -24,7 +24,8 @@ var version = "dev"
 
 func main() {
 	device := flag.String("device", agentwire.DevicePath, "the virtio-serial port to serve")
-	state := flag.String("state", "/var/lib/bureau-agent", "where background processes are recorded")
+	state := flag.String("state", "/var/lib/bureau-agent", "where background processes and services are recorded")
+	run := flag.String("run", "/run/bureau-secrets", "a tmpfs where services find their secrets as files")
 	showVersion := flag.Bool("version", false, "print the version and the binary's SHA-256, and exit")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -46,6 +47,7 @@ func main() {
 		Info:     agentwire.Info{SHA256: sum, Version: version},
 		Log:      log,
 		StateDir: *state,
+		RunDir:   *run,
 		Exe:      exe,
 		Restart: func() {
 			err := syscall.Exec(exe, os.Args, os.Environ())

@@ -74,8 +74,18 @@ type Client struct {
 	ship    []byte
 	shipSum string
 
-	mu    sync.Mutex
-	conns map[string]*conn
+	mu        sync.Mutex
+	conns     map[string]*conn
+	onSession func(domain string)
+}
+
+// OnSession has f called (in its own goroutine) each time a new session
+// with a desktop's agent is up: after a boot, a restore, or the agent's
+// own restart, when what the agent holds in memory only is gone.
+func (c *Client) OnSession(f func(domain string)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onSession = f
 }
 
 type conn struct {
@@ -185,6 +195,12 @@ func (c *Client) session(ctx context.Context, domain string, e *conn) (*yamux.Se
 		return nil, err
 	}
 	e.sess, e.info, e.failure, e.lastUsed = sess, info, nil, time.Now()
+	c.mu.Lock()
+	f := c.onSession
+	c.mu.Unlock()
+	if f != nil {
+		go f(domain)
+	}
 	return sess, nil
 }
 

@@ -211,15 +211,24 @@ func (s *Server) kill(st net.Conn, req agentwire.Request) {
 	agentwire.WriteHeader(st, agentwire.Response{ID: p.ID, PID: p.PID})
 }
 
-// tailLog sends a background process's log from req.Offset (negative:
-// that many bytes before the end) as data frames; with Follow it goes on
-// until the process has ended and its log is read, or bureau hangs up.
+// tailLog sends a background process's log (see streamLog); with Follow
+// it goes on until the process has ended and its log is read.
 func (s *Server) tailLog(ctx context.Context, st net.Conn, req agentwire.Request) {
 	if _, ok := s.procs.get(req.ID); !ok {
 		refuse(st, agentwire.CodeNotFound, "no background process "+req.ID)
 		return
 	}
-	f, err := os.Open(s.procs.logPath(req.ID))
+	streamLog(ctx, st, s.procs.logPath(req.ID), req, func() bool {
+		p, _ := s.procs.get(req.ID)
+		return p.Running
+	})
+}
+
+// streamLog sends a log from req.Offset (negative: that many bytes before
+// the end) as data frames; with Follow it goes on while live says so, or
+// until bureau hangs up. A log emptied by rotation is read from its start.
+func streamLog(ctx context.Context, st net.Conn, path string, req agentwire.Request, live func() bool) {
+	f, err := os.Open(path)
 	if err != nil {
 		refuseErr(st, err)
 		return
@@ -230,7 +239,8 @@ func (s *Server) tailLog(ctx context.Context, st net.Conn, req agentwire.Request
 			req.Offset = max(0, fi.Size()+req.Offset)
 		}
 	}
-	if _, err := f.Seek(req.Offset, io.SeekStart); err != nil {
+	pos, err := f.Seek(req.Offset, io.SeekStart)
+	if err != nil {
 		refuseErr(st, err)
 		return
 	}
@@ -244,6 +254,7 @@ func (s *Server) tailLog(ctx context.Context, st net.Conn, req agentwire.Request
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
+			pos += int64(n)
 			if _, err := w.Write(buf[:n]); err != nil {
 				return
 			}
@@ -253,15 +264,18 @@ func (s *Server) tailLog(ctx context.Context, st net.Conn, req agentwire.Request
 			agentwire.WriteFrame(st, agentwire.FrameError, []byte(err.Error()))
 			return
 		}
-		p, _ := s.procs.get(req.ID)
-		if !req.Follow || !p.Running {
+		if !req.Follow || !live() {
 			// One more read: output written just before the exit.
 			if n, _ := f.Read(buf); n > 0 {
+				pos += int64(n)
 				w.Write(buf[:n])
 				continue
 			}
 			agentwire.WriteFrame(st, agentwire.FrameEnd, nil)
 			return
+		}
+		if fi, err := f.Stat(); err == nil && fi.Size() < pos {
+			pos, _ = f.Seek(0, io.SeekStart) // rotated
 		}
 		select {
 		case <-gone:

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/bureau/bureau/internal/agentwire"
@@ -29,7 +30,11 @@ type Server struct {
 	// Restart runs the new binary after an update (exec in place).
 	Restart func()
 
+	// RunDir is a tmpfs where services find their secrets as files.
+	RunDir string
+
 	procs *procTable
+	svcs  *svcTable
 }
 
 // Init prepares the server (and picks up background processes an earlier
@@ -43,6 +48,9 @@ func (s *Server) Init() error {
 		return err
 	}
 	s.procs = t
+	if s.svcs, err = openServices(filepath.Join(s.StateDir, "services"), s.RunDir, s.Log); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -126,6 +134,10 @@ func (s *Server) handle(ctx context.Context, st net.Conn) {
 		s.dial(st, req)
 	case agentwire.OpPTY:
 		s.pty(st, req)
+	case agentwire.OpSvcPut, agentwire.OpSvcList, agentwire.OpSvcCtl, agentwire.OpSecrets:
+		s.services(st, req)
+	case agentwire.OpSvcLog:
+		s.serviceLog(ctx, st, req)
 	case agentwire.OpUpdate:
 		s.update(st, req)
 	default:

@@ -42,6 +42,12 @@ const (
 	OpDial   = "dial"   // a TCP stream to 127.0.0.1:Port in the guest
 	OpPTY    = "pty"    // a terminal
 	OpUpdate = "update" // replace the agent's binary and restart it
+
+	OpSvcPut  = "svc.put"  // create or replace a service and start it
+	OpSvcList = "svc.list" // list services
+	OpSvcCtl  = "svc.ctl"  // start, stop, restart or delete a service
+	OpSvcLog  = "svc.log"  // read a service's log (like log)
+	OpSecrets = "secrets"  // the secret values services name (all of them)
 )
 
 // Request opens a stream.
@@ -74,6 +80,13 @@ type Request struct {
 	// update: the new binary's size and SHA-256 (hex).
 	Size   int64  `json:"size,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
+	// svc.put: the service; svc.ctl, svc.log: its name (in Name) and,
+	// for svc.ctl, the action.
+	Service *ServiceSpec `json:"service,omitempty"`
+	Action  string       `json:"action,omitempty"`
+	// secrets: every value the desktop's services name, replacing what
+	// the agent held; svc.put: values to add first. Kept in memory only.
+	Secrets map[string]string `json:"secrets,omitempty"`
 }
 
 // Response answers a Request. A non-empty Error means the op did not
@@ -87,6 +100,8 @@ type Response struct {
 	// read: the file's size; write: bytes written.
 	Size  int64  `json:"size,omitempty"`
 	Procs []Proc `json:"procs,omitempty"`
+	// svc.*: the services (one for put and ctl).
+	Services []ServiceStatus `json:"services,omitempty"`
 }
 
 // Error codes.

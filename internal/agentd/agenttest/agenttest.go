@@ -36,7 +36,7 @@ func (NoAgent) DialAgent(context.Context, string) (net.Conn, error) {
 // Client is a bureau-agent client whose every desktop is this machine.
 func Client(t testing.TB) *agentclient.Client {
 	t.Helper()
-	srv := &agentd.Server{Info: agentwire.Info{SHA256: "x", Version: "test"}, StateDir: t.TempDir()}
+	srv := &agentd.Server{Info: agentwire.Info{SHA256: "x", Version: "test"}, StateDir: t.TempDir(), RunDir: t.TempDir()}
 	if err := srv.Init(); err != nil {
 		t.Fatal(err)
 	}
