@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"fmt"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+var b64 = base64.StdEncoding
+
+// PutSecret creates or replaces a secret's sealed value.
+func (s *Store) PutSecret(ctx context.Context, owner, desktopID, name string, nonce, sealed []byte, at time.Time) (*desktop.Secret, error) {
+	_, err := s.exec(ctx, `INSERT INTO secrets (owner, desktop_id, name, nonce, ciphertext, created_at, updated_at) VALUES (?,?,?,?,?,?,?)
+ON CONFLICT (owner, desktop_id, name) DO UPDATE SET nonce=excluded.nonce, ciphertext=excluded.ciphertext, updated_at=excluded.updated_at`,
+		owner, desktopID, name, b64.EncodeToString(nonce), b64.EncodeToString(sealed), millis(at), millis(at))
+	if err != nil {
+		return nil, fmt.Errorf("put secret %s: %w", name, err)
+	}
+	list, err := s.ListSecrets(ctx, owner, desktopID, false)
+	if err != nil {
+		return nil, err
+	}
+	for _, sec := range list {
+		if sec.Name == name {
+			return sec, nil
+		}
+	}
+	return nil, fmt.Errorf("put secret %s: not found after writing", name)
+}
+
+// SealedSecret returns a secret's nonce and sealed value.
+func (s *Store) SealedSecret(ctx context.Context, owner, desktopID, name string) ([]byte, []byte, error) {
+	var n, c string
+	err := s.queryRow(ctx, `SELECT nonce, ciphertext FROM secrets WHERE owner=? AND desktop_id=? AND name=?`, owner, desktopID, name).Scan(&n, &c)
+	if err != nil {
+		return nil, nil, fmt.Errorf("secret %s: %w", name, notFound(err))
+	}
+	nonce, err1 := b64.DecodeString(n)
+	sealed, err2 := b64.DecodeString(c)
+	if err1 != nil || err2 != nil {
+		return nil, nil, fmt.Errorf("secret %s: its stored form is damaged", name)
+	}
+	return nonce, sealed, nil
+}
+
+// ListSecrets lists an owner's secrets (desktopID ""), or a desktop's and,
+// withOwner, its owner's too; by name.
+func (s *Store) ListSecrets(ctx context.Context, owner, desktopID string, withOwner bool) ([]*desktop.Secret, error) {
+	q := `SELECT owner, desktop_id, name, created_at, updated_at FROM secrets WHERE owner=? AND desktop_id=?`
+	args := []any{owner, desktopID}
+	if withOwner && desktopID != "" {
+		q = `SELECT owner, desktop_id, name, created_at, updated_at FROM secrets WHERE owner=? AND desktop_id IN (?, '')`
+	}
+	rows, err := s.query(ctx, q+` ORDER BY name, desktop_id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list secrets: %w", err)
+	}
+	defer rows.Close()
+	out := []*desktop.Secret{}
+	for rows.Next() {
+		var sec desktop.Secret
+		var created, updated int64
+		if err := rows.Scan(&sec.Owner, &sec.DesktopID, &sec.Name, &created, &updated); err != nil {
+			return nil, fmt.Errorf("list secrets: %w", err)
+		}
+		sec.Scope = desktop.SecretOwner
+		if sec.DesktopID != "" {
+			sec.Scope = desktop.SecretDesktop
+		}
+		sec.CreatedAt, sec.UpdatedAt = fromMillis(created), fromMillis(updated)
+		out = append(out, &sec)
+	}
+	return out, rows.Err()
+}
+
+// DeleteSecret deletes a secret; desktop.ErrNotFound when there is none.
+func (s *Store) DeleteSecret(ctx context.Context, owner, desktopID, name string) error {
+	res, err := s.exec(ctx, `DELETE FROM secrets WHERE owner=? AND desktop_id=? AND name=?`, owner, desktopID, name)
+	if err != nil {
+		return fmt.Errorf("delete secret %s: %w", name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("secret %s: %w", name, notFound(sql.ErrNoRows))
+	}
+	return nil
+}
+
+// DeleteDesktopSecrets deletes every secret of a desktop.
+func (s *Store) DeleteDesktopSecrets(ctx context.Context, desktopID string) error {
+	if desktopID == "" {
+		return nil
+	}
+	if _, err := s.exec(ctx, `DELETE FROM secrets WHERE desktop_id=?`, desktopID); err != nil {
+		return fmt.Errorf("delete the secrets of desktop %s: %w", desktopID, err)
+	}
+	return nil
+}
