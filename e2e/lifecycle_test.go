@@ -153,6 +153,8 @@ func TestDesktopLifecycle(t *testing.T) {
 	if out, _ := s.guest(restarted, "cat /home/agent/marker.txt"); out != "kept-across-restarts" {
 		t.Errorf("marker after stop/start = %q", out)
 	}
+	// The service left by the services check is started at boot.
+	s.servicesBackAfterBoot(alice.Token, restarted)
 
 	// Reboot: the guest comes back with a new boot id and the data intact.
 	bootID, _ := s.guest(restarted, "cat /proc/sys/kernel/random/boot_id")

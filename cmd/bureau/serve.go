@@ -25,7 +25,9 @@ import (
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
 	"github.com/bureau/bureau/internal/manager"
 	"github.com/bureau/bureau/internal/metrics"
+	"github.com/bureau/bureau/internal/secrets"
 	"github.com/bureau/bureau/internal/storage"
+	"github.com/bureau/bureau/internal/workspace"
 	"github.com/spf13/cobra"
 )
 
@@ -113,13 +115,40 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 	defer m.Close()
 
-	consoles := console.New(st, log)
-	go followDesktops(ctx, m, consoles, agents)
-
+	key, err := secrets.LoadOrCreateKey(filepath.Join(cfg.DataDir, "secrets.key"))
+	if err != nil {
+		return err
+	}
+	sec, err := secrets.New(st, key)
+	if err != nil {
+		return err
+	}
 	gs := guest.New(h).WithChannel(agents)
+	// A desktop's agent holds its services' secrets in memory only: hand
+	// them over at every new session and whenever a desktop starts.
+	sync := &workspace.SecretSync{Agents: gs, Desktops: m, Secrets: sec, Log: log}
+	agents.OnSession(func(domain string) {
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := sync.Sync(sctx, domain); err != nil {
+			log.Info("secrets not handed to the desktop's agent yet", "domain", domain, "err", err)
+		}
+	})
+
+	consoles := console.New(st, log)
+	go followDesktops(ctx, m, consoles, agents, sync)
+	if list, err := m.List(ctx, desktop.Filter{}); err == nil {
+		for _, d := range list {
+			if d.State == desktop.StateRunning {
+				go sync.Booted(ctx, d.DomainName()) // a desktop may have booted while bureau was down
+			}
+		}
+	}
+
 	router := api.New(api.Deps{
 		Consoles: consoles, Web: web.Static,
-		Desktops: m, Computer: computer.New(h, h, h), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Tokens: tokens, Images: imageService(cfg, st, log), Log: log,
+		Desktops: m, Computer: computer.New(h, h, h), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
+		SecretsChanged: func(owner, desktopID string) { sync.Changed(context.WithoutCancel(ctx), owner, desktopID) }, Tokens: tokens, Images: imageService(cfg, st, log), Log: log,
 		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest, ConsoleBytes: met.ConsoleBytes,
 		Info: map[string]string{"version": version, "accelerator": string(accel), "accelerator_reason": why,
 			"database": st.Dialect(), "default_image": cfg.DefaultImage, "go": runtime.Version()},
@@ -145,9 +174,11 @@ func serve(ctx context.Context, cfg *config.Config) error {
 
 // followDesktops ends console sessions and revokes console tokens as
 // desktops stop, hibernate or go away, drops bureau-agent sessions of
-// desktops that leave the running state, and prunes dead tokens hourly.
-func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.Service, agents *agentclient.Client) {
+// desktops that leave the running state, hands the secrets of their
+// services to desktops that start, and prunes dead tokens hourly.
+func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.Service, agents *agentclient.Client, sync *workspace.SecretSync) {
 	sub := m.Subscribe(ctx, "")
+	was := map[string]desktop.State{} // each desktop's last state seen
 	prune := time.NewTicker(time.Hour)
 	defer prune.Stop()
 	for {
@@ -162,6 +193,12 @@ func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.S
 				// next call dials the guest as it then is.
 				if ch.Desktop.State != desktop.StateRunning {
 					agents.Forget(ch.Desktop.DomainName())
+				} else if was[ch.Desktop.ID] != desktop.StateRunning {
+					go sync.Booted(ctx, ch.Desktop.DomainName())
+				}
+				was[ch.Desktop.ID] = ch.Desktop.State
+				if ch.Desktop.DeletedAt != nil {
+					delete(was, ch.Desktop.ID)
 				}
 			}
 		case <-prune.C:

@@ -97,6 +97,14 @@ type Deps struct {
 	Processes Processes
 	Ports     Ports
 	Terminals Terminals
+	// Services are supervised by bureau-agent; SecretValues gives them
+	// (and exec) the secrets they name.
+	Services     Services
+	SecretValues SecretValues
+	// Secrets are set and listed by name; SecretsChanged (may be nil) is
+	// told after each change, to hand new values to running desktops.
+	Secrets        Secrets
+	SecretsChanged func(owner, desktopID string)
 	// Clipboard reads and sets desktops' clipboards (for the API and the
 	// console page).
 	Clipboard Clipboard
@@ -191,6 +199,8 @@ func New(d Deps) *gin.Engine {
 	v1.GET("/desktops/:id/processes/:pid/log", s.processLog)
 	v1.Any("/desktops/:id/ports/:port/*path", s.portProxy)
 	v1.GET("/desktops/:id/pty", s.pty)
+	s.serviceRoutes(v1)
+	s.secretRoutes(v1)
 	v1.GET("/desktops/:id/files", s.getFile)
 	v1.PUT("/desktops/:id/files", s.handle(s.putFile))
 	v1.DELETE("/desktops/:id/files", s.handle(s.deleteFile))

@@ -25,6 +25,7 @@ import (
 	"github.com/bureau/bureau/internal/guest"
 	"github.com/bureau/bureau/internal/images"
 	"github.com/bureau/bureau/internal/manager"
+	"github.com/bureau/bureau/internal/secrets"
 	"github.com/bureau/bureau/internal/store"
 	"github.com/bureau/bureau/web"
 )
@@ -352,7 +353,15 @@ type env struct {
 	live              *fakeLive
 	consoles          *console.Service
 	store             *store.Store
-	consoleBytes      sync.Map // direction → *atomic.Int64
+	consoleBytes      sync.Map    // direction → *atomic.Int64
+	changed           chan string // "owner/desktop" per secrets change
+}
+
+func (e *env) secretsChanged(owner, desktopID string) {
+	select {
+	case e.changed <- owner + "/" + desktopID:
+	default:
+	}
 }
 
 func newEnv(t *testing.T) *env { return newEnvF(t) }
@@ -378,7 +387,7 @@ func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 		}
 		return s
 	}
-	e := &env{desktops: &fakeDesktops{desktops: map[string]*desktop.Desktop{}},
+	e := &env{changed: make(chan string, 16), desktops: &fakeDesktops{desktops: map[string]*desktop.Desktop{}},
 		admin: mk("root", desktop.ScopeAdmin), alice: mk("alice", desktop.ScopeOwner), bob: mk("bob", desktop.ScopeOwner)}
 	e.live = &fakeLive{Feed: &manager.Feed{}}
 	e.consoles = console.New(st, slog.New(slog.DiscardHandler))
@@ -389,7 +398,11 @@ func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 	}
 	fg := &fakeGuest{files: map[string][]byte{}}
 	inGuest := agentGuest(t)
-	e.srv = httptest.NewServer(New(Deps{Processes: inGuest, Ports: inGuest, Terminals: inGuest, Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
+	sec, err := secrets.New(st, make([]byte, secrets.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv = httptest.NewServer(New(Deps{Processes: inGuest, Ports: inGuest, Terminals: inGuest, Services: inGuest, SecretValues: sec, Secrets: sec, SecretsChanged: e.secretsChanged, Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
 		ConsoleBytes: func(dir string, n int) {
 			v, _ := e.consoleBytes.LoadOrStore(dir, new(atomic.Int64))
 			v.(*atomic.Int64).Add(int64(n))

@@ -159,6 +159,12 @@ func (s *server) deleteDesktop(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	if s.Secrets != nil {
+		// The desktop's own secrets go with it (its owner's stay).
+		if err := s.Secrets.ForgetDesktop(c.Request.Context(), c.Param("id")); err != nil {
+			s.Log.Error("delete the desktop's secrets", "desktop", c.Param("id"), "err", err)
+		}
+	}
 	return reply{http.StatusOK, res}, nil
 }
 

@@ -68,6 +68,11 @@ func (s *server) execCommand(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	secrets, err := s.secretsFor(c.Request.Context(), d, req.Secrets)
+	if err != nil {
+		return reply{}, err
+	}
+	req = req.WithSecrets(secrets)
 	if req.Background {
 		return s.startProcess(c, d.DomainName(), req)
 	}
@@ -76,9 +81,13 @@ func (s *server) execCommand(c *gin.Context) (reply, error) {
 		return reply{}, err
 	}
 	if stream {
-		return reply{}, s.execStream(ctx, c, d, req)
+		return reply{}, s.execStream(ctx, c, d, req, secrets)
 	}
 	res, err := s.Guest.Exec(ctx, d.DomainName(), req)
+	if res != nil && len(secrets) > 0 {
+		res.Stdout = scrubOutput(res.Stdout, res.Encoding, secrets)
+		res.Stderr = scrubOutput(res.Stderr, res.Encoding, secrets)
+	}
 	return reply{http.StatusOK, res}, err
 }
 
@@ -87,11 +96,13 @@ func (s *server) execCommand(c *gin.Context) (reply, error) {
 // chunk is not UTF-8), then "exit" ({"exit_code", "timed_out",
 // "truncated", "duration_ms"}) or "error" ({"message"}). Errors before the
 // command starts are ordinary JSON answers.
-func (s *server) execStream(ctx context.Context, c *gin.Context, d *desktop.Desktop, req guest.ExecRequest) error {
+func (s *server) execStream(ctx context.Context, c *gin.Context, d *desktop.Desktop, req guest.ExecRequest, secrets map[string]string) error {
 	// Someone is watching the command: the desktop is not idle meanwhile.
 	defer s.Desktops.AddViewer(d.ID)()
 	sse := &sseWriter{w: c.Writer}
-	res, err := s.Guest.ExecStream(ctx, d.DomainName(), req, sse)
+	out := newScrubbedOutput(sse, secrets)
+	res, err := s.Guest.ExecStream(ctx, d.DomainName(), req, out)
+	out.flush()
 	if !sse.started() {
 		return err
 	}

@@ -60,7 +60,17 @@ func (s *Service) Agent(ctx context.Context, domain string) *AgentStatus {
 // WithChannel makes s use bureau-agent first.
 func (s *Service) WithChannel(c Channel) *Service {
 	s.ch = c
+	s.sup, _ = c.(Supervisor)
 	return s
+}
+
+// Supervisor is the part of bureau-agent that keeps services running.
+type Supervisor interface {
+	PutService(ctx context.Context, domain string, spec agentclient.ServiceSpec, values map[string]string) (agentclient.ServiceStatus, error)
+	Services(ctx context.Context, domain string) ([]agentclient.ServiceStatus, error)
+	ControlService(ctx context.Context, domain, name, action string) (agentclient.ServiceStatus, error)
+	SetSecrets(ctx context.Context, domain string, values map[string]string) ([]agentclient.ServiceStatus, error)
+	ServiceLog(ctx context.Context, domain, name string, offset int64, follow bool, w io.Writer) error
 }
 
 type viaQEMUKey struct{}

@@ -39,7 +39,8 @@ type Agent interface {
 type Service struct {
 	agent Agent
 	// ch is bureau-agent, asked first when set.
-	ch Channel
+	ch  Channel
+	sup Supervisor
 	// User is the desktop's user: the default for exec and files.
 	User string
 	// poll is how often a streamed command is looked at (default 300 ms).
@@ -76,6 +77,9 @@ type ExecRequest struct {
 	// (see Start); Name labels it.
 	Background bool   `json:"background,omitempty"`
 	Name       string `json:"name,omitempty"`
+	// Secrets are set as environment variables from bureau's secrets of
+	// these names (bureau fills Env with them before the call).
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // ExecResult is what a command did. Output that is not UTF-8 is base64
@@ -122,7 +126,42 @@ func (r *ExecRequest) Validate() error {
 			return invalid("env", fmt.Sprintf("%q is not a variable name", k))
 		}
 	}
+	return validSecretNames(r.Secrets, r.Env)
+}
+
+// validSecretNames checks the secrets a request names against its env.
+func validSecretNames(names []string, env map[string]string) error {
+	seen := map[string]bool{}
+	for _, n := range names {
+		if !SecretName.MatchString(n) {
+			return invalid("secrets", fmt.Sprintf("%q is not a secret name (A-Z, 0-9 and _)", n))
+		}
+		if _, ok := env[n]; ok && !seen[n] {
+			return invalid("env", fmt.Sprintf("%s is also a secret: give it one way", n))
+		}
+		if seen[n] {
+			return invalid("secrets", n+" is named twice")
+		}
+		seen[n] = true
+	}
 	return nil
+}
+
+// WithSecrets returns r with the secrets' values added to its Env (and no
+// longer named, so the request validates again).
+func (r ExecRequest) WithSecrets(values map[string]string) ExecRequest {
+	if len(values) == 0 {
+		return r
+	}
+	env := make(map[string]string, len(r.Env)+len(values))
+	for k, v := range r.Env {
+		env[k] = v
+	}
+	for k, v := range values {
+		env[k] = v
+	}
+	r.Env, r.Secrets = env, nil
+	return r
 }
 
 // Exec runs a command and waits for it (or its timeout).
@@ -188,11 +227,11 @@ func (s *Service) asUser(r ExecRequest) []string {
 	return s.wrap(user, argv)
 }
 
-// wrap runs argv as user in the requested directory (BUREAU_CWD, or the
-// user's home).
+// wrap runs argv as user in the requested directory (BUREAU_CWD: absolute,
+// or relative to the user's home; default the home).
 func (s *Service) wrap(user string, argv []string) []string {
 	return append([]string{"/usr/sbin/runuser", "-u", user, "--", "/bin/sh", "-c",
-		`cd "${BUREAU_CWD:-$HOME}" || exit 126; unset BUREAU_CWD; exec "$@"`, "sh"}, argv...)
+		`cd "$HOME" 2>/dev/null; cd "${BUREAU_CWD:-.}" || exit 126; unset BUREAU_CWD; exec "$@"`, "sh"}, argv...)
 }
 
 // env is the command's whole environment (the guest agent passes no other).

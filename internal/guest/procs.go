@@ -81,7 +81,7 @@ func process(p agentclient.Proc) *Process {
 // userCommand strips the runuser wrapper (see wrap) off argv.
 func userCommand(argv []string) []string {
 	for i, a := range argv {
-		if a == "sh" && i > 0 && strings.HasPrefix(argv[i-1], `cd "${BUREAU_CWD`) {
+		if a == "sh" && i > 0 && strings.Contains(argv[i-1], `cd "${BUREAU_CWD`) {
 			return argv[i+1:]
 		}
 	}

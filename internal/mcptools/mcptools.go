@@ -66,6 +66,7 @@ func NewServer(c Caller, token TokenFunc, version string) *mcp.Server {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.readFile)
 	mcp.AddTool(s, &mcp.Tool{Name: "write_file", Description: "Write a file in a desktop, creating parent directories. Relative paths are in the user's home."}, t.writeFile)
 	t.addProcessTools(s)
+	t.addServiceTools(s)
 	return s
 }
 

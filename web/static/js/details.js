@@ -5,12 +5,14 @@ import { store, subscribe, upsert, onDesktopEvent } from './store.js';
 import { h, icon, clear, toast, confirmDialog, busy, fmtMiB, fmtBytes, fmtTime, fmtDuration, timeEl } from './ui.js';
 import { statePill, actionButtons, consoleButtons, can, requestShot, shotOf, onShot } from './desktop.js';
 import { placeholder } from './list.js';
+import { servicesTab } from './services.js';
 
 const SHOT_WIDTH = 1024;
 const TABS = [
   ['events', 'Events'],
   ['snapshots', 'Snapshots'],
   ['files', 'Files'],
+  ['services', 'Services'],
   ['console', 'Console sessions'],
   ['network', 'Network'],
 ];
@@ -118,7 +120,7 @@ export function detailsView(root, id, tab = 'events') {
     tabButtons.forEach((b) => b.setAttribute('aria-selected', String(b.dataset.tab === t)));
     tabCleanup?.();
     clear(tabBody);
-    tabCleanup = { events: eventsTab, snapshots: snapshotsTab, files: filesTab, console: consoleTab, network: networkTab }[t](tabBody, id, desk) || null;
+    tabCleanup = { events: eventsTab, snapshots: snapshotsTab, files: filesTab, services: servicesTab, console: consoleTab, network: networkTab }[t](tabBody, id, desk) || null;
   }
   selectTab(tab);
   cleanups.push(() => tabCleanup?.());

@@ -1,0 +1,49 @@
+// Opens the web console's Services tab of a desktop in headless Chromium
+// (signed in with TOKEN), waits for the service NAME to show as running,
+// opens its log and waits for LOG_EXPECT in it, saves SCREENSHOT and prints
+// {"state": …, "log": …} as JSON on stdout.
+import fs from 'node:fs';
+import { chromium } from 'playwright-core';
+
+const env = process.env;
+const { BUREAU_URL, TOKEN, DESKTOP, NAME, LOG_EXPECT, SCREENSHOT } = env;
+const CHROMIUM = env.CHROMIUM || '/usr/bin/chromium';
+
+function fail(msg) {
+  process.stderr.write(`services.mjs: FAIL: ${msg}\n`);
+  process.exit(1);
+}
+
+async function main() {
+  if (!BUREAU_URL || !TOKEN || !DESKTOP || !NAME || !SCREENSHOT) fail('BUREAU_URL, TOKEN, DESKTOP, NAME and SCREENSHOT are needed');
+  if (!fs.existsSync(CHROMIUM)) fail(`${CHROMIUM} not found`);
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  const guard = setTimeout(() => fail('gave up after 120 s'), 120_000);
+  try {
+    const page = await (await browser.newContext({ viewport: { width: 1280, height: 1000 } })).newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(BUREAU_URL + '/', { waitUntil: 'domcontentloaded' });
+    await page.evaluate((t) => localStorage.setItem('bureau.token', t), TOKEN);
+    await page.goto(`${BUREAU_URL}/#/desktops/${encodeURIComponent(DESKTOP)}/services`, { waitUntil: 'domcontentloaded' });
+    await page.reload({ waitUntil: 'domcontentloaded' });
+    const row = page.locator(`tr[data-service="${NAME}"]`);
+    await row.waitFor({ timeout: 60_000 }).catch(() => fail(`no row for ${NAME}; page errors: ${errors.join('; ')}`));
+    await page.waitForFunction((n) => document.querySelector(`tr[data-service="${n}"] .pill`)?.textContent === 'running', NAME, { timeout: 60_000 })
+      .catch(() => {});
+    const state = await row.locator('.pill').textContent();
+    await row.getByRole('button', { name: 'Log' }).click();
+    let log = '';
+    try {
+      await page.waitForFunction((want) => (document.querySelector('pre.log')?.textContent || '').includes(want), LOG_EXPECT || '', { timeout: 30_000 });
+    } catch { /* reported below */ }
+    log = await page.locator('pre.log').textContent();
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    process.stdout.write(JSON.stringify({ state, log, errors }) + '\n');
+  } finally {
+    clearTimeout(guard);
+    await browser.close();
+  }
+}
+
+main().catch((e) => fail(e.stack || String(e)));
