@@ -20,13 +20,13 @@ async function main() {
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
   const guard = setTimeout(() => fail('gave up after 120 s'), 120_000);
   try {
-    const page = await (await browser.newContext({ viewport: { width: 1280, height: 1000 } })).newPage();
+    const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+    // Signed in before any of the app's scripts run, as after a login.
+    await context.addInitScript((t) => localStorage.setItem('bureau.token', t), TOKEN);
+    const page = await context.newPage();
     const errors = [];
     page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(BUREAU_URL + '/', { waitUntil: 'domcontentloaded' });
-    await page.evaluate((t) => localStorage.setItem('bureau.token', t), TOKEN);
     await page.goto(`${BUREAU_URL}/#/desktops/${encodeURIComponent(DESKTOP)}/services`, { waitUntil: 'domcontentloaded' });
-    await page.reload({ waitUntil: 'domcontentloaded' });
     const row = page.locator(`tr[data-service="${NAME}"]`);
     await row.waitFor({ timeout: 60_000 }).catch(() => fail(`no row for ${NAME}; page errors: ${errors.join('; ')}`));
     await page.waitForFunction((n) => document.querySelector(`tr[data-service="${n}"] .pill`)?.textContent === 'running', NAME, { timeout: 60_000 })

@@ -85,6 +85,9 @@ func (t *svcTable) supervise(sv *svc, stop, done chan struct{}, adopt *runFile) 
 			t.ended(sv, r, agentwire.SvcStopped, "stopped on request")
 			return
 		}
+		// What the service left running would hold its port against the
+		// next start.
+		signalSession(pid, syscall.SIGKILL)
 		if time.Since(started) > steadyAfter {
 			backoff = minBackoff
 		}
@@ -131,18 +134,60 @@ func (t *svcTable) ended(sv *svc, r exitResult, state, reason string) {
 	}
 }
 
-// terminate stops a service's session: TERM, then KILL after stopGrace.
+// terminate stops a service: TERM to its session, then KILL after
+// stopGrace to what is left of it (children included: runuser, a shell or
+// an app may leave processes behind that still hold the service's port).
 func terminate(pid int, exitc chan exitResult) exitResult {
-	syscall.Kill(-pid, syscall.SIGTERM)
-	syscall.Kill(pid, syscall.SIGTERM)
+	signalSession(pid, syscall.SIGTERM)
+	deadline := time.After(stopGrace)
+	var r exitResult
 	select {
-	case r := <-exitc:
-		return r
-	case <-time.After(stopGrace):
+	case r = <-exitc:
+	case <-deadline:
+		signalSession(pid, syscall.SIGKILL)
+		r = <-exitc
 	}
-	syscall.Kill(-pid, syscall.SIGKILL)
-	syscall.Kill(pid, syscall.SIGKILL)
-	return <-exitc
+	for end := time.Now().Add(stopGrace); len(sessionMembers(pid)) > 0 && time.Now().Before(end); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	signalSession(pid, syscall.SIGKILL)
+	return r
+}
+
+// signalSession signals every process of session sid (the service's
+// process started it) and its process group.
+func signalSession(sid int, sig syscall.Signal) {
+	syscall.Kill(-sid, sig)
+	for _, p := range sessionMembers(sid) {
+		syscall.Kill(p, sig)
+	}
+}
+
+// sessionMembers lists the processes of session sid (field 6 of
+// /proc/PID/stat).
+func sessionMembers(sid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) > 3 && f[3] == strconv.Itoa(sid) && f[0] != "Z" {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // env is the service's environment with its secrets, or the name of a

@@ -207,3 +207,26 @@ func TestRotateKeepsTheTail(t *testing.T) {
 		t.Fatalf("log.1 lost the tail: %q", b)
 	}
 }
+
+func TestStopEndsWhatTheServiceLeftRunning(t *testing.T) {
+	fastBackoff(t)
+	tb := newTable(t)
+	// The service's shell starts a child that ignores the shell's end.
+	spec := shSpec("tree", `sleep 300 & echo $! > child.pid; wait`, agentwire.RestartOnFailure)
+	dir := t.TempDir()
+	spec.Dir = dir
+	tb.put(spec, nil)
+	var child int
+	until(t, "the child", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "child.pid"))
+		child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return child > 0
+	})
+	if _, err := tb.control("tree", "stop"); err != nil {
+		t.Fatal(err)
+	}
+	// Gone, or a zombie nobody reaped yet (its parent shell is gone).
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(child) + "/stat"); err == nil && !strings.Contains(string(b), ") Z ") {
+		t.Fatalf("the service's child outlived stop: %s", b)
+	}
+}
