@@ -25,6 +25,7 @@ import (
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
 	"github.com/bureau/bureau/internal/manager"
 	"github.com/bureau/bureau/internal/metrics"
+	"github.com/bureau/bureau/internal/preview"
 	"github.com/bureau/bureau/internal/secrets"
 	"github.com/bureau/bureau/internal/storage"
 	"github.com/bureau/bureau/internal/workspace"
@@ -49,6 +50,7 @@ func serveCmd(cfg *config.Config) *cobra.Command {
 	f.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "json or text (BUREAU_LOG_FORMAT)")
 	f.IntVar(&cfg.TCGCacheMiB, "tcg-cache-mib", cfg.TCGCacheMiB, "translation cache per desktop under TCG in MiB, 0 = QEMU's 1 GiB (BUREAU_TCG_CACHE_MIB)")
 	f.StringVar(&cfg.NetworkSubnet, "network-subnet", cfg.NetworkSubnet, "the desktops' private IPv4 network (BUREAU_NETWORK_SUBNET)")
+	f.StringVar(&cfg.PreviewDomain, "preview-domain", cfg.PreviewDomain, "live URLs are <port>-<desktop>.DOMAIN; \"\" for /preview/ paths only (BUREAU_PREVIEW_DOMAIN)")
 	f.StringVar(&cfg.DefaultPlan, "default-plan", cfg.DefaultPlan, "quota plan of owners without their own: free, team or unlimited (BUREAU_DEFAULT_PLAN)")
 	return cmd
 }
@@ -123,6 +125,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	urls := preview.New(st, key)
 	gs := guest.New(h).WithChannel(agents)
 	// A desktop's agent holds its services' secrets in memory only: hand
 	// them over at every new session and whenever a desktop starts.
@@ -148,7 +151,8 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	router := api.New(api.Deps{
 		Consoles: consoles, Web: web.Static,
 		Desktops: m, Computer: computer.New(h, h, h), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
-		SecretsChanged: func(owner, desktopID string) { sync.Changed(context.WithoutCancel(ctx), owner, desktopID) }, Tokens: tokens, Images: imageService(cfg, st, log), Log: log,
+		SecretsChanged: func(owner, desktopID string) { sync.Changed(context.WithoutCancel(ctx), owner, desktopID) },
+		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, Tokens: tokens, Images: imageService(cfg, st, log), Log: log,
 		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest, ConsoleBytes: met.ConsoleBytes,
 		Info: map[string]string{"version": version, "accelerator": string(accel), "accelerator_reason": why,
 			"database": st.Dialect(), "default_image": cfg.DefaultImage, "go": runtime.Version()},

@@ -105,6 +105,11 @@ type Deps struct {
 	// told after each change, to hand new values to running desktops.
 	Secrets        Secrets
 	SecretsChanged func(owner, desktopID string)
+	// Previews and URLs serve and manage live URLs: /preview/<desktop>/<port>/
+	// and, when PreviewDomain is set, http(s)://<port>-<desktop>.<PreviewDomain>/.
+	Previews      Previews
+	URLs          URLs
+	PreviewDomain string
 	// Clipboard reads and sets desktops' clipboards (for the API and the
 	// console page).
 	Clipboard Clipboard
@@ -146,7 +151,7 @@ func New(d Deps) *gin.Engine {
 	r.ContextWithFallback = true
 	r.HandleMethodNotAllowed = true
 	s := &server{Deps: d, limits: newLimiter(), streams: auth.NewStreamGrants(), redact: newRedactor(d.HostDirs)}
-	r.Use(s.logRequests, gin.CustomRecovery(s.recovered))
+	r.Use(s.logRequests, gin.CustomRecovery(s.recovered), s.livePreviewHost)
 	r.NoRoute(func(c *gin.Context) { s.fail(c, errNoRoute) })
 	r.NoMethod(func(c *gin.Context) { s.fail(c, errNoMethod) })
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
@@ -201,6 +206,9 @@ func New(d Deps) *gin.Engine {
 	v1.GET("/desktops/:id/pty", s.pty)
 	s.serviceRoutes(v1)
 	s.secretRoutes(v1)
+	if d.Previews != nil && d.URLs != nil {
+		s.urlRoutes(r, v1)
+	}
 	v1.GET("/desktops/:id/files", s.getFile)
 	v1.PUT("/desktops/:id/files", s.handle(s.putFile))
 	v1.DELETE("/desktops/:id/files", s.handle(s.deleteFile))

@@ -25,6 +25,7 @@ import (
 	"github.com/bureau/bureau/internal/guest"
 	"github.com/bureau/bureau/internal/images"
 	"github.com/bureau/bureau/internal/manager"
+	"github.com/bureau/bureau/internal/preview"
 	"github.com/bureau/bureau/internal/secrets"
 	"github.com/bureau/bureau/internal/store"
 	"github.com/bureau/bureau/web"
@@ -402,7 +403,8 @@ func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.srv = httptest.NewServer(New(Deps{Processes: inGuest, Ports: inGuest, Terminals: inGuest, Services: inGuest, SecretValues: sec, Secrets: sec, SecretsChanged: e.secretsChanged, Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
+	urls := preview.New(st, []byte("test key"))
+	e.srv = httptest.NewServer(New(Deps{Processes: inGuest, Ports: inGuest, Terminals: inGuest, Services: inGuest, SecretValues: sec, Secrets: sec, SecretsChanged: e.secretsChanged, Previews: urls, URLs: urls, PreviewDomain: "localhost", Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
 		ConsoleBytes: func(dir string, n int) {
 			v, _ := e.consoleBytes.LoadOrStore(dir, new(atomic.Int64))
 			v.(*atomic.Int64).Add(int64(n))

@@ -165,6 +165,11 @@ func (s *server) deleteDesktop(c *gin.Context) (reply, error) {
 			s.Log.Error("delete the desktop's secrets", "desktop", c.Param("id"), "err", err)
 		}
 	}
+	if s.URLs != nil {
+		if err := s.URLs.Forget(c.Request.Context(), c.Param("id")); err != nil {
+			s.Log.Error("delete the desktop's share links", "desktop", c.Param("id"), "err", err)
+		}
+	}
 	return reply{http.StatusOK, res}, nil
 }
 

@@ -37,18 +37,33 @@ func (s *server) portProxy(c *gin.Context) {
 		return
 	}
 	s.Desktops.Touch(d.ID)
+	prefix := strings.TrimSuffix(c.Request.URL.Path, c.Param("path"))
+	s.proxyPort(c, d, port, c.Param("path"), prefix, "")
+}
+
+// proxyPort serves the request from 127.0.0.1:port in the desktop: path is
+// the app's path, prefix what bureau's URL put before it (sent as
+// X-Forwarded-Prefix), host the Host the app sees ("": 127.0.0.1:port).
+// bureau's credentials (its Authorization header and cookie) never reach
+// the app.
+func (s *server) proxyPort(c *gin.Context, d *desktop.Desktop, port int, path, prefix, host string) {
 	domain := d.DomainName()
 	target := &url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", port)}
-	prefix := strings.TrimSuffix(c.Request.URL.Path, c.Param("path"))
+	if host == "" {
+		host = target.Host
+	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
-			r.Out.URL.Path = c.Param("path")
+			r.Out.URL.Path = path
 			r.Out.URL.RawPath = ""
-			r.Out.Host = target.Host
+			r.Out.Host = host
 			r.SetXForwarded()
-			r.Out.Header.Set("X-Forwarded-Prefix", strings.TrimSuffix(prefix, "/"))
+			if prefix != "" {
+				r.Out.Header.Set("X-Forwarded-Prefix", strings.TrimSuffix(prefix, "/"))
+			}
 			r.Out.Header.Del("Authorization") // bureau's token is not the app's
+			dropCookie(r.Out, previewCookie)
 		},
 		Transport: &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -74,4 +89,15 @@ func (s *server) portProxy(c *gin.Context) {
 	}
 	defer rp.Transport.(*http.Transport).CloseIdleConnections()
 	rp.ServeHTTP(c.Writer, c.Request)
+}
+
+// dropCookie removes one cookie from a request's Cookie headers.
+func dropCookie(r *http.Request, name string) {
+	cookies := r.Cookies()
+	r.Header.Del("Cookie")
+	for _, ck := range cookies {
+		if ck.Name != name {
+			r.AddCookie(ck)
+		}
+	}
 }

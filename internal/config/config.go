@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // Config is every setting bureau has.
@@ -39,6 +40,11 @@ type Config struct {
 	// through libvirt's channel stream even on a local host, as on a
 	// remote one.
 	AgentViaStream bool
+	// PreviewDomain (BUREAU_PREVIEW_DOMAIN) is the domain under which
+	// live URLs are served as <port>-<desktop>.<domain> (default
+	// "localhost", which browsers resolve to this machine without DNS;
+	// "" serves the /preview/ path form only).
+	PreviewDomain string
 
 	// Client side.
 	URL   string // BUREAU_URL
@@ -66,6 +72,7 @@ func FromEnv() Config {
 		ReconcileSeconds: envInt("BUREAU_RECONCILE_SECONDS", 60),
 		AgentBinary:      os.Getenv("BUREAU_AGENT_BIN"),
 		AgentViaStream:   os.Getenv("BUREAU_AGENT_VIA_STREAM") == "1",
+		PreviewDomain:    strings.TrimPrefix(strings.ToLower(env("BUREAU_PREVIEW_DOMAIN", "localhost")), "*."),
 
 		NetworkSubnet: env("BUREAU_NETWORK_SUBNET", "10.120.0.0/16"),
 	}

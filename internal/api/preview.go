@@ -1,0 +1,272 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/preview"
+	"github.com/gin-gonic/gin"
+)
+
+// Previews decide who may open live URLs (see package preview).
+type Previews interface {
+	Redeem(ctx context.Context, secret, desktopID string, port int) (*desktop.Share, error)
+	ShareUsable(ctx context.Context, id string) (*desktop.Share, error)
+	PublicPorts(ctx context.Context, desktopID string) ([]int, error)
+	Sign(c preview.Claims) string
+	Verify(v string) (preview.Claims, error)
+	LoginCode(c preview.Claims) string
+	RedeemCode(code, desktopID string, port int) (preview.Claims, error)
+}
+
+const (
+	previewCookie = "bureau_url"
+	shareParam    = "bureau_share"
+	loginParam    = "bureau_login"
+	// wakeHold is how long an API client's request to a sleeping desktop
+	// is held while it wakes.
+	wakeHold = 2 * time.Minute
+)
+
+// previewHost matches <port>-<desktop>.<domain>[:port].
+var previewHost = regexp.MustCompile(`^([0-9]{1,5})-([a-z0-9]{1,32})\.(.+?)(:[0-9]+)?$`)
+
+// livePreviewHost serves a request whose Host is a live URL's (wildcard
+// host routing) and stops the chain; others go on to the API.
+func (s *server) livePreviewHost(c *gin.Context) {
+	if s.PreviewDomain == "" || s.Previews == nil {
+		return
+	}
+	m := previewHost.FindStringSubmatch(strings.ToLower(c.Request.Host))
+	if m == nil || m[3] != s.PreviewDomain {
+		return
+	}
+	port, _ := strconv.Atoi(m[1])
+	s.servePreview(c, m[2], port, c.Request.URL.Path, "", c.Request.Host)
+	c.Abort()
+}
+
+// previewPath serves /preview/<desktop>/<port>/<path>.
+func (s *server) previewPath(c *gin.Context) {
+	port, _ := strconv.Atoi(c.Param("port"))
+	prefix := strings.TrimSuffix(c.Request.URL.Path, c.Param("path"))
+	s.servePreview(c, c.Param("id"), port, c.Param("path"), prefix, "")
+}
+
+// servePreview answers a live URL: sign-in links first (a share secret
+// or a login code in the query: a cookie, then a redirect without it),
+// then access (public, the owner's token, a cookie), then waking the
+// desktop if it sleeps, then the app.
+func (s *server) servePreview(c *gin.Context, id string, port int, path, prefix, host string) {
+	if s.Previews == nil {
+		s.previewError(c, http.StatusNotFound, "live URLs are not served here")
+		return
+	}
+	if port < 1 || port > 65535 {
+		s.previewError(c, http.StatusNotFound, "no such URL")
+		return
+	}
+	ctx := c.Request.Context()
+	d, err := s.Desktops.Get(ctx, id)
+	if err != nil || d.DeletedAt != nil {
+		s.previewError(c, http.StatusNotFound, "no such URL")
+		return
+	}
+	cookiePath := "/"
+	if prefix != "" {
+		cookiePath = strings.TrimSuffix(prefix, "/") + "/"
+	}
+	if q := c.Request.URL.Query(); q.Has(shareParam) || q.Has(loginParam) {
+		var claims preview.Claims
+		var err error
+		if q.Has(shareParam) {
+			var l *desktop.Share
+			if l, err = s.Previews.Redeem(ctx, q.Get(shareParam), d.ID, port); err == nil {
+				claims = preview.Claims{Kind: preview.KindShare, Desktop: d.ID, Port: port, Sub: l.ID, ReadOnly: l.ReadOnly, Exp: l.ExpiresAt.Unix()}
+			}
+		} else {
+			claims, err = s.Previews.RedeemCode(q.Get(loginParam), d.ID, port)
+		}
+		if err != nil {
+			s.previewError(c, http.StatusUnauthorized, "this link is not valid (any more): it expired, was revoked or was used already")
+			return
+		}
+		http.SetCookie(c.Writer, &http.Cookie{Name: previewCookie, Value: s.Previews.Sign(claims), Path: cookiePath,
+			Expires: time.Unix(claims.Exp, 0), HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: c.Request.TLS != nil})
+		q.Del(shareParam)
+		q.Del(loginParam)
+		u := *c.Request.URL
+		u.RawQuery = q.Encode()
+		c.Redirect(http.StatusSeeOther, u.RequestURI())
+		return
+	}
+	readOnly, err := s.previewAccess(c, d, port)
+	if err != nil {
+		s.previewError(c, http.StatusUnauthorized, "this URL is private: open it from bureau's web console, with a share link, or send the owner's token (Authorization: Bearer)")
+		return
+	}
+	if readOnly && c.Request.Method != http.MethodGet && c.Request.Method != http.MethodHead {
+		s.previewError(c, http.StatusForbidden, "this share link is read-only (GET and HEAD only)")
+		return
+	}
+	if d, err = s.wakeForPreview(c, d); err != nil || d == nil {
+		return
+	}
+	s.Desktops.Touch(d.ID)
+	if host == "" {
+		host = c.Request.Host
+	}
+	s.proxyPort(c, d, port, path, prefix, host)
+}
+
+// previewAccess says whether the request may open the URL, and if only to
+// read: a public port, the owner's (or an admin's) API token, or a cookie
+// from a login code or a share link still valid.
+func (s *server) previewAccess(c *gin.Context, d *desktop.Desktop, port int) (readOnly bool, err error) {
+	ctx := c.Request.Context()
+	if ports, _ := s.Previews.PublicPorts(ctx, d.ID); containsInt(ports, port) {
+		return false, nil
+	}
+	if secret, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer "); ok {
+		tok, err := s.Tokens.Authenticate(ctx, strings.TrimSpace(secret))
+		if err == nil && tokenReaches(tok, d) {
+			return false, nil
+		}
+		return false, desktop.ErrUnauthorized
+	}
+	ck, err := c.Request.Cookie(previewCookie)
+	if err != nil {
+		return false, desktop.ErrUnauthorized
+	}
+	claims, err := s.Previews.Verify(ck.Value)
+	if err != nil || claims.Desktop != d.ID || claims.Port != port {
+		return false, desktop.ErrUnauthorized
+	}
+	switch claims.Kind {
+	case preview.KindOwner:
+		// The token that signed the browser in must still be good.
+		tok, err := s.Tokens.Usable(ctx, claims.Sub)
+		if err != nil || !tokenReaches(tok, d) {
+			return false, desktop.ErrUnauthorized
+		}
+		return false, nil
+	case preview.KindShare:
+		l, err := s.Previews.ShareUsable(ctx, claims.Sub)
+		if err != nil || l.DesktopID != d.ID || l.Port != port {
+			return false, desktop.ErrUnauthorized
+		}
+		return l.ReadOnly, nil
+	}
+	return false, desktop.ErrUnauthorized
+}
+
+// tokenReaches: an admin, the owner, or a full token of this desktop.
+func tokenReaches(tok *desktop.Token, d *desktop.Desktop) bool {
+	switch tok.Scope {
+	case desktop.ScopeAdmin:
+		return true
+	case desktop.ScopeDesktop:
+		return tok.DesktopID == d.ID && !tok.ComputerOnly
+	}
+	return tok.Owner == d.Owner
+}
+
+func containsInt(list []int, v int) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// wakeForPreview wakes a paused or hibernated desktop: a browser gets a
+// small page that retries while it wakes; an API client's request is held
+// until it runs (up to wakeHold). It answers (and returns nil) when the
+// request cannot go on.
+func (s *server) wakeForPreview(c *gin.Context, d *desktop.Desktop) (*desktop.Desktop, error) {
+	switch d.State {
+	case desktop.StateRunning:
+		return d, nil
+	case desktop.StatePaused, desktop.StateHibernated, desktop.StateHibernating, desktop.StateResuming:
+	default:
+		s.previewError(c, http.StatusServiceUnavailable, fmt.Sprintf("the desktop is %s; start it to reach this URL", d.State))
+		return nil, nil
+	}
+	actor := "live-url"
+	if browser(c) {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), wakeHold)
+			defer cancel()
+			if _, err := s.Desktops.Wake(ctx, d.ID, actor); err != nil {
+				s.Log.Info("live URL: wake", "desktop", d.ID, "err", err)
+			}
+		}()
+		c.Header("Retry-After", "2")
+		c.Header("Cache-Control", "no-store")
+		c.Data(http.StatusServiceUnavailable, "text/html; charset=utf-8", []byte(wakingPage))
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), wakeHold)
+	defer cancel()
+	woken, err := s.Desktops.Wake(ctx, d.ID, actor)
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			c.Header("Retry-After", "5")
+		}
+		s.previewError(c, http.StatusServiceUnavailable, "the desktop is waking up and did not finish in time; try again")
+		return nil, err
+	}
+	return woken, nil
+}
+
+// browser says whether the request is a browser's page load.
+func browser(c *gin.Context) bool {
+	return c.Request.Method == http.MethodGet && strings.Contains(c.GetHeader("Accept"), "text/html")
+}
+
+const wakingPage = `<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
+<title>Waking the desktop…</title><style>body{font:16px system-ui,sans-serif;display:grid;place-items:center;height:90vh;color:#333}</style></head>
+<body><div><h1>Waking the desktop…</h1><p>It was asleep to save resources. This page reloads by itself in a moment.</p></div></body></html>`
+
+// previewError answers a live URL's request that bureau itself refuses:
+// a small page for a browser, JSON for others.
+func (s *server) previewError(c *gin.Context, status int, msg string) {
+	c.Header("Cache-Control", "no-store")
+	if browser(c) {
+		c.Data(status, "text/html; charset=utf-8", []byte(`<!doctype html><html><head><meta charset="utf-8"><title>bureau</title>`+
+			`<style>body{font:16px system-ui,sans-serif;max-width:40em;margin:15vh auto;color:#333}</style></head><body><h1>`+
+			html.EscapeString(http.StatusText(status))+`</h1><p>`+html.EscapeString(msg)+`</p></body></html>`))
+		return
+	}
+	c.JSON(status, gin.H{"error": gin.H{"code": strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "_"), "message": msg}})
+}
+
+// previewURL is a port's live URL as the client reaches bureau: host
+// routing when a preview domain is set, else the path form.
+func (s *server) previewURL(c *gin.Context, id string, port int) (hostURL, pathURL string) {
+	scheme := "http"
+	if c.Request.TLS != nil || c.GetHeader("X-Forwarded-Proto") == "https" {
+		scheme = "https"
+	}
+	host := c.Request.Host
+	pathURL = fmt.Sprintf("%s://%s/preview/%s/%d/", scheme, host, id, port)
+	if s.PreviewDomain == "" {
+		return "", pathURL
+	}
+	hostPort := ""
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i:], "]") {
+		hostPort = host[i:]
+	}
+	u := url.URL{Scheme: scheme, Host: fmt.Sprintf("%d-%s.%s%s", port, id, s.PreviewDomain, hostPort), Path: "/"}
+	return u.String(), pathURL
+}
