@@ -234,7 +234,7 @@ func New(d Deps) *gin.Engine {
 	mcpServer := mcptools.NewServer(mcptools.InProcess{Handler: r}, mcptools.BearerFromRequest, d.Info["version"])
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
-	r.Any("/mcp", s.authenticate, gin.WrapH(mcpHandler))
+	r.Any("/mcp", s.authenticate, mcpOrigin, gin.WrapH(mcpHandler))
 	v1.GET("/tokens", s.handle(s.listTokens))
 	v1.POST("/tokens", s.handle(s.createToken))
 	v1.DELETE("/tokens/:id", s.handle(s.revokeToken))

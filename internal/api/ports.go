@@ -38,15 +38,16 @@ func (s *server) portProxy(c *gin.Context) {
 	}
 	s.Desktops.Touch(d.ID)
 	prefix := strings.TrimSuffix(c.Request.URL.Path, c.Param("path"))
-	s.proxyPort(c, d, port, c.Param("path"), prefix, "")
+	s.proxyPort(c, d, port, c.Param("path"), prefix, "", 0)
 }
 
 // proxyPort serves the request from 127.0.0.1:port in the desktop: path is
 // the app's path, prefix what bureau's URL put before it (sent as
 // X-Forwarded-Prefix), host the Host the app sees ("": 127.0.0.1:port).
 // bureau's credentials (its Authorization header and cookie) never reach
-// the app.
-func (s *server) proxyPort(c *gin.Context, d *desktop.Desktop, port int, path, prefix, host string) {
+// the app. patience is how long to keep trying to reach the port (a
+// desktop just woken takes a moment to reconnect its agent).
+func (s *server) proxyPort(c *gin.Context, d *desktop.Desktop, port int, path, prefix, host string, patience time.Duration) {
 	domain := d.DomainName()
 	target := &url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", port)}
 	if host == "" {
@@ -67,7 +68,7 @@ func (s *server) proxyPort(c *gin.Context, d *desktop.Desktop, port int, path, p
 		},
 		Transport: &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return s.Ports.DialPort(ctx, domain, port)
+				return s.dialPort(ctx, domain, port, patience)
 			},
 			MaxIdleConns:          4,
 			IdleConnTimeout:       30 * time.Second,
@@ -98,6 +99,22 @@ func dropCookie(r *http.Request, name string) {
 	for _, ck := range cookies {
 		if ck.Name != name {
 			r.AddCookie(ck)
+		}
+	}
+}
+
+// dialPort reaches a port in the desktop, trying again for patience.
+func (s *server) dialPort(ctx context.Context, domain string, port int, patience time.Duration) (net.Conn, error) {
+	until := time.Now().Add(patience)
+	for {
+		conn, err := s.Ports.DialPort(ctx, domain, port)
+		if err == nil || time.Now().After(until) {
+			return conn, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(300 * time.Millisecond):
 		}
 	}
 }

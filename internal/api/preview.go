@@ -35,6 +35,9 @@ const (
 	// wakeHold is how long an API client's request to a sleeping desktop
 	// is held while it wakes.
 	wakeHold = 2 * time.Minute
+	// wokenPatience is how long a request that woke a desktop keeps
+	// trying to reach the app while the desktop's agent reconnects.
+	wokenPatience = 30 * time.Second
 )
 
 // previewHost matches <port>-<desktop>.<domain>[:port].
@@ -118,6 +121,10 @@ func (s *server) servePreview(c *gin.Context, id string, port int, path, prefix,
 		s.previewError(c, http.StatusForbidden, "this share link is read-only (GET and HEAD only)")
 		return
 	}
+	var patience time.Duration
+	if d.State != desktop.StateRunning {
+		patience = wokenPatience
+	}
 	if d, err = s.wakeForPreview(c, d); err != nil || d == nil {
 		return
 	}
@@ -125,7 +132,7 @@ func (s *server) servePreview(c *gin.Context, id string, port int, path, prefix,
 	if host == "" {
 		host = c.Request.Host
 	}
-	s.proxyPort(c, d, port, path, prefix, host)
+	s.proxyPort(c, d, port, path, prefix, host, patience)
 }
 
 // previewAccess says whether the request may open the URL, and if only to

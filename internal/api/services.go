@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -42,14 +43,20 @@ func (s *server) serviceRoutes(v1 *gin.RouterGroup) {
 // serviceView is a service with where to reach it.
 type serviceView struct {
 	*guest.ServiceInfo
-	// URL reaches the service's port through bureau (the owner's token).
-	URL string `json:"url,omitempty"`
+	// URL reaches the service's port through bureau's API (the owner's
+	// token); LiveURL is its live URL (private until shared or made public).
+	URL     string `json:"url,omitempty"`
+	LiveURL string `json:"live_url,omitempty"`
 }
 
-func view(d *desktop.Desktop, sv *guest.ServiceInfo) serviceView {
+func (s *server) view(c *gin.Context, d *desktop.Desktop, sv *guest.ServiceInfo) serviceView {
 	v := serviceView{ServiceInfo: sv}
 	if sv.Port > 0 {
 		v.URL = fmt.Sprintf("/api/v1/desktops/%s/ports/%d/", d.ID, sv.Port)
+		if s.Previews != nil {
+			host, path := s.previewURL(c, d.ID, sv.Port)
+			v.LiveURL = cmp.Or(host, path)
+		}
 	}
 	return v
 }
@@ -76,7 +83,7 @@ func (s *server) listServices(c *gin.Context) (reply, error) {
 	}
 	out := make([]serviceView, 0, len(list))
 	for _, sv := range list {
-		out = append(out, view(d, sv))
+		out = append(out, s.view(c, d, sv))
 	}
 	return reply{http.StatusOK, gin.H{"services": out}}, nil
 }
@@ -129,7 +136,7 @@ func (s *server) putService(c *gin.Context, name string) (reply, error) {
 		return reply{}, err
 	}
 	s.Desktops.Touch(d.ID)
-	return reply{status, view(d, sv)}, nil
+	return reply{status, s.view(c, d, sv)}, nil
 }
 
 func (s *server) getService(c *gin.Context) (reply, error) {
@@ -141,7 +148,7 @@ func (s *server) getService(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{http.StatusOK, view(d, sv)}, nil
+	return reply{http.StatusOK, s.view(c, d, sv)}, nil
 }
 
 func (s *server) controlService(action string) func(c *gin.Context) (reply, error) {
@@ -157,7 +164,7 @@ func (s *server) controlService(action string) func(c *gin.Context) (reply, erro
 		if action == "delete" {
 			return reply{http.StatusNoContent, nil}, nil
 		}
-		return reply{http.StatusOK, view(d, sv)}, nil
+		return reply{http.StatusOK, s.view(c, d, sv)}, nil
 	}
 }
 

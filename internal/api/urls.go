@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/mcptools"
 	"github.com/bureau/bureau/internal/preview"
 	"github.com/gin-gonic/gin"
 )
@@ -206,4 +207,15 @@ func (s *server) revokeShare(c *gin.Context) (reply, error) {
 		return reply{}, err
 	}
 	return reply{http.StatusNoContent, nil}, nil
+}
+
+// mcpOrigin tells in-process MCP tools the host and scheme the client
+// reached bureau by, so the URLs they return open from the client's side.
+func mcpOrigin(c *gin.Context) {
+	c.Request.Header.Set(mcptools.HostHeader, c.Request.Host)
+	proto := "http"
+	if c.Request.TLS != nil || c.GetHeader("X-Forwarded-Proto") == "https" {
+		proto = "https"
+	}
+	c.Request.Header.Set(mcptools.ProtoHeader, proto)
 }

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -9,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // liveApp is an app "in the desktop" (this machine) that says what it saw.
@@ -166,5 +169,56 @@ func TestLiveURLs(t *testing.T) {
 	}
 	if d, _ := e.desktops.Get(t.Context(), id); d.State != desktop.StateRunning {
 		t.Errorf("not woken: %s", d.State)
+	}
+}
+
+// The URL tools over MCP answer with URLs on the host the MCP client used,
+// and a share link made through MCP opens the URL.
+func TestMCPURLTools(t *testing.T) {
+	e := newEnv(t)
+	id := agentDesktop(t, e)
+	port := liveApp(t)
+	cs, err := mcpSession(t, e, e.alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	ctx := context.Background()
+	call := func(name string, args map[string]any) string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", name, err, res)
+		}
+		return res.Content[0].(*mcp.TextContent).Text
+	}
+	var share struct {
+		Share   struct{ ID string }
+		PathURL string `json:"path_url"`
+	}
+	json.Unmarshal([]byte(call("share_url", map[string]any{"desktop": id, "port": port, "hours": 2})), &share)
+	if !strings.HasPrefix(share.PathURL, e.srv.URL+"/preview/"+id+"/"+itoa(port)+"/?bureau_share=bsh_") {
+		t.Fatalf("share_url: %+v", share)
+	}
+	if h := get(t, "GET", share.PathURL, "", nil); h.code != 303 || h.header.Get("Set-Cookie") == "" {
+		t.Errorf("the share link: %d %s", h.code, h.body)
+	}
+	list := call("list_urls", map[string]any{"desktop": id})
+	if !strings.Contains(list, `"path_url":"`+e.srv.URL+"/preview/"+id+"/"+itoa(port)+`/"`) || !strings.Contains(list, `"shares":1`) {
+		t.Errorf("list_urls: %s", list)
+	}
+	call("revoke_share", map[string]any{"desktop": id, "share": share.Share.ID})
+	if h := get(t, "GET", share.PathURL, "", nil); h.code != 401 {
+		t.Errorf("the revoked link: %d", h.code)
+	}
+	if out := call("set_url_public", map[string]any{"desktop": id, "port": port, "public": true}); !strings.Contains(out, `"public":true`) {
+		t.Errorf("set_url_public: %s", out)
+	}
+	if h := get(t, "GET", e.srv.URL+"/preview/"+id+"/"+itoa(port)+"/x", "", nil); h.code != 200 {
+		t.Errorf("public: %d", h.code)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "share_url", Arguments: map[string]any{"desktop": id, "port": 0}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "port") {
+		t.Errorf("share_url port 0: %v %+v", err, res)
 	}
 }

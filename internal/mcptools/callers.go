@@ -22,6 +22,26 @@ func BearerFromRequest(req *mcp.CallToolRequest) string {
 	return strings.TrimSpace(t)
 }
 
+// Headers the MCP route sets (overwriting what a client sent) so that
+// tools calling the API in process build URLs for the host the client
+// reached.
+const (
+	HostHeader  = "X-Bureau-Mcp-Host"
+	ProtoHeader = "X-Bureau-Mcp-Proto"
+)
+
+type originKey struct{}
+
+type origin struct{ host, proto string }
+
+// withOrigin carries the MCP request's host to an in-process call.
+func withOrigin(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	if req == nil || req.Extra == nil || req.Extra.Header == nil || req.Extra.Header.Get(HostHeader) == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, originKey{}, origin{req.Extra.Header.Get(HostHeader), req.Extra.Header.Get(ProtoHeader)})
+}
+
 // InProcess calls a REST handler in this process.
 type InProcess struct{ Handler http.Handler }
 
@@ -35,6 +55,13 @@ func (p InProcess) Call(ctx context.Context, token, method, path string, body []
 		return Response{}, err
 	}
 	req.RequestURI = path
+	if o, ok := ctx.Value(originKey{}).(origin); ok {
+		// URLs in the answer are built from the host the MCP client used.
+		req.Host = o.host
+		if o.proto != "" {
+			req.Header.Set("X-Forwarded-Proto", o.proto)
+		}
+	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

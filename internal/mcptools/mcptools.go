@@ -67,6 +67,7 @@ func NewServer(c Caller, token TokenFunc, version string) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "write_file", Description: "Write a file in a desktop, creating parent directories. Relative paths are in the user's home."}, t.writeFile)
 	t.addProcessTools(s)
 	t.addServiceTools(s)
+	t.addURLTools(s)
 	return s
 }
 
@@ -96,7 +97,7 @@ func (t *tools) call(ctx context.Context, req *mcp.CallToolRequest, method, path
 			return Response{}, err
 		}
 	}
-	r, err := t.c.Call(ctx, t.token(req), method, path, b, limit)
+	r, err := t.c.Call(withOrigin(ctx, req), t.token(req), method, path, b, limit)
 	if err != nil {
 		return r, err
 	}

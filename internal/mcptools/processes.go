@@ -79,7 +79,7 @@ func (t *tools) killProcess(ctx context.Context, req *mcp.CallToolRequest, in ki
 // 404 or 500 is its answer, not a failed tool call (bureau's own errors,
 // e.g. 502 when nothing listens, come as JSON with a message).
 func (t *tools) callRaw(ctx context.Context, req *mcp.CallToolRequest, method, path string, limit int) (Response, error) {
-	return t.c.Call(ctx, t.token(req), method, path, nil, limit)
+	return t.c.Call(withOrigin(ctx, req), t.token(req), method, path, nil, limit)
 }
 
 type portIn struct {
