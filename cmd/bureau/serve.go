@@ -126,6 +126,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	urls := preview.New(st, key)
+	urls.OnForget = met.ForgetDesktop
 	gs := guest.New(h).WithChannel(agents)
 	// A desktop's agent holds its services' secrets in memory only: hand
 	// them over at every new session and whenever a desktop starts.
@@ -153,7 +154,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		Desktops: m, Computer: computer.New(h, h, h), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
 		SecretsChanged: func(owner, desktopID string) { sync.Changed(context.WithoutCancel(ctx), owner, desktopID) },
 		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, Tokens: tokens, Images: imageService(cfg, st, log), Log: log,
-		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest, ConsoleBytes: met.ConsoleBytes,
+		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest, ConsoleBytes: met.ConsoleBytes, ObserveLiveURL: met.ObserveLiveURL,
 		Info: map[string]string{"version": version, "accelerator": string(accel), "accelerator_reason": why,
 			"database": st.Dialect(), "default_image": cfg.DefaultImage, "go": runtime.Version()},
 		HostDirs: []string{cfg.DataDir, host.DefaultSaveDir},

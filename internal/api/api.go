@@ -126,6 +126,8 @@ type Deps struct {
 	// request's latency.
 	Metrics http.Handler
 	Observe func(method, route string, status int, took time.Duration)
+	// ObserveLiveURL records each request to a live URL (may be nil).
+	ObserveLiveURL func(desktopID string, port, status int, toApp, toClient int64, took time.Duration)
 	// ConsoleBytes counts bytes through the console proxy (may be nil).
 	ConsoleBytes func(direction string, n int)
 	Log          *slog.Logger

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -83,6 +84,13 @@ func (s *server) servePreview(c *gin.Context, id string, port int, path, prefix,
 	if err != nil || d.DeletedAt != nil {
 		s.previewError(c, http.StatusNotFound, "no such URL")
 		return
+	}
+	if s.ObserveLiveURL != nil {
+		begun, body := time.Now(), &countingReader{r: c.Request.Body}
+		c.Request.Body = body
+		defer func() {
+			s.ObserveLiveURL(d.ID, port, c.Writer.Status(), body.n, int64(max(c.Writer.Size(), 0)), time.Since(begun))
+		}()
 	}
 	cookiePath := "/"
 	if prefix != "" {
@@ -277,3 +285,17 @@ func (s *server) previewURL(c *gin.Context, id string, port int) (hostURL, pathU
 	u := url.URL{Scheme: scheme, Host: fmt.Sprintf("%d-%s.%s%s", port, id, s.PreviewDomain, hostPort), Path: "/"}
 	return u.String(), pathURL
 }
+
+// countingReader counts the bytes read from a request body.
+type countingReader struct {
+	r io.ReadCloser
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingReader) Close() error { return c.r.Close() }

@@ -37,6 +37,9 @@ type Metrics struct {
 	requests *prometheus.HistogramVec
 	ops      *prometheus.HistogramVec
 	console  *prometheus.CounterVec
+	urls     *prometheus.HistogramVec
+	urlCodes *prometheus.CounterVec
+	urlBytes *prometheus.CounterVec
 	coll     *collector
 }
 
@@ -59,8 +62,18 @@ func New(desktops Desktops, vms VMs, log *slog.Logger) *Metrics {
 			Name: "bureau_console_bytes_total", Help: "Bytes through the console proxy, to_browser (display) and to_desktop (input).",
 		}, []string{"direction"}),
 	}
+	m.urls = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "bureau_live_url_request_duration_seconds", Help: "Latency of requests to live URLs, by desktop and port (until the answer's headers; a WebSocket until it closes).",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 120},
+	}, []string{"desktop", "port"})
+	m.urlCodes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bureau_live_url_requests_total", Help: "Requests to live URLs by desktop, port and status code (401: refused sign-in, 503: the desktop was waking).",
+	}, []string{"desktop", "port", "code"})
+	m.urlBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bureau_live_url_bytes_total", Help: "Bytes through live URLs: to_app (request bodies) and to_client (answers).",
+	}, []string{"desktop", "port", "direction"})
 	m.coll = &collector{desktops: desktops, vms: vms, log: log}
-	m.reg.MustRegister(m.requests, m.ops, m.console, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), m.coll)
+	m.reg.MustRegister(m.requests, m.ops, m.console, m.urls, m.urlCodes, m.urlBytes, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), m.coll)
 	return m
 }
 
@@ -77,6 +90,23 @@ func (m *Metrics) ObserveRequest(method, route string, status int, took time.Dur
 // ConsoleBytes counts bytes through the console proxy.
 func (m *Metrics) ConsoleBytes(direction string, n int) {
 	m.console.WithLabelValues(direction).Add(float64(n))
+}
+
+// ObserveLiveURL records one request to a desktop's live URL.
+func (m *Metrics) ObserveLiveURL(desktopID string, port, status int, toApp, toClient int64, took time.Duration) {
+	p := strconv.Itoa(port)
+	m.urls.WithLabelValues(desktopID, p).Observe(took.Seconds())
+	m.urlCodes.WithLabelValues(desktopID, p, strconv.Itoa(status)).Inc()
+	m.urlBytes.WithLabelValues(desktopID, p, "to_app").Add(float64(toApp))
+	m.urlBytes.WithLabelValues(desktopID, p, "to_client").Add(float64(toClient))
+}
+
+// ForgetDesktop drops a deleted desktop's live-URL series.
+func (m *Metrics) ForgetDesktop(desktopID string) {
+	l := prometheus.Labels{"desktop": desktopID}
+	m.urls.DeletePartialMatch(l)
+	m.urlCodes.DeletePartialMatch(l)
+	m.urlBytes.DeletePartialMatch(l)
 }
 
 // ObserveOperation records one finished desktop operation.

@@ -84,3 +84,28 @@ func TestScrapeSurvivesHypervisorErrors(t *testing.T) {
 		t.Errorf("scrape with a failing hypervisor:\n%s", out)
 	}
 }
+
+func TestLiveURLMetricsPerDesktopAndPort(t *testing.T) {
+	m := New(fakeDesktops{}, fakeVMs{}, slog.New(slog.DiscardHandler))
+	m.ObserveLiveURL("a1", 3000, 200, 10, 1000, 20*time.Millisecond)
+	m.ObserveLiveURL("a1", 3000, 200, 0, 500, 2*time.Millisecond)
+	m.ObserveLiveURL("a1", 3000, 401, 0, 80, time.Millisecond)
+	m.ObserveLiveURL("b1", 8080, 200, 0, 1, time.Millisecond)
+	out := scrape(t, m)
+	for _, want := range []string{
+		`bureau_live_url_requests_total{code="200",desktop="a1",port="3000"} 2`,
+		`bureau_live_url_requests_total{code="401",desktop="a1",port="3000"} 1`,
+		`bureau_live_url_bytes_total{desktop="a1",direction="to_client",port="3000"} 1580`,
+		`bureau_live_url_bytes_total{desktop="a1",direction="to_app",port="3000"} 10`,
+		`bureau_live_url_request_duration_seconds_count{desktop="a1",port="3000"} 3`,
+		`bureau_live_url_request_duration_seconds_bucket{desktop="a1",port="3000",le="0.005"} 2`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	m.ForgetDesktop("a1")
+	if out := scrape(t, m); strings.Contains(out, `desktop="a1"`) || !strings.Contains(out, `desktop="b1"`) {
+		t.Errorf("after forgetting a1:\n%s", out)
+	}
+}

@@ -49,6 +49,10 @@ type Service struct {
 
 	mu    sync.Mutex
 	codes map[string]loginCode // sha256(code) → what it signs in to
+
+	// OnForget, when set, is told of each desktop whose URLs are
+	// forgotten (to drop its metrics).
+	OnForget func(desktopID string)
 }
 
 type loginCode struct {
@@ -141,6 +145,9 @@ func (s *Service) PublicPorts(ctx context.Context, desktopID string) ([]int, err
 
 // Forget drops a deleted desktop's links and public ports.
 func (s *Service) Forget(ctx context.Context, desktopID string) error {
+	if s.OnForget != nil {
+		s.OnForget(desktopID)
+	}
 	return s.st.ForgetDesktopURLs(ctx, desktopID)
 }
 
