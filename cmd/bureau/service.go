@@ -31,6 +31,7 @@ type service struct {
 	Port      int        `json:"port"`
 	Secrets   []string   `json:"secrets"`
 	URL       string     `json:"url"`
+	LiveURL   string     `json:"live_url"`
 }
 
 // serviceCmd is `bureau service`: commands bureau-agent keeps running in
@@ -66,7 +67,9 @@ func serviceCmd(cfg *config.Config) *cobra.Command {
 				return err
 			}
 			fmt.Printf("service %s: %s", sv.Name, sv.State)
-			if sv.URL != "" {
+			if sv.LiveURL != "" {
+				fmt.Printf(" — %s (private: bureau url open/share %s %d)", sv.LiveURL, d.Name, sv.Port)
+			} else if sv.URL != "" {
 				fmt.Printf(" — %s%s", c.base, sv.URL)
 			}
 			fmt.Printf("\nits output: bureau service logs %s %s -f\n", d.Name, sv.Name)
