@@ -329,13 +329,7 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func testMCP(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url + "/mcp",
-		HTTPClient: &http.Client{Transport: bearerTransport{token}}, DisableStandaloneSSE: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := s.mcpSession(ctx, token)
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil || len(tools.Tools) < 8 {
 		t.Fatalf("tools: %v %d", err, len(tools.Tools))

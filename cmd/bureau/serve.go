@@ -159,7 +159,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 			"database": st.Dialect(), "default_image": cfg.DefaultImage, "go": runtime.Version()},
 		HostDirs: []string{cfg.DataDir, host.DefaultSaveDir},
 	})
-	srv := &http.Server{Addr: cfg.Listen, Handler: router, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Addr: cfg.Listen, Handler: router, ReadHeaderTimeout: 10 * time.Second, Protocols: protocols()}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	log.Info("serving", "listen", cfg.Listen, "database", st.Dialect(), "data_dir", cfg.DataDir)
@@ -210,4 +210,14 @@ func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.S
 			consoles.Prune(ctx)
 		}
 	}
+}
+
+// protocols: HTTP/1.1, and HTTP/2 without TLS for clients that speak it
+// from the start (h2c with prior knowledge, as a TLS proxy in front of
+// bureau does); WebSockets stay on HTTP/1.1.
+func protocols() *http.Protocols {
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	return &p
 }
