@@ -140,7 +140,7 @@ func testServices(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	cmd := exec.Command("node", "services.mjs")
 	cmd.Dir = "browser"
 	cmd.Env = append(os.Environ(), "BUREAU_URL="+s.url, "TOKEN="+token, "DESKTOP="+d.ID, "NAME=app",
-		"LOG_EXPECT=starting with key [secret APP_KEY]", "SCREENSHOT="+shot)
+		"LOG_EXPECT=starting with key [secret APP_KEY]", "SCREENSHOT="+shot, "PORT="+servicePort, "PAGE_EXPECT=app key-digest="+keyDigest())
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -150,10 +150,19 @@ func testServices(t *testing.T, s *server, token string, d *desktop.Desktop) {
 		State  string   `json:"state"`
 		Log    string   `json:"log"`
 		Errors []string `json:"errors"`
+		Access string   `json:"access"`
+		Opened string   `json:"opened"`
+		Page   string   `json:"page"`
 	}
 	json.Unmarshal(stdout.Bytes(), &r)
 	if r.State != "running" || !strings.Contains(r.Log, "starting with key [secret APP_KEY]") || strings.Contains(r.Log, serviceKey) || len(r.Errors) > 0 {
 		t.Errorf("the console's Services tab (see %s): %+v", shot, r)
+	}
+	// Its Live URLs list opens the service's private URL in a new tab,
+	// signed in by a one-time link that is gone from the address.
+	if r.Access != "private" || !strings.HasPrefix(r.Opened, "http://"+servicePort+"-"+d.ID+".localhost:") || strings.Contains(r.Opened, "bureau_login") ||
+		strings.TrimSpace(r.Page) != fmt.Sprintf("app key-digest=%s file=True", keyDigest()) {
+		t.Errorf("Open in the console's Live URLs (see %s): access %q, tab %q showing %q", shot, r.Access, r.Opened, r.Page)
 	}
 }
 

@@ -1,7 +1,10 @@
 // Opens the web console's Services tab of a desktop in headless Chromium
 // (signed in with TOKEN), waits for the service NAME to show as running,
 // opens its log and waits for LOG_EXPECT in it, saves SCREENSHOT and prints
-// {"state": …, "log": …} as JSON on stdout.
+// {"state": …, "log": …} as JSON on stdout. With PORT and PAGE_EXPECT it
+// then opens that port's live URL from the Live URLs list (Open: a new
+// tab signed in by a one-time link) and adds the tab's "opened" address
+// and "page" text.
 import fs from 'node:fs';
 import { chromium } from 'playwright-core';
 
@@ -38,8 +41,19 @@ async function main() {
       await page.waitForFunction((want) => (document.querySelector('pre.log')?.textContent || '').includes(want), LOG_EXPECT || '', { timeout: 30_000 });
     } catch { /* reported below */ }
     log = await page.locator('pre.log').textContent();
+    const out = { state, log, errors };
+    if (env.PORT) {
+      const urlRow = page.locator(`#live-urls tr.url-row[data-port="${env.PORT}"]`);
+      await urlRow.waitFor({ timeout: 30_000 }).catch(() => fail(`no Live URLs row for port ${env.PORT}; page errors: ${errors.join('; ')}`));
+      out.access = (await urlRow.locator('.pill').textContent()).trim();
+      const [tab] = await Promise.all([context.waitForEvent('page'), urlRow.locator('.url-open').click()]);
+      await tab.waitForFunction((want) => (document.body?.innerText || '').includes(want), env.PAGE_EXPECT || '', { timeout: 60_000 }).catch(() => {});
+      out.opened = tab.url();
+      out.page = (await tab.evaluate(() => document.body?.innerText || '')).slice(0, 300);
+      await tab.close();
+    }
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
-    process.stdout.write(JSON.stringify({ state, log, errors }) + '\n');
+    process.stdout.write(JSON.stringify(out) + '\n');
   } finally {
     clearTimeout(guard);
     await browser.close();

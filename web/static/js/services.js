@@ -3,6 +3,7 @@
 // log view that can follow the service's output live.
 import { api, get, post, del, seg, describe } from './api.js';
 import { h, icon, clear, toast, confirmDialog, busy } from './ui.js';
+import { urlsSection } from './urls.js';
 
 const STATE_KIND = { running: 'ok', starting: 'busy', backoff: 'bad', waiting: 'sleep', exited: 'idle', stopped: 'idle' };
 
@@ -18,11 +19,13 @@ export function servicesTab(box, id, desk) {
   let timer = null;
   const body = h('div');
   const logBox = h('div.svc-log', { hidden: true });
+  const urls = urlsSection(id);
   box.append(h('div.tab-head', h('p.muted', 'Commands bureau keeps running in this desktop: restarted when they fail, started again at every boot, kept through hibernation. ',
     'Create one with ', h('code', 'bureau service create'), ', the API or the ', h('code', 'create_service'), ' MCP tool.'),
-  h('button.btn.btn-sm', { type: 'button', onclick: () => load() }, icon('refresh', 14), 'Refresh')), body, logBox);
+  h('button.btn.btn-sm', { type: 'button', onclick: () => load() }, icon('refresh', 14), 'Refresh')), body, logBox, urls.el);
 
   async function load() {
+    urls.load();
     const d = desk();
     if (d && d.state !== 'running') {
       clear(body, h('div.empty.empty-sm', h('p', `Services run while the desktop runs (it is ${d.state}).`)));
@@ -42,7 +45,7 @@ export function servicesTab(box, id, desk) {
         h('td', h(`span.pill.pill-${STATE_KIND[s.state] || 'idle'}`, s.state), s.reason && s.state !== 'running' ? h('div.muted.small', s.reason) : null),
         h('td', String(s.restarts)),
         h('td.nowrap', s.state === 'running' ? uptime(s.uptime_s || 0) : '—'),
-        h('td', s.url ? h('code', { title: 'Reached with your API token (Authorization: Bearer)' }, s.url) : '—'),
+        h('td', s.live_url ? h('code', { title: 'Its live URL: see Live URLs below to open or share it' }, s.live_url) : '—'),
         h('td.wrap', h('code', (s.command || []).join(' '))),
         h('td.nowrap', actions(s))))))));
   }
