@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"image/jpeg"
 	"image/png"
@@ -353,6 +354,20 @@ func testMCP(t *testing.T, s *server, token string, d *desktop.Desktop) {
 		"actions": []map[string]any{{"action": "mouse_move", "coordinate": []int{10, 10}}}, "screenshot": true}})
 	if err != nil || res.IsError || len(res.Content) != 2 {
 		t.Errorf("computer over MCP: %v %+v", err, res)
+	}
+	// The clipboard both ways, the desktop's events and a console link
+	// a human can open.
+	tool(ctx, t, cs, "set_clipboard", map[string]any{"desktop": d.ID, "text": "über MCP"})
+	if out := tool(ctx, t, cs, "get_clipboard", map[string]any{"desktop": d.ID}); !strings.Contains(out, `"text":"über MCP"`) {
+		t.Errorf("get_clipboard after set_clipboard: %s", out)
+	}
+	if out := tool(ctx, t, cs, "desktop_events", map[string]any{"desktop": d.ID, "limit": 3}); !strings.Contains(out, `"desktop_id":"`+d.ID+`"`) {
+		t.Errorf("desktop_events: %.300s", out)
+	}
+	var link struct{ URL string }
+	json.Unmarshal([]byte(tool(ctx, t, cs, "console_link", map[string]any{"desktop": d.ID, "view_only": true, "ttl_minutes": 1})), &link)
+	if code, body := fetch(t, http.DefaultClient, "GET", link.URL, "", "", nil); code != 200 || !strings.Contains(body, "<html") {
+		t.Errorf("console link %q from MCP: %d %.100q", link.URL, code, body)
 	}
 }
 

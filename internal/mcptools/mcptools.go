@@ -68,6 +68,8 @@ func NewServer(c Caller, token TokenFunc, version string) *mcp.Server {
 	t.addProcessTools(s)
 	t.addServiceTools(s)
 	t.addURLTools(s)
+	t.addLifecycleTools(s)
+	t.addDesktopIOTools(s)
 	return s
 }
 
