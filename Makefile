@@ -56,7 +56,7 @@ e2e: e2e-sqlite e2e-postgres
 # playwright-core for the browser check of the console page (drives the
 # host's /usr/bin/chromium; no browser download).
 browser-deps:
-	@test -d e2e/browser/node_modules/playwright-core || npm ci --prefix e2e/browser --no-audit --no-fund
+	@test -d e2e/browser/node_modules/playwright-core -a -d e2e/browser/node_modules/@modelcontextprotocol/sdk || npm ci --prefix e2e/browser --no-audit --no-fund
 
 e2e-sqlite: build browser-deps
 	BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \

@@ -45,10 +45,10 @@ const maxFile = 4 << 20
 func NewServer(c Caller, token TokenFunc, version string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "bureau", Title: "bureau desktops", Version: version}, nil)
 	t := &tools{c: c, token: token}
-	mcp.AddTool(s, &mcp.Tool{Name: "list_desktops", Description: "List your desktops with their state.",
+	mcp.AddTool(s, &mcp.Tool{Name: "list_desktops", Description: "List your desktops: id, name, state (running, paused, hibernated, stopped, …), size and image. Use the id with the other tools.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.listDesktops)
 	mcp.AddTool(s, &mcp.Tool{Name: "create_desktop", Description: "Create a desktop (a persistent Linux VM with Xfce). It boots in the background; poll get_desktop until state is running."}, t.createDesktop)
-	mcp.AddTool(s, &mcp.Tool{Name: "get_desktop", Description: "Show one desktop.",
+	mcp.AddTool(s, &mcp.Tool{Name: "get_desktop", Description: "Show one desktop: its state and desired state, the operation under way, size, image, network policy, keyboard layout and last error.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.getDesktop)
 	for _, op := range []string{"start", "stop", "hibernate"} {
 		mcp.AddTool(s, &mcp.Tool{Name: op + "_desktop", Description: strings.ToUpper(op[:1]) + op[1:] + " a desktop. Its disks (and, for hibernate, its running programs) are kept."},
