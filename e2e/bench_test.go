@@ -67,6 +67,7 @@ func TestBench(t *testing.T) {
 
 	benchComputer(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
 	benchAgent(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
+	benchURL(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
 	benchPersistence(t, s, d.ID, run, add, func(name, v string) { rows = append(rows, row{name, v}) })
 
 	t1 := time.Now()
