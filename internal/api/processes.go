@@ -75,16 +75,7 @@ func (s *server) signalProcess(c *gin.Context) (reply, error) {
 // (default all), and with ?follow=true what it writes until it ends (the
 // response is streamed).
 func (s *server) processLog(c *gin.Context) {
-	var tail int64
-	if v := c.Query("tail"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			s.fail(c, &desktop.ValidationError{Field: "tail", Message: "must be a number of bytes"})
-			return
-		}
-		tail = n
-	}
-	follow, err := boolQuery(c, "follow")
+	tail, follow, err := logQuery(c)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -120,4 +111,15 @@ func (f *flushWriter) Write(p []byte) (int, error) {
 	n, err := f.w.Write(p)
 	f.w.Flush()
 	return n, err
+}
+
+// logQuery reads a log request's ?tail=N (bytes, 0: all) and ?follow.
+func logQuery(c *gin.Context) (tail int64, follow bool, err error) {
+	if v := c.Query("tail"); v != "" {
+		if tail, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return 0, false, &desktop.ValidationError{Field: "tail", Message: "must be a number of bytes"}
+		}
+	}
+	follow, err = boolQuery(c, "follow")
+	return tail, follow, err
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/guest"
@@ -173,16 +172,7 @@ func (s *server) controlService(action string) func(c *gin.Context) (reply, erro
 // that go on across restarts until the client hangs up. Secret values the
 // service names are scrubbed.
 func (s *server) serviceLogs(c *gin.Context) {
-	var tail int64
-	if v := c.Query("tail"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			s.fail(c, &desktop.ValidationError{Field: "tail", Message: "must be a number of bytes"})
-			return
-		}
-		tail = n
-	}
-	follow, err := boolQuery(c, "follow")
+	tail, follow, err := logQuery(c)
 	if err != nil {
 		s.fail(c, err)
 		return

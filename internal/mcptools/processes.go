@@ -46,12 +46,18 @@ type logIn struct {
 }
 
 func (t *tools) processLog(ctx context.Context, req *mcp.CallToolRequest, in logIn) (*mcp.CallToolResult, Out, error) {
-	n := in.TailBytes
+	return t.logTail(ctx, req, desktopPath(in.Desktop, "/processes/"+url.PathEscape(in.Process)+"/log"), in.TailBytes)
+}
+
+// logTail reads the last tailBytes (default 64 KiB, at most 1 MiB) of a
+// log as text.
+func (t *tools) logTail(ctx context.Context, req *mcp.CallToolRequest, path string, tailBytes int) (*mcp.CallToolResult, Out, error) {
+	n := tailBytes
 	if n <= 0 {
 		n = 64 << 10
 	}
 	n = min(n, 1<<20)
-	r, err := t.call(ctx, req, "GET", desktopPath(in.Desktop, "/processes/"+url.PathEscape(in.Process)+"/log?tail="+strconv.Itoa(n)), nil, n+1)
+	r, err := t.call(ctx, req, "GET", path+"?tail="+strconv.Itoa(n), nil, n+1)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/bureau/bureau/internal/guest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -61,20 +58,7 @@ func (t *tools) serviceLog(ctx context.Context, req *mcp.CallToolRequest, in str
 	serviceNameIn
 	TailBytes int `json:"tail_bytes,omitempty" jsonschema:"how much of the end of the log (default 65536, at most 1048576)"`
 }) (*mcp.CallToolResult, Out, error) {
-	n := in.TailBytes
-	if n <= 0 {
-		n = 64 << 10
-	}
-	n = min(n, 1<<20)
-	r, err := t.call(ctx, req, "GET", desktopPath(in.Desktop, "/services/"+url.PathEscape(in.Name)+"/logs?tail="+strconv.Itoa(n)), nil, n+1)
-	if err != nil {
-		return nil, nil, err
-	}
-	text := string(r.Body)
-	if !utf8.ValidString(text) {
-		text = strings.ToValidUTF8(text, "\uFFFD")
-	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+	return t.logTail(ctx, req, desktopPath(in.Desktop, "/services/"+url.PathEscape(in.Name)+"/logs"), in.TailBytes)
 }
 
 func (t *tools) controlService(ctx context.Context, req *mcp.CallToolRequest, in struct {
