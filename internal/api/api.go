@@ -157,6 +157,7 @@ func New(d Deps) *gin.Engine {
 	r.NoRoute(func(c *gin.Context) { s.fail(c, errNoRoute) })
 	r.NoMethod(func(c *gin.Context) { s.fail(c, errNoMethod) })
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/api/v1/openapi.json", s.openAPI)
 
 	v1 := r.Group("/api/v1", s.authenticate, s.touchActivity)
 	v1.GET("/info", s.handle(s.info))

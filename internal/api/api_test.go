@@ -404,13 +404,13 @@ func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 		t.Fatal(err)
 	}
 	urls := preview.New(st, []byte("test key"))
-	e.srv = httptest.NewServer(New(Deps{Processes: inGuest, Ports: inGuest, Terminals: inGuest, Services: inGuest, SecretValues: sec, Secrets: sec, SecretsChanged: e.secretsChanged, Previews: urls, URLs: urls, PreviewDomain: "localhost", Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
+	e.srv = httptest.NewServer(withSpecCheck(t, New(Deps{Processes: inGuest, Ports: inGuest, Terminals: inGuest, Services: inGuest, SecretValues: sec, Secrets: sec, SecretsChanged: e.secretsChanged, Previews: urls, URLs: urls, PreviewDomain: "localhost", Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
 		ConsoleBytes: func(dir string, n int) {
 			v, _ := e.consoleBytes.LoadOrStore(dir, new(atomic.Int64))
 			v.(*atomic.Int64).Add(int64(n))
 		}, Computer: fakeComputer{}, Guest: fg, Clipboard: fg, Tokens: tokens, Images: imgs,
 		Live: e.live, Stats: fakeStats{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "bureau_up 1\n") }),
-		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}, HostDirs: []string{hostDir}}))
+		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}, HostDirs: []string{hostDir}})))
 	t.Cleanup(e.srv.Close)
 	return e
 }
@@ -874,7 +874,7 @@ func TestEveryRegisteredRouteNeedsAToken(t *testing.T) {
 	router := New(Deps{Desktops: e.desktops, Log: slog.New(slog.DiscardHandler), Metrics: http.NotFoundHandler(), Web: web.Static})
 	// The pages and their assets hold no data; /console/:id needs a
 	// console token.
-	public := map[string]bool{"GET /healthz": true, "GET /": true, "GET /static/*path": true}
+	public := map[string]bool{"GET /healthz": true, "GET /": true, "GET /static/*path": true, "GET /docs": true, "GET /api/v1/openapi.json": true}
 	n := 0
 	for _, r := range router.Routes() {
 		if public[r.Method+" "+r.Path] {

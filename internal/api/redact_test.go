@@ -83,7 +83,7 @@ func TestStreamHidesHostPaths(t *testing.T) {
 		rd.ReadString('\n')
 		go func() {
 			time.Sleep(50 * time.Millisecond)
-			e.live.Publish(manager.Change{Owner: "alice", Desktop: &desktop.Desktop{ID: "d9", Owner: "alice", DataDiskPath: hostDir + "/d9/data.qcow2"}})
+			e.live.Publish(manager.Change{Owner: "alice", Desktop: &desktop.Desktop{ID: "d9", Owner: "alice", State: desktop.StateRunning, DataDiskPath: hostDir + "/d9/data.qcow2"}})
 		}()
 		rd.ReadString('\n')
 		data, _ := rd.ReadString('\n')

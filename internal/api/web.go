@@ -40,6 +40,7 @@ func (s *server) routeWeb(r *gin.Engine) {
 		}
 	}
 	r.GET("/", page("index.html"))
+	r.GET("/docs", page("docs.html"))
 	console := page("console.html")
 	r.GET("/console/:id", func(c *gin.Context) {
 		if _, err := s.Consoles.Authenticate(c.Request.Context(), c.Param("id"), c.Query("token")); err != nil {
