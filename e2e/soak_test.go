@@ -216,8 +216,13 @@ func (k *soak) killQEMU() {
 	k.t.Logf("soak step %d: fault: QEMU of %s (%s) killed", k.steps, victim.Name, victim.State)
 	pid := strings.TrimSpace(string(raw))
 	exec.Command("kill", "-9", pid).Run()
+	// The process is gone a moment before libvirt has noticed: until
+	// libvirt drops (or replaces) the pid file it still reports the VM as
+	// it was, and a check in that moment would compare bureau with a stale
+	// VM state. Once the pid file is gone, libvirt's state is the crash.
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if _, err := os.Stat("/proc/" + pid); err != nil {
+		now, err := os.ReadFile("/run/libvirt/qemu/" + victim.DomainName() + ".pid")
+		if _, gone := os.Stat("/proc/" + pid); gone != nil && (err != nil || strings.TrimSpace(string(now)) != pid) {
 			break
 		}
 	}
