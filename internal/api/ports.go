@@ -38,6 +38,7 @@ func (s *server) portProxy(c *gin.Context) {
 	}
 	s.Desktops.Touch(d.ID)
 	prefix := strings.TrimSuffix(c.Request.URL.Path, c.Param("path"))
+	c.Header("Content-Security-Policy", pathFormSandbox) // bureau's origin, as the path form
 	s.proxyPort(c, d, port, c.Param("path"), prefix, "", 0)
 }
 

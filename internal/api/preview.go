@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -59,11 +60,61 @@ func (s *server) livePreviewHost(c *gin.Context) {
 	c.Abort()
 }
 
-// previewPath serves /preview/<desktop>/<port>/<path>.
+// pathFormSandbox is the policy every response of the path form carries.
+// The path form shares the web console's origin: an app's page there,
+// were it not sandboxed (an opaque origin), could read the console's
+// sign-in and call the API as whoever opened it.
+const pathFormSandbox = "sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox allow-modals allow-downloads"
+
+// previewPath serves /preview/<desktop>/<port>/<path>. A browser opening
+// a page there is sent to the host form when the browser can reach it
+// (the app gets an origin of its own); otherwise, and for programs, the
+// path form answers, its pages sandboxed.
 func (s *server) previewPath(c *gin.Context) {
 	port, _ := strconv.Atoi(c.Param("port"))
 	prefix := strings.TrimSuffix(c.Request.URL.Path, c.Param("path"))
+	if navigation(c) && port >= 1 && port <= 65535 {
+		if u, _ := s.previewURL(c, c.Param("id"), port); u != "" {
+			target, _ := url.Parse(u)
+			target.Path = c.Param("path")
+			target.RawQuery = c.Request.URL.RawQuery
+			c.Redirect(http.StatusTemporaryRedirect, target.String())
+			return
+		}
+	}
+	c.Header("Content-Security-Policy", pathFormSandbox)
 	s.servePreview(c, c.Param("id"), port, c.Param("path"), prefix, "")
+}
+
+// navigation says whether a browser is loading a page (not a script, an
+// image or a program's request).
+func navigation(c *gin.Context) bool {
+	if mode := c.GetHeader("Sec-Fetch-Mode"); mode != "" {
+		return mode == "navigate"
+	}
+	return browser(c)
+}
+
+// hostFormReachable says whether the client can resolve live URLs' host
+// names: always for a configured preview domain, and for the default
+// "localhost" only when the client itself came to bureau on the loopback.
+func (s *server) hostFormReachable(c *gin.Context) bool {
+	if s.PreviewDomain == "" {
+		return false
+	}
+	if s.PreviewDomain != "localhost" {
+		return true
+	}
+	host := c.Request.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // servePreview answers a live URL: sign-in links first (a share secret
@@ -111,8 +162,15 @@ func (s *server) servePreview(c *gin.Context, id string, port int, path, prefix,
 			s.previewError(c, http.StatusUnauthorized, "this link is not valid (any more): it expired, was revoked or was used already")
 			return
 		}
+		secure := c.Request.TLS != nil || c.GetHeader("X-Forwarded-Proto") == "https"
+		sameSite := http.SameSiteLaxMode
+		if prefix != "" && secure {
+			// A sandboxed page (the path form's) is an opaque origin: its
+			// own requests are cross-site, and carry only a None cookie.
+			sameSite = http.SameSiteNoneMode
+		}
 		http.SetCookie(c.Writer, &http.Cookie{Name: previewCookie, Value: s.Previews.Sign(claims), Path: cookiePath,
-			Expires: time.Unix(claims.Exp, 0), HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: c.Request.TLS != nil})
+			Expires: time.Unix(claims.Exp, 0), HttpOnly: true, SameSite: sameSite, Secure: secure})
 		q.Del(shareParam)
 		q.Del(loginParam)
 		u := *c.Request.URL
@@ -267,7 +325,8 @@ func (s *server) previewError(c *gin.Context, status int, msg string) {
 }
 
 // previewURL is a port's live URL as the client reaches bureau: host
-// routing when a preview domain is set, else the path form.
+// routing when the client can resolve it (hostFormReachable; "" if not),
+// and the path form.
 func (s *server) previewURL(c *gin.Context, id string, port int) (hostURL, pathURL string) {
 	scheme := "http"
 	if c.Request.TLS != nil || c.GetHeader("X-Forwarded-Proto") == "https" {
@@ -275,7 +334,7 @@ func (s *server) previewURL(c *gin.Context, id string, port int) (hostURL, pathU
 	}
 	host := c.Request.Host
 	pathURL = fmt.Sprintf("%s://%s/preview/%s/%d/", scheme, host, id, port)
-	if s.PreviewDomain == "" {
+	if !s.hostFormReachable(c) {
 		return "", pathURL
 	}
 	hostPort := ""

@@ -65,15 +65,30 @@ func TestLiveURLs(t *testing.T) {
 	if h := get(t, "GET", path+"/x", "", nil); h.code != 401 || !strings.Contains(h.body, "private") {
 		t.Fatalf("anonymous: %d %s", h.code, h.body)
 	}
-	if h := get(t, "GET", path+"/x", "", map[string]string{"Accept": "text/html"}); h.code != 401 || !strings.Contains(h.body, "<html>") {
-		t.Errorf("anonymous browser: %d %s", h.code, h.body)
+	// A browser that reached bureau by a name that is not the loopback's
+	// cannot resolve <port>-<id>.localhost: it gets the path form, its
+	// pages sandboxed away from the console's origin.
+	h := get(t, "GET", path+"/x", "bureau.example:8080", map[string]string{"Accept": "text/html", "Sec-Fetch-Mode": "navigate"})
+	if h.code != 401 || !strings.Contains(h.body, "<html>") || !strings.HasPrefix(h.header.Get("Content-Security-Policy"), "sandbox ") ||
+		strings.Contains(h.header.Get("Content-Security-Policy"), "allow-same-origin") {
+		t.Errorf("anonymous browser: %d %s %v", h.code, h.body, h.header)
+	}
+	// One on the loopback is sent to the host form, path and query kept.
+	h = get(t, "GET", path+"/x/y?a=1&bureau_login=c", "", map[string]string{"Sec-Fetch-Mode": "navigate"})
+	if loc := h.header.Get("Location"); h.code != 307 || !strings.HasPrefix(loc, "http://"+port+"-"+id+".localhost:") || !strings.HasSuffix(loc, "/x/y?a=1&bureau_login=c") {
+		t.Errorf("browser on the loopback: %d %v", h.code, h.header)
+	}
+	// A script or image the page loads is not redirected.
+	if h := get(t, "GET", path+"/x", "", map[string]string{"Sec-Fetch-Mode": "no-cors", "Accept": "text/html"}); h.code != 401 {
+		t.Errorf("subresource: %d %v", h.code, h.header)
 	}
 	if h := get(t, "GET", path+"/x", "", bearer(e.bob)); h.code != 401 {
 		t.Errorf("bob: %d", h.code)
 	}
 	// The owner's token; the app never sees it, and sees its prefix.
-	h := get(t, "GET", path+"/api/items?q=1", "", bearer(e.alice))
-	if h.code != 200 || h.body != "GET /api/items?q=1" || h.header.Get("X-Seen-Auth") != "" || h.header.Get("X-Seen-Prefix") != "/preview/"+id+"/"+port {
+	h = get(t, "GET", path+"/api/items?q=1", "", bearer(e.alice))
+	if h.code != 200 || h.body != "GET /api/items?q=1" || h.header.Get("X-Seen-Auth") != "" || h.header.Get("X-Seen-Prefix") != "/preview/"+id+"/"+port ||
+		h.header.Get("Content-Security-Policy") != pathFormSandbox {
 		t.Fatalf("owner: %d %q %v", h.code, h.body, h.header)
 	}
 	// The wildcard-host form; the app sees the Host the client used.
@@ -125,6 +140,12 @@ func TestLiveURLs(t *testing.T) {
 	if h := get(t, "POST", path+"/doc", "", map[string]string{"Cookie": shareCookie}); h.code != 403 {
 		t.Errorf("shared read-only POST: %d", h.code)
 	}
+	// A client that came by another name than the loopback cannot resolve
+	// <port>-<id>.localhost: it is given the path form only.
+	if h := get(t, "GET", e.srv.URL+"/api/v1/desktops/"+id+"/urls", "bureau.example:8080", bearer(e.alice)); h.code != 200 ||
+		strings.Contains(h.body, `"url":`) || !strings.Contains(h.body, `"path_url":"http://bureau.example:8080/preview/`+id+"/"+port+`/"`) {
+		t.Errorf("urls from elsewhere: %d %s", h.code, h.body)
+	}
 	code, list := e.do(t, e.alice, "GET", "/api/v1/desktops/"+id+"/urls", "")
 	if urls, _ := list["urls"].([]any); code != 200 || len(urls) != 1 || urls[0].(map[string]any)["shares"] != float64(1) {
 		t.Errorf("urls: %d %v", code, list)
@@ -160,7 +181,7 @@ func TestLiveURLs(t *testing.T) {
 	// A sleeping desktop: a browser gets a page that retries while it
 	// wakes; an API client is held until it runs.
 	e.desktops.setState(id, desktop.StateHibernated)
-	if h := get(t, "GET", path+"/", "", map[string]string{"Authorization": "Bearer " + e.alice, "Accept": "text/html"}); h.code != 503 || !strings.Contains(h.body, "Waking") {
+	if h := get(t, "GET", e.srv.URL+"/", host, map[string]string{"Authorization": "Bearer " + e.alice, "Accept": "text/html"}); h.code != 503 || !strings.Contains(h.body, "Waking") {
 		t.Errorf("browser to a hibernated desktop: %d %s", h.code, h.body)
 	}
 	e.desktops.setState(id, desktop.StateHibernated)
