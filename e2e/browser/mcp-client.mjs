@@ -1,9 +1,11 @@
 // Drives bureau's MCP server with the official TypeScript MCP client
 // (@modelcontextprotocol/sdk, streamable HTTP) as an agent framework
 // would: BUREAU_URL, TOKEN and DESKTOP (a running desktop). Lists the
-// tools, then uses files, a data snapshot, the clipboard, events, a
-// console link and URLs, leaving the desktop as it found it. Prints
-// {"tools": n, "checks": [...]} as JSON; exits 1 on the first failure.
+// tools, then uses files, a data snapshot, the clipboard, the screen
+// size, events, a console link and URLs, leaving the desktop as it found
+// it (what it creates it deletes; the clipboard's text is put back).
+// Prints {"tools", "checks", "resolution", "console_url", "events"} as
+// JSON; exits 1 on the first failure.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
@@ -33,19 +35,29 @@ async function main() {
 
   const { tools } = await client.listTools();
   const names = new Set(tools.map((t) => t.name));
-  for (const want of ['get_desktop', 'exec', 'read_file', 'write_file', 'delete_file', 'create_snapshot', 'list_snapshots', 'revert_snapshot',
-    'delete_snapshot', 'pause_desktop', 'resume_desktop', 'reboot_desktop', 'delete_desktop', 'get_clipboard', 'set_clipboard', 'set_resolution',
-    'desktop_events', 'console_link', 'create_service', 'list_urls', 'share_url']) {
+  for (const want of ['get_desktop', 'exec', 'read_file', 'write_file', 'list_files', 'delete_file', 'create_snapshot', 'list_snapshots', 'revert_snapshot',
+    'delete_snapshot', 'pause_desktop', 'resume_desktop', 'reboot_desktop', 'delete_desktop', 'get_clipboard', 'set_clipboard', 'get_resolution',
+    'set_resolution', 'desktop_events', 'console_link', 'create_service', 'list_urls', 'share_url']) {
     expect(names.has(want), `tool ${want} missing (have ${[...names].join(', ')})`);
   }
   for (const t of tools) expect((t.description || '').length >= 30, `tool ${t.name} has no real description`);
-  expect(tools.find((t) => t.name === 'delete_desktop').annotations?.destructiveHint === true, 'delete_desktop not marked destructive');
+  for (const name of ['delete_desktop', 'delete_snapshot', 'delete_file', 'revert_snapshot']) {
+    expect(tools.find((t) => t.name === name).annotations?.destructiveHint === true, `${name} not marked destructive`);
+  }
+  for (const name of ['get_desktop', 'list_files', 'list_snapshots', 'get_clipboard', 'get_resolution', 'desktop_events']) {
+    expect(tools.find((t) => t.name === name).annotations?.readOnlyHint === true, `${name} not marked read-only`);
+  }
+  const del = tools.find((t) => t.name === 'delete_desktop');
+  expect(del.inputSchema.properties?.delete_data && !del.inputSchema.required?.includes('delete_data'), `delete_desktop's delete_data: ${JSON.stringify(del.inputSchema)}`);
 
   let r = await call('get_desktop', {});
   expect(JSON.parse(r.text).state === 'running', `get_desktop: ${r.text}`);
   r = await call('exec', { cmd: 'echo from-typescript' });
   expect(r.text.includes('from-typescript\\n'), `exec: ${r.text}`);
   await call('write_file', { path: 'mcp-ts/note.txt', content: 'written by the TypeScript client' });
+  r = await call('list_files', { path: 'mcp-ts' });
+  const listing = JSON.parse(r.text);
+  expect(listing.path === '/home/agent/mcp-ts' && listing.entries.some((e) => e.name === 'note.txt' && e.type === 'file'), `list_files: ${r.text}`);
   r = await call('read_file', { path: 'mcp-ts' });
   expect(r.text.includes('note.txt'), `read_file of a directory: ${r.text}`);
   r = await call('read_file', { path: 'mcp-ts/note.txt' });
@@ -61,11 +73,20 @@ async function main() {
   r = await call('list_snapshots', {});
   expect(!r.text.includes('"mcp-ts"'), `after delete_snapshot: ${r.text}`);
 
+  r = await call('get_clipboard', {});
+  const clipBefore = r.res.content[0].type === 'text' ? JSON.parse(r.text).text : undefined;
   await call('set_clipboard', { text: 'from TypeScript ✓' });
   r = await call('get_clipboard', {});
   expect(JSON.parse(r.text).text === 'from TypeScript ✓', `get_clipboard: ${r.text}`);
+  if (clipBefore) await call('set_clipboard', { text: clipBefore });
+
+  r = await call('get_resolution', {});
+  const resolution = JSON.parse(r.text);
+  expect(resolution.width >= 640 && resolution.height >= 480, `get_resolution: ${r.text}`);
   r = await call('desktop_events', { limit: 5 });
-  expect(JSON.parse(r.text).events.length > 0, `desktop_events: ${r.text}`);
+  const events = JSON.parse(r.text).events;
+  expect(events.length > 0 && events.length <= 5, `desktop_events: ${r.text}`);
+  expect(events.every((e, i) => i === 0 || Date.parse(e.created_at) >= Date.parse(events[i - 1].created_at)), `desktop_events not in time order: ${r.text}`);
   r = await call('console_link', { view_only: true, ttl_minutes: 1 });
   const link = JSON.parse(r.text).url;
   expect(link.startsWith(`${BUREAU_URL}/console/${DESKTOP}?token=`), `console_link: ${r.text}`);
@@ -75,7 +96,7 @@ async function main() {
   expect(Array.isArray(JSON.parse(r.text).urls), `list_urls: ${r.text}`);
 
   await client.close();
-  process.stdout.write(JSON.stringify({ tools: tools.length, checks }) + '\n');
+  process.stdout.write(JSON.stringify({ tools: tools.length, checks, resolution, console_url: link, events: events.length }) + '\n');
 }
 
 main().catch((e) => fail(e.stack || String(e)));

@@ -17,6 +17,7 @@ func TestMCPLifecycleAndIOTools(t *testing.T) {
 	_, d := e.do(t, e.alice, "POST", "/api/v1/desktops", `{"name":"mine"}`)
 	id := d["id"].(string)
 	e.desktops.desktops[id].State = "running"
+	e.desktops.desktops[id].DataDiskPath = "/var/lib/bureau/desktops/" + id + "/data.qcow2"
 	cs, err := mcpSession(t, e, e.alice)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +50,7 @@ func TestMCPLifecycleAndIOTools(t *testing.T) {
 		byName[tl.Name] = tl
 	}
 	for _, name := range []string{"pause_desktop", "resume_desktop", "reboot_desktop", "delete_desktop", "create_snapshot", "list_snapshots",
-		"revert_snapshot", "delete_snapshot", "delete_file", "get_clipboard", "set_clipboard", "set_resolution", "desktop_events", "console_link"} {
+		"revert_snapshot", "delete_snapshot", "delete_file", "list_files", "get_clipboard", "set_clipboard", "get_resolution", "set_resolution", "desktop_events", "console_link"} {
 		if byName[name] == nil {
 			t.Errorf("tool %s missing", name)
 		}
@@ -85,17 +86,58 @@ func TestMCPLifecycleAndIOTools(t *testing.T) {
 	}
 	must("resume_desktop", map[string]any{"desktop": id})
 
-	// Another owner reaches none of it.
+	must("reboot_desktop", map[string]any{"desktop": id})
+	// The fake screen's "image" is four bytes: the route takes the tool's
+	// query (a passive JPEG) and only reading the size fails.
+	if out, isErr := call("get_resolution", map[string]any{"desktop": id}); !isErr || !strings.Contains(out, "the screenshot's size") {
+		t.Errorf("get_resolution: %t %s", isErr, out)
+	}
+	if out := must("set_resolution", map[string]any{"desktop": id, "width": 1280, "height": 800}); out != `{"width":1280,"height":800}` {
+		t.Errorf("set_resolution: %s", out)
+	}
+
+	// Files: list_files says a file is not a directory; delete_file deletes.
+	must("write_file", map[string]any{"desktop": id, "path": "notes.txt", "content": "x"})
+	if out, isErr := call("list_files", map[string]any{"desktop": id, "path": "notes.txt"}); !isErr || !strings.Contains(out, "read_file") {
+		t.Errorf("list_files of a file: %t %s", isErr, out)
+	}
+	if out := must("delete_file", map[string]any{"desktop": id, "path": "notes.txt"}); out != "deleted notes.txt" {
+		t.Errorf("delete_file: %s", out)
+	}
+	if code, _ := e.do(t, e.alice, "GET", "/api/v1/desktops/"+id+"/files?path=notes.txt", ""); code != 404 {
+		t.Errorf("the deleted file answers %d through REST", code)
+	}
+
+	if st := e.desktops.desktops[id].State; st != "running" {
+		t.Fatalf("before revert_snapshot: %s", st)
+	}
+	must("revert_snapshot", map[string]any{"desktop": id, "name": "before"})
+	if st := e.desktops.desktops[id].State; st != "reverting" {
+		t.Errorf("after revert_snapshot: %s", st)
+	}
+	e.desktops.desktops[id].State = "running"
+
+	// Another owner reaches none of it: each tool answers not_found, as
+	// REST does, so nobody learns that the desktop exists.
 	bob, err := mcpSession(t, e, e.bob)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer bob.Close()
-	res, _ := bob.CallTool(ctx, &mcp.CallToolParams{Name: "delete_desktop", Arguments: map[string]any{"desktop": id}})
-	if !res.IsError {
-		t.Error("bob deleted alice's desktop through MCP")
+	for _, name := range []string{"delete_desktop", "get_desktop", "list_snapshots", "console_link", "desktop_events", "get_clipboard", "list_files", "pause_desktop"} {
+		res, err := bob.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"desktop": id}})
+		if err != nil {
+			t.Fatalf("%s as bob: %v", name, err)
+		}
+		if text := res.Content[0].(*mcp.TextContent).Text; !res.IsError || !strings.Contains(text, "not_found") {
+			t.Errorf("%s as bob: error %t, %s", name, res.IsError, text)
+		}
 	}
-	if out := must("delete_desktop", map[string]any{"desktop": id}); !strings.Contains(out, `"data_deleted":false`) {
+	if st := e.desktops.desktops[id].State; st != "running" {
+		t.Errorf("after bob's calls alice's desktop is %s", st)
+	}
+	// The data disk is kept; where it is on the host is an admin's business.
+	if out := must("delete_desktop", map[string]any{"desktop": id}); !strings.Contains(out, `"data_deleted":false`) || strings.Contains(out, "/var/lib/bureau") {
 		t.Errorf("delete_desktop without delete_data: %s", out)
 	}
 }

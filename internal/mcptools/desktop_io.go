@@ -1,9 +1,13 @@
 package mcptools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	_ "image/jpeg" // get_resolution reads a JPEG's size
+	_ "image/png"  // and a PNG's, should the server answer one
 	"net/url"
 	"slices"
 	"strconv"
@@ -20,8 +24,11 @@ func (t *tools) addDesktopIOTools(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "get_clipboard", Description: "Read a desktop's clipboard: its text, or the image when it holds one (then returned as an image).",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.getClipboard)
 	mcp.AddTool(s, &mcp.Tool{Name: "set_clipboard", Description: "Put text on a desktop's clipboard (paste it there with ctrl+v or shift+Insert)."}, t.setClipboard)
-	mcp.AddTool(s, &mcp.Tool{Name: "set_resolution", Description: "Change a running desktop's screen size (e.g. 1280×800); screenshots and coordinates follow."}, t.setResolution)
-	mcp.AddTool(s, &mcp.Tool{Name: "desktop_events", Description: "What happened to a desktop, newest first: state changes, operations and their results, crashes, who asked (limit: default 50).",
+	mcp.AddTool(s, &mcp.Tool{Name: "get_resolution", Description: "The screen size of a running desktop in pixels: {\"width\", \"height\"}. Does not wake a paused or hibernated desktop.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.getResolution)
+	mcp.AddTool(s, &mcp.Tool{Name: "set_resolution", Description: "Change a running desktop's screen size (e.g. 1280×800); screenshots and coordinates follow. Returns the size set."}, t.setResolution)
+	mcp.AddTool(s, &mcp.Tool{Name: "desktop_events", Description: "A desktop's recent history: {\"events\": [...]}, the last limit events (default 50, at most 500) in time order, the newest last: " +
+		"state changes, operations and their results, crashes and who asked. Read-only; for a live feed use the REST event stream.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.desktopEvents)
 	mcp.AddTool(s, &mcp.Tool{Name: "console_link", Description: "Make a link a human can open in a browser to watch (view_only) or use a desktop's screen: noVNC through bureau, " +
 		"valid for ttl_minutes (default 10, at most 60), revocable. Hand it to the person; it grants access to whoever holds it."}, t.consoleLink)
@@ -87,9 +94,25 @@ func (t *tools) setResolution(ctx context.Context, req *mcp.CallToolRequest, in 
 	return jsonResult(r)
 }
 
+func (t *tools) getResolution(ctx context.Context, req *mcp.CallToolRequest, in desktopIn) (*mcp.CallToolResult, Out, error) {
+	// A passive screenshot neither wakes the desktop nor counts as its
+	// use; the smallest JPEG carries the size in its header.
+	r, err := t.call(ctx, req, "GET", desktopPath(in.Desktop, "/screenshot?passive=true&format=jpeg&quality=1"), nil, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(r.Body))
+	if err != nil {
+		return nil, nil, fmt.Errorf("the screenshot's size: %w", err)
+	}
+	out := map[string]int{"width": cfg.Width, "height": cfg.Height}
+	b, _ := json.Marshal(out)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, out, nil
+}
+
 func (t *tools) desktopEvents(ctx context.Context, req *mcp.CallToolRequest, in struct {
 	Desktop string `json:"desktop" jsonschema:"the desktop's id"`
-	Limit   int    `json:"limit,omitempty" jsonschema:"how many, newest first (default 50, at most 500)"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"how many of the most recent events (default 50, at most 500)"`
 }) (*mcp.CallToolResult, Out, error) {
 	n := in.Limit
 	if n <= 0 {

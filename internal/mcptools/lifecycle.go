@@ -11,19 +11,22 @@ import (
 // addLifecycleTools registers the tools for the rest of a desktop's life:
 // pause, resume, reboot, delete and snapshots.
 func (t *tools) addLifecycleTools(s *mcp.Server) {
-	mcp.AddTool(s, &mcp.Tool{Name: "pause_desktop", Description: "Pause a running desktop: its CPUs stop at once, its RAM stays in memory; resume_desktop continues it in milliseconds, programs and all."}, t.power("pause"))
-	mcp.AddTool(s, &mcp.Tool{Name: "resume_desktop", Description: "Resume a paused or hibernated desktop; its programs continue where they were."}, t.power("resume"))
-	mcp.AddTool(s, &mcp.Tool{Name: "reboot_desktop", Description: "Reboot a running desktop (the guest restarts; running programs end, files and installed packages stay)."}, t.power("reboot"))
-	mcp.AddTool(s, &mcp.Tool{Name: "delete_desktop", Description: "Delete a desktop. Its persistent data disk (the home directory) is KEPT on the host unless delete_data is true; " +
-		"only set delete_data when the user explicitly asked to destroy the data, it cannot be undone.",
+	mcp.AddTool(s, &mcp.Tool{Name: "pause_desktop", Description: "Pause a running desktop: its CPUs stop at once, its RAM stays in the host's memory; resume_desktop continues it in milliseconds, programs and all. Returns the desktop."}, t.power("pause"))
+	mcp.AddTool(s, &mcp.Tool{Name: "resume_desktop", Description: "Resume a paused or hibernated desktop; its programs continue where they were. Returns the desktop (a hibernated one takes a few seconds: poll get_desktop)."}, t.power("resume"))
+	mcp.AddTool(s, &mcp.Tool{Name: "reboot_desktop", Description: "Reboot a running desktop (the guest restarts; running programs end, files and installed packages stay). Returns the desktop; poll get_desktop until it runs again."}, t.power("reboot"))
+	mcp.AddTool(s, &mcp.Tool{Name: "delete_desktop", Description: "Delete a desktop: its VM, OS disk and snapshots go. Its persistent data disk (the home directory) is KEPT on the host unless delete_data is true " +
+		"(default false); the answer's data_deleted says which (an admin also sees data_disk_kept, its path on the host). " +
+		"Only set delete_data when the user explicitly asked to destroy the data: it cannot be undone.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}}, t.deleteDesktop)
-	mcp.AddTool(s, &mcp.Tool{Name: "create_snapshot", Description: "Take a snapshot of a desktop. With memory (the default when it runs) reverting brings back its running programs too; " +
-		"scope \"all\" (default), \"os\" (the OS disk only) or \"data\" (the home directory only)."}, t.createSnapshot)
-	mcp.AddTool(s, &mcp.Tool{Name: "list_snapshots", Description: "List a desktop's snapshots with their scope, size and whether they hold memory.",
+	mcp.AddTool(s, &mcp.Tool{Name: "create_snapshot", Description: "Take a snapshot of a running, paused or stopped desktop and return it (name, scope, memory, size_bytes). " +
+		"scope is \"all\" (default: both disks), \"os\" (the OS disk only) or \"data\" (the home directory only). " +
+		"memory (default: true for scope all on a running desktop) also saves RAM so reverting brings back running programs; it needs scope all and is slower and larger than memory:false (disks only)."}, t.createSnapshot)
+	mcp.AddTool(s, &mcp.Tool{Name: "list_snapshots", Description: "List a desktop's snapshots: {\"snapshots\": [{name, description, scope, memory, size_bytes, parent, created_at}]}.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.listSnapshots)
-	mcp.AddTool(s, &mcp.Tool{Name: "revert_snapshot", Description: "Revert a desktop to a snapshot: what changed since (in the snapshot's scope) is lost.",
+	mcp.AddTool(s, &mcp.Tool{Name: "revert_snapshot", Description: "Revert a desktop to a snapshot, in the background (poll get_desktop until its operation ends). What changed since on the snapshot's disks is lost. " +
+		"A memory snapshot comes back running with its programs; a disks-only one shuts a running desktop down, reverts and starts it again.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}}, t.snapshotOp("POST", "/revert"))
-	mcp.AddTool(s, &mcp.Tool{Name: "delete_snapshot", Description: "Delete a snapshot (the desktop itself is untouched).",
+	mcp.AddTool(s, &mcp.Tool{Name: "delete_snapshot", Description: "Delete one of a desktop's snapshots for good; the desktop itself and its other snapshots are untouched.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}}, t.snapshotOp("DELETE", ""))
 }
 

@@ -70,6 +70,7 @@ func NewServer(c Caller, token TokenFunc, version string) *mcp.Server {
 	t.addURLTools(s)
 	t.addLifecycleTools(s)
 	t.addDesktopIOTools(s)
+	t.addFileTools(s)
 	return s
 }
 
