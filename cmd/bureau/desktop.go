@@ -81,7 +81,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tNAME\tSTATE\tVCPUS\tMEMORY\tDISK\tIMAGE\tCREATED")
 			for _, d := range out.Desktops {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d MiB\t%d GiB\t%s\t%s\n", d.ID, d.Name, d.State, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, d.Image, d.CreatedAt.Format(time.RFC3339))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d MiB\t%d GiB\t%s\t%s\n", d.ID, d.Name, phase(d), d.VCPUs, d.MemoryMiB, d.DataDiskGiB, d.Image, d.CreatedAt.Format(time.RFC3339))
 			}
 			return w.Flush()
 		}),
@@ -213,19 +213,27 @@ func lookup(ctx context.Context, c *client, ref string) (*desktop.Desktop, error
 	return nil, err
 }
 
-// finish prints the desktop, after waiting for its operation if asked.
+// finish prints the desktop, after waiting for its operation if asked
+// (telling on stderr each phase it goes through).
 func finish(ctx context.Context, c *client, d *desktop.Desktop, wait time.Duration) error {
 	if wait > 0 {
 		deadline := time.Now().Add(wait)
+		phases := newPhaseWatcher(os.Stderr, time.Now)
 		for !d.State.Settled() {
+			phases.show(d)
 			if time.Now().After(deadline) {
-				return fmt.Errorf("desktop %s still %s after %s", d.Name, d.State, wait)
+				return fmt.Errorf("desktop %s still %s after %s", d.Name, phase(d), wait)
 			}
-			time.Sleep(time.Second)
-			if err := c.do(ctx, "GET", "/api/v1/desktops/"+d.ID, nil, d); err != nil {
+			time.Sleep(500 * time.Millisecond)
+			// A fresh value: fields the server now leaves out (the
+			// operation, once it ended) must not keep their old values.
+			var now desktop.Desktop
+			if err := c.do(ctx, "GET", "/api/v1/desktops/"+d.ID, nil, &now); err != nil {
 				return err
 			}
+			*d = now
 		}
+		phases.show(d)
 		if d.State == desktop.StateError {
 			return fmt.Errorf("desktop %s: %s", d.Name, d.LastError)
 		}

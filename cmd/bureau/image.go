@@ -24,9 +24,10 @@ func imageCmd(cfg *config.Config) *cobra.Command {
 		Short: "Build the default desktop image from its recipe (reused when the recipe is unchanged)",
 		RunE: withStore(cfg, func(ctx context.Context, st *store.Store, log *slog.Logger, _ []string) error {
 			start := time.Now()
+			progress := newProgressPrinter(os.Stderr)
 			im, reused, err := imageService(cfg, st, log).Build(ctx,
-				images.BuildRequest{Name: name, RecipeDir: recipe, OS: osName, Version: osVersion}, progressPrinter())
-			fmt.Fprintln(os.Stderr)
+				images.BuildRequest{Name: name, RecipeDir: recipe, OS: osName, Version: osVersion}, progress.report)
+			progress.finish()
 			if err != nil {
 				return err
 			}
@@ -49,8 +50,9 @@ func imageCmd(cfg *config.Config) *cobra.Command {
 		Use:   "import",
 		Short: "Import a disk image by --url (resumable download) or --path",
 		RunE: withStore(cfg, func(ctx context.Context, st *store.Store, log *slog.Logger, _ []string) error {
-			im, err := imageService(cfg, st, log).Import(ctx, req, progressPrinter())
-			fmt.Fprintln(os.Stderr)
+			progress := newProgressPrinter(os.Stderr)
+			im, err := imageService(cfg, st, log).Import(ctx, req, progress.report)
+			progress.finish()
 			if err != nil {
 				return err
 			}
@@ -95,18 +97,4 @@ func imageCmd(cfg *config.Config) *cobra.Command {
 	}
 	cmd.AddCommand(build, imp, list, del)
 	return cmd
-}
-
-// progressPrinter draws one updating line: phase, percent, ETA.
-func progressPrinter() images.ProgressFunc {
-	return func(p images.Progress) {
-		line := fmt.Sprintf("\r%-10s %5.1f%%", p.Phase, p.Percent)
-		if p.Total > 0 {
-			line += fmt.Sprintf("  %d/%d MiB", p.Done>>20, p.Total>>20)
-		}
-		if p.ETA > 0 {
-			line += "  ETA " + p.ETA.String()
-		}
-		fmt.Fprintf(os.Stderr, "%-60s", line)
-	}
 }

@@ -27,8 +27,10 @@ type Desktop struct {
 	// starts so a restart can finish or undo it.
 	Operation string `json:"operation,omitempty"`
 	// Step is how far Operation got (recorded before each step that a
-	// restart must know about).
+	// restart must know about, and each a caller waits through).
 	Step string `json:"operation_step,omitempty"`
+	// OperationStartedAt is when Operation began; nil when none runs.
+	OperationStartedAt *time.Time `json:"operation_started_at,omitempty"`
 	// Version counts state writes; each write names the version it read.
 	Version int64 `json:"-"`
 

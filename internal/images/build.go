@@ -21,7 +21,7 @@ import (
 )
 
 // BuildRequest names the image to build and its recipe folder (holding
-// build.sh, which prints "@@progress <phase> <percent>" lines).
+// build.sh, which prints "@@progress <phase> <percent> [detail]" lines).
 type BuildRequest struct {
 	Name      string
 	RecipeDir string
@@ -115,18 +115,13 @@ func (s *Service) runRecipe(ctx context.Context, dir, out string, progress Progr
 	}
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 3 || f[0] != "@@progress" {
+		p, ok := parseProgress(sc.Text())
+		if !ok {
 			continue
 		}
-		pct, err := strconv.ParseFloat(f[2], 64)
-		if err != nil {
-			continue
-		}
-		p := Progress{Phase: f[1], Percent: pct}
 		// Early phases are too short to extrapolate from.
-		if elapsed := time.Since(start); pct >= 5 && pct < 100 && elapsed > 15*time.Second {
-			p.ETA = time.Duration(float64(elapsed) * (100 - pct) / pct).Round(time.Second)
+		if elapsed := time.Since(start); p.Percent >= 5 && p.Percent < 100 && elapsed > 15*time.Second {
+			p.ETA = time.Duration(float64(elapsed) * (100 - p.Percent) / p.Percent).Round(time.Second)
 		}
 		progress.report(p)
 	}
@@ -138,6 +133,21 @@ func (s *Service) runRecipe(ctx context.Context, dir, out string, progress Progr
 		return fmt.Errorf("image recipe wrote no image: %w", err)
 	}
 	return nil
+}
+
+// parseProgress reads a recipe's "@@progress <phase> <percent> [detail…]"
+// line; the detail (free text, e.g. "downloading 312/540 packages") is
+// optional.
+func parseProgress(line string) (Progress, bool) {
+	f := strings.Fields(line)
+	if len(f) < 3 || f[0] != "@@progress" {
+		return Progress{}, false
+	}
+	pct, err := strconv.ParseFloat(f[2], 64)
+	if err != nil || pct < 0 || pct > 100 {
+		return Progress{}, false
+	}
+	return Progress{Phase: f[1], Percent: pct, Detail: strings.Join(f[3:], " ")}, true
 }
 
 func linkOrCopy(src, dst string) error {

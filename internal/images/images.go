@@ -41,11 +41,14 @@ type Service struct {
 
 // Progress reports long work: a phase, a fraction done and an estimate.
 type Progress struct {
-	Phase   string        `json:"phase"`
-	Percent float64       `json:"percent"`
-	Done    int64         `json:"done_bytes,omitempty"`
-	Total   int64         `json:"total_bytes,omitempty"`
-	ETA     time.Duration `json:"eta_ns,omitempty"`
+	Phase   string  `json:"phase"`
+	Percent float64 `json:"percent"`
+	// Detail says what the phase is doing, e.g. "downloading 312/540
+	// packages (210/380 MiB)".
+	Detail string        `json:"detail,omitempty"`
+	Done   int64         `json:"done_bytes,omitempty"`
+	Total  int64         `json:"total_bytes,omitempty"`
+	ETA    time.Duration `json:"eta_ns,omitempty"`
 }
 
 // ProgressFunc receives progress; it may be nil.

@@ -191,15 +191,18 @@ func TestBuildReusesCacheByRecipeHash(t *testing.T) {
 	disk := toQcow2(t, makeDisk(t, true))
 	// A recipe that "builds" by copying a prepared disk and counts its runs.
 	count := filepath.Join(t.TempDir(), "runs")
-	script := "#!/bin/bash\nset -e\necho run >> " + count + "\necho '@@progress bootstrap 50'\ncp " + disk + " \"$1\"\necho '@@progress done 100'\n"
+	script := "#!/bin/bash\nset -e\necho run >> " + count + "\n" +
+		"echo '@@progress bootstrap 17.5 downloading 312/540 packages (210/380 MiB)'\necho 'not progress'\n" +
+		"echo '@@progress bootstrap 50'\ncp " + disk + " \"$1\"\necho '@@progress done 100'\n"
 	os.WriteFile(filepath.Join(recipe, "build.sh"), []byte(script), 0o755)
-	var last Progress
-	im, reused, err := s.Build(ctx, BuildRequest{Name: "deb", RecipeDir: recipe}, func(p Progress) { last = p })
+	var got []Progress
+	im, reused, err := s.Build(ctx, BuildRequest{Name: "deb", RecipeDir: recipe}, func(p Progress) { got = append(got, p) })
 	if err != nil || reused {
 		t.Fatalf("first build: %+v reused=%v %v", im, reused, err)
 	}
-	if last.Percent != 100 {
-		t.Errorf("last progress %+v", last)
+	if len(got) != 4 || got[0] != (Progress{Phase: "bootstrap", Percent: 17.5, Detail: "downloading 312/540 packages (210/380 MiB)"}) ||
+		got[1] != (Progress{Phase: "bootstrap", Percent: 50}) || got[3].Percent != 100 {
+		t.Errorf("progress %+v", got)
 	}
 	if _, reused, _ := s.Build(ctx, BuildRequest{Name: "deb", RecipeDir: recipe}, nil); !reused {
 		t.Error("unchanged recipe rebuilt")
@@ -227,6 +230,24 @@ func TestBuildReusesCacheByRecipeHash(t *testing.T) {
 	}
 	if _, err := s.Store.GetImage(ctx, "broken"); !errors.Is(err, desktop.ErrNotFound) {
 		t.Error("failed build registered an image")
+	}
+}
+
+func TestParseProgress(t *testing.T) {
+	for line, want := range map[string]*Progress{
+		"@@progress customize 76":                                  {Phase: "customize", Percent: 76},
+		"@@progress bootstrap 3 reading package lists":             {Phase: "bootstrap", Percent: 3, Detail: "reading package lists"},
+		"@@progress  bootstrap  17.5  unpacking 120/540 packages ": {Phase: "bootstrap", Percent: 17.5, Detail: "unpacking 120/540 packages"},
+		"@@progress bootstrap":                                     nil,
+		"@@progress bootstrap lots":                                nil,
+		"@@progress bootstrap 140":                                 nil,
+		"build: bootstrap took 300 s":                              nil,
+		"I: downloading packages with apt...":                      nil,
+	} {
+		p, ok := parseProgress(line)
+		if want == nil && ok || want != nil && (!ok || p != *want) {
+			t.Errorf("%q: got %+v %v, want %+v", line, p, ok, want)
+		}
 	}
 }
 

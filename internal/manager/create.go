@@ -102,7 +102,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	dir := filepath.Join(m.cfg.DataDir, "desktops", id)
 	d := &desktop.Desktop{
 		ID: id, Owner: req.Owner, Name: req.Name, Spec: req.Spec,
-		State: desktop.StateCreating, DesiredState: desktop.StateRunning, Operation: "create",
+		State: desktop.StateCreating, DesiredState: desktop.StateRunning, Operation: "create", OperationStartedAt: &now,
 		Accelerator: string(m.cfg.Accelerator), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"),
 		IdleTimeoutSeconds: idle, CreatedAt: now, UpdatedAt: now,
 		Network: req.Network, KeyboardLayout: req.KeyboardLayout,

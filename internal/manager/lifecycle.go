@@ -62,6 +62,7 @@ func (m *Manager) beginRow(ctx context.Context, id string, op desktop.Op, desire
 		return nil, err
 	}
 	d.State, d.DesiredState, d.Operation, d.Step = through, desired, string(op), ""
+	d.OperationStartedAt = nil // write stamps the start of this one
 	if err := m.write(ctx, d); err != nil {
 		return nil, err
 	}
@@ -104,7 +105,9 @@ func (m *Manager) start(ctx context.Context, d *desktop.Desktop) {
 	} else if err == nil && st != desktop.VMRunning {
 		// A cold boot takes the current definition: a desktop made before
 		// bureau isolated desktops gets its own network and user here.
+		m.step(ctx, d, "define")
 		if err = m.hv.Define(ctx, m.VMConfig(d, "")); err == nil {
+			m.step(ctx, d, "start")
 			err = m.hv.Start(ctx, d.DomainName())
 		}
 	}

@@ -437,10 +437,16 @@ func (m *Manager) put(ctx context.Context, d *desktop.Desktop) error {
 
 // write records d and tells live subscribers; the caller holds d's row
 // lock. The store refuses (desktop.ErrConflict) a write based on an older
-// version of the record than the one stored.
+// version of the record than the one stored. An operation's step and start
+// time go with it: the start is stamped at its first write, both are
+// cleared at its end.
 func (m *Manager) write(ctx context.Context, d *desktop.Desktop) error {
-	if d.Operation == "" {
-		d.Step = ""
+	switch {
+	case d.Operation == "":
+		d.Step, d.OperationStartedAt = "", nil
+	case d.OperationStartedAt == nil:
+		now := time.Now().UTC().Truncate(time.Millisecond) // as the store keeps it
+		d.OperationStartedAt = &now
 	}
 	err := m.store.UpdateDesktop(ctx, d)
 	if err != nil && outOfSpace(err) && m.cfg.Reserve != nil {

@@ -75,6 +75,7 @@ func (m *Manager) Resume(ctx context.Context, id, actor string) (*desktop.Deskto
 // restore starts a hibernated VM from its saved RAM.
 func (m *Manager) restore(ctx context.Context, d *desktop.Desktop, op string) {
 	begun := time.Now()
+	m.step(ctx, d, "restore")
 	err := m.hv.Start(ctx, d.DomainName())
 	m.observe("resume", begun, err)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 var errNotFound = desktop.ErrNotFound
 
 const desktopCols = `id, owner, name, image, vcpus, memory_mib, data_disk_gib, state, desired_state,
-operation, last_error, accelerator, dir, data_disk_path, created_at, updated_at, deleted_at, idle_timeout_s, restart_on_crash, network_policy, vm_uid, net_ip, version, op_step, keyboard_layout`
+operation, last_error, accelerator, dir, data_disk_path, created_at, updated_at, deleted_at, idle_timeout_s, restart_on_crash, network_policy, vm_uid, net_ip, version, op_step, keyboard_layout, op_started_at`
 
 // CreateDesktop inserts d; a name already used by a live desktop of the same
 // owner is desktop.ErrNameTaken.
@@ -24,10 +24,10 @@ func (s *Store) CreateDesktop(ctx context.Context, d *desktop.Desktop) error {
 
 func (s *Store) insertDesktop(ctx context.Context, exec execFunc, d *desktop.Desktop) error {
 	_, err := exec(ctx, `INSERT INTO desktops (`+desktopCols+`)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		d.ID, d.Owner, d.Name, d.Image, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, string(d.State), string(d.DesiredState),
 		d.Operation, d.LastError, d.Accelerator, d.Dir, d.DataDiskPath, millis(d.CreatedAt), millis(d.UpdatedAt), nullMillis(d.DeletedAt),
-		d.IdleTimeoutSeconds, d.RestartOnCrash, policyJSON(d.Network), d.VMUID, d.NetIP, d.Version, d.Step, layoutOrDefault(d.KeyboardLayout))
+		d.IdleTimeoutSeconds, d.RestartOnCrash, policyJSON(d.Network), d.VMUID, d.NetIP, d.Version, d.Step, layoutOrDefault(d.KeyboardLayout), nullMillis(d.OperationStartedAt))
 	if isUniqueViolation(err) {
 		return fmt.Errorf("desktop %q: %w", d.Name, desktop.ErrNameTaken)
 	}
@@ -44,10 +44,10 @@ VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 func (s *Store) UpdateDesktop(ctx context.Context, d *desktop.Desktop) error {
 	updated := time.Now().UTC()
 	res, err := s.exec(ctx, `UPDATE desktops SET image=?, vcpus=?, memory_mib=?, data_disk_gib=?, state=?, desired_state=?,
-operation=?, op_step=?, last_error=?, accelerator=?, data_disk_path=?, updated_at=?, deleted_at=?, version=version+1
+operation=?, op_step=?, op_started_at=?, last_error=?, accelerator=?, data_disk_path=?, updated_at=?, deleted_at=?, version=version+1
 WHERE id=? AND version=?`,
 		d.Image, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, string(d.State), string(d.DesiredState),
-		d.Operation, d.Step, d.LastError, d.Accelerator, d.DataDiskPath, millis(updated), nullMillis(d.DeletedAt), d.ID, d.Version)
+		d.Operation, d.Step, nullMillis(d.OperationStartedAt), d.LastError, d.Accelerator, d.DataDiskPath, millis(updated), nullMillis(d.DeletedAt), d.ID, d.Version)
 	if err != nil {
 		return fmt.Errorf("update desktop %s: %w", d.ID, err)
 	}
@@ -146,11 +146,11 @@ func scanDesktop(r scanner) (*desktop.Desktop, error) {
 	var d desktop.Desktop
 	var state, desired string
 	var created, updated int64
-	var deleted sql.NullInt64
+	var deleted, opStarted sql.NullInt64
 	var policy string
 	err := r.Scan(&d.ID, &d.Owner, &d.Name, &d.Image, &d.VCPUs, &d.MemoryMiB, &d.DataDiskGiB, &state, &desired,
 		&d.Operation, &d.LastError, &d.Accelerator, &d.Dir, &d.DataDiskPath, &created, &updated, &deleted, &d.IdleTimeoutSeconds, &d.RestartOnCrash,
-		&policy, &d.VMUID, &d.NetIP, &d.Version, &d.Step, &d.KeyboardLayout)
+		&policy, &d.VMUID, &d.NetIP, &d.Version, &d.Step, &d.KeyboardLayout, &opStarted)
 	if err != nil {
 		return nil, err
 	}
@@ -161,6 +161,7 @@ func scanDesktop(r scanner) (*desktop.Desktop, error) {
 	}
 	d.State, d.DesiredState = desktop.State(state), desktop.State(desired)
 	d.CreatedAt, d.UpdatedAt, d.DeletedAt = fromMillis(created), fromMillis(updated), fromNullMillis(deleted)
+	d.OperationStartedAt = fromNullMillis(opStarted)
 	return &d, nil
 }
 

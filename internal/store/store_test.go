@@ -73,9 +73,20 @@ func TestDesktopsRoundTripAndNameUniqueness(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Name != "work" || got.VCPUs != 2 || got.State != desktop.StateCreating || !got.CreatedAt.Equal(a.CreatedAt) {
+			if got.Name != "work" || got.VCPUs != 2 || got.State != desktop.StateCreating || !got.CreatedAt.Equal(a.CreatedAt) ||
+				got.OperationStartedAt != nil {
 				t.Fatalf("round trip: %+v", got)
 			}
+			// An operation's step and start time are kept (to the ms).
+			began := time.Date(2026, 11, 24, 17, 30, 0, 123e6, time.UTC)
+			got.Operation, got.Step, got.OperationStartedAt = "start", "define", &began
+			if err := s.UpdateDesktop(ctx, got); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ = s.GetDesktop(ctx, "a1"); got.Step != "define" || got.OperationStartedAt == nil || !got.OperationStartedAt.Equal(began) {
+				t.Fatalf("operation round trip: %q %v", got.Step, got.OperationStartedAt)
+			}
+			got.Operation, got.Step, got.OperationStartedAt = "", "", nil
 			// Deleting frees the name.
 			now := time.Now()
 			got.State, got.DeletedAt, got.DataDiskPath = desktop.StateDeleted, &now, "/kept/data.qcow2"

@@ -106,7 +106,7 @@ export function openCreateDialog() {
     function showCreated(d) {
       clear(bodyBox,
         h('div.created',
-          h('div.created-head', h('strong', d.name), statePill(d.state)),
+          h('div.created-head', h('strong', d.name), statePill(d.state, d)),
           h('p', 'The server accepted the request (202). The desktop is being created and will reach ',
             h('em', 'running'), ' on its own; under software emulation this takes a few minutes.'),
           h('dl.kv',

@@ -13,10 +13,55 @@ export function stateKind(state) {
   return 'idle';
 }
 
-export function statePill(state) {
-  const kind = stateKind(state);
-  return h(`span.pill.pill-${kind}`, { title: `State: ${state}` }, h('span.dot'), state || 'unknown');
+// What the steps the manager records mean (internal/manager: create, start,
+// resume and delete record them; cmd/bureau/phases.go has the same list).
+const STEPS = {
+  disks: 'making the disks',
+  define: 'defining the VM',
+  start: 'starting the VM',
+  restore: 'restoring its memory',
+  'warm-disks': "copying the warm template's disks",
+  'warm-restore': 'restoring the warm template',
+  'warm-identity': 'giving it its own identity',
+  destroy: 'stopping the VM',
+  undefine: 'removing the VM',
+  files: 'removing its files',
+};
+
+/** Where d's operation is ("starting the VM"), or '' when none runs or no step is recorded. */
+export function phaseOf(d) {
+  if (!d?.operation || !d.operation_step) return '';
+  return STEPS[d.operation_step] || d.operation_step;
 }
+
+/** The state; with d, also the step its operation is at. */
+export function statePill(state, d) {
+  const kind = stateKind(state);
+  const phase = phaseOf(d);
+  return h(`span.pill.pill-${kind}`, { title: `State: ${state}${phase ? ` — ${phase}` : ''}` }, h('span.dot'), state || 'unknown',
+    phase ? h('span.pill-note', `· ${phase}`) : null);
+}
+
+function fmtElapsed(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
+}
+
+/** How long d's operation has run ("1m05s"), kept up to date; null when none runs. */
+export function elapsedEl(d) {
+  if (!d?.operation || !d.operation_started_at) return null;
+  const since = Date.parse(d.operation_started_at);
+  if (Number.isNaN(since)) return null;
+  return h('span.elapsed', { dataset: { since: String(since) }, title: `Since ${new Date(since).toLocaleTimeString()}` }, fmtElapsed(Date.now() - since));
+}
+
+// One timer for every elapsed time on the page.
+setInterval(() => {
+  for (const el of document.querySelectorAll('.elapsed[data-since]')) el.textContent = fmtElapsed(Date.now() - Number(el.dataset.since));
+}, 1000);
 
 // Which states each operation may start from (mirrors internal/desktop/state.go).
 const FROM = {

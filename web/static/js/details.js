@@ -57,7 +57,7 @@ export function detailsView(root, id, tab = 'events') {
       return;
     }
     clear(headBox, h('div.page-head.details-head',
-      h('div', h('h1', d.name, statePill(d.state)),
+      h('div', h('h1', d.name, statePill(d.state, d)),
         h('p.muted', h('code', d.id), d.operation ? ` · operation in progress: ${d.operation}` : '')),
       h('div.head-actions', consoleButtons(d), actionButtons(d))),
     d.last_error ? h('div.banner.banner-error', h('strong', 'Last error: '), d.last_error) : null);
@@ -71,7 +71,7 @@ export function detailsView(root, id, tab = 'events') {
     clear(propsBox, h('dl.kv',
       prop('Name', d.name),
       prop('ID', h('code', d.id)),
-      prop('State', statePill(d.state)),
+      prop('State', statePill(d.state, d)),
       prop('Desired state', d.desired_state || '—'),
       prop('Operation', d.operation || '—'),
       prop('Owner', d.owner || '—'),

@@ -2,7 +2,7 @@
 import { describe } from './api.js';
 import { store, subscribe, sortedDesktops, refresh } from './store.js';
 import { h, icon, clear, fmtMiB } from './ui.js';
-import { statePill, stateKind, actionButtons, consoleButtons, deleteButton, requestShot, shotOf, onShot, dropShots } from './desktop.js';
+import { statePill, stateKind, phaseOf, elapsedEl, actionButtons, consoleButtons, deleteButton, requestShot, shotOf, onShot, dropShots } from './desktop.js';
 import { openCreateDialog } from './create.js';
 
 const THUMB_WIDTH = 320;
@@ -15,11 +15,15 @@ export function specLine(d) {
   ];
 }
 
+/** What stands for the screen when there is none: the state, and while an operation runs its step and time. */
 export function placeholder(d) {
   const kind = stateKind(d.state);
+  const phase = phaseOf(d);
+  const elapsed = elapsedEl(d);
   return h(`div.thumb-placeholder.ph-${kind}`,
     kind === 'busy' ? h('span.spinner') : icon(d.state === 'hibernated' ? 'moon' : d.state === 'paused' ? 'pause' : 'monitor', 28),
-    h('span', d.state));
+    h('span', d.state),
+    phase || elapsed ? h('span.ph-phase', phase, phase && elapsed ? ' · ' : '', elapsed) : null);
 }
 
 function thumb(d) {
@@ -48,7 +52,7 @@ function card(d) {
     h('div.card-body',
       h('div.card-title',
         h('a.name', { href: `#/desktops/${encodeURIComponent(d.id)}` }, d.name),
-        statePill(d.state)),
+        statePill(d.state, d)),
       h('div.specs', specLine(d)),
       h('div.meta',
         h('span', { title: 'Image' }, d.image || '—'),

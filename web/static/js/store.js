@@ -24,7 +24,9 @@ export function upsert(d) {
     if (store.desktops.delete(d.id)) emit('remove', d.id);
     return;
   }
-  store.desktops.set(d.id, { ...store.desktops.get(d.id), ...d });
+  // Every answer holds the whole record; fields it leaves out (the
+  // operation once it ended, a cleared last error) are gone, not kept.
+  store.desktops.set(d.id, d);
   emit('update', d.id);
 }
 
