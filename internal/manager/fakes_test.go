@@ -429,6 +429,27 @@ func (h *harness) awaitState(t *testing.T, id string, want desktop.State, timeou
 	}
 }
 
+// awaitPaused waits until desktop id is recorded paused with lastErr. A
+// reconcile may record the pause before the event that says why arrives
+// (a listed VM carries no reason): the state alone is not enough.
+func (h *harness) awaitPaused(t *testing.T, id, lastErr string, timeout time.Duration) *desktop.Desktop {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		got, err := h.m.Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State == desktop.StatePaused && got.LastError == lastErr {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("desktop %s is %s (%q) after %s, want paused (%q)", id, got.State, got.LastError, timeout, lastErr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (h *harness) create(t *testing.T, name string) *desktop.Desktop {
 	t.Helper()
 	d, err := h.m.Create(context.Background(), CreateRequest{Owner: "alice", Name: name, Actor: "test",
