@@ -223,9 +223,11 @@ func checkWarmIsolation(t *testing.T, s *server, a, b *desktop.Desktop) {
 	}
 	t.Logf("warm desktops at %s (%s) and %s (%s)", ipA, macA, ipB, macB)
 	// A listener in b; a reaches neither it nor b at all.
-	s.guest(b, "nohup python3 -m http.server 8123 >/dev/null 2>&1 & sleep 1")
-	if out, _ := s.guest(b, "curl -s -m 4 -o /dev/null -w %{http_code} http://127.0.0.1:8123/"); out != "200" {
-		t.Fatalf("the listener in %s does not answer locally: %q", b.Name, out)
+	// python3 takes seconds to start under emulation on a busy host.
+	s.guest(b, "nohup setsid python3 -m http.server 8123 </dev/null >/tmp/listener.log 2>&1 &")
+	probe := "curl -s -m 4 -o /dev/null -w %{http_code} http://127.0.0.1:8123/"
+	if out, code := s.guest(b, "for i in $(seq 30); do c=$("+probe+"); [ \"$c\" = 200 ] && echo 200 && exit 0; sleep 1; done; echo \"$c\"; cat /tmp/listener.log; exit 1"); code != 0 {
+		t.Fatalf("the listener in %s does not answer locally after 30 s: %q", b.Name, out)
 	}
 	if out, _ := s.guest(a, "curl -s -m 4 -o /dev/null -w %{http_code} http://"+ipB+":8123/ || true"); out == "200" {
 		t.Errorf("%s reached a server in %s", a.Name, b.Name)

@@ -277,8 +277,11 @@ func (s *server) wakeForPreview(c *gin.Context, d *desktop.Desktop) (*desktop.De
 	}
 	actor := "live-url"
 	if browser(c) {
+		// gin reuses c once the handler returns: take what the goroutine
+		// needs now.
+		base := context.WithoutCancel(c.Request.Context())
 		go func() {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), wakeHold)
+			ctx, cancel := context.WithTimeout(base, wakeHold)
 			defer cancel()
 			if _, err := s.Desktops.Wake(ctx, d.ID, actor); err != nil {
 				s.Log.Info("live URL: wake", "desktop", d.ID, "err", err)
