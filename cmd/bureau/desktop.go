@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"net/url"
 	"os"
 	"text/tabwriter"
@@ -50,7 +51,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 				secs := int(idle.Seconds())
 				body.IdleTimeout = &secs
 			}
-			var d desktop.Desktop
+			var d apiv1.Desktop
 			if err := c.do(ctx, "POST", "/api/v1/desktops", body, &d); err != nil {
 				return err
 			}
@@ -73,7 +74,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		Short: "List desktops",
 		RunE: withClient(func(ctx context.Context, c *client, _ []string) error {
 			var out struct {
-				Desktops []*desktop.Desktop `json:"desktops"`
+				Desktops []*apiv1.Desktop `json:"desktops"`
 			}
 			if err := c.do(ctx, "GET", "/api/v1/desktops", nil, &out); err != nil {
 				return err
@@ -171,7 +172,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 				return err
 			}
 			var out struct {
-				Events []*desktop.Event `json:"events"`
+				Events []*apiv1.Event `json:"events"`
 			}
 			if err := c.do(ctx, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &out); err != nil {
 				return err
@@ -193,14 +194,14 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 }
 
 // lookup finds a desktop by id, or else by name.
-func lookup(ctx context.Context, c *client, ref string) (*desktop.Desktop, error) {
-	var d desktop.Desktop
+func lookup(ctx context.Context, c *client, ref string) (*apiv1.Desktop, error) {
+	var d apiv1.Desktop
 	err := c.do(ctx, "GET", "/api/v1/desktops/"+url.PathEscape(ref), nil, &d)
 	if err == nil {
 		return &d, nil
 	}
 	var out struct {
-		Desktops []*desktop.Desktop `json:"desktops"`
+		Desktops []*apiv1.Desktop `json:"desktops"`
 	}
 	if lerr := c.do(ctx, "GET", "/api/v1/desktops", nil, &out); lerr != nil {
 		return nil, err
@@ -215,11 +216,11 @@ func lookup(ctx context.Context, c *client, ref string) (*desktop.Desktop, error
 
 // finish prints the desktop, after waiting for its operation if asked
 // (telling on stderr each phase it goes through).
-func finish(ctx context.Context, c *client, d *desktop.Desktop, wait time.Duration) error {
+func finish(ctx context.Context, c *client, d *apiv1.Desktop, wait time.Duration) error {
 	if wait > 0 {
 		deadline := time.Now().Add(wait)
 		phases := newPhaseWatcher(os.Stderr, time.Now)
-		for !d.State.Settled() {
+		for !desktop.State(d.State).Settled() {
 			phases.show(d)
 			if time.Now().After(deadline) {
 				return fmt.Errorf("desktop %s still %s after %s", d.Name, phase(d), wait)
@@ -227,14 +228,14 @@ func finish(ctx context.Context, c *client, d *desktop.Desktop, wait time.Durati
 			time.Sleep(500 * time.Millisecond)
 			// A fresh value: fields the server now leaves out (the
 			// operation, once it ended) must not keep their old values.
-			var now desktop.Desktop
+			var now apiv1.Desktop
 			if err := c.do(ctx, "GET", "/api/v1/desktops/"+d.ID, nil, &now); err != nil {
 				return err
 			}
 			*d = now
 		}
 		phases.show(d)
-		if d.State == desktop.StateError {
+		if d.State == string(desktop.StateError) {
 			return fmt.Errorf("desktop %s: %s", d.Name, d.LastError)
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"io"
 	"time"
 
@@ -26,14 +27,14 @@ var stepLabels = map[string]string{
 
 // phase is where a desktop's operation is, e.g. "creating — starting the
 // VM"; just the state when no step is recorded.
-func phase(d *desktop.Desktop) string {
+func phase(d *apiv1.Desktop) string {
 	s := string(d.State)
-	if d.Operation == "" || d.Step == "" {
+	if d.Operation == "" || d.OperationStep == "" {
 		return s
 	}
-	label := stepLabels[d.Step]
+	label := stepLabels[d.OperationStep]
 	if label == "" {
-		label = d.Step
+		label = d.OperationStep
 	}
 	return s + " — " + label
 }
@@ -51,12 +52,12 @@ func newPhaseWatcher(w io.Writer, now func() time.Time) *phaseWatcher {
 	return &phaseWatcher{w: w, now: now, begun: now()}
 }
 
-func (p *phaseWatcher) show(d *desktop.Desktop) {
+func (p *phaseWatcher) show(d *apiv1.Desktop) {
 	if d.OperationStartedAt != nil && d.OperationStartedAt.Before(p.begun) {
 		p.begun = *d.OperationStartedAt
 	}
 	ph := phase(d)
-	if d.State.Settled() {
+	if desktop.State(d.State).Settled() {
 		fmt.Fprintf(p.w, "%s after %s\n", ph, shortDuration(p.now().Sub(p.begun)))
 		return
 	}

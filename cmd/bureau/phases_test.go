@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -15,13 +16,13 @@ func TestPhaseWatcher(t *testing.T) {
 	now := time.Unix(1000, 0)
 	w := newPhaseWatcher(&out, func() time.Time { return now })
 	started := now.Add(-2 * time.Second) // the create began before the wait
-	d := &desktop.Desktop{State: desktop.StateCreating, Operation: "create", OperationStartedAt: &started}
+	d := &apiv1.Desktop{State: string(desktop.StateCreating), Operation: "create", OperationStartedAt: &started}
 	for _, step := range []string{"", "disks", "disks", "define", "start", "start", "something-new"} {
-		d.Step = step
+		d.OperationStep = step
 		w.show(d)
 		now = now.Add(time.Second)
 	}
-	d.State, d.Operation, d.Step, d.OperationStartedAt = desktop.StateRunning, "", "", nil
+	d.State, d.Operation, d.OperationStep, d.OperationStartedAt = string(desktop.StateRunning), "", "", nil
 	w.show(d)
 	want := `creating (2s)
 creating — making the disks (3s)

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"net/url"
 	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/bureau/bureau/internal/config"
-	"github.com/bureau/bureau/internal/desktop"
 	"github.com/spf13/cobra"
 )
 
@@ -57,7 +57,7 @@ func snapshotCmd(cfg *config.Config) *cobra.Command {
 				f := false
 				req.Memory = &f
 			}
-			var sn desktop.Snapshot
+			var sn apiv1.Snapshot
 			if err := c.do(ctx, "POST", path, req, &sn); err != nil {
 				return err
 			}
@@ -78,7 +78,7 @@ func snapshotCmd(cfg *config.Config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var out struct{ Snapshots []desktop.Snapshot }
+			var out struct{ Snapshots []apiv1.Snapshot }
 			if err := c.do(ctx, "GET", path, nil, &out); err != nil {
 				return err
 			}
@@ -102,7 +102,7 @@ func snapshotCmd(cfg *config.Config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var d desktop.Desktop
+			var d apiv1.Desktop
 			if err := c.do(ctx, "POST", path+"/"+url.PathEscape(args[1])+"/revert", nil, &d); err != nil {
 				return err
 			}

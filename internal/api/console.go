@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"net/http"
 	"net/url"
 	"time"
@@ -30,7 +31,7 @@ type createConsoleRequest struct {
 }
 
 type consoleReply struct {
-	*desktop.ConsoleToken
+	*apiv1.ConsoleToken
 	Token string `json:"token"`
 	URL   string `json:"url"`
 }
@@ -56,7 +57,7 @@ func (s *server) createConsole(c *gin.Context) (reply, error) {
 		return reply{}, err
 	}
 	u := "/console/" + d.ID + "?token=" + url.QueryEscape(secret)
-	return reply{http.StatusCreated, consoleReply{ConsoleToken: t, Token: secret, URL: u}}, nil
+	return reply{http.StatusCreated, consoleReply{ConsoleToken: apiv1.FromConsoleToken(t), Token: secret, URL: u}}, nil
 }
 
 func (s *server) listConsoles(c *gin.Context) (reply, error) {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"net/http"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -36,10 +37,11 @@ func (s *server) putQuota(c *gin.Context) (reply, error) {
 	if err := requireAdmin(c); err != nil {
 		return reply{}, err
 	}
-	var q desktop.Quota
-	if err := decode(c, &q); err != nil {
+	var body apiv1.Quota
+	if err := decode(c, &body); err != nil {
 		return reply{}, err
 	}
+	q := body.ToQuota()
 	q.Owner = c.Param("owner")
 	got, err := s.Desktops.SetQuota(c.Request.Context(), q, actor(c))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/manager"
 )
@@ -50,12 +51,13 @@ func TestHostPathsAreForAdmins(t *testing.T) {
 			t.Errorf("%s %s as owner shows a host path: %s", c.method, c.path, s)
 		}
 	}
-	tpl := newRedactor([]string{hostDir + "/"}).value([]*manager.Template{{Key: "k", Error: "build failed: " + hostDir + "/templates/k/os.qcow2: no space"}})
-	if msg := tpl.([]*manager.Template)[0].Error; msg != "build failed: "+hiddenPath+": no space" {
+	owner := presenter{hide: newRedactor([]string{hostDir + "/"}).text}
+	tpl := owner.value([]*manager.Template{{Key: "k", Error: "build failed: " + hostDir + "/templates/k/os.qcow2: no space"}})
+	if msg := tpl.([]*apiv1.Template)[0].Error; msg != "build failed: "+hiddenPath+": no space" {
 		t.Errorf("template error for an owner: %q", msg)
 	}
-	_, owner := e.do(t, e.alice, "GET", "/api/v1/desktops/"+id, "")
-	if msg, _ := owner["last_error"].(string); !strings.Contains(msg, "open "+hiddenPath+": permission denied") {
+	_, got := e.do(t, e.alice, "GET", "/api/v1/desktops/"+id, "")
+	if msg, _ := got["last_error"].(string); !strings.Contains(msg, "open "+hiddenPath+": permission denied") {
 		t.Errorf("owner's last_error: %q", msg)
 	}
 

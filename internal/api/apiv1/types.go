@@ -1,0 +1,203 @@
+// Package apiv1 holds the shapes of the public API's version 1 responses
+// (described in internal/api/openapi). They are apart from the domain
+// types on purpose: a field renamed or added in the domain does not change
+// what clients receive, and the API can say things in its own words. The
+// converters in convert.go are the only place the two meet.
+package apiv1
+
+import "time"
+
+// Desktop is a desktop as the API shows it.
+type Desktop struct {
+	ID                 string     `json:"id"`
+	Owner              string     `json:"owner"`
+	Name               string     `json:"name"`
+	Image              string     `json:"image"`
+	VCPUs              int        `json:"vcpus"`
+	MemoryMiB          int        `json:"memory_mib"`
+	DataDiskGiB        int        `json:"data_disk_gib"`
+	State              string     `json:"state"`
+	DesiredState       string     `json:"desired_state"`
+	LastError          string     `json:"last_error,omitempty"`
+	Operation          string     `json:"operation,omitempty"`
+	OperationStep      string     `json:"operation_step,omitempty"`
+	OperationStartedAt *time.Time `json:"operation_started_at,omitempty"`
+	Accelerator        string     `json:"accelerator"`
+	// DataDiskPath is where the data disk lives on the host (admins only).
+	DataDiskPath       string        `json:"data_disk_path,omitempty"`
+	IdleTimeoutSeconds int           `json:"idle_timeout_seconds"`
+	RestartOnCrash     bool          `json:"restart_on_crash"`
+	Network            NetworkPolicy `json:"network"`
+	KeyboardLayout     string        `json:"keyboard_layout"`
+	IP                 string        `json:"ip,omitempty"`
+	CreatedAt          time.Time     `json:"created_at"`
+	UpdatedAt          time.Time     `json:"updated_at"`
+	DeletedAt          *time.Time    `json:"deleted_at,omitempty"`
+}
+
+// NetworkPolicy is what a desktop may reach outside.
+type NetworkPolicy struct {
+	AllowOut []string `json:"allow_out"`
+	DenyOut  []string `json:"deny_out"`
+}
+
+// DeleteResult says what a delete did with the data disk.
+type DeleteResult struct {
+	Desktop     *Desktop `json:"desktop"`
+	DataDeleted bool     `json:"data_deleted"`
+	// DataDiskKept is where the kept data disk is on the host (admins only).
+	DataDiskKept string `json:"data_disk_kept,omitempty"`
+}
+
+// Event is one entry of a desktop's history.
+type Event struct {
+	ID        string    `json:"id"`
+	DesktopID string    `json:"desktop_id"`
+	Type      string    `json:"type"`
+	Message   string    `json:"message"`
+	Actor     string    `json:"actor"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Image is a base image desktops boot from.
+type Image struct {
+	Name       string    `json:"name"`
+	OS         string    `json:"os"`
+	Version    string    `json:"version"`
+	Path       string    `json:"path,omitempty"` // admins only
+	SizeBytes  int64     `json:"size_bytes"`
+	SHA256     string    `json:"sha256"`
+	RecipeHash string    `json:"recipe_hash,omitempty"`
+	Source     string    `json:"source"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// Template is a warm template: a desktop booted once and saved with its RAM.
+type Template struct {
+	Key       string    `json:"key"`
+	Image     string    `json:"image"`
+	VCPUs     int       `json:"vcpus"`
+	MemoryMiB int       `json:"memory_mib"`
+	State     string    `json:"state"`
+	Error     string    `json:"error,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	BuildTime string    `json:"build_time,omitempty"`
+}
+
+// Snapshot is a saved point of a desktop's disks (and RAM).
+type Snapshot struct {
+	ID          string     `json:"id"`
+	DesktopID   string     `json:"desktop_id"`
+	Name        string     `json:"name"`
+	Description string     `json:"description,omitempty"`
+	Scope       string     `json:"scope"`
+	Memory      bool       `json:"memory"`
+	Parent      string     `json:"parent,omitempty"`
+	SizeBytes   int64      `json:"size_bytes"`
+	CreatedAt   time.Time  `json:"created_at"`
+	RevertedAt  *time.Time `json:"reverted_at,omitempty"`
+}
+
+// Token is an API token's record (never its secret).
+type Token struct {
+	ID           string     `json:"id"`
+	Owner        string     `json:"owner"`
+	Name         string     `json:"name"`
+	Scope        string     `json:"scope"`
+	CreatedAt    time.Time  `json:"created_at"`
+	LastUsedAt   *time.Time `json:"last_used_at,omitempty"`
+	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
+	RevokedAt    *time.Time `json:"revoked_at,omitempty"`
+	DesktopID    string     `json:"desktop_id,omitempty"`
+	ComputerOnly bool       `json:"computer_only,omitempty"`
+	ParentID     string     `json:"parent_id,omitempty"`
+}
+
+// ConsoleToken is a console link's record (never its secret).
+type ConsoleToken struct {
+	ID           string     `json:"id"`
+	DesktopID    string     `json:"desktop_id"`
+	Owner        string     `json:"owner"`
+	ViewOnly     bool       `json:"view_only"`
+	CreatedBy    string     `json:"created_by"`
+	CreatedAt    time.Time  `json:"created_at"`
+	ExpiresAt    time.Time  `json:"expires_at"`
+	RevokedAt    *time.Time `json:"revoked_at,omitempty"`
+	RevokeReason string     `json:"revoke_reason,omitempty"`
+}
+
+// Share is a live URL share link's record (never its secret).
+type Share struct {
+	ID        string     `json:"id"`
+	DesktopID string     `json:"desktop_id"`
+	Owner     string     `json:"owner"`
+	Port      int        `json:"port"`
+	ReadOnly  bool       `json:"read_only"`
+	CreatedBy string     `json:"created_by,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt time.Time  `json:"expires_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+// Secret is a secret's record (never its value).
+type Secret struct {
+	Name      string    `json:"name"`
+	Scope     string    `json:"scope"`
+	DesktopID string    `json:"desktop_id,omitempty"`
+	Owner     string    `json:"owner"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Quota is what one owner may use in total; 0 means no limit.
+type Quota struct {
+	Owner        string `json:"owner"`
+	Plan         string `json:"plan"`
+	MaxDesktops  int    `json:"max_desktops"`
+	MaxVCPUs     int    `json:"max_vcpus"`
+	MaxMemoryMiB int    `json:"max_memory_mib"`
+	MaxDiskGiB   int    `json:"max_disk_gib"`
+	MaxSnapshots int    `json:"max_snapshots"`
+}
+
+// Usage is what an owner uses now.
+type Usage struct {
+	Desktops  int `json:"desktops"`
+	VCPUs     int `json:"vcpus"`
+	MemoryMiB int `json:"memory_mib"`
+	DiskMiB   int `json:"disk_mib"`
+	Snapshots int `json:"snapshots"`
+}
+
+// Stats are a running desktop's resource figures.
+type Stats struct {
+	CPUTimeNs          uint64     `json:"cpu_time_ns"`
+	VCPUs              int        `json:"vcpus"`
+	MemoryMaxKiB       uint64     `json:"memory_max_kib"`
+	MemoryCurrentKiB   uint64     `json:"memory_current_kib"`
+	MemoryRSSKiB       uint64     `json:"memory_rss_kib"`
+	MemoryAvailableKiB uint64     `json:"memory_available_kib,omitempty"`
+	MemoryUnusedKiB    uint64     `json:"memory_unused_kib,omitempty"`
+	MemoryUsableKiB    uint64     `json:"memory_usable_kib,omitempty"`
+	Disks              []Disk     `json:"disks"`
+	Networks           []NetStats `json:"networks"`
+}
+
+// Disk is one disk's I/O counters and sizes.
+type Disk struct {
+	Name            string `json:"name"`
+	Path            string `json:"path,omitempty"` // admins only
+	ReadBytes       uint64 `json:"read_bytes"`
+	WriteBytes      uint64 `json:"write_bytes"`
+	ReadRequests    uint64 `json:"read_requests"`
+	WriteRequests   uint64 `json:"write_requests"`
+	AllocationBytes uint64 `json:"allocation_bytes"`
+	CapacityBytes   uint64 `json:"capacity_bytes"`
+}
+
+// NetStats are one network interface's counters.
+type NetStats struct {
+	Name    string `json:"name"`
+	RxBytes uint64 `json:"rx_bytes"`
+	TxBytes uint64 `json:"tx_bytes"`
+}
