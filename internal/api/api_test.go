@@ -621,6 +621,12 @@ func TestQuotas(t *testing.T) {
 	if code, _ := e.do(t, e.admin, "PUT", "/api/v1/quotas/alice", `{"plan":"gold"}`); code != 422 {
 		t.Errorf("unknown plan: %d", code)
 	}
+	if code, r := e.do(t, e.admin, "PUT", "/api/v1/quotas/alice", `{"owner":"bob","plan":"team"}`); code != 422 || dig(r, "error.field") != "owner" {
+		t.Errorf("a body naming another owner than the path: %d %v", code, r)
+	}
+	if code, r := e.do(t, e.admin, "GET", "/api/v1/quotas/bob", ""); code != 200 || dig(r, "quota.plan") == "team" {
+		t.Errorf("bob's quota after a refused PUT: %d %v", code, r)
+	}
 }
 
 func TestDesktopScopedTokens(t *testing.T) {

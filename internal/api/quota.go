@@ -41,6 +41,9 @@ func (s *server) putQuota(c *gin.Context) (reply, error) {
 	if err := decode(c, &body); err != nil {
 		return reply{}, err
 	}
+	if body.Owner != "" && body.Owner != c.Param("owner") {
+		return reply{}, &desktop.ValidationError{Field: "owner", Message: "the owner is the one in the path; leave it out of the body or make them agree"}
+	}
 	q := body.ToQuota()
 	q.Owner = c.Param("owner")
 	got, err := s.Desktops.SetQuota(c.Request.Context(), q, actor(c))
