@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"net/url"
 	"os"
 	"strconv"
@@ -26,16 +27,7 @@ func urlCmd(cfg *config.Config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var out struct {
-				URLs []struct {
-					Port    int    `json:"port"`
-					URL     string `json:"url"`
-					PathURL string `json:"path_url"`
-					Public  bool   `json:"public"`
-					Service string `json:"service"`
-					Shares  int    `json:"shares"`
-				}
-			}
+			var out struct{ URLs []apiv1.URL }
 			if err := c.do(ctx, "GET", "/api/v1/desktops/"+d.ID+"/urls", nil, &out); err != nil {
 				return err
 			}
@@ -80,14 +72,7 @@ func urlCmd(cfg *config.Config) *cobra.Command {
 				return err
 			}
 			p, _ := strconv.Atoi(port)
-			var out struct {
-				Share struct {
-					ID        string    `json:"id"`
-					ExpiresAt time.Time `json:"expires_at"`
-				}
-				URL     string `json:"url"`
-				PathURL string `json:"path_url"`
-			}
+			var out apiv1.ShareCreated
 			req := map[string]any{"port": p, "ttl_s": int(hours * 3600), "read_only": readOnly}
 			if err := c.do(ctx, "POST", "/api/v1/desktops/"+d+"/shares", req, &out); err != nil {
 				return err
@@ -109,15 +94,7 @@ func urlCmd(cfg *config.Config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var out struct {
-				Shares []struct {
-					ID        string     `json:"id"`
-					Port      int        `json:"port"`
-					ReadOnly  bool       `json:"read_only"`
-					ExpiresAt time.Time  `json:"expires_at"`
-					RevokedAt *time.Time `json:"revoked_at"`
-				}
-			}
+			var out struct{ Shares []apiv1.Share }
 			if err := c.do(ctx, "GET", "/api/v1/desktops/"+d.ID+"/shares", nil, &out); err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"net/http"
 	"strconv"
 	"time"
@@ -31,21 +32,9 @@ func (s *server) urlRoutes(r *gin.Engine, v1 *gin.RouterGroup) {
 	v1.DELETE("/desktops/:id/shares/:share", s.handle(s.revokeShare))
 }
 
-// liveURL is one port's live URL.
-type liveURL struct {
-	Port int `json:"port"`
-	// URL is the wildcard-host form (when a preview domain is set),
-	// PathURL the /preview/ form on bureau's own host.
-	URL     string `json:"url,omitempty"`
-	PathURL string `json:"path_url"`
-	Public  bool   `json:"public"`
-	Service string `json:"service,omitempty"`
-	Shares  int    `json:"shares"`
-}
-
-func (s *server) urlOf(c *gin.Context, d *desktop.Desktop, port int) liveURL {
+func (s *server) urlOf(c *gin.Context, d *desktop.Desktop, port int) apiv1.URL {
 	u, p := s.previewURL(c, d.ID, port)
-	return liveURL{Port: port, URL: u, PathURL: p}
+	return apiv1.URL{Port: port, URL: u, PathURL: p}
 }
 
 func urlPort(c *gin.Context) (int, error) {
@@ -64,9 +53,9 @@ func (s *server) listURLs(c *gin.Context) (reply, error) {
 		return reply{}, err
 	}
 	ctx := c.Request.Context()
-	byPort := map[int]*liveURL{}
+	byPort := map[int]*apiv1.URL{}
 	var order []int
-	get := func(p int) *liveURL {
+	get := func(p int) *apiv1.URL {
 		if u := byPort[p]; u != nil {
 			return u
 		}
@@ -101,7 +90,7 @@ func (s *server) listURLs(c *gin.Context) (reply, error) {
 			get(l.Port).Shares++
 		}
 	}
-	out := make([]liveURL, 0, len(order))
+	out := make([]apiv1.URL, 0, len(order))
 	for _, p := range order {
 		out = append(out, *byPort[p])
 	}
@@ -191,9 +180,9 @@ func (s *server) createShare(c *gin.Context) (reply, error) {
 		return reply{}, err
 	}
 	u := s.urlOf(c, d, l.Port)
-	out := gin.H{"share": l, "path_url": u.PathURL + "?" + shareParam + "=" + secret}
+	out := apiv1.ShareCreated{Share: apiv1.FromShare(l), PathURL: u.PathURL + "?" + shareParam + "=" + secret}
 	if u.URL != "" {
-		out["url"] = u.URL + "?" + shareParam + "=" + secret
+		out.URL = u.URL + "?" + shareParam + "=" + secret
 	}
 	return reply{http.StatusCreated, out}, nil
 }

@@ -201,3 +201,23 @@ type NetStats struct {
 	RxBytes uint64 `json:"rx_bytes"`
 	TxBytes uint64 `json:"tx_bytes"`
 }
+
+// URL is one port's live URL.
+type URL struct {
+	Port int `json:"port"`
+	// URL is the wildcard-host form (when the client can resolve it),
+	// PathURL the /preview/ form on bureau's own host.
+	URL     string `json:"url,omitempty"`
+	PathURL string `json:"path_url"`
+	Public  bool   `json:"public"`
+	Service string `json:"service,omitempty"`
+	Shares  int    `json:"shares"`
+}
+
+// ShareCreated is a new share link: its record and its URLs, which carry
+// the secret and are shown once.
+type ShareCreated struct {
+	Share   *Share `json:"share"`
+	URL     string `json:"url,omitempty"`
+	PathURL string `json:"path_url"`
+}
