@@ -113,6 +113,9 @@ func (s *server) consoleSession(c *gin.Context) (reply, error) {
 // token and the desktop's state have been checked.
 func (s *server) vnc(c *gin.Context) {
 	t := consoleToken(c)
+	if !upgrading(c) {
+		return
+	}
 	ctx := c.Request.Context()
 	d, err := s.Desktops.Wake(ctx, t.DesktopID, "console/"+t.ID)
 	if err != nil {

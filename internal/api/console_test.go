@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -268,7 +269,13 @@ func TestConsoleRefusesBeforeReachingTheDisplay(t *testing.T) {
 	secret := tok["token"].(string)
 
 	get := func(path string) (int, string) {
-		resp, err := http.Get(e.srv.URL + path)
+		req, _ := http.NewRequest("GET", e.srv.URL+path, nil)
+		// A WebSocket handshake, as a browser's: refusals come after it.
+		req.Header.Set("Connection", "Upgrade")
+		req.Header.Set("Upgrade", "websocket")
+		req.Header.Set("Sec-WebSocket-Version", "13")
+		req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -342,4 +349,41 @@ func TestConsoleSessionEndsWhenTheDisplayCloses(t *testing.T) {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestWebSocketRoutesRefusePlainRequests: a request that is not a
+// WebSocket upgrade gets 426 before anything happens: a hibernated
+// desktop stays asleep, and neither its display nor a shell is reached.
+func TestWebSocketRoutesRefusePlainRequests(t *testing.T) {
+	e := newEnv(t)
+	dialed := false
+	e.desktops.vnc = func() (net.Conn, error) { dialed = true; return nil, errors.New("not reached") }
+	id := runningDesktop(t, e, e.alice)
+	con := e.console(t, e.alice, id, false)["token"].(string)
+	e.desktops.setState(id, desktop.StateHibernated)
+	for _, c := range []struct{ path, token string }{
+		{"/api/v1/desktops/" + id + "/vnc?token=" + con, ""},
+		{"/api/v1/desktops/" + id + "/console/pty?token=" + con, ""},
+		{"/api/v1/desktops/" + id + "/pty", e.alice},
+	} {
+		req, _ := http.NewRequest("GET", e.srv.URL+c.path, nil)
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUpgradeRequired || resp.Header.Get("Upgrade") != "websocket" {
+			t.Errorf("GET %s without an upgrade: %d %v", c.path, resp.StatusCode, resp.Header)
+		}
+	}
+	if _, d := e.do(t, e.alice, "GET", "/api/v1/desktops/"+id, ""); d["state"] != "hibernated" || dialed {
+		t.Errorf("after plain requests the desktop is %v (display dialed: %v)", d["state"], dialed)
+	}
+	// Without a token it is still 401 first.
+	if resp, err := http.Get(e.srv.URL + "/api/v1/desktops/" + id + "/vnc"); err != nil || resp.StatusCode != 401 {
+		t.Errorf("vnc without a token: %v %v", resp.StatusCode, err)
+	}
 }

@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/bureau/bureau/internal/agentclient"
 	"github.com/bureau/bureau/internal/desktop"
@@ -31,6 +33,13 @@ type ptyMessage struct {
 // terminal in the desktop, over a WebSocket. The owner's token reaches it
 // here; the console page reaches it with its console token (not view-only).
 func (s *server) pty(c *gin.Context) {
+	if _, err := s.owned(c); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if !upgrading(c) {
+		return
+	}
 	d, err := s.running(c, "open a terminal in")
 	if err != nil {
 		s.fail(c, err)
@@ -44,6 +53,9 @@ func (s *server) consolePTY(c *gin.Context) {
 	t := consoleToken(c)
 	if t.ViewOnly {
 		s.fail(c, &desktop.ValidationError{Field: "token", Message: "a view-only console cannot open a terminal"})
+		return
+	}
+	if !upgrading(c) {
 		return
 	}
 	d, err := s.Desktops.Wake(c.Request.Context(), t.DesktopID, "console/"+t.ID)
@@ -106,4 +118,33 @@ func queryInt(c *gin.Context, name string, def int) int {
 		return n
 	}
 	return def
+}
+
+// upgrading answers 426 to a request that is not a WebSocket upgrade, and
+// says whether to go on. Routes call it after their checks and before
+// they wake a desktop, dial its display or start a shell for a
+// connection that could never use them.
+func upgrading(c *gin.Context) bool {
+	if headerHas(c.Request.Header, "Connection", "upgrade") && headerHas(c.Request.Header, "Upgrade", "websocket") {
+		return true
+	}
+	c.Header("Connection", "Upgrade")
+	c.Header("Upgrade", "websocket")
+	c.Data(http.StatusUpgradeRequired, "text/plain; charset=utf-8",
+		[]byte("this route is a WebSocket: send Connection: Upgrade and Upgrade: websocket\n"))
+	c.Abort()
+	return false
+}
+
+// headerHas says whether one of h's comma-separated values of key is
+// token, ignoring case.
+func headerHas(h http.Header, key, token string) bool {
+	for _, v := range h.Values(key) {
+		for _, part := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(part), token) {
+				return true
+			}
+		}
+	}
+	return false
 }
