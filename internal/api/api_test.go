@@ -274,6 +274,8 @@ type fakeGuest struct {
 	mu    sync.Mutex
 	files map[string][]byte
 	clip  map[string][]byte
+	// viaQEMU counts the calls that asked to skip bureau-agent.
+	viaQEMU int
 }
 
 func (g *fakeGuest) Exec(_ context.Context, _ string, r guest.ExecRequest) (*guest.ExecResult, error) {
@@ -301,9 +303,12 @@ func (g *fakeGuest) Write(_ context.Context, _ string, req guest.WriteRequest, r
 	g.files[req.Path] = b
 	return req.Path, int64(len(b)), err
 }
-func (g *fakeGuest) Delete(_ context.Context, _, p, _ string, _ bool) error {
+func (g *fakeGuest) Delete(ctx context.Context, _, p, _ string, _ bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if guest.AsksQEMU(ctx) {
+		g.viaQEMU++
+	}
 	delete(g.files, p)
 	return nil
 }
@@ -356,6 +361,7 @@ type env struct {
 	store             *store.Store
 	consoleBytes      sync.Map    // direction → *atomic.Int64
 	changed           chan string // "owner/desktop" per secrets change
+	guest             *fakeGuest
 }
 
 func (e *env) secretsChanged(owner, desktopID string) {
@@ -398,6 +404,7 @@ func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 		imgs = mkImages(st)
 	}
 	fg := &fakeGuest{files: map[string][]byte{}}
+	e.guest = fg
 	inGuest := agentGuest(t)
 	sec, err := secrets.New(st, make([]byte, secrets.KeySize))
 	if err != nil {

@@ -260,11 +260,15 @@ func (s *server) deleteFile(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	ctx, err := via(c)
+	if err != nil {
+		return reply{}, err
+	}
 	d, err := s.running(c, "delete files of")
 	if err != nil {
 		return reply{}, err
 	}
-	err = s.Guest.Delete(c.Request.Context(), d.DomainName(), c.Query("path"), c.Query("user"), recursive)
+	err = s.Guest.Delete(ctx, d.DomainName(), c.Query("path"), c.Query("user"), recursive)
 	return reply{http.StatusNoContent, nil}, err
 }
 

@@ -81,9 +81,12 @@ func ViaQEMU(ctx context.Context) context.Context {
 	return context.WithValue(ctx, viaQEMUKey{}, true)
 }
 
+// AsksQEMU says whether calls on ctx are to skip bureau-agent (ViaQEMU).
+func AsksQEMU(ctx context.Context) bool { return ctx.Value(viaQEMUKey{}) != nil }
+
 // channel is bureau-agent unless ctx asks for QEMU's agent.
 func (s *Service) channel(ctx context.Context) Channel {
-	if ctx.Value(viaQEMUKey{}) != nil {
+	if AsksQEMU(ctx) {
 		return nil
 	}
 	return s.ch
