@@ -136,7 +136,7 @@ func TestPortProxy(t *testing.T) {
 	}
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 502 || !strings.Contains(string(body), "nothing answers on port") {
+	if resp.StatusCode != 502 || !strings.Contains(string(body), "nothing answers on port") || !strings.Contains(string(body), `"code":"bad_gateway"`) {
 		t.Fatalf("closed port: %d %s", resp.StatusCode, body)
 	}
 	if code, _ := e.do(t, e.alice, "GET", "/api/v1/desktops/"+id+"/ports/70000/", ""); code != 422 {

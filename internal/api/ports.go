@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -82,11 +83,12 @@ func (s *server) proxyPort(c *gin.Context, d *desktop.Desktop, port int, path, p
 			}
 			status, body := classify(err)
 			if status == http.StatusServiceUnavailable || status == http.StatusInternalServerError {
-				status = http.StatusBadGateway
+				status, body.Code = http.StatusBadGateway, "bad_gateway"
 			}
+			body.Message = s.textForCaller(c, body.Message)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(status)
-			fmt.Fprintf(w, "{\"error\":{\"code\":%q,\"message\":%q}}\n", "bad_gateway", s.redact.text(body.Message))
+			json.NewEncoder(w).Encode(gin.H{"error": body})
 		},
 	}
 	defer rp.Transport.(*http.Transport).CloseIdleConnections()
