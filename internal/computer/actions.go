@@ -250,17 +250,9 @@ func compileOpenAI(a Action) (step, error) {
 		if len(a.Keys) == 0 {
 			return s, invalid("keys", `keypress needs keys, e.g. ["CTRL", "C"]`)
 		}
-		names := make([]string, len(a.Keys))
-		for i, k := range a.Keys {
-			// OpenAI spells letters in capitals ("CTRL", "A") and means the key.
-			if len(k) == 1 {
-				k = strings.ToLower(k)
-			}
-			names[i] = k
-		}
-		c, err := chordOf(names)
+		c, err := openAIChord(a.Keys)
 		if err != nil {
-			return s, invalid("keys", err.Error())
+			return s, err
 		}
 		s.keys = []chord{c}
 	case "move":
@@ -285,7 +277,33 @@ func compileOpenAI(a Action) (step, error) {
 	default:
 		return s, invalid("type", fmt.Sprintf("unknown action %q; valid: %s", a.Type, strings.Join(OpenAIActions, ", ")))
 	}
+	if err == nil && a.Type != "keypress" && len(a.Keys) > 0 {
+		// Keys held through a pointer action (shift+click, ctrl+scroll).
+		switch a.Type {
+		case "click", "double_click", "drag", "move", "scroll":
+			s.mods, err = openAIChord(a.Keys)
+		default:
+			err = invalid("keys", "keys are held only through click, double_click, drag, move and scroll")
+		}
+	}
 	return s, err
+}
+
+// openAIChord is the chord of OpenAI key names, which spell letters in
+// capitals ("CTRL", "A") and mean the key.
+func openAIChord(keys []string) (chord, error) {
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		if len(k) == 1 {
+			k = strings.ToLower(k)
+		}
+		names[i] = k
+	}
+	c, err := chordOf(names)
+	if err != nil {
+		return nil, invalid("keys", err.Error())
+	}
+	return c, nil
 }
 
 // wheelClicks turns a scroll distance in pixels into wheel clicks (about

@@ -198,13 +198,20 @@ func (c *Computer) Run(ctx context.Context, domain string, req Request) (*Result
 func (c *Computer) run(ctx context.Context, domain string, sc *scaler, s step) (StepResult, error) {
 	var r StepResult
 	if s.at != nil {
-		if err := c.move(ctx, domain, sc.real(*s.at)); err != nil {
+		move := func() error { return c.move(ctx, domain, sc.real(*s.at)) }
+		var err error
+		if s.clicks == 0 && !s.press && !s.lift && s.scrollV == 0 && s.scrollH == 0 {
+			err = c.withKeys(ctx, domain, s.mods, move) // a move with keys held
+		} else {
+			err = move()
+		}
+		if err != nil {
 			return r, err
 		}
 	}
 	switch {
 	case len(s.path) > 0:
-		return r, c.drag(ctx, domain, sc, s)
+		return r, c.withKeys(ctx, domain, s.mods, func() error { return c.drag(ctx, domain, sc, s) })
 	case s.clicks > 0 || s.press || s.lift:
 		return r, c.click(ctx, domain, s)
 	case s.scrollV != 0 || s.scrollH != 0:

@@ -452,3 +452,34 @@ func TestKeyBatchesTypeEveryCharacter(t *testing.T) {
 		t.Errorf("replayed %q\nwant %q", got, text)
 	}
 }
+
+// TestOpenAIKeysHeldThroughPointerActions: OpenAI's keys on a click, a
+// drag or a scroll are pressed before it and released after it.
+func TestOpenAIKeysHeldThroughPointerActions(t *testing.T) {
+	for _, body := range []string{
+		`{"type":"click","x":10,"y":20,"keys":["SHIFT"]}`,
+		`{"type":"drag","path":[{"x":1,"y":1},{"x":50,"y":50}],"keys":["SHIFT"]}`,
+		`{"type":"scroll","x":10,"y":20,"scroll_y":200,"keys":["SHIFT"]}`,
+		`{"type":"move","x":10,"y":20,"keys":["SHIFT"]}`,
+	} {
+		c, f := newFake(t)
+		if _, err := run(t, c, body); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		got := f.json(t)
+		down := strings.Index(got, `{"data":{"key":{"data":"shift","type":"qcode"},"down":true}`)
+		up := strings.LastIndex(got, `{"data":{"key":{"data":"shift","type":"qcode"},"down":false}`)
+		// What the keys modify: the buttons, or for a move the motion.
+		event := `"type":"btn"`
+		if !strings.Contains(got, event) {
+			event = `"type":"abs"`
+		}
+		if down < 0 || up < 0 || strings.Index(got, event) < down || strings.LastIndex(got, event) > up {
+			t.Errorf("%s: shift not held around the pointer events: %s", body, got)
+		}
+	}
+	c, _ := newFake(t)
+	if _, err := run(t, c, `{"type":"type","text":"x","keys":["SHIFT"]}`); err == nil || !strings.Contains(err.Error(), "keys") {
+		t.Errorf("keys on type: %v", err)
+	}
+}
