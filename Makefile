@@ -13,7 +13,7 @@ DATA_DIR ?= /var/lib/bureau
 BIN := bin/bureau
 E2E_TIMEOUT ?= 60m
 
-.PHONY: run serve setup build image migrate test unit fuzz e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy typing-soak soak clean
+.PHONY: run serve setup build image migrate test unit sdk-unit fuzz e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy typing-soak soak clean
 
 run: setup build image migrate serve
 
@@ -42,8 +42,12 @@ vet:
 
 test: setup vet unit fuzz image e2e bench-short
 
-unit:
+unit: sdk-unit
 	BUREAU_TEST_POSTGRES_URL=$$(scripts/postgres-setup.sh) go test -race -count=1 ./...
+
+# The SDKs' offline tests (a fake server); their live tests run in e2e.
+sdk-unit:
+	cd sdk/python && PYTHONDONTWRITEBYTECODE=1 python3 -m unittest
 
 # Every fuzz target for a bounded time (FUZZTIME per target, default 15s).
 fuzz:

@@ -10,6 +10,8 @@ PKGS=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients libvirt-d
 [ "${BUREAU_WITH_POSTGRES:-0}" = 1 ] && PKGS+=(postgresql)
 # node runs the browser check; hosts that bring their own keep it.
 command -v node >/dev/null && command -v npm >/dev/null || PKGS+=(nodejs npm)
+# python3 runs the Python SDK's tests (standard library only).
+command -v python3 >/dev/null || PKGS+=(python3)
 
 log() { echo "host-setup: $*" >&2; }
 

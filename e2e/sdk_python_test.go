@@ -1,0 +1,59 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+func init() { runningChecks = append(runningChecks, runningCheck{"sdk_python", testSDKPython}) }
+
+// testSDKPython runs the Python SDK's tests (sdk/python, standard library
+// only) with Debian's python3 against this server and desktop, then its
+// example that replays a recorded agent transcript through the Anthropic
+// and OpenAI adapters, and checks the file the replayed session wrote.
+func testSDKPython(t *testing.T, s *server, token string, d *desktop.Desktop) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	env := append(os.Environ(), "BUREAU_URL="+s.url, "BUREAU_TOKEN="+token, "BUREAU_DESKTOP="+d.ID, "PYTHONDONTWRITEBYTECODE=1")
+	run := func(args ...string) (string, time.Duration) {
+		begun := time.Now()
+		cmd := exec.CommandContext(ctx, "python3", args...)
+		cmd.Dir = filepath.Join("..", "sdk", "python")
+		cmd.Env = env
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("python3 %s: %v\n%s", strings.Join(args, " "), err, out.String())
+		}
+		return out.String(), time.Since(begun)
+	}
+	out, took := run("-m", "unittest", "-v")
+	ran := regexp.MustCompile(`Ran (\d+) tests`).FindStringSubmatch(out)
+	if ran == nil || strings.Contains(out, "skipped") {
+		t.Fatalf("the Python SDK's tests did not all run:\n%s", out)
+	}
+	t.Logf("Python SDK: %s tests passed in %s", ran[1], took.Round(100*time.Millisecond))
+
+	s.guest(d, "rm -f /home/agent/replay-marker.txt")
+	png := filepath.Join(t.TempDir(), "final.png")
+	out, took = run("examples/replay_transcript.py", d.ID, "--save", png)
+	if b, err := os.ReadFile(png); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("the replay saved no screenshot: %v\n%s", err, out)
+	}
+	if got, _ := s.guest(d, "cat /home/agent/replay-marker.txt"); got != "replayed" {
+		t.Errorf("the replayed session did not write its file (%q):\n%s", got, out)
+	}
+	s.guest(d, "rm -f /home/agent/replay-marker.txt; pkill -x xterm; true")
+	t.Logf("replayed transcript in %s:\n%s", took.Round(100*time.Millisecond), out)
+}

@@ -1,0 +1,203 @@
+"""The client: bureau's API as Python calls."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from . import models as m
+from ._transport import Transport
+from .desktop import Desktop
+from .sse import ServerEvent, parse
+
+
+class Client:
+    """A bureau server, reached with one API token.
+
+    ``Client()`` reads BUREAU_URL and BUREAU_TOKEN from the environment.
+    """
+
+    def __init__(self, url: str | None = None, token: str | None = None, timeout: float = 300.0):
+        self.http = Transport(url, token, timeout)
+        self.desktops = Desktops(self)
+        self.tokens = Tokens(self.http)
+        self.images = Images(self.http)
+        self.templates = Templates(self.http)
+        self.secrets = Secrets(self.http)
+        self.quotas = Quotas(self.http)
+        self.events = Events(self.http)
+
+    def info(self) -> dict:
+        """What this bureau is: version, accelerator (kvm or tcg) and why."""
+        return self.http.call("getInfo")
+
+    def openapi(self) -> dict:
+        """The API's OpenAPI 3.1 description, as the server serves it."""
+        return self.http.call("getOpenAPI")
+
+    def desktop(self, id: str) -> Desktop:
+        """A handle on desktop id (nothing is fetched until used)."""
+        return Desktop(self, id)
+
+
+class Desktops:
+    """Create, list and find desktops."""
+
+    def __init__(self, client: Client):
+        self._c = client
+
+    def create(self, name: str, *, image: str | None = None, vcpus: int | None = None,
+               memory_mib: int | None = None, data_disk_gib: int | None = None,
+               ssh_authorized_keys: list[str] | None = None, idle_timeout_seconds: int | None = None,
+               network: dict | None = None, keyboard_layout: str | None = None, cold: bool | None = None,
+               from_snapshot: tuple[str, str] | None = None) -> Desktop:
+        """Creates a desktop (it boots in the background: wait_until("running")).
+
+        from_snapshot=(desktop_id, snapshot_name) clones another desktop's snapshot.
+        """
+        body: dict[str, Any] = {"name": name}
+        for k, v in (("image", image), ("vcpus", vcpus), ("memory_mib", memory_mib), ("data_disk_gib", data_disk_gib),
+                     ("ssh_authorized_keys", ssh_authorized_keys), ("idle_timeout_seconds", idle_timeout_seconds),
+                     ("network", network), ("keyboard_layout", keyboard_layout), ("cold", cold)):
+            if v is not None:
+                body[k] = v
+        if from_snapshot:
+            body["from"] = {"desktop": from_snapshot[0], "snapshot": from_snapshot[1]}
+        return Desktop(self._c, data=m.Desktop.from_dict(self._c.http.call("createDesktop", json_body=body)))
+
+    def list(self) -> list[Desktop]:
+        """Your desktops (every owner's for an admin token)."""
+        out = self._c.http.call("listDesktops")
+        return [Desktop(self._c, data=m.Desktop.from_dict(d)) for d in out["desktops"]]
+
+    def get(self, id: str) -> Desktop:
+        """Desktop id, fetched now (NotFound if it is not there or not yours)."""
+        return Desktop(self._c, id).refresh()
+
+    def find(self, name: str) -> Desktop | None:
+        """Your desktop called name, or None."""
+        for d in self.list():
+            if d.name == name:
+                return d
+        return None
+
+
+class Tokens:
+    """API tokens: make them for agents, list and revoke them."""
+
+    def __init__(self, http: Transport):
+        self._h = http
+
+    def create(self, name: str, *, scope: str | None = None, ttl_seconds: int | None = None,
+               desktop_id: str | None = None, computer_only: bool | None = None,
+               owner: str | None = None) -> m.TokenCreated:
+        """A new token; its secret (``.token``) is shown only here."""
+        body = {k: v for k, v in (("name", name), ("scope", scope), ("ttl_seconds", ttl_seconds),
+                                  ("desktop_id", desktop_id), ("computer_only", computer_only), ("owner", owner))
+                if v is not None}
+        return m.TokenCreated.from_dict(self._h.call("createToken", json_body=body))
+
+    def list(self) -> list[m.Token]:
+        return [m.Token.from_dict(t) for t in self._h.call("listTokens")["tokens"]]
+
+    def revoke(self, id: str) -> None:
+        self._h.call("revokeToken", {"id": id})
+
+
+class Images:
+    """Base images desktops boot from."""
+
+    def __init__(self, http: Transport):
+        self._h = http
+
+    def list(self) -> list[m.Image]:
+        return [m.Image.from_dict(i) for i in self._h.call("listImages")["images"]]
+
+    def import_(self, name: str, *, url: str | None = None, path: str | None = None, sha256: str | None = None,
+                os: str | None = None, version: str | None = None) -> Iterator[dict]:
+        """Imports an image (admin); yields its progress as it comes, the last
+        item being the image or an error."""
+        body = {k: v for k, v in (("name", name), ("url", url), ("path", path), ("sha256", sha256),
+                                  ("os", os), ("version", version)) if v is not None}
+        with self._h.open("importImage", json_body=body, headers={"Accept": "application/x-ndjson"}) as r:
+            import json
+            ctype = r.headers.get("Content-Type") or ""
+            if "ndjson" not in ctype:
+                yield json.loads(r.read())
+                return
+            for line in iter(r.readline, b""):
+                if line.strip():
+                    yield json.loads(line)
+
+    def delete(self, name: str) -> None:
+        self._h.call("deleteImage", {"name": name})
+
+
+class Templates:
+    """Warm templates: desktops booted once and saved, to create from in seconds."""
+
+    def __init__(self, http: Transport):
+        self._h = http
+
+    def list(self) -> list[m.Template]:
+        return [m.Template.from_dict(t) for t in self._h.call("listTemplates")["templates"]]
+
+    def build(self, *, image: str | None = None, vcpus: int | None = None, memory_mib: int | None = None) -> m.Template:
+        body = {k: v for k, v in (("image", image), ("vcpus", vcpus), ("memory_mib", memory_mib)) if v is not None}
+        return m.Template.from_dict(self._h.call("buildTemplate", json_body=body))
+
+
+class Secrets:
+    """Your secrets, which every desktop of yours may name (values never come back)."""
+
+    def __init__(self, http: Transport):
+        self._h = http
+
+    def list(self, owner: str | None = None) -> list[m.Secret]:
+        return [m.Secret.from_dict(s) for s in self._h.call("listOwnerSecrets", query={"owner": owner})["secrets"]]
+
+    def set(self, name: str, value: str, owner: str | None = None) -> m.Secret:
+        return m.Secret.from_dict(self._h.call("putOwnerSecret", {"name": name}, {"owner": owner},
+                                               json_body={"value": value}))
+
+    def delete(self, name: str, owner: str | None = None) -> None:
+        self._h.call("deleteOwnerSecret", {"name": name}, {"owner": owner})
+
+
+class Quotas:
+    """What owners may use."""
+
+    def __init__(self, http: Transport):
+        self._h = http
+
+    def mine(self) -> tuple[m.Quota, m.Usage]:
+        r = self._h.call("getMyQuota")
+        return m.Quota.from_dict(r["quota"]), m.Usage.from_dict(r["usage"])
+
+    def get(self, owner: str) -> tuple[m.Quota, m.Usage]:
+        r = self._h.call("getQuota", {"owner": owner})
+        return m.Quota.from_dict(r["quota"]), m.Usage.from_dict(r["usage"])
+
+    def set(self, owner: str, plan: str, **limits: int) -> m.Quota:
+        """Sets an owner's plan, or "custom" with max_* limits (admin)."""
+        return m.Quota.from_dict(self._h.call("setQuota", {"owner": owner}, json_body={"plan": plan, **limits}))
+
+
+class Events:
+    """What happened to your desktops: the log and the live stream."""
+
+    def __init__(self, http: Transport):
+        self._h = http
+
+    def list(self, limit: int | None = None) -> list[m.Event]:
+        return [m.Event.from_dict(e) for e in self._h.call("getAuditLog", query={"limit": limit})["events"]]
+
+    def stream(self, timeout: float | None = None) -> Iterator[ServerEvent]:
+        """Yields live changes as they happen: ``event`` events (an entry of a
+        desktop's history) and ``desktop`` events (its record after a change
+        of state). Stop iterating (or close the generator) to hang up."""
+        with self._h.open("streamEvents", headers={"Accept": "text/event-stream"}, timeout=timeout) as r:
+            yield from parse(r)
+
+    def stream_token(self) -> m.StreamToken:
+        """A one-minute token that opens the stream once (for a browser's EventSource)."""
+        return m.StreamToken.from_dict(self._h.call("createStreamToken"))

@@ -1,0 +1,223 @@
+"""A desktop: its lifecycle, screen, shell, files and everything inside it."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Iterator
+
+from . import models as m
+from .errors import BureauError, Timeout
+from .guest import Clipboard, Console, Files, Processes, Secrets, Services, Snapshots, URLs
+from .sse import ServerEvent, parse
+
+if TYPE_CHECKING:
+    from .client import Client
+
+# States a desktop rests in; the others are on the way somewhere.
+SETTLED = {"running", "stopped", "paused", "hibernated", "error", "deleted"}
+
+
+class Desktop:
+    """A handle on one desktop. Its record is ``.data`` (a models.Desktop,
+    refreshed by every call that returns it); its fields read through:
+    ``d.state``, ``d.name``, ``d.ip`` …"""
+
+    def __init__(self, client: "Client", id: str | None = None, data: m.Desktop | None = None):
+        self._c = client
+        self._h = client.http
+        self.data = data
+        self.id = id or (data.id if data else None)
+        if not self.id:
+            raise ValueError("a desktop needs an id")
+        p = {"id": self.id}
+        self.files = Files(self._h, p)
+        self.snapshots = Snapshots(self._h, p, self._set)
+        self.services = Services(self._h, p)
+        self.processes = Processes(self._h, p)
+        self.secrets = Secrets(self._h, p)
+        self.urls = URLs(self._h, p)
+        self.clipboard = Clipboard(self._h, p)
+        self.console = Console(self._h, p)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name in ("data", "id"):
+            raise AttributeError(name)
+        if self.data is None:
+            self.refresh()
+        try:
+            return getattr(self.data, name)
+        except AttributeError:
+            raise AttributeError(f"Desktop has no attribute {name!r}") from None
+
+    def __repr__(self) -> str:
+        state = self.data.state if self.data else "?"
+        name = self.data.name if self.data else "?"
+        return f"<Desktop {self.id} {name!r} {state}>"
+
+    def _set(self, d: Any) -> "Desktop":
+        if isinstance(d, dict):
+            self.data = m.Desktop.from_dict(d)
+        return self
+
+    def _op(self, op: str, query: dict | None = None, body: Any = None) -> "Desktop":
+        return self._set(self._h.call(op, {"id": self.id}, query, json_body=body))
+
+    # Lifecycle. Each returns at once with the operation under way; wait
+    # with wait_until.
+
+    def refresh(self) -> "Desktop":
+        """Reads the desktop's record again."""
+        return self._op("getDesktop")
+
+    def start(self) -> "Desktop":
+        return self._op("startDesktop")
+
+    def stop(self, force: bool = False, timeout: int | None = None) -> "Desktop":
+        """Shuts the guest down (force: pulls the plug); the data disk stays."""
+        return self._op("stopDesktop", {"force": force or None, "timeout": timeout})
+
+    def reboot(self) -> "Desktop":
+        return self._op("rebootDesktop")
+
+    def pause(self) -> "Desktop":
+        """Freezes the VM in RAM (resume takes milliseconds)."""
+        return self._op("pauseDesktop")
+
+    def resume(self) -> "Desktop":
+        return self._op("resumeDesktop")
+
+    def hibernate(self) -> "Desktop":
+        """Saves the VM's RAM to disk and stops it; start or any use wakes it."""
+        return self._op("hibernateDesktop")
+
+    def reimage(self, image: str | None = None) -> "Desktop":
+        """A fresh OS disk (from image, or the same one); /home is kept."""
+        return self._op("reimageDesktop", body={"image": image} if image else {})
+
+    def resize_data_disk(self, size_gib: int) -> "Desktop":
+        return self._op("resizeDataDisk", body={"size_gib": size_gib})
+
+    def update(self, *, idle_timeout_seconds: int | None = None, restart_on_crash: bool | None = None,
+               network: dict | None = None, keyboard_layout: str | None = None) -> "Desktop":
+        """Changes settings (only those given)."""
+        body = {k: v for k, v in (("idle_timeout_seconds", idle_timeout_seconds), ("restart_on_crash", restart_on_crash),
+                                  ("network", network), ("keyboard_layout", keyboard_layout)) if v is not None}
+        return self._op("updateDesktop", body=body)
+
+    def delete(self, delete_data: bool = False) -> m.DeleteResult:
+        """Deletes the desktop; its data disk is kept unless delete_data."""
+        r = m.DeleteResult.from_dict(self._h.call("deleteDesktop", {"id": self.id}, {"delete_data": delete_data or None}))
+        self.data = r.desktop
+        return r
+
+    def wait_until(self, *states: str, timeout: float = 600, poll: float = 1.0) -> "Desktop":
+        """Waits until the desktop is in one of states ("running", …) and
+        returns it. Raises BureauError if it settles in "error" (unless
+        asked for), Timeout when timeout seconds pass."""
+        want = set(states) or {"running"}
+        deadline = time.monotonic() + timeout
+        while True:
+            self.refresh()
+            st = self.data.state
+            if st in want:
+                return self
+            if st == "error":
+                raise BureauError(409, "invalid_state", self.data.last_error or "the desktop failed", state=st)
+            if time.monotonic() >= deadline:
+                raise Timeout(f"desktop {self.id} is {st} after {timeout:.0f} s, not {'/'.join(sorted(want))}", st)
+            time.sleep(poll)
+
+    def events(self, limit: int | None = None) -> list[m.Event]:
+        """The desktop's history, newest first."""
+        return [m.Event.from_dict(e) for e in self._h.call("listDesktopEvents", {"id": self.id}, {"limit": limit})["events"]]
+
+    def stats(self) -> m.Stats:
+        """CPU, memory, disk and network figures of the running VM."""
+        return m.Stats.from_dict(self._h.call("getDesktopStats", {"id": self.id}))
+
+    # The screen, mouse and keyboard.
+
+    def screenshot(self, format: str = "png", *, width: int | None = None, height: int | None = None,
+                   quality: int | None = None, settle: bool = False, passive: bool = False) -> bytes:
+        """The screen as PNG (or JPEG) bytes, scaled to width/height when given."""
+        q = {"format": format if format != "png" else None, "width": width, "height": height, "quality": quality,
+             "settle": settle or None, "passive": passive or None}
+        with self._h.open("screenshot", {"id": self.id}, q) as r:
+            return r.read()
+
+    def computer(self, *actions: dict, display: tuple[int, int] | None = None, screenshot: bool = False,
+                 keyboard: str | None = None, **action: Any) -> m.ComputerResult:
+        """Runs computer-use actions, in Anthropic's shape
+        (``computer(action="left_click", coordinate=[10, 20])``) or OpenAI's
+        (``computer({"type": "click", "x": 10, "y": 20})``), several in order.
+        display is the screen size the model sees (coordinates are scaled);
+        screenshot=True adds the settled screen after them."""
+        if actions and action:
+            raise ValueError("give actions as dicts or one action as keywords, not both")
+        body: dict[str, Any] = dict(action)
+        if len(actions) == 1:
+            body.update(actions[0])
+        elif actions:
+            body["actions"] = list(actions)
+        if display:
+            body["display"] = {"width": display[0], "height": display[1]}
+        if screenshot:
+            body["screenshot"] = True
+        if keyboard:
+            body["keyboard"] = keyboard
+        return m.ComputerResult.from_dict(self._h.call("computerAction", {"id": self.id}, json_body=body))
+
+    def set_resolution(self, width: int, height: int) -> m.Size:
+        return m.Size.from_dict(self._h.call("setResolution", {"id": self.id}, json_body={"width": width, "height": height}))
+
+    # The shell.
+
+    def exec(self, cmd: str | list[str], *, user: str | None = None, cwd: str | None = None,
+             env: dict[str, str] | None = None, stdin: str | None = None, timeout_s: int | None = None,
+             secrets: list[str] | None = None, max_output_bytes: int | None = None,
+             agent: str | None = None) -> m.ExecResult:
+        """Runs a command (a bash line, or an argv list) and returns its result."""
+        body = _exec_body(cmd, user, cwd, env, stdin, timeout_s, secrets, max_output_bytes)
+        return m.ExecResult.from_dict(self._h.call("exec", {"id": self.id}, {"agent": agent}, json_body=body))
+
+    def exec_background(self, cmd: str | list[str], *, name: str | None = None, user: str | None = None,
+                        cwd: str | None = None, env: dict[str, str] | None = None,
+                        secrets: list[str] | None = None) -> m.Process:
+        """Starts a command in the background; its output goes to a log (processes.log)."""
+        body = _exec_body(cmd, user, cwd, env, None, None, secrets, None)
+        body["background"] = True
+        if name:
+            body["name"] = name
+        return m.Process.from_dict(self._h.call("exec", {"id": self.id}, json_body=body))
+
+    def exec_stream(self, cmd: str | list[str], *, user: str | None = None, cwd: str | None = None,
+                    env: dict[str, str] | None = None, stdin: str | None = None, timeout_s: int | None = None,
+                    secrets: list[str] | None = None) -> Iterator[ServerEvent]:
+        """Runs a command and yields its output as it comes: ``stdout`` and
+        ``stderr`` events (``.json()["data"]``), then ``exit`` (exit_code …)
+        or ``error``."""
+        body = _exec_body(cmd, user, cwd, env, stdin, timeout_s, secrets, None)
+        with self._h.open("exec", {"id": self.id}, {"stream": True}, json_body=body,
+                          headers={"Accept": "text/event-stream"}) as r:
+            yield from parse(r)
+
+    def agent_status(self) -> m.AgentStatus:
+        """Whether bureau-agent answers in the desktop and is the current build."""
+        return m.AgentStatus.from_dict(self._h.call("getAgentStatus", {"id": self.id}))
+
+    def port_url(self, port: int, path: str = "/") -> str:
+        """The URL of the API's proxy to a port in the desktop (send the
+        token): ``GET d.port_url(8000)`` with any HTTP client."""
+        return f"{self._h.url}/api/v1/desktops/{self.id}/ports/{int(port)}/{path.lstrip('/')}"
+
+
+def _exec_body(cmd: str | list[str], user: str | None, cwd: str | None, env: dict | None, stdin: str | None,
+               timeout_s: int | None, secrets: list[str] | None, max_output_bytes: int | None) -> dict:
+    body: dict[str, Any] = {"argv": list(cmd)} if isinstance(cmd, (list, tuple)) else {"cmd": cmd}
+    for k, v in (("user", user), ("cwd", cwd), ("env", env), ("stdin", stdin), ("timeout_s", timeout_s),
+                 ("secrets", secrets), ("max_output_bytes", max_output_bytes)):
+        if v is not None:
+            body[k] = v
+    return body
+
+

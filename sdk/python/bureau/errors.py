@@ -1,0 +1,75 @@
+"""Errors: every failed call raises a BureauError carrying the API's answer."""
+
+from __future__ import annotations
+
+
+class BureauError(Exception):
+    """A call bureau refused or could not do.
+
+    ``status`` is the HTTP status, ``code`` the API's error code (``not_found``,
+    ``invalid``, ``invalid_state`` …), ``message`` its sentence for people,
+    ``field`` the request field at fault (for ``invalid``) and ``state`` the
+    desktop's state when that was the reason.
+    """
+
+    def __init__(self, status: int, code: str, message: str, field: str | None = None,
+                 state: str | None = None, retry_after: float | None = None):
+        super().__init__(f"{status} {code}: {message}" + (f" (field {field})" if field else ""))
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.state = state
+        self.retry_after = retry_after
+
+
+class BadRequest(BureauError):
+    """400: the request could not be read (bad JSON, unknown field)."""
+
+
+class Unauthorized(BureauError):
+    """401: no token, or one that is wrong, expired or revoked."""
+
+
+class Forbidden(BureauError):
+    """403: the token may not do this (scope, another owner, quota)."""
+
+
+class NotFound(BureauError):
+    """404: no such desktop (or not yours), file, snapshot, …"""
+
+
+class Conflict(BureauError):
+    """409: not now: the desktop's state forbids it, it is busy, a name is taken."""
+
+
+class Invalid(BureauError):
+    """422: a field's value is wrong; ``field`` names it."""
+
+
+class RateLimited(BureauError):
+    """429: too many requests; ``retry_after`` says when to try again."""
+
+
+class ServerError(BureauError):
+    """5xx: bureau or the desktop failed; ``retry_after`` is set when it says."""
+
+
+class Timeout(BureauError):
+    """A wait helper gave up (the call itself did not fail)."""
+
+    def __init__(self, message: str, state: str | None = None):
+        super().__init__(0, "timeout", message, state=state)
+
+
+_BY_STATUS = {400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict,
+              422: Invalid, 429: RateLimited}
+
+
+def error_for(status: int, body: dict | None, retry_after: float | None = None) -> BureauError:
+    """The exception for an error answer (``{"error": {"code", "message", …}}``)."""
+    e = (body or {}).get("error") if isinstance(body, dict) else None
+    if not isinstance(e, dict):
+        e = {"code": "http_%d" % status, "message": "HTTP %d" % status}
+    cls = _BY_STATUS.get(status, ServerError if status >= 500 else BureauError)
+    return cls(status, e.get("code", ""), e.get("message", ""), e.get("field"), e.get("state"), retry_after)

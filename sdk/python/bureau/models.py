@@ -1,0 +1,502 @@
+"""The API's resources as dataclasses.
+
+Made from the OpenAPI spec's schemas (the live drift check compares each
+class's fields with its schema); unknown fields of a newer server are kept in
+``extra`` rather than refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+
+
+@dataclass
+class Model:
+    """Base: from_dict keeps known fields and puts the rest in extra."""
+
+    SCHEMA: ClassVar[str] = ""
+    extra: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> Any:
+        if d is None:
+            return None
+        known = {f.name for f in fields(cls)} - {"extra"}
+        obj = cls(**{k: v for k, v in d.items() if k in known})
+        obj.extra = {k: v for k, v in d.items() if k not in known}
+        obj._nest()
+        return obj
+
+    def _nest(self) -> None:
+        """Turns nested dicts into their models (overridden where needed)."""
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        out.update(self.extra)
+        return out
+
+
+
+@dataclass
+class Desktop(Model):
+    """A Desktop as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'Desktop'
+    id: str | None = None
+    owner: str | None = None
+    name: str | None = None
+    image: str | None = None
+    vcpus: int | None = None
+    memory_mib: int | None = None
+    data_disk_gib: int | None = None
+    state: str | None = None
+    desired_state: str | None = None
+    last_error: str | None = None
+    operation: str | None = None
+    operation_step: str | None = None
+    operation_started_at: str | None = None
+    accelerator: str | None = None
+    data_disk_path: str | None = None
+    idle_timeout_seconds: int | None = None
+    restart_on_crash: bool | None = None
+    network: dict | None = None
+    keyboard_layout: str | None = None
+    ip: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    deleted_at: str | None = None
+
+
+@dataclass
+class DeleteResult(Model):
+    """A DeleteResult as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'DeleteResult'
+    desktop: dict | None = None
+    data_deleted: bool | None = None
+    data_disk_kept: str | None = None
+
+    def _nest(self) -> None:
+        self.desktop = Desktop.from_dict(self.desktop) if isinstance(self.desktop, dict) else self.desktop
+
+
+@dataclass
+class Event(Model):
+    """A Event as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'Event'
+    id: str | None = None
+    desktop_id: str | None = None
+    type: str | None = None
+    message: str | None = None
+    actor: str | None = None
+    created_at: str | None = None
+
+
+@dataclass
+class Snapshot(Model):
+    """A Snapshot as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'Snapshot'
+    id: str | None = None
+    desktop_id: str | None = None
+    name: str | None = None
+    description: str | None = None
+    scope: str | None = None
+    memory: bool | None = None
+    parent: str | None = None
+    size_bytes: int | None = None
+    created_at: str | None = None
+    reverted_at: str | None = None
+
+
+@dataclass
+class Image(Model):
+    """A Image as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'Image'
+    name: str | None = None
+    os: str | None = None
+    version: str | None = None
+    path: str | None = None
+    size_bytes: int | None = None
+    sha256: str | None = None
+    recipe_hash: str | None = None
+    source: str | None = None
+    created_at: str | None = None
+
+
+@dataclass
+class Template(Model):
+    """A Template as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'Template'
+    key: str | None = None
+    image: str | None = None
+    vcpus: int | None = None
+    memory_mib: int | None = None
+    state: str | None = None
+    error: str | None = None
+    created_at: str | None = None
+    build_time: str | None = None
+
+
+@dataclass
+class Token(Model):
+    """A Token as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'Token'
+    id: str | None = None
+    owner: str | None = None
+    name: str | None = None
+    scope: str | None = None
+    created_at: str | None = None
+    last_used_at: str | None = None
+    expires_at: str | None = None
+    revoked_at: str | None = None
+    desktop_id: str | None = None
+    computer_only: bool | None = None
+    parent_id: str | None = None
+
+
+@dataclass
+class TokenCreated(Model):
+    """A TokenCreated as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'TokenCreated'
+    token: str | None = None
+    info: dict | None = None
+
+    def _nest(self) -> None:
+        self.info = Token.from_dict(self.info) if isinstance(self.info, dict) else self.info
+
+
+@dataclass
+class ConsoleToken(Model):
+    """A ConsoleToken as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'ConsoleToken'
+    id: str | None = None
+    desktop_id: str | None = None
+    owner: str | None = None
+    view_only: bool | None = None
+    created_by: str | None = None
+    created_at: str | None = None
+    expires_at: str | None = None
+    revoked_at: str | None = None
+    revoke_reason: str | None = None
+
+
+@dataclass
+class ConsoleLink(Model):
+    """A ConsoleCreated as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'ConsoleCreated'
+    id: str | None = None
+    desktop_id: str | None = None
+    owner: str | None = None
+    view_only: bool | None = None
+    created_by: str | None = None
+    created_at: str | None = None
+    expires_at: str | None = None
+    revoked_at: str | None = None
+    revoke_reason: str | None = None
+    token: str | None = None
+    url: str | None = None
+
+
+@dataclass
+class Share(Model):
+    """A Share as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'Share'
+    id: str | None = None
+    desktop_id: str | None = None
+    owner: str | None = None
+    port: int | None = None
+    read_only: bool | None = None
+    created_by: str | None = None
+    created_at: str | None = None
+    expires_at: str | None = None
+    revoked_at: str | None = None
+
+
+@dataclass
+class ShareCreated(Model):
+    """A ShareCreated as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'ShareCreated'
+    share: dict | None = None
+    path_url: str | None = None
+    url: str | None = None
+
+    def _nest(self) -> None:
+        self.share = Share.from_dict(self.share) if isinstance(self.share, dict) else self.share
+
+
+@dataclass
+class LiveURL(Model):
+    """A LiveURL as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'LiveURL'
+    port: int | None = None
+    url: str | None = None
+    path_url: str | None = None
+    public: bool | None = None
+    service: str | None = None
+    shares: int | None = None
+
+
+@dataclass
+class URLLogin(Model):
+    """A URLLogin as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'URLLogin'
+    port: int | None = None
+    url: str | None = None
+    expires_in_s: int | None = None
+
+
+@dataclass
+class Secret(Model):
+    """A Secret as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'Secret'
+    name: str | None = None
+    scope: str | None = None
+    desktop_id: str | None = None
+    owner: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+@dataclass
+class Quota(Model):
+    """A Quota as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'Quota'
+    owner: str | None = None
+    plan: str | None = None
+    max_desktops: int | None = None
+    max_vcpus: int | None = None
+    max_memory_mib: int | None = None
+    max_disk_gib: int | None = None
+    max_snapshots: int | None = None
+
+
+@dataclass
+class Usage(Model):
+    """A Usage as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'Usage'
+    desktops: int | None = None
+    vcpus: int | None = None
+    memory_mib: int | None = None
+    disk_mib: int | None = None
+    snapshots: int | None = None
+
+
+@dataclass
+class Stats(Model):
+    """A VMStats as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'VMStats'
+    cpu_time_ns: int | None = None
+    vcpus: int | None = None
+    memory_max_kib: int | None = None
+    memory_current_kib: int | None = None
+    memory_rss_kib: int | None = None
+    memory_available_kib: int | None = None
+    memory_unused_kib: int | None = None
+    memory_usable_kib: int | None = None
+    disks: list | None = None
+    networks: list | None = None
+
+
+@dataclass
+class ExecResult(Model):
+    """A ExecResult as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'ExecResult'
+    exit_code: int | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+    encoding: str | None = None
+    truncated: bool | None = None
+    timed_out: bool | None = None
+    duration_ms: int | None = None
+
+    def output(self) -> str:
+        """stdout and stderr as text (base64 chunks decoded)."""
+        return self.text("stdout") + self.text("stderr")
+
+    def text(self, stream: str = "stdout") -> str:
+        """One stream as text; a base64-encoded answer is decoded."""
+        v = getattr(self, stream) or ""
+        if self.encoding == "base64":
+            import base64
+            return base64.b64decode(v).decode("utf-8", "replace")
+        return v
+
+
+@dataclass
+class Process(Model):
+    """A Process as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'Process'
+    id: str | None = None
+    name: str | None = None
+    pid: int | None = None
+    command: list | None = None
+    running: bool | None = None
+    exit_code: int | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    log_bytes: int | None = None
+
+
+@dataclass
+class Service(Model):
+    """A Service as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'Service'
+    name: str | None = None
+    command: list | None = None
+    cwd: str | None = None
+    env: dict | None = None
+    secrets: list | None = None
+    port: int | None = None
+    restart: str | None = None
+    user: str | None = None
+    state: str | None = None
+    reason: str | None = None
+    pid: int | None = None
+    restarts: int | None = None
+    exit_code: int | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    uptime_s: int | None = None
+    log_bytes: int | None = None
+    url: str | None = None
+    live_url: str | None = None
+
+
+@dataclass
+class AgentStatus(Model):
+    """A AgentStatus as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'AgentStatus'
+    up: bool | None = None
+    version: str | None = None
+    sha256: str | None = None
+    current: bool | None = None
+    error: str | None = None
+
+
+@dataclass
+class FileStat(Model):
+    """A FileStat as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'FileStat'
+    path: str | None = None
+    dir: bool | None = None
+    size: int | None = None
+    entries: list | None = None
+    truncated: bool | None = None
+
+    def _nest(self) -> None:
+        if self.entries:
+            self.entries = [FileEntry.from_dict(e) for e in self.entries]
+
+
+@dataclass
+class FileEntry(Model):
+    """A FileEntry as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'FileEntry'
+    name: str | None = None
+    type: str | None = None
+    size: int | None = None
+    mode: str | None = None
+    mtime: float | None = None
+
+
+@dataclass
+class Clipboard(Model):
+    """A Clipboard as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'Clipboard'
+    text: str | None = None
+    types: list | None = None
+
+
+@dataclass
+class ComputerResult(Model):
+    """A ComputerResult as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'ComputerResult'
+    results: list | None = None
+    screenshot: dict | None = None
+    display: dict | None = None
+    screen: dict | None = None
+
+    def _nest(self) -> None:
+        if isinstance(self.screenshot, dict):
+            self.screenshot = ScreenImage.from_dict(self.screenshot)
+        self.results = [StepResult.from_dict(r) for r in self.results or []]
+
+
+@dataclass
+class StepResult(Model):
+    """A StepResult as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'StepResult'
+    action: str | None = None
+    duration_ms: int | None = None
+    image: dict | None = None
+    cursor: dict | None = None
+    typed_via: str | None = None
+    chars: int | None = None
+    keyboard: str | None = None
+
+    def _nest(self) -> None:
+        if isinstance(self.image, dict):
+            self.image = ScreenImage.from_dict(self.image)
+
+
+@dataclass
+class ScreenImage(Model):
+    """A ScreenImage as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'ScreenImage'
+    media_type: str | None = None
+    data: str | None = None
+    width: int | None = None
+    height: int | None = None
+    settled: bool | None = None
+
+    def bytes(self) -> bytes:
+        """The image's bytes (PNG or JPEG, as media_type says)."""
+        import base64
+        return base64.b64decode(self.data or "")
+
+
+@dataclass
+class Size(Model):
+    """A Size as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'Size'
+    width: int | None = None
+    height: int | None = None
+
+
+@dataclass
+class StreamToken(Model):
+    """A StreamToken as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'StreamToken'
+    token: str | None = None
+    expires_at: str | None = None
+    url: str | None = None

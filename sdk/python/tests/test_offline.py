@@ -1,0 +1,182 @@
+"""Offline tests: the SDK against a fake server (no bureau, no desktop)."""
+
+import ast
+import base64
+import io
+import json
+import os
+import re
+import unittest
+
+from bureau import BureauError, Client, Conflict, Invalid, NotFound, RateLimited, ServerError, Unauthorized
+from bureau.adapters import AnthropicComputer, OpenAIComputer
+from bureau.operations import EXCLUDED, OPERATIONS
+from bureau.sse import parse
+
+from .fake import FakeBureau
+
+D = "/api/v1/desktops/d1"
+PNG = base64.b64encode(b"\x89PNG fake").decode()
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.fake = FakeBureau()
+        self.c = Client(self.fake.url, "bureau_test")
+
+    def tearDown(self):
+        self.fake.close()
+
+
+class TestErrors(Base):
+    def test_error_answers_become_exceptions(self):
+        for status, code, cls in [(401, "unauthorized", Unauthorized), (404, "not_found", NotFound),
+                                  (409, "invalid_state", Conflict), (422, "invalid", Invalid),
+                                  (429, "rate_limited", RateLimited), (503, "unavailable", ServerError)]:
+            self.fake.json("GET", D, status, {"error": {"code": code, "message": "m " + code, "field": "f",
+                                                        "state": "paused"}}, {"Retry-After": "7"})
+            with self.assertRaises(cls) as cm:
+                self.c.desktops.get("d1")
+            e = cm.exception
+            self.assertIsInstance(e, BureauError)
+            self.assertEqual((e.status, e.code, e.message, e.field, e.state, e.retry_after),
+                             (status, code, "m " + code, "f", "paused", 7.0))
+
+    def test_a_non_json_error_keeps_its_text(self):
+        self.fake.routes[("GET", D)] = lambda _r, _b: (502, {"Content-Type": "text/plain"}, b"upstream down")
+        with self.assertRaises(ServerError) as cm:
+            self.c.desktops.get("d1")
+        self.assertEqual(cm.exception.status, 502)
+        self.assertIn("upstream down", cm.exception.message)
+
+    def test_token_and_path_escaping(self):
+        self.fake.json("GET", "/api/v1/desktops/a%2Fb", 200, {"id": "a/b", "state": "running"})
+        d = self.c.desktops.get("a/b")
+        self.assertEqual(d.state, "running")
+        _, path, headers, _ = self.fake.seen[-1]
+        self.assertEqual(path, "/api/v1/desktops/a%2Fb")
+        self.assertEqual(headers["Authorization"], "Bearer bureau_test")
+
+    def test_unknown_fields_are_kept(self):
+        self.fake.json("GET", D, 200, {"id": "d1", "state": "running", "new_field": 1})
+        d = self.c.desktops.get("d1")
+        self.assertEqual(d.data.extra, {"new_field": 1})
+
+
+class TestStreams(unittest.TestCase):
+    def test_sse_parse(self):
+        raw = b": hello\n\nevent: stdout\ndata: {\"data\":\"a\"}\n\n: keepalive\n\ndata: line1\ndata: line2\nid: 9\n\n"
+        evs = list(parse(io.BytesIO(raw)))
+        self.assertEqual([(e.event, e.data, e.id) for e in evs],
+                         [("stdout", '{"data":"a"}', None), ("message", "line1\nline2", "9")])
+        self.assertEqual(evs[0].json(), {"data": "a"})
+
+
+class TestFiles(Base):
+    def test_upload_streams_and_download_writes(self):
+        got = {}
+
+        def put(_r, body):
+            got["body"] = body
+            return 201, {"Content-Type": "application/json"}, json.dumps({"path": "/home/agent/x", "size": len(body)}).encode()
+        self.fake.routes[("PUT", D + "/files")] = put
+        chunks = (bytes([i]) * 1000 for i in range(50))  # an iterator: sent chunked
+        r = self.c.desktop("d1").files.upload("x", chunks)
+        self.assertEqual(r["size"], 50000)
+        self.assertEqual(got["body"], b"".join(bytes([i]) * 1000 for i in range(50)))
+        method, path, headers, _ = self.fake.seen[-1]
+        self.assertEqual(headers.get("Transfer-Encoding"), "chunked")
+        self.assertIn("path=x", path)
+        # A seekable file goes with its length.
+        r = self.c.desktop("d1").files.upload("x", io.BytesIO(b"abc"))
+        self.assertEqual(self.fake.seen[-1][2].get("Content-Length"), "3")
+
+        self.fake.routes[("GET", D + "/files")] = lambda _r, _b: (200, {"Content-Type": "application/octet-stream"}, b"z" * 200000)
+        out = io.BytesIO()
+        self.assertEqual(self.c.desktop("d1").files.download("x", out), 200000)
+        self.assertEqual(out.getvalue(), b"z" * 200000)
+
+
+class TestAdapters(Base):
+    def setUp(self):
+        super().setUp()
+        self.sent = []
+
+        def computer(_r, body):
+            req = json.loads(body)
+            self.sent.append(req)
+            a = req.get("action") or (req.get("actions") or [{}])[0].get("type") or req.get("type")
+            res = {"results": [{"action": a, "duration_ms": 1}], "display": req.get("display"),
+                   "screen": {"width": 1920, "height": 1200}}
+            if a in ("screenshot", "zoom"):
+                res["results"][0]["image"] = {"media_type": "image/png", "data": PNG, "width": 1, "height": 1}
+            if a == "cursor_position":
+                res["results"][0]["cursor"] = {"x": 3, "y": 4}
+            if req.get("screenshot"):
+                res["screenshot"] = {"media_type": "image/png", "data": PNG, "width": 1, "height": 1}
+            if a == "bogus":
+                return 422, {"Content-Type": "application/json"}, json.dumps(
+                    {"error": {"code": "invalid", "message": "action: unknown action", "field": "action"}}).encode()
+            return 200, {"Content-Type": "application/json"}, json.dumps(res).encode()
+        self.fake.routes[("POST", D + "/computer")] = computer
+
+    def test_anthropic(self):
+        tool = AnthropicComputer(self.c.desktop("d1"), display=(1024, 640))
+        self.assertEqual(tool.definition(), {"type": "computer_20251124", "name": "computer", "display_width_px": 1024,
+                                             "display_height_px": 640, "enable_zoom": True})
+        r = tool.run({"type": "tool_use", "id": "t1", "name": "computer",
+                      "input": {"action": "left_click", "coordinate": [5, 6], "text": "shift"}})
+        self.assertEqual(self.sent[-1], {"action": "left_click", "coordinate": [5, 6], "text": "shift",
+                                         "display": {"width": 1024, "height": 640}, "screenshot": True})
+        self.assertEqual(r, {"type": "tool_result", "tool_use_id": "t1", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}]})
+        r = tool.run({"id": "t2", "input": {"action": "zoom", "region": [0, 0, 10, 10]}})
+        self.assertNotIn("screenshot", self.sent[-1])  # the zoomed image is the answer
+        self.assertEqual(r["content"][0]["source"]["data"], PNG)
+        r = tool.run({"id": "t3", "input": {"action": "cursor_position"}})
+        self.assertEqual(r["content"], [{"type": "text", "text": "X=3,Y=4"}])
+        r = tool.run({"id": "t4", "input": {"action": "bogus"}})
+        self.assertEqual(r, {"type": "tool_result", "tool_use_id": "t4", "is_error": True,
+                             "content": [{"type": "text", "text": "action: unknown action"}]})
+        self.assertEqual(AnthropicComputer(None, version="computer_20250124").definition()["type"], "computer_20250124")
+
+    def test_openai(self):
+        tool = OpenAIComputer(self.c.desktop("d1"), display=(1024, 640))
+        out = tool.run({"type": "computer_call", "call_id": "c1", "actions": [
+            {"type": "click", "x": 1, "y": 2, "button": "left", "keys": ["SHIFT"]}, {"type": "scroll", "x": 1, "y": 1, "scroll_y": 300}],
+            "pending_safety_checks": [{"id": "s1", "code": "malicious_instructions", "message": "?"}]})
+        self.assertEqual(self.sent[-1]["actions"], [{"type": "click", "x": 1, "y": 2, "button": "left", "keys": ["SHIFT"]},
+                                                    {"type": "scroll", "x": 1, "y": 1, "scroll_y": 300, "scroll_x": 0}])
+        self.assertTrue(self.sent[-1]["screenshot"])
+        self.assertEqual(out, {"type": "computer_call_output", "call_id": "c1",
+                               "output": {"type": "computer_screenshot", "image_url": "data:image/png;base64," + PNG},
+                               "acknowledged_safety_checks": [{"id": "s1", "code": "malicious_instructions", "message": "?"}]})
+        tool.run({"type": "computer_call", "call_id": "c2", "action": {"type": "keypress", "keys": ["CTRL", "C"]}})
+        self.assertEqual(self.sent[-1]["type"], "keypress")
+        with self.assertRaises(BureauError):
+            tool.run({"type": "computer_call", "call_id": "c3"})
+
+
+class TestOperationsTable(unittest.TestCase):
+    def test_every_entry_is_called_and_every_call_is_an_entry(self):
+        root = os.path.join(os.path.dirname(__file__), "..", "bureau")
+        used = set()
+        for dirpath, _, files in os.walk(root):
+            for f in files:
+                if f.endswith(".py") and f != "operations.py":
+                    with open(os.path.join(dirpath, f)) as src:
+                        tree = ast.parse(src.read())
+                    for node in ast.walk(tree):
+                        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("call", "open", "_call", "_op"):
+                            if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                                used.add(node.args[0].value)
+        self.assertEqual(used - set(OPERATIONS), set(), "calls of operations not in the table")
+        self.assertEqual(set(OPERATIONS) - used, set(), "operations in the table no method calls")
+        self.assertFalse(set(OPERATIONS) & set(EXCLUDED))
+        for op, (method, path) in OPERATIONS.items():
+            self.assertIn(method, ("GET", "POST", "PUT", "PATCH", "DELETE"), op)
+            self.assertTrue(re.fullmatch(r"(/[a-z0-9._{}-]+)+", path), (op, path))
+
+
+if __name__ == "__main__":
+    unittest.main()
