@@ -69,6 +69,6 @@ class AnthropicComputer:
         if img is not None:
             content.append({"type": "image", "source": {"type": "base64", "media_type": img.media_type,
                                                          "data": img.data}})
-        if step is not None and step.typed_via == "guest":
+        if step is not None and step.typed_via == "keyboard+paste":
             content.append({"type": "text", "text": "some characters had no key on this layout and were pasted"})
         return content or [{"type": "text", "text": "done"}]

@@ -1,0 +1,192 @@
+import { Desktop } from "./desktop.js";
+import type * as m from "./models.js";
+import { parseSSE, type ServerEvent } from "./sse.js";
+import { Transport } from "./transport.js";
+
+export interface ClientOptions {
+  /** bureau's URL (default BUREAU_URL, then http://127.0.0.1:8080). */
+  url?: string;
+  /** An API token (default BUREAU_TOKEN). */
+  token?: string;
+}
+
+export interface CreateDesktop {
+  name: string;
+  image?: string;
+  vcpus?: number;
+  memory_mib?: number;
+  data_disk_gib?: number;
+  ssh_authorized_keys?: string[];
+  idle_timeout_seconds?: number;
+  network?: m.NetworkPolicy;
+  keyboard_layout?: string;
+  cold?: boolean;
+  /** Clones another desktop's snapshot. */
+  from?: { desktop: string; snapshot: string };
+}
+
+const pick = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+
+/** A bureau server, reached with one API token. */
+export class Bureau {
+  readonly http: Transport;
+  readonly desktops: Desktops;
+  readonly tokens: Tokens;
+  readonly images: Images;
+  readonly templates: Templates;
+  readonly secrets: OwnerSecrets;
+  readonly quotas: Quotas;
+  readonly events: Events;
+
+  constructor(o: ClientOptions = {}) {
+    this.http = new Transport(o.url, o.token);
+    this.desktops = new Desktops(this);
+    this.tokens = new Tokens(this.http);
+    this.images = new Images(this.http);
+    this.templates = new Templates(this.http);
+    this.secrets = new OwnerSecrets(this.http);
+    this.quotas = new Quotas(this.http);
+    this.events = new Events(this.http);
+  }
+
+  /** What this bureau is: version, accelerator (kvm or tcg) and why. */
+  info(): Promise<Record<string, string>> {
+    return this.http.call("getInfo");
+  }
+
+  /** The API's OpenAPI 3.1 description, as the server serves it. */
+  openapi(): Promise<any> {
+    return this.http.call("getOpenAPI");
+  }
+
+  /** A handle on desktop id (nothing is fetched until used). */
+  desktop(id: string): Desktop {
+    return new Desktop(this.http, id);
+  }
+}
+
+/** Create, list and find desktops. */
+export class Desktops {
+  constructor(private readonly c: Bureau) {}
+
+  /** Creates a desktop; it boots in the background (waitUntil("running")). */
+  async create(req: CreateDesktop): Promise<Desktop> {
+    const d = await this.c.http.call<m.Desktop>("createDesktop", { json: pick({ ...req }) });
+    return new Desktop(this.c.http, d.id, d);
+  }
+
+  /** Your desktops (every owner's for an admin token). */
+  async list(): Promise<Desktop[]> {
+    const r = await this.c.http.call<{ desktops: m.Desktop[] }>("listDesktops");
+    return r.desktops.map((d) => new Desktop(this.c.http, d.id, d));
+  }
+
+  /** Desktop id, fetched now (a 404 BureauError if it is not there or not yours). */
+  get(id: string): Promise<Desktop> {
+    return new Desktop(this.c.http, id).refresh();
+  }
+}
+
+/** API tokens: make them for agents, list and revoke them. */
+export class Tokens {
+  constructor(private readonly h: Transport) {}
+
+  /** A new token; its secret (`.token`) is shown only here. */
+  create(req: { name: string; scope?: string; ttl_seconds?: number; desktop_id?: string; computer_only?: boolean; owner?: string }): Promise<m.TokenCreated> {
+    return this.h.call("createToken", { json: pick(req) });
+  }
+  async list(): Promise<m.Token[]> {
+    return (await this.h.call<{ tokens: m.Token[] }>("listTokens")).tokens;
+  }
+  async revoke(id: string): Promise<void> {
+    await this.h.call("revokeToken", { params: { id } });
+  }
+}
+
+/** Base images desktops boot from. */
+export class Images {
+  constructor(private readonly h: Transport) {}
+
+  async list(): Promise<m.Image[]> {
+    return (await this.h.call<{ images: m.Image[] }>("listImages")).images;
+  }
+
+  /** Imports an image (admin); yields its progress lines, the last being the image or an error. */
+  async *import(req: { name: string; url?: string; path?: string; sha256?: string; os?: string; version?: string }): AsyncGenerator<Record<string, unknown>> {
+    const r = await this.h.open("importImage", { json: pick(req), headers: { Accept: "application/x-ndjson" } });
+    const text = r.body ? r.body.pipeThrough(new TextDecoderStream()) : null;
+    if (!text) return;
+    let buf = "";
+    for await (const chunk of text as unknown as AsyncIterable<string>) {
+      buf += chunk;
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const l = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (l) yield JSON.parse(l);
+      }
+    }
+    if (buf.trim()) yield JSON.parse(buf);
+  }
+
+  async delete(name: string): Promise<void> {
+    await this.h.call("deleteImage", { params: { name } });
+  }
+}
+
+/** Warm templates: desktops booted once and saved, to create from in seconds. */
+export class Templates {
+  constructor(private readonly h: Transport) {}
+  async list(): Promise<m.Template[]> {
+    return (await this.h.call<{ templates: m.Template[] }>("listTemplates")).templates;
+  }
+  build(req: { image?: string; vcpus?: number; memory_mib?: number } = {}): Promise<m.Template> {
+    return this.h.call("buildTemplate", { json: pick(req) });
+  }
+}
+
+/** Your secrets, which every desktop of yours may name (values never come back). */
+export class OwnerSecrets {
+  constructor(private readonly h: Transport) {}
+  async list(owner?: string): Promise<m.Secret[]> {
+    return (await this.h.call<{ secrets: m.Secret[] }>("listOwnerSecrets", { query: { owner } })).secrets;
+  }
+  set(name: string, value: string, owner?: string): Promise<m.Secret> {
+    return this.h.call("putOwnerSecret", { params: { name }, query: { owner }, json: { value } });
+  }
+  async delete(name: string, owner?: string): Promise<void> {
+    await this.h.call("deleteOwnerSecret", { params: { name }, query: { owner } });
+  }
+}
+
+/** What owners may use. */
+export class Quotas {
+  constructor(private readonly h: Transport) {}
+  mine(): Promise<{ quota: m.Quota; usage: m.Usage }> {
+    return this.h.call("getMyQuota");
+  }
+  get(owner: string): Promise<{ quota: m.Quota; usage: m.Usage }> {
+    return this.h.call("getQuota", { params: { owner } });
+  }
+  /** Sets an owner's plan, or "custom" with max_* limits (admin). */
+  set(owner: string, plan: string, limits: Partial<Omit<m.Quota, "owner" | "plan">> = {}): Promise<m.Quota> {
+    return this.h.call("setQuota", { params: { owner }, json: { plan, ...limits } });
+  }
+}
+
+/** What happened to your desktops: the log and the live stream. */
+export class Events {
+  constructor(private readonly h: Transport) {}
+  async list(limit?: number): Promise<m.Event[]> {
+    return (await this.h.call<{ events: m.Event[] }>("getAuditLog", { query: { limit } })).events;
+  }
+  /** Live changes: `event` events (history entries) and `desktop` events (a record after a change). Abort the signal or break to hang up. */
+  async *stream(signal?: AbortSignal): AsyncGenerator<ServerEvent> {
+    const r = await this.h.open("streamEvents", { headers: { Accept: "text/event-stream" }, signal });
+    if (r.body) yield* parseSSE(r.body);
+  }
+  /** A one-minute token that opens the stream once (for a browser's EventSource). */
+  streamToken(): Promise<m.StreamToken> {
+    return this.h.call("createStreamToken");
+  }
+}

@@ -1,0 +1,191 @@
+import { BureauError, TimeoutError } from "./errors.js";
+import { Clipboard, Console, Files, Processes, Secrets, Services, Snapshots, URLs } from "./guest.js";
+import type * as m from "./models.js";
+import { parseSSE, type ServerEvent } from "./sse.js";
+import type { Transport } from "./transport.js";
+
+export interface ExecOptions {
+  user?: string;
+  cwd?: string;
+  env?: Record<string, string>;
+  stdin?: string;
+  timeout_s?: number;
+  secrets?: string[];
+  max_output_bytes?: number;
+  /** "qemu-ga" skips bureau-agent. */
+  agent?: "qemu-ga";
+  signal?: AbortSignal;
+}
+
+export interface ScreenshotOptions {
+  format?: "png" | "jpeg";
+  width?: number;
+  height?: number;
+  quality?: number;
+  settle?: boolean;
+  passive?: boolean;
+  signal?: AbortSignal;
+}
+
+/** An action in Anthropic's shape ({action: "left_click", coordinate}) or OpenAI's ({type: "click", x, y}). */
+export type ComputerAction = Record<string, unknown>;
+
+const pick = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+
+function execBody(cmd: string | string[], o: ExecOptions): Record<string, unknown> {
+  const { agent: _a, signal: _s, ...rest } = o;
+  return pick({ ...(Array.isArray(cmd) ? { argv: cmd } : { cmd }), ...rest });
+}
+
+/** A handle on one desktop; `data` is its record, refreshed by every call that returns it. */
+export class Desktop {
+  readonly files: Files;
+  readonly snapshots: Snapshots;
+  readonly services: Services;
+  readonly processes: Processes;
+  readonly secrets: Secrets;
+  readonly urls: URLs;
+  readonly clipboard: Clipboard;
+  readonly console: Console;
+
+  constructor(private readonly h: Transport, readonly id: string, public data?: m.Desktop) {
+    const p = { id };
+    this.files = new Files(h, p);
+    this.snapshots = new Snapshots(h, p, (d) => this.set(d));
+    this.services = new Services(h, p);
+    this.processes = new Processes(h, p);
+    this.secrets = new Secrets(h, p);
+    this.urls = new URLs(h, p);
+    this.clipboard = new Clipboard(h, p);
+    this.console = new Console(h, p);
+  }
+
+  /** The last state read (refresh() reads it again). */
+  get state(): m.DesktopState | undefined {
+    return this.data?.state;
+  }
+
+  private set(d: m.Desktop): this {
+    this.data = d;
+    return this;
+  }
+
+  private async op(op: Parameters<Transport["call"]>[0], o: { query?: Record<string, string | number | boolean | undefined>; json?: unknown } = {}): Promise<this> {
+    return this.set(await this.h.call<m.Desktop>(op, { params: { id: this.id }, ...o }));
+  }
+
+  refresh(): Promise<this> {
+    return this.op("getDesktop");
+  }
+  start(): Promise<this> {
+    return this.op("startDesktop");
+  }
+  /** Shuts the guest down (force: pulls the plug); the data disk stays. */
+  stop(o: { force?: boolean; timeout?: number } = {}): Promise<this> {
+    return this.op("stopDesktop", { query: { force: o.force || undefined, timeout: o.timeout } });
+  }
+  reboot(): Promise<this> {
+    return this.op("rebootDesktop");
+  }
+  /** Freezes the VM in RAM (resume takes milliseconds). */
+  pause(): Promise<this> {
+    return this.op("pauseDesktop");
+  }
+  resume(): Promise<this> {
+    return this.op("resumeDesktop");
+  }
+  /** Saves the VM's RAM to disk and stops it; start or any use wakes it. */
+  hibernate(): Promise<this> {
+    return this.op("hibernateDesktop");
+  }
+  /** A fresh OS disk (from image, or the same one); /home is kept. */
+  reimage(image?: string): Promise<this> {
+    return this.op("reimageDesktop", { json: image ? { image } : {} });
+  }
+  resizeDataDisk(sizeGiB: number): Promise<this> {
+    return this.op("resizeDataDisk", { json: { size_gib: sizeGiB } });
+  }
+  /** Changes settings (only those given). */
+  update(s: { idle_timeout_seconds?: number; restart_on_crash?: boolean; network?: m.NetworkPolicy; keyboard_layout?: string }): Promise<this> {
+    return this.op("updateDesktop", { json: pick(s) });
+  }
+  /** Deletes the desktop; its data disk is kept unless deleteData. */
+  async delete(o: { deleteData?: boolean } = {}): Promise<m.DeleteResult> {
+    const r = await this.h.call<m.DeleteResult>("deleteDesktop", { params: { id: this.id }, query: { delete_data: o.deleteData || undefined } });
+    this.data = r.desktop;
+    return r;
+  }
+
+  /** Waits until the desktop is in one of states; rejects if it settles in "error" (unless asked for) or after timeoutMs. */
+  async waitUntil(states: m.DesktopState | m.DesktopState[], o: { timeoutMs?: number; pollMs?: number; signal?: AbortSignal } = {}): Promise<this> {
+    const want = new Set(Array.isArray(states) ? states : [states]);
+    const deadline = Date.now() + (o.timeoutMs ?? 600_000);
+    for (;;) {
+      o.signal?.throwIfAborted();
+      await this.refresh();
+      const st = this.data!.state;
+      if (want.has(st)) return this;
+      if (st === "error") throw new BureauError(409, "invalid_state", this.data!.last_error || "the desktop failed", undefined, st);
+      if (Date.now() >= deadline) throw new TimeoutError(`desktop ${this.id} is ${st}, not ${[...want].join("/")}`, st);
+      await new Promise((r) => setTimeout(r, o.pollMs ?? 1000));
+    }
+  }
+
+  /** The desktop's history, newest first. */
+  async events(limit?: number): Promise<m.Event[]> {
+    return (await this.h.call<{ events: m.Event[] }>("listDesktopEvents", { params: { id: this.id }, query: { limit } })).events;
+  }
+  /** CPU, memory, disk and network figures of the running VM. */
+  stats(): Promise<m.Stats> {
+    return this.h.call("getDesktopStats", { params: { id: this.id } });
+  }
+
+  /** The screen as PNG (or JPEG) bytes. */
+  async screenshot(o: ScreenshotOptions = {}): Promise<Uint8Array> {
+    const r = await this.h.open("screenshot", {
+      params: { id: this.id },
+      signal: o.signal,
+      query: { format: o.format, width: o.width, height: o.height, quality: o.quality, settle: o.settle || undefined, passive: o.passive || undefined },
+    });
+    return new Uint8Array(await r.arrayBuffer());
+  }
+
+  /** Runs computer-use actions in order; display is the size the model sees, screenshot adds the settled screen. */
+  computer(actions: ComputerAction | ComputerAction[], o: { display?: [number, number]; screenshot?: boolean; keyboard?: string; signal?: AbortSignal } = {}): Promise<m.ComputerResult> {
+    const body: Record<string, unknown> = Array.isArray(actions) ? (actions.length === 1 ? { ...actions[0] } : { actions }) : { ...actions };
+    if (o.display) body.display = { width: o.display[0], height: o.display[1] };
+    if (o.screenshot) body.screenshot = true;
+    if (o.keyboard) body.keyboard = o.keyboard;
+    return this.h.call("computerAction", { params: { id: this.id }, json: body, signal: o.signal });
+  }
+
+  setResolution(width: number, height: number): Promise<m.Size> {
+    return this.h.call("setResolution", { params: { id: this.id }, json: { width, height } });
+  }
+
+  /** Runs a command (a bash line, or an argv list) and returns its result. */
+  exec(cmd: string | string[], o: ExecOptions = {}): Promise<m.ExecResult> {
+    return this.h.call("exec", { params: { id: this.id }, query: { agent: o.agent }, json: execBody(cmd, o), signal: o.signal });
+  }
+
+  /** Starts a command in the background; its output goes to a log (processes.log). */
+  execBackground(cmd: string | string[], o: ExecOptions & { name?: string } = {}): Promise<m.Process> {
+    return this.h.call("exec", { params: { id: this.id }, json: { ...execBody(cmd, o), background: true }, signal: o.signal });
+  }
+
+  /** Runs a command and yields its output as it comes: stdout/stderr events, then exit or error. */
+  async *execStream(cmd: string | string[], o: ExecOptions = {}): AsyncGenerator<ServerEvent> {
+    const r = await this.h.open("exec", { params: { id: this.id }, query: { stream: true }, json: execBody(cmd, o), headers: { Accept: "text/event-stream" }, signal: o.signal });
+    if (r.body) yield* parseSSE(r.body);
+  }
+
+  /** Whether bureau-agent answers in the desktop and is the current build. */
+  agentStatus(): Promise<m.AgentStatus> {
+    return this.h.call("getAgentStatus", { params: { id: this.id } });
+  }
+
+  /** The URL of the API's proxy to a port in the desktop (send the token). */
+  portURL(port: number, path = "/"): string {
+    return `${this.h.url}/api/v1/desktops/${this.id}/ports/${port}/${path.replace(/^\/+/, "")}`;
+  }
+}

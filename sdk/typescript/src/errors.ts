@@ -1,0 +1,40 @@
+/** Every refusal of the API, with its code, message and the field at fault. */
+export class BureauError extends Error {
+  /** HTTP status (0 for a wait that ran out). */
+  readonly status: number;
+  /** The API's error code: `not_found`, `invalid`, `invalid_state`, … */
+  readonly code: string;
+  /** The request field at fault (for `invalid`). */
+  readonly field?: string;
+  /** The desktop's state, when that was the reason. */
+  readonly state?: string;
+  /** Seconds to wait before trying again (429, some 503). */
+  readonly retryAfter?: number;
+
+  constructor(status: number, code: string, message: string, field?: string, state?: string, retryAfter?: number) {
+    super(message);
+    this.name = "BureauError";
+    this.status = status;
+    this.code = code;
+    this.field = field;
+    this.state = state;
+    this.retryAfter = retryAfter;
+  }
+}
+
+/** A wait helper gave up (the call itself did not fail). */
+export class TimeoutError extends BureauError {
+  constructor(message: string, state?: string) {
+    super(0, "timeout", message, undefined, state);
+    this.name = "TimeoutError";
+  }
+}
+
+/** The error for an API answer `{"error": {"code", "message", …}}`. */
+export function errorFor(status: number, body: unknown, retryAfter?: number): BureauError {
+  const e = (body as { error?: Record<string, string> } | null)?.error;
+  if (!e || typeof e !== "object") {
+    return new BureauError(status, `http_${status}`, typeof body === "string" ? body.slice(0, 500) : `HTTP ${status}`, undefined, undefined, retryAfter);
+  }
+  return new BureauError(status, e.code ?? "", e.message ?? "", e.field || undefined, e.state || undefined, retryAfter);
+}

@@ -1,0 +1,18 @@
+/**
+ * bureau: persistent Linux desktops for AI agents.
+ *
+ *     import { Bureau } from "@bureau/sdk";
+ *     const bureau = new Bureau();                 // BUREAU_URL, BUREAU_TOKEN
+ *     const d = await bureau.desktops.create({ name: "work" });
+ *     await d.waitUntil("running");
+ *     console.log((await d.exec("uname -a")).stdout);
+ */
+export { Bureau, Desktops, Events, Images, OwnerSecrets, Quotas, Templates, Tokens, type ClientOptions, type CreateDesktop } from "./client.js";
+export { Desktop, type ComputerAction, type ExecOptions, type ScreenshotOptions } from "./desktop.js";
+export { BureauError, TimeoutError } from "./errors.js";
+export { Clipboard, Console, Files, Processes, Secrets, Services, Snapshots, URLs, type ServiceSpec } from "./guest.js";
+export type * from "./models.js";
+export { FIELDS } from "./models.js";
+export { EXCLUDED, OPERATIONS, type OperationId } from "./operations.js";
+export { eventJSON, parseSSE, type ServerEvent } from "./sse.js";
+export { AnthropicComputer, OpenAIComputer, ANTHROPIC_TOOL_VERSIONS, type ComputerCall, type ComputerCallOutput, type ToolResult, type ToolUse } from "./adapters.js";

@@ -1,0 +1,382 @@
+/**
+ * The API's resources, made from the OpenAPI spec's schemas (the live drift
+ * test compares each interface's fields, listed in FIELDS, with its schema).
+ */
+
+/** Where a desktop is: settled (running, paused, hibernated, stopped, crashed, error, deleted) or on its way. */
+export type DesktopState = "creating" | "starting" | "running" | "stopping" | "stopped" | "rebooting" | "pausing" | "paused" | "hibernating" | "hibernated" | "resuming" | "reverting" | "reimaging" | "deleting" | "deleted" | "error" | "crashed";
+
+/** A Desktop as the API shows it. */
+export interface Desktop {
+  id: string;
+  owner: string;
+  name: string;
+  image: string;
+  vcpus: number;
+  memory_mib: number;
+  data_disk_gib: number;
+  state: DesktopState;
+  desired_state: string;
+  last_error?: string;
+  operation?: string;
+  operation_step?: string;
+  operation_started_at?: string;
+  accelerator: string;
+  data_disk_path?: string;
+  idle_timeout_seconds: number;
+  restart_on_crash: boolean;
+  network: NetworkPolicy;
+  keyboard_layout: string;
+  ip?: string;
+  created_at: string;
+  updated_at: string;
+  deleted_at?: string;
+}
+
+/** A DeleteResult as the API shows it. */
+export interface DeleteResult {
+  desktop: Desktop;
+  data_deleted: boolean;
+  data_disk_kept?: string;
+}
+
+/** A Event as the API shows it. */
+export interface Event {
+  id: string;
+  desktop_id: string;
+  type: string;
+  message: string;
+  actor: string;
+  created_at: string;
+}
+
+/** A Snapshot as the API shows it. */
+export interface Snapshot {
+  id: string;
+  desktop_id: string;
+  name: string;
+  description?: string;
+  scope: string;
+  memory: boolean;
+  parent?: string;
+  size_bytes: number;
+  created_at: string;
+  reverted_at?: string;
+}
+
+/** A Image as the API shows it. */
+export interface Image {
+  name: string;
+  os: string;
+  version: string;
+  path?: string;
+  size_bytes: number;
+  sha256: string;
+  recipe_hash?: string;
+  source: string;
+  created_at: string;
+}
+
+/** A Template as the API shows it. */
+export interface Template {
+  key: string;
+  image: string;
+  vcpus: number;
+  memory_mib: number;
+  state: "building" | "ready" | "failed";
+  error?: string;
+  created_at: string;
+  build_time?: string;
+}
+
+/** A Token as the API shows it. */
+export interface Token {
+  id: string;
+  owner: string;
+  name: string;
+  scope: "admin" | "owner" | "desktop";
+  created_at: string;
+  last_used_at?: string;
+  expires_at?: string;
+  revoked_at?: string;
+  desktop_id?: string;
+  computer_only?: boolean;
+  parent_id?: string;
+}
+
+/** A TokenCreated as the API shows it. */
+export interface TokenCreated {
+  token: string;
+  info: Token;
+}
+
+/** A ConsoleToken as the API shows it. */
+export interface ConsoleToken {
+  id: string;
+  desktop_id: string;
+  owner: string;
+  view_only: boolean;
+  created_by: string;
+  created_at: string;
+  expires_at: string;
+  revoked_at?: string;
+  revoke_reason?: string;
+}
+
+/** A ConsoleCreated as the API shows it. */
+export interface ConsoleLink {
+  id: string;
+  desktop_id: string;
+  owner: string;
+  view_only: boolean;
+  created_by: string;
+  created_at: string;
+  expires_at: string;
+  revoked_at?: string;
+  revoke_reason?: string;
+  token: string;
+  url: string;
+}
+
+/** A Share as the API shows it. */
+export interface Share {
+  id: string;
+  desktop_id: string;
+  owner: string;
+  port: number;
+  read_only: boolean;
+  created_by?: string;
+  created_at: string;
+  expires_at: string;
+  revoked_at?: string;
+}
+
+/** A ShareCreated as the API shows it. */
+export interface ShareCreated {
+  share: Share;
+  path_url: string;
+  url?: string;
+}
+
+/** A LiveURL as the API shows it. */
+export interface LiveURL {
+  port: number;
+  url?: string;
+  path_url: string;
+  public: boolean;
+  service?: string;
+  shares: number;
+}
+
+/** A URLLogin as the API shows it. */
+export interface URLLogin {
+  port: number;
+  url: string;
+  expires_in_s: number;
+}
+
+/** A Secret as the API shows it. */
+export interface Secret {
+  name: string;
+  scope: "owner" | "desktop";
+  desktop_id?: string;
+  owner: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A Quota as the API shows it. */
+export interface Quota {
+  owner: string;
+  plan: string;
+  max_desktops: number;
+  max_vcpus: number;
+  max_memory_mib: number;
+  max_disk_gib: number;
+  max_snapshots: number;
+}
+
+/** A Usage as the API shows it. */
+export interface Usage {
+  desktops: number;
+  vcpus: number;
+  memory_mib: number;
+  disk_mib: number;
+  snapshots: number;
+}
+
+/** A VMStats as the API shows it. */
+export interface Stats {
+  cpu_time_ns: number;
+  vcpus: number;
+  memory_max_kib: number;
+  memory_current_kib: number;
+  memory_rss_kib: number;
+  memory_available_kib?: number;
+  memory_unused_kib?: number;
+  memory_usable_kib?: number;
+  disks: Record<string, unknown>[];
+  networks: Record<string, unknown>[];
+}
+
+/** A ExecResult as the API shows it. */
+export interface ExecResult {
+  exit_code: number;
+  stdout: string;
+  stderr: string;
+  encoding?: string;
+  truncated: boolean;
+  timed_out: boolean;
+  duration_ms: number;
+}
+
+/** A Process as the API shows it. */
+export interface Process {
+  id: string;
+  name?: string;
+  pid: number;
+  command: string[];
+  running: boolean;
+  exit_code?: number;
+  started_at: string;
+  ended_at?: string;
+  log_bytes: number;
+}
+
+/** A Service as the API shows it. */
+export interface Service {
+  name: string;
+  command: string[];
+  cwd?: string;
+  env?: Record<string, unknown>;
+  secrets?: string[];
+  port?: number;
+  restart: string;
+  user: string;
+  state: string;
+  reason?: string;
+  pid?: number;
+  restarts: number;
+  exit_code?: number;
+  started_at?: string;
+  ended_at?: string;
+  uptime_s?: number;
+  log_bytes: number;
+  url?: string;
+  live_url?: string;
+}
+
+/** A AgentStatus as the API shows it. */
+export interface AgentStatus {
+  up: boolean;
+  version?: string;
+  sha256?: string;
+  current: boolean;
+  error?: string;
+}
+
+/** A FileStat as the API shows it. */
+export interface FileStat {
+  path: string;
+  dir: boolean;
+  size: number;
+  entries?: FileEntry[];
+  truncated?: boolean;
+}
+
+/** A FileEntry as the API shows it. */
+export interface FileEntry {
+  name: string;
+  type: "file" | "dir" | "link" | "other";
+  size: number;
+  mode: string;
+  mtime: number;
+}
+
+/** A Clipboard as the API shows it. */
+export interface Clipboard {
+  text: string;
+  types: string[];
+}
+
+/** A ComputerResult as the API shows it. */
+export interface ComputerResult {
+  results: StepResult[];
+  screenshot?: ScreenImage;
+  display: Size;
+  screen: Size;
+}
+
+/** A StepResult as the API shows it. */
+export interface StepResult {
+  action: string;
+  duration_ms: number;
+  image?: ScreenImage;
+  cursor?: Record<string, unknown>;
+  typed_via?: "keyboard" | "keyboard+paste";
+  chars?: number;
+  keyboard?: "virtio" | "virtio-paced" | "ps2";
+}
+
+/** A ScreenImage as the API shows it. */
+export interface ScreenImage {
+  media_type: "image/png" | "image/jpeg";
+  data: string;
+  width: number;
+  height: number;
+  settled?: boolean;
+}
+
+/** A Size as the API shows it. */
+export interface Size {
+  width: number;
+  height: number;
+}
+
+/** A StreamToken as the API shows it. */
+export interface StreamToken {
+  token: string;
+  expires_at: string;
+  url: string;
+}
+
+/** What a desktop may reach outside: IPv4 addresses, CIDRs or host names */
+export interface NetworkPolicy {
+  allow_out?: string[];
+  deny_out?: string[];
+}
+
+/** Each interface's schema and fields, for the drift test. */
+export const FIELDS: Record<string, { schema: string; fields: string[] }> = {
+  Desktop: { schema: "Desktop", fields: ["id", "owner", "name", "image", "vcpus", "memory_mib", "data_disk_gib", "state", "desired_state", "last_error", "operation", "operation_step", "operation_started_at", "accelerator", "data_disk_path", "idle_timeout_seconds", "restart_on_crash", "network", "keyboard_layout", "ip", "created_at", "updated_at", "deleted_at"] },
+  DeleteResult: { schema: "DeleteResult", fields: ["desktop", "data_deleted", "data_disk_kept"] },
+  Event: { schema: "Event", fields: ["id", "desktop_id", "type", "message", "actor", "created_at"] },
+  Snapshot: { schema: "Snapshot", fields: ["id", "desktop_id", "name", "description", "scope", "memory", "parent", "size_bytes", "created_at", "reverted_at"] },
+  Image: { schema: "Image", fields: ["name", "os", "version", "path", "size_bytes", "sha256", "recipe_hash", "source", "created_at"] },
+  Template: { schema: "Template", fields: ["key", "image", "vcpus", "memory_mib", "state", "error", "created_at", "build_time"] },
+  Token: { schema: "Token", fields: ["id", "owner", "name", "scope", "created_at", "last_used_at", "expires_at", "revoked_at", "desktop_id", "computer_only", "parent_id"] },
+  TokenCreated: { schema: "TokenCreated", fields: ["token", "info"] },
+  ConsoleToken: { schema: "ConsoleToken", fields: ["id", "desktop_id", "owner", "view_only", "created_by", "created_at", "expires_at", "revoked_at", "revoke_reason"] },
+  ConsoleLink: { schema: "ConsoleCreated", fields: ["id", "desktop_id", "owner", "view_only", "created_by", "created_at", "expires_at", "revoked_at", "revoke_reason", "token", "url"] },
+  Share: { schema: "Share", fields: ["id", "desktop_id", "owner", "port", "read_only", "created_by", "created_at", "expires_at", "revoked_at"] },
+  ShareCreated: { schema: "ShareCreated", fields: ["share", "path_url", "url"] },
+  LiveURL: { schema: "LiveURL", fields: ["port", "url", "path_url", "public", "service", "shares"] },
+  URLLogin: { schema: "URLLogin", fields: ["port", "url", "expires_in_s"] },
+  Secret: { schema: "Secret", fields: ["name", "scope", "desktop_id", "owner", "created_at", "updated_at"] },
+  Quota: { schema: "Quota", fields: ["owner", "plan", "max_desktops", "max_vcpus", "max_memory_mib", "max_disk_gib", "max_snapshots"] },
+  Usage: { schema: "Usage", fields: ["desktops", "vcpus", "memory_mib", "disk_mib", "snapshots"] },
+  Stats: { schema: "VMStats", fields: ["cpu_time_ns", "vcpus", "memory_max_kib", "memory_current_kib", "memory_rss_kib", "memory_available_kib", "memory_unused_kib", "memory_usable_kib", "disks", "networks"] },
+  ExecResult: { schema: "ExecResult", fields: ["exit_code", "stdout", "stderr", "encoding", "truncated", "timed_out", "duration_ms"] },
+  Process: { schema: "Process", fields: ["id", "name", "pid", "command", "running", "exit_code", "started_at", "ended_at", "log_bytes"] },
+  Service: { schema: "Service", fields: ["name", "command", "cwd", "env", "secrets", "port", "restart", "user", "state", "reason", "pid", "restarts", "exit_code", "started_at", "ended_at", "uptime_s", "log_bytes", "url", "live_url"] },
+  AgentStatus: { schema: "AgentStatus", fields: ["up", "version", "sha256", "current", "error"] },
+  FileStat: { schema: "FileStat", fields: ["path", "dir", "size", "entries", "truncated"] },
+  FileEntry: { schema: "FileEntry", fields: ["name", "type", "size", "mode", "mtime"] },
+  Clipboard: { schema: "Clipboard", fields: ["text", "types"] },
+  ComputerResult: { schema: "ComputerResult", fields: ["results", "screenshot", "display", "screen"] },
+  StepResult: { schema: "StepResult", fields: ["action", "duration_ms", "image", "cursor", "typed_via", "chars", "keyboard"] },
+  ScreenImage: { schema: "ScreenImage", fields: ["media_type", "data", "width", "height", "settled"] },
+  Size: { schema: "Size", fields: ["width", "height"] },
+  StreamToken: { schema: "StreamToken", fields: ["token", "expires_at", "url"] },
+  NetworkPolicy: { schema: "NetworkPolicy", fields: ["allow_out", "deny_out"] },
+};

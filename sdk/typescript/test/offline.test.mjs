@@ -1,0 +1,130 @@
+// Offline tests: the SDK against a fake server (no bureau, no desktop).
+import assert from "node:assert/strict";
+import { readFileSync, readdirSync } from "node:fs";
+import http from "node:http";
+import { after, before, describe, test } from "node:test";
+import { AnthropicComputer, Bureau, BureauError, EXCLUDED, OPERATIONS, OpenAIComputer, parseSSE } from "../dist/index.js";
+
+const D = "/api/v1/desktops/d1";
+const PNG = Buffer.from("\x89PNG fake").toString("base64");
+let server, url;
+const routes = new Map();
+const seen = [];
+
+before(async () => {
+  server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks);
+      seen.push({ method: req.method, url: req.url, headers: req.headers, body });
+      const route = routes.get(`${req.method} ${req.url.split("?")[0]}`);
+      const [status, headers, out] = route ? route(req, body) : [404, { "Content-Type": "application/json" }, JSON.stringify({ error: { code: "not_found", message: "no route" } })];
+      res.writeHead(status, headers);
+      res.end(out);
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  url = `http://127.0.0.1:${server.address().port}`;
+});
+after(() => server.close());
+
+const json = (method, path, status, obj, headers = {}) =>
+  routes.set(`${method} ${path}`, () => [status, { "Content-Type": "application/json", ...headers }, JSON.stringify(obj)]);
+
+describe("errors", () => {
+  test("an error answer rejects with the API's code, message, field, state and Retry-After", async () => {
+    const b = new Bureau({ url, token: "bureau_test" });
+    for (const [status, code] of [[401, "unauthorized"], [404, "not_found"], [409, "invalid_state"], [422, "invalid"], [429, "rate_limited"], [503, "unavailable"]]) {
+      json("GET", D, status, { error: { code, message: `m ${code}`, field: "f", state: "paused" } }, { "Retry-After": "7" });
+      const e = await b.desktops.get("d1").then(() => null, (e) => e);
+      assert.ok(e instanceof BureauError);
+      assert.deepEqual([e.status, e.code, e.message, e.field, e.state, e.retryAfter], [status, code, `m ${code}`, "f", "paused", 7]);
+    }
+    assert.equal(seen.at(-1).headers.authorization, "Bearer bureau_test");
+  });
+  test("a non-JSON error keeps its text; ids are escaped", async () => {
+    routes.set(`GET ${D}`, () => [502, { "Content-Type": "text/plain" }, "upstream down"]);
+    const e = await new Bureau({ url }).desktops.get("d1").then(() => null, (e) => e);
+    assert.equal(e.status, 502);
+    assert.match(e.message, /upstream down/);
+    json("GET", "/api/v1/desktops/a%2Fb", 200, { id: "a/b", state: "running" });
+    assert.equal((await new Bureau({ url }).desktops.get("a/b")).state, "running");
+  });
+});
+
+describe("streams", () => {
+  test("server-sent events are parsed as they come; comments are skipped", async () => {
+    const raw = ': hello\n\nevent: stdout\ndata: {"data":"a"}\n\n: keepalive\n\ndata: line1\r\ndata: line2\nid: 9\n\n';
+    const body = new ReadableStream({ start(c) { for (const ch of raw.match(/.{1,7}/gs)) c.enqueue(new TextEncoder().encode(ch)); c.close(); } });
+    const evs = [];
+    for await (const e of parseSSE(body)) evs.push(e);
+    assert.deepEqual(evs, [{ event: "stdout", data: '{"data":"a"}', id: undefined }, { event: "message", data: "line1\nline2", id: "9" }]);
+  });
+});
+
+describe("files", () => {
+  test("uploads stream from a ReadableStream; downloads stream", async () => {
+    routes.set(`PUT ${D}/files`, (_r, body) => [201, { "Content-Type": "application/json" }, JSON.stringify({ path: "/home/agent/x", size: body.length })]);
+    const chunks = Array.from({ length: 50 }, (_, i) => new Uint8Array(1000).fill(i));
+    const stream = new ReadableStream({ pull(c) { const n = chunks.shift(); n ? c.enqueue(n) : c.close(); } });
+    const d = new Bureau({ url }).desktop("d1");
+    assert.equal((await d.files.write("x", stream)).size, 50000);
+    assert.equal(seen.at(-1).headers["transfer-encoding"], "chunked");
+    assert.match(seen.at(-1).url, /path=x/);
+    routes.set(`GET ${D}/files`, () => [200, { "Content-Type": "application/octet-stream" }, Buffer.alloc(200000, "z")]);
+    let n = 0;
+    for await (const c of await d.files.download("x")) n += c.length;
+    assert.equal(n, 200000);
+  });
+});
+
+describe("adapters", () => {
+  const sent = [];
+  before(() => {
+    routes.set(`POST ${D}/computer`, (_r, body) => {
+      const req = JSON.parse(body);
+      sent.push(req);
+      const a = req.action ?? req.type ?? req.actions?.[0]?.type;
+      if (a === "bogus") return [422, { "Content-Type": "application/json" }, JSON.stringify({ error: { code: "invalid", message: "action: unknown action", field: "action" } })];
+      const res = { results: [{ action: a, duration_ms: 1 }], display: req.display, screen: { width: 1920, height: 1200 } };
+      if (a === "screenshot" || a === "zoom") res.results[0].image = { media_type: "image/png", data: PNG, width: 1, height: 1 };
+      if (a === "cursor_position") res.results[0].cursor = { x: 3, y: 4 };
+      if (req.screenshot) res.screenshot = { media_type: "image/png", data: PNG, width: 1, height: 1 };
+      return [200, { "Content-Type": "application/json" }, JSON.stringify(res)];
+    });
+  });
+  test("Anthropic: tool_use in, tool_result out", async () => {
+    const tool = new AnthropicComputer(new Bureau({ url }).desktop("d1"), [1024, 640]);
+    assert.deepEqual(tool.definition(), { type: "computer_20251124", name: "computer", display_width_px: 1024, display_height_px: 640, enable_zoom: true });
+    let r = await tool.run({ type: "tool_use", id: "t1", name: "computer", input: { action: "left_click", coordinate: [5, 6], text: "shift" } });
+    assert.deepEqual(sent.at(-1), { action: "left_click", coordinate: [5, 6], text: "shift", display: { width: 1024, height: 640 }, screenshot: true });
+    assert.deepEqual(r, { type: "tool_result", tool_use_id: "t1", content: [{ type: "image", source: { type: "base64", media_type: "image/png", data: PNG } }] });
+    r = await tool.run({ id: "t2", input: { action: "zoom", region: [0, 0, 10, 10] } });
+    assert.equal(sent.at(-1).screenshot, undefined);
+    assert.equal(r.content[0].source.data, PNG);
+    assert.deepEqual((await tool.run({ id: "t3", input: { action: "cursor_position" } })).content, [{ type: "text", text: "X=3,Y=4" }]);
+    assert.deepEqual(await tool.run({ id: "t4", input: { action: "bogus" } }), { type: "tool_result", tool_use_id: "t4", is_error: true, content: [{ type: "text", text: "action: unknown action" }] });
+    assert.equal(new AnthropicComputer(null, [1, 1], "computer_20250124").definition().enable_zoom, undefined);
+  });
+  test("OpenAI: computer_call in, computer_call_output out", async () => {
+    const tool = new OpenAIComputer(new Bureau({ url }).desktop("d1"), [1024, 640]);
+    const out = await tool.run({ type: "computer_call", call_id: "c1", actions: [{ type: "click", x: 1, y: 2, button: "left", keys: ["SHIFT"] }, { type: "scroll", x: 1, y: 1, scroll_y: 300 }], pending_safety_checks: [{ id: "s1" }] });
+    assert.deepEqual(sent.at(-1).actions, [{ type: "click", x: 1, y: 2, button: "left", keys: ["SHIFT"] }, { type: "scroll", x: 1, y: 1, scroll_y: 300, scroll_x: 0 }]);
+    assert.deepEqual(out, { type: "computer_call_output", call_id: "c1", output: { type: "computer_screenshot", image_url: `data:image/png;base64,${PNG}` }, acknowledged_safety_checks: [{ id: "s1" }] });
+    await tool.run({ call_id: "c2", action: { type: "keypress", keys: ["CTRL", "C"] } });
+    assert.equal(sent.at(-1).type, "keypress");
+    await assert.rejects(tool.run({ call_id: "c3" }), BureauError);
+  });
+});
+
+describe("operations table", () => {
+  test("every entry is called from the source and every call is an entry", () => {
+    const src = readdirSync(new URL("../src", import.meta.url)).filter((f) => f.endsWith(".ts") && f !== "operations.ts")
+      .map((f) => readFileSync(new URL(`../src/${f}`, import.meta.url), "utf8")).join("\n");
+    const used = new Set([...src.matchAll(/(?:call|open|op)(?:<[^>]*>)?\(\s*"([A-Za-z]+)"/g)].map((m) => m[1]));
+    assert.deepEqual([...used].filter((o) => !(o in OPERATIONS)), [], "calls of operations not in the table");
+    assert.deepEqual(Object.keys(OPERATIONS).filter((o) => !used.has(o)), [], "operations in the table no method calls");
+    assert.deepEqual(Object.keys(OPERATIONS).filter((o) => o in EXCLUDED), []);
+  });
+});
