@@ -428,10 +428,29 @@ func (k *soak) checkGuest(d *desktop.Desktop) {
 			}
 		}
 	}
+	// After a crash the guest checks the data disk's file system before
+	// mounting it (nofail: the boot, and its agent, do not wait), so the
+	// marker is read once /home is mounted.
+	if !k.homeMounted(d, 3*time.Minute) {
+		k.violate("%s: its data disk is not mounted on /home 3 minutes after its agent answered", d.Name)
+		return
+	}
 	out, code := k.s.guest(d, "sha256sum /home/agent/soak.marker | cut -c1-64")
 	if code != 0 || out != k.marker[d.ID] {
 		k.lost++
 		k.violate("%s: data disk marker %q, want %q", d.Name, out, k.marker[d.ID])
+	}
+}
+
+// homeMounted waits until the desktop's data disk is mounted on /home.
+func (k *soak) homeMounted(d *desktop.Desktop, timeout time.Duration) bool {
+	for deadline := time.Now().Add(timeout); ; time.Sleep(2 * time.Second) {
+		if out, code := k.s.guest(d, "findmnt -n -o SOURCE /home"); code == 0 && strings.HasPrefix(out, "/dev/vdb") {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
 	}
 }
 
