@@ -47,7 +47,7 @@ unit: sdk-unit
 
 # The SDKs' offline tests (a fake server); their live tests run in e2e.
 sdk-unit:
-	cd sdk/python && PYTHONDONTWRITEBYTECODE=1 python3 -m unittest
+	cd sdk/python && PYTHONDONTWRITEBYTECODE=1 $$(test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3) -m unittest
 	cd sdk/typescript && { test -d node_modules/typescript || npm ci --no-audit --no-fund; } && npm run build && npm test
 
 # Every fuzz target for a bounded time (FUZZTIME per target, default 15s).

@@ -27,7 +27,11 @@ func testSDKPython(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	defer cancel()
 	env := append(os.Environ(), "BUREAU_URL="+s.url, "BUREAU_TOKEN="+token, "BUREAU_DESKTOP="+d.ID, "PYTHONDONTWRITEBYTECODE=1")
 	dir := filepath.Join("..", "sdk", "python")
-	run := func(args ...string) (string, time.Duration) { return runTool(ctx, t, dir, env, "python3", args...) }
+	python := "python3"
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		python = "/usr/bin/python3" // the distribution's, not one a version manager put first on PATH
+	}
+	run := func(args ...string) (string, time.Duration) { return runTool(ctx, t, dir, env, python, args...) }
 	out, took := run("-m", "unittest", "-v")
 	ran := regexp.MustCompile(`Ran (\d+) tests`).FindStringSubmatch(out)
 	if ran == nil || strings.Contains(out, "skipped") {
