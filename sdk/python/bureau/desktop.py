@@ -13,10 +13,6 @@ from .sse import ServerEvent, parse
 if TYPE_CHECKING:
     from .client import Client
 
-# States a desktop rests in; the others are on the way somewhere.
-SETTLED = {"running", "stopped", "paused", "hibernated", "error", "deleted"}
-
-
 class Desktop:
     """A handle on one desktop. Its record is ``.data`` (a models.Desktop,
     refreshed by every call that returns it); its fields read through:
