@@ -26,6 +26,9 @@ type Input interface {
 	// can take now and a running count of the LED changes its guest has
 	// sent back; ok is false while keys go to its PS/2 keyboard.
 	KeyQueue(ctx context.Context, domain string) (room int, leds uint16, ok bool, err error)
+	// PointerQueue reads the desktop's virtio tablet: how many events it
+	// can take now; ok is false while pointer events go to its PS/2 mouse.
+	PointerQueue(ctx context.Context, domain string) (room int, ok bool, err error)
 }
 
 // Screen takes a screenshot of a VM's display.

@@ -27,6 +27,7 @@ type fakeVM struct {
 	shots  int
 	execs  []desktop.Exec
 	kq     *fakeQueue
+	tablet *fakeTablet
 	// xmodmap is what xmodmap -pk prints in the guest ("" = not there).
 	xmodmap     string
 	keymapReads int
@@ -89,9 +90,22 @@ func (f *fakeVM) KeyQueue(context.Context, string) (int, uint16, bool, error) {
 	return f.kq.free, f.kq.leds, true, nil
 }
 
+func (f *fakeVM) PointerQueue(context.Context, string) (int, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.tablet == nil {
+		return 0, false, nil
+	}
+	f.tablet.step()
+	return f.tablet.free, true, nil
+}
+
 func (f *fakeVM) SendInput(_ context.Context, _ string, ev []raw.InputEvent) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if _, key := ev[0].(raw.InputEventKey); !key && f.tablet != nil && !f.tablet.send(ev) {
+		return nil
+	}
 	if _, key := ev[0].(raw.InputEventKey); key && f.kq != nil {
 		f.kq.step() // the guest runs meanwhile
 		if len(ev)+1 > f.kq.free {

@@ -26,7 +26,7 @@ func (c *Computer) move(ctx context.Context, domain string, p Point) error {
 	if err != nil {
 		return err
 	}
-	err = c.in.SendInput(ctx, domain, []raw.InputEvent{
+	err = c.sendPointer(ctx, domain, []raw.InputEvent{
 		raw.InputEventAbs{Axis: raw.InputAxisX, Value: absAxis(p.X, w)},
 		raw.InputEventAbs{Axis: raw.InputAxisY, Value: absAxis(p.Y, h)},
 	})
@@ -47,7 +47,7 @@ var buttons = map[string]raw.InputButton{
 // button presses or releases one button; each change is its own report
 // so that the guest sees every transition.
 func (c *Computer) button(ctx context.Context, domain string, b raw.InputButton, down bool) error {
-	return c.in.SendInput(ctx, domain, []raw.InputEvent{raw.InputEventBtn{Button: b, Down: down}})
+	return c.sendPointer(ctx, domain, []raw.InputEvent{raw.InputEventBtn{Button: b, Down: down}})
 }
 
 func (c *Computer) click(ctx context.Context, domain string, s step) error {

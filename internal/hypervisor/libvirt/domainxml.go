@@ -55,7 +55,13 @@ func DomainXML(c desktop.VMConfig) (string, error) {
 				Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{}},
 				Target: &libvirtxml.DomainChannelTarget{VirtIO: &libvirtxml.DomainChannelTargetVirtIO{Name: agentwire.Channel}},
 			}},
-			Inputs: []libvirtxml.DomainInput{{Type: "tablet", Bus: "usb"}, {Type: "keyboard", Bus: "ps2"},
+			// Virtio input devices, whose queues bureau reads (see
+			// internal/computer/keyboard.go); QEMU routes to PS/2 until
+			// the guest's driver is up. No USB: the tablet was the only
+			// USB device, and it lost every move on a starved guest.
+			Controllers: []libvirtxml.DomainController{{Type: "usb", Model: "none"}},
+			Inputs: []libvirtxml.DomainInput{{Type: "keyboard", Bus: "ps2"},
+				{Type: "tablet", Bus: "virtio", Alias: &libvirtxml.DomainAlias{Name: VirtioTabletAlias}},
 				{Type: "keyboard", Bus: "virtio", Alias: &libvirtxml.DomainAlias{Name: VirtioKeyboardAlias}}},
 			Graphics: []libvirtxml.DomainGraphic{{VNC: &libvirtxml.DomainGraphicVNC{
 				Listeners: []libvirtxml.DomainGraphicListener{{Socket: &libvirtxml.DomainGraphicListenerSocket{Socket: c.VNCSocket}}},

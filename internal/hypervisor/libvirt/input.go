@@ -9,9 +9,12 @@ import (
 	"github.com/digitalocean/go-qemu/qmp/raw"
 )
 
-// VirtioKeyboardAlias names the desktop's virtio keyboard; its QOM path
-// is /machine/peripheral/<alias>.
-const VirtioKeyboardAlias = "ua-keyboard"
+// VirtioKeyboardAlias and VirtioTabletAlias name the desktop's virtio
+// keyboard and tablet; their QOM paths are /machine/peripheral/<alias>.
+const (
+	VirtioKeyboardAlias = "ua-keyboard"
+	VirtioTabletAlias   = "ua-tablet"
+)
 
 // SendInput injects input events (QMP input-send-event) into a VM's
 // default keyboard and pointer; QEMU syncs once after the list.
@@ -31,35 +34,57 @@ func (h *Hypervisor) SendInput(ctx context.Context, name string, events []raw.In
 // when the guest does not drive that keyboard (no driver yet, an older VM
 // without the device): keys then go to the PS/2 keyboard.
 func (h *Hypervisor) KeyQueue(ctx context.Context, name string) (room int, leds uint16, ok bool, err error) {
-	var idx [2]struct{ avail, used uint16 }
+	var idx [2]ringIndex
 	for q := range idx {
-		out, err := h.Monitor(ctx, name).Run(keyQueueQuery(q))
-		if err != nil {
-			for _, absent := range []string{"not a VirtIO", "not initialized", "Invalid virtqueue", "Cannot map"} {
-				if strings.Contains(err.Error(), absent) {
-					return 0, 0, false, nil
-				}
-			}
-			return 0, 0, false, fmt.Errorf("keyboard queue: %w", err)
+		if idx[q], ok, err = h.ring(ctx, name, VirtioKeyboardAlias, q); !ok || err != nil {
+			return 0, 0, false, err
 		}
-		var resp struct {
-			Return struct {
-				Avail struct{ Idx uint16 } `json:"avail"`
-				Used  struct{ Idx uint16 } `json:"used"`
-			} `json:"return"`
-		}
-		if err := json.Unmarshal(out, &resp); err != nil {
-			return 0, 0, false, fmt.Errorf("keyboard queue: %w", err)
-		}
-		idx[q].avail, idx[q].used = resp.Return.Avail.Idx, resp.Return.Used.Idx
 	}
 	// Free-running 16-bit ring indices: the difference wraps correctly.
 	return int(idx[0].avail - idx[0].used), idx[1].used, true, nil
 }
 
-// keyQueueQuery reads a virtio keyboard queue's ring indices from guest
-// memory: queue 0 carries events to the guest, queue 1 its LED changes.
-func keyQueueQuery(queue int) []byte {
+// PointerQueue reads the desktop's virtio tablet: room is how many input
+// events it can take now (QEMU drops a whole report that does not fit).
+// ok is false when the guest does not drive the tablet (no driver yet, an
+// older VM without it): pointer events then go to the PS/2 mouse.
+func (h *Hypervisor) PointerQueue(ctx context.Context, name string) (room int, ok bool, err error) {
+	idx, ok, err := h.ring(ctx, name, VirtioTabletAlias, 0)
+	if !ok || err != nil {
+		return 0, false, err
+	}
+	return int(idx.avail - idx.used), true, nil
+}
+
+// ringIndex is a virtqueue's free-running available and used indices.
+type ringIndex struct{ avail, used uint16 }
+
+// ring reads a virtio input device's queue indices from guest memory
+// (queue 0 carries events to the guest, queue 1 its status, such as LED
+// changes). ok is false when the guest does not drive the device.
+func (h *Hypervisor) ring(ctx context.Context, name, alias string, queue int) (ringIndex, bool, error) {
+	out, err := h.Monitor(ctx, name).Run(ringQuery(alias, queue))
+	if err != nil {
+		for _, absent := range []string{"not a VirtIO", "not initialized", "Invalid virtqueue", "Cannot map"} {
+			if strings.Contains(err.Error(), absent) {
+				return ringIndex{}, false, nil
+			}
+		}
+		return ringIndex{}, false, fmt.Errorf("%s queue: %w", alias, err)
+	}
+	var resp struct {
+		Return struct {
+			Avail struct{ Idx uint16 } `json:"avail"`
+			Used  struct{ Idx uint16 } `json:"used"`
+		} `json:"return"`
+	}
+	if err := json.Unmarshal(out, &resp); err != nil {
+		return ringIndex{}, false, fmt.Errorf("%s queue: %w", alias, err)
+	}
+	return ringIndex{resp.Return.Avail.Idx, resp.Return.Used.Idx}, true, nil
+}
+
+func ringQuery(alias string, queue int) []byte {
 	return []byte(fmt.Sprintf(`{"execute":"x-query-virtio-queue-element","arguments":{"path":"/machine/peripheral/%s/virtio-backend","queue":%d}}`,
-		VirtioKeyboardAlias, queue))
+		alias, queue))
 }
