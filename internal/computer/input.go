@@ -255,7 +255,7 @@ type textRun struct {
 func splitTypeable(text string, km keymap) []textRun {
 	var runs []textRun
 	for _, r := range text {
-		_, k := km.keys[r]
+		k := km.types(r)
 		if n := len(runs); n > 0 && runs[n-1].keys == k {
 			runs[n-1].text += string(r)
 			continue
@@ -281,48 +281,63 @@ const maxBridge = 16
 
 // keyBatches turns typeable text into calls of at most budget key events
 // each; shift and AltGr are held across runs that need them and released
-// at the end of every call.
+// at the end of every call. A character typed by a dead key and space
+// never straddles two calls.
 func keyBatches(text string, budget int, km keymap) [][]raw.InputEvent {
 	var out [][]raw.InputEvent
 	var cur []raw.InputEvent
 	var held keyStroke // the modifiers down: shift, altgr
-	set := func(shift, altgr bool) {
-		if held.shift != shift {
-			cur = append(cur, keyEvent(raw.QKeyCodeShift, shift))
-		}
-		if held.altgr != altgr {
-			cur = append(cur, keyEvent(altGr, altgr))
-		}
-		held.shift, held.altgr = shift, altgr
-	}
-	flush := func() {
-		set(false, false)
-		if len(cur) > 0 {
-			out = append(out, cur)
-		}
-		cur = nil
-	}
 	for _, r := range text {
-		k := km.keys[r]
-		// This key, the modifier changes before it, and the releases of
-		// what is held at the end of the call.
-		need := 2
-		for _, m := range [][2]bool{{held.shift, k.shift}, {held.altgr, k.altgr}} {
-			if m[0] != m[1] {
-				need++
-			}
-			if m[0] || m[1] {
-				need++
-			}
+		strokes := km.strokes(r)
+		ev, after := strokeEvents(held, strokes)
+		// This character's events and the releases of what it leaves held.
+		if len(cur) > 0 && len(cur)+len(ev)+releases(after) > budget {
+			cur, _ = appendMods(cur, held, keyStroke{})
+			out = append(out, cur)
+			cur, held = nil, keyStroke{}
+			ev, after = strokeEvents(held, strokes)
 		}
-		if len(cur)+need > budget {
-			flush()
-		}
-		set(k.shift, k.altgr)
-		cur = append(cur, keyEvent(k.code, true), keyEvent(k.code, false))
+		cur, held = append(cur, ev...), after
 	}
-	flush()
+	if cur, _ = appendMods(cur, held, keyStroke{}); len(cur) > 0 {
+		out = append(out, cur)
+	}
 	return out
+}
+
+// strokeEvents is the key events of strokes typed with held's modifiers
+// down, and the modifiers down after them.
+func strokeEvents(held keyStroke, strokes []keyStroke) ([]raw.InputEvent, keyStroke) {
+	var ev []raw.InputEvent
+	for _, k := range strokes {
+		ev, held = appendMods(ev, held, k)
+		ev = append(ev, keyEvent(k.code, true), keyEvent(k.code, false))
+	}
+	return ev, held
+}
+
+// appendMods presses or releases shift and AltGr to go from held to what
+// k needs.
+func appendMods(ev []raw.InputEvent, held, k keyStroke) ([]raw.InputEvent, keyStroke) {
+	if held.shift != k.shift {
+		ev = append(ev, keyEvent(raw.QKeyCodeShift, k.shift))
+	}
+	if held.altgr != k.altgr {
+		ev = append(ev, keyEvent(altGr, k.altgr))
+	}
+	return ev, keyStroke{shift: k.shift, altgr: k.altgr}
+}
+
+// releases is how many events release held's modifiers.
+func releases(held keyStroke) int {
+	n := 0
+	if held.shift {
+		n++
+	}
+	if held.altgr {
+		n++
+	}
+	return n
 }
 
 // cursor is where bureau last put the pointer, or, before its first move,

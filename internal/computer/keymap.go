@@ -17,7 +17,34 @@ import (
 // fallback when the session cannot be asked (login screen, no xmodmap).
 type keymap struct {
 	keys map[rune]keyStroke
+	// dead types characters no key has: the dead key that, followed by
+	// space, types the character (^ and ` on a German keyboard).
+	dead map[rune]keyStroke
 }
+
+// types says whether keys can type r.
+func (km keymap) types(r rune) bool {
+	_, k := km.keys[r]
+	_, d := km.dead[r]
+	return k || d
+}
+
+// strokes is the key strokes that type r: its key, or its dead key and
+// space.
+func (km keymap) strokes(r rune) []keyStroke {
+	if k, ok := km.keys[r]; ok {
+		return []keyStroke{k}
+	}
+	if d, ok := km.dead[r]; ok {
+		return []keyStroke{d, charKeys[' ']}
+	}
+	return nil
+}
+
+// deadSpacing is the character each dead keysym types when followed by
+// space, where every X and GTK compose table agrees (dead_acute and
+// dead_diaeresis give ' and " in some, their spacing accents in others).
+var deadSpacing = map[uint32]rune{0xfe50: '`', 0xfe52: '^', 0xfe53: '~'}
 
 var usKeymap = keymap{keys: charKeys}
 
@@ -62,7 +89,7 @@ var columnMods = map[int]keyStroke{0: {}, 1: {shift: true}, 4: {altgr: true}, 5:
 // parseXmodmap reads xmodmap -pk output into a keymap; ok is false when
 // it does not look like one (no letter a anywhere).
 func parseXmodmap(out string) (keymap, bool) {
-	km := keymap{keys: map[rune]keyStroke{}}
+	km := keymap{keys: map[rune]keyStroke{}, dead: map[rune]keyStroke{}}
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
 		if len(f) < 2 {
@@ -86,14 +113,23 @@ func parseXmodmap(out string) (keymap, bool) {
 			if col >= len(syms) {
 				continue
 			}
+			k := keyStroke{code: code, shift: mods.shift, altgr: mods.altgr}
+			into := km.keys
 			r, ok := keysymRune(syms[col])
 			if !ok {
-				continue
+				if r, ok = deadSpacing[syms[col]]; !ok {
+					continue
+				}
+				into = km.dead
 			}
-			k := keyStroke{code: code, shift: mods.shift, altgr: mods.altgr}
-			if old, dup := km.keys[r]; !dup || k.cost() < old.cost() {
-				km.keys[r] = k
+			if old, dup := into[r]; !dup || k.cost() < old.cost() {
+				into[r] = k
 			}
+		}
+	}
+	for r := range km.dead {
+		if _, ok := km.keys[r]; ok {
+			delete(km.dead, r)
 		}
 	}
 	if _, ok := km.keys['a']; !ok {

@@ -32,27 +32,40 @@ func readKeymap(t *testing.T, layout string) keymap {
 // every call ends with no modifier held.
 func typeOn(t *testing.T, km keymap, calls [][]raw.InputEvent) string {
 	t.Helper()
-	byStroke := map[keyStroke]rune{}
+	byStroke, byDead := map[keyStroke]rune{}, map[keyStroke]rune{}
 	for r, k := range km.keys {
 		byStroke[k] = r
 	}
+	for r, k := range km.dead {
+		byDead[k] = r
+	}
 	var out []rune
+	var dead rune // a dead key pressed, waiting for its space
 	for _, call := range calls {
 		var held keyStroke
 		for _, e := range call {
 			k := e.(raw.InputEventKey)
 			code := raw.QKeyCode(k.Key.(raw.KeyValueQcode))
+			stroke := keyStroke{code: code, shift: held.shift, altgr: held.altgr}
 			switch {
 			case code == raw.QKeyCodeShift:
 				held.shift = k.Down
 			case code == altGr:
 				held.altgr = k.Down
-			case k.Down:
-				out = append(out, byStroke[keyStroke{code: code, shift: held.shift, altgr: held.altgr}])
+			case !k.Down:
+			case dead != 0:
+				if stroke != charKeys[' '] {
+					t.Fatalf("dead key for %q followed by %+v", dead, stroke)
+				}
+				out, dead = append(out, dead), 0
+			case byDead[stroke] != 0:
+				dead = byDead[stroke]
+			default:
+				out = append(out, byStroke[stroke])
 			}
 		}
-		if held.shift || held.altgr {
-			t.Fatalf("a call ends with %+v held", held)
+		if held.shift || held.altgr || dead != 0 {
+			t.Fatalf("a call ends with %+v held (dead key %q)", held, dead)
 		}
 	}
 	return string(out)
@@ -89,11 +102,15 @@ func TestGermanKeymapTypesWhatAGermanKeyboardTypes(t *testing.T) {
 			t.Errorf("%q: %+v (%t), want %+v", r, got, ok, want)
 		}
 	}
-	// Dead keys type nothing by themselves: ^ and ` go through the paste.
-	for _, r := range "^`´" {
-		if k, ok := km.keys[r]; ok {
-			t.Errorf("%q mapped to %+v", r, k)
+	// ^ and ` are dead keys (then space); ~ has a key of its own; ´
+	// (dead_acute and space) differs between compose tables: no key.
+	for r, want := range map[rune]keyStroke{'^': {code: raw.QKeyCodeGraveAccent}, '`': {code: raw.QKeyCodeEqual, shift: true}} {
+		if got, ok := km.dead[r]; !ok || got != want {
+			t.Errorf("dead key for %q: %+v (%t), want %+v", r, got, ok, want)
 		}
+	}
+	if _, ok := km.dead['~']; ok || km.types('´') {
+		t.Errorf("dead keys %v", km.dead)
 	}
 	// Every character the map has, typed in batches as small as the PS/2
 	// keyboard's, comes out exactly.
@@ -101,15 +118,15 @@ func TestGermanKeymapTypesWhatAGermanKeyboardTypes(t *testing.T) {
 	for r := range km.keys {
 		all.WriteRune(r)
 	}
-	text := all.String() + " Grüße aus Köln: {x|y} @ 5 € \\o/ ÄÖÜ ß"
+	text := all.String() + " Grüße aus Köln: {x|y} @ 5 € \\o/ ÄÖÜ ß x^2 `cmd` ^^``"
 	for _, budget := range []int{typeBudget, deepBatch} {
 		if got := typeOn(t, km, keyBatches(text, budget, km)); got != text {
 			t.Errorf("budget %d: typed %q\nwant %q", budget, got, text)
 		}
 	}
 	// What has no key is pasted.
-	runs := splitTypeable("x^2 = 4", km)
-	if len(runs) != 3 || runs[1].keys || runs[1].text != "^" {
+	runs := splitTypeable("x´2 = 4", km)
+	if len(runs) != 3 || runs[1].keys || runs[1].text != "´" {
 		t.Errorf("runs %+v", runs)
 	}
 }
