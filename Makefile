@@ -80,7 +80,7 @@ typing-soak: setup build image browser-deps
 
 # The fault soak: SOAK_FAULTS faults (kill -9 of bureau and of QEMU,
 # libvirtd restarts, clients hanging up) among random operations on two real
-# desktops, invariants checked after every step (make test runs 8 faults;
+# desktops, invariants checked after every step (make test runs 4, one of each kind;
 # SOAK_SEED replays a schedule). Results in RELIABILITY.md.
 soak: setup build image
 	BUREAU_SOAK_FAULTS=$(or $(SOAK_FAULTS),200) BUREAU_SOAK_SEED=$(SOAK_SEED) BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \

@@ -239,8 +239,11 @@ type runningCheck struct {
 // guestOnly names the running checks that exercise the guest and clients
 // rather than what the database keeps; the quick PostgreSQL run of make
 // test skips them (they ran against the same code in the SQLite run).
+// resize_clone_reimage is two more boots: what the database keeps of a
+// clone and a reimage is in the store's unit tests, which run on
+// PostgreSQL too.
 var guestOnly = map[string]bool{"computer_use": true, "console": true, "mcp_typescript": true,
-	"sdk_python": true, "sdk_typescript": true}
+	"sdk_python": true, "sdk_typescript": true, "resize_clone_reimage": true}
 
 // runningChecks is filled by init functions of feature test files.
 var runningChecks []runningCheck

@@ -27,11 +27,11 @@ import (
 // settled, nothing stays in a transient state, every desktop keeps its own
 // hostname, machine id and SSH host key, every data disk's marker file is
 // intact, snapshots are listed by bureau exactly when the disks hold them,
-// and no scratch file is left. BUREAU_SOAK_FAULTS sets how many faults (8:
-// the short run of make test; make soak runs more), BUREAU_SOAK_SEED
+// and no scratch file is left. BUREAU_SOAK_FAULTS sets how many faults (4,
+// one of each kind: the short run of make test; make soak runs more), BUREAU_SOAK_SEED
 // replays a schedule.
 func TestSoak(t *testing.T) {
-	faults := envInt("BUREAU_SOAK_FAULTS", 8)
+	faults := envInt("BUREAU_SOAK_FAULTS", 4)
 	seed := int64(envInt("BUREAU_SOAK_SEED", int(time.Now().UnixNano()%1e9)))
 	t.Logf("soak: %d faults, seed %d (BUREAU_SOAK_SEED=%d replays this schedule)", faults, seed, seed)
 	s := newServer(t)
