@@ -23,11 +23,7 @@ type keymap struct {
 }
 
 // types says whether keys can type r.
-func (km keymap) types(r rune) bool {
-	_, k := km.keys[r]
-	_, d := km.dead[r]
-	return k || d
-}
+func (km keymap) types(r rune) bool { return km.strokes(r) != nil }
 
 // strokes is the key strokes that type r: its key, or its dead key and
 // space.
