@@ -13,7 +13,7 @@ DATA_DIR ?= /var/lib/bureau
 BIN := bin/bureau
 E2E_TIMEOUT ?= 60m
 
-.PHONY: run serve setup build image migrate test unit sdk-unit fuzz e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy typing-soak soak clean
+.PHONY: run serve setup build image migrate test unit sdk-unit fuzz e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy bench-typing typing-soak soak clean
 
 run: setup build image migrate serve
 
@@ -96,10 +96,16 @@ bench-proxy:
 # Boots one real desktop and prints a table of what a user waits for.
 bench: setup build image bench-proxy
 	BUREAU_BENCH=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
-		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run TestBench ./e2e/
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestBench$$' ./e2e/
+
+# Typing speed in four rounds on one desktop: compare trees by several
+# rounds each, as the guest's speed varies from run to run.
+bench-typing: setup build image
+	BUREAU_BENCH_TYPING=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestTypingRounds$$' ./e2e/
 
 # The benchmark suite once, with few repetitions, so CI keeps it working.
 bench-short: setup build image
 	$(MAKE) bench-proxy BENCHTIME=200ms
 	BUREAU_BENCH=1 BUREAU_BENCH_SHORT=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
-		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run TestBench ./e2e/
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestBench$$' ./e2e/
