@@ -139,7 +139,10 @@ func (s *server) start() {
 		s.t.Fatal(err)
 	}
 	s.cmd = exec.Command(s.bin, s.args("serve", "--listen", addr)...)
-	s.cmd.Env = append(append(os.Environ(), "BUREAU_ADMIN_TOKEN="+adminToken), s.env...)
+	// Idle tiers and memory pressure are off unless a test turns them on
+	// (tiers_test.go): a check must not find its desktop napping.
+	s.cmd.Env = append(append(os.Environ(), "BUREAU_ADMIN_TOKEN="+adminToken,
+		"BUREAU_NAP_AFTER_SECONDS=0", "BUREAU_SLEEP_AFTER_SECONDS=0", "BUREAU_IDLE_CHECK_SECONDS=3", "BUREAU_MEMORY_LOW_MIB=0"), s.env...)
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)

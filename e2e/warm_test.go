@@ -104,6 +104,8 @@ func TestWarmCreate(t *testing.T) {
 	checkLayoutChange(t, s, &first)
 	checkLayoutTyping(t, s, &first, "us")
 	checkLayoutTyping(t, s, &second, "de") // set at create
+	checkIdleTiers(t, s, &second)
+	checkMemoryPressure(t, s, &first, &second)
 	checkWarmCreateCut(t, s, machineIDs)
 }
 

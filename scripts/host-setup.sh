@@ -47,6 +47,19 @@ if [ -w /sys/kernel/mm/ksm/run ] && [ "$(cat /sys/kernel/mm/ksm/run)" = 0 ]; the
 	echo 1 > /sys/kernel/mm/ksm/run
 fi
 
+# Sleeping desktops (an idle tier) have their memory pushed out to swap: a
+# host without swap gets compressed swap in RAM (zram, up to half of RAM)
+# when its kernel offers it. BUREAU_ZRAM=0 leaves swap alone.
+if [ "${BUREAU_ZRAM:-1}" = 1 ] && [ "$(wc -l < /proc/swaps)" -le 1 ]; then
+	[ -e /sys/block/zram0 ] || modprobe zram 2>/dev/null || true
+	if [ -e /sys/block/zram0 ] && [ "$(cat /sys/block/zram0/disksize)" = 0 ]; then
+		log "adding compressed swap in RAM (zram) for sleeping desktops"
+		if grep -qw lz4 /sys/block/zram0/comp_algorithm; then echo lz4 > /sys/block/zram0/comp_algorithm; fi
+		echo "$(( $(awk '/^MemTotal/ {print $2}' /proc/meminfo) / 2 ))K" > /sys/block/zram0/disksize
+		{ mkswap /dev/zram0 >/dev/null && swapon -p 100 /dev/zram0; } || log "could not turn on zram swap: desktops nap instead of sleeping"
+	fi
+fi
+
 if ! pgrep -x virtlogd >/dev/null; then log "starting virtlogd"; virtlogd -d; fi
 if ! pgrep -x libvirtd >/dev/null; then log "starting libvirtd"; libvirtd -d; fi
 for _ in $(seq 1 50); do

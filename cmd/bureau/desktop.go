@@ -34,22 +34,28 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		DataDiskGiB int      `json:"data_disk_gib"`
 		SSHKeys     []string `json:"ssh_authorized_keys,omitempty"`
 		IdleTimeout *int     `json:"idle_timeout_seconds,omitempty"`
+		NapAfter    *int     `json:"nap_after_seconds,omitempty"`
+		SleepAfter  *int     `json:"sleep_after_seconds,omitempty"`
 		Keyboard    string   `json:"keyboard_layout,omitempty"`
 		Network     struct {
 			AllowOut []string `json:"allow_out,omitempty"`
 			DenyOut  []string `json:"deny_out,omitempty"`
 		} `json:"network"`
 	}
-	var idle time.Duration
+	var idle, nap, sleep time.Duration
 	create := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a desktop",
 		Args:  cobra.ExactArgs(1),
 		RunE: withClient(func(ctx context.Context, c *client, args []string) error {
 			body.Name = args[0]
-			if idle >= 0 {
-				secs := int(idle.Seconds())
-				body.IdleTimeout = &secs
+			for _, f := range []struct {
+				v  time.Duration
+				to **int
+			}{{idle, &body.IdleTimeout}, {nap, &body.NapAfter}, {sleep, &body.SleepAfter}} {
+				if f.v >= 0 {
+					*f.to = new(int(f.v.Seconds()))
+				}
 			}
 			var d apiv1.Desktop
 			if err := c.do(ctx, "POST", "/api/v1/desktops", body, &d); err != nil {
@@ -67,6 +73,8 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 	create.Flags().StringArrayVar(&body.Network.DenyOut, "deny-out", nil, "CIDR, address or host name the desktop may not reach (repeatable)")
 	create.Flags().StringVar(&body.Keyboard, "keyboard-layout", "", "the guest's XKB keyboard layout (us, de, fr, gb…; default us)")
 	create.Flags().DurationVar(&idle, "idle-timeout", -1, "hibernate after this long unused (e.g. 30m; 0 = never; default 30m)")
+	create.Flags().DurationVar(&nap, "nap-after", -1, "pause, memory resident, after this long unused (0 = skip; default the server's)")
+	create.Flags().DurationVar(&sleep, "sleep-after", -1, "pause and push memory to compressed swap after this long unused (0 = skip; default the server's)")
 	addWait(create)
 
 	list := &cobra.Command{
@@ -188,7 +196,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		op("pause", "Freeze a running desktop (RAM stays in host memory)", none),
 		op("resume", "Resume a paused or hibernated desktop", none),
 		op("hibernate", "Save a desktop's RAM to disk and free its CPU and memory", none),
-		snapshotCmd(cfg), reimageCmd(cfg), resizeCmd(cfg), idleCmd(cfg), keyboardCmd(cfg), networkCmd(cfg))
+		snapshotCmd(cfg), reimageCmd(cfg), resizeCmd(cfg), idleCmd(cfg), idleTiersCmd(cfg), keyboardCmd(cfg), networkCmd(cfg))
 	cmd.AddCommand(guestCmds(cfg)...)
 	return cmd
 }

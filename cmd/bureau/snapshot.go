@@ -199,6 +199,43 @@ func idleCmd(cfg *config.Config) *cobra.Command {
 	}
 }
 
+// idleTiersCmd sets when a quiet desktop naps, sleeps and hibernates.
+func idleTiersCmd(cfg *config.Config) *cobra.Command {
+	var nap, sleep, hibernate time.Duration
+	var cmd *cobra.Command
+	cmd = &cobra.Command{
+		Use:   "idle DESKTOP",
+		Short: "Set when the desktop naps, sleeps and hibernates once unused (e.g. --nap 2m --sleep 10m --hibernate 30m; 0 skips a tier)",
+		Args:  cobra.ExactArgs(1),
+		RunE: runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
+			d, err := lookup(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			body := map[string]int{}
+			for _, f := range []struct {
+				flag, field string
+				v           time.Duration
+			}{{"nap", "nap_after_seconds", nap}, {"sleep", "sleep_after_seconds", sleep}, {"hibernate", "idle_timeout_seconds", hibernate}} {
+				if cmd.Flags().Changed(f.flag) {
+					body[f.field] = int(f.v.Seconds())
+				}
+			}
+			if len(body) == 0 {
+				return fmt.Errorf("nothing to change: give --nap, --sleep or --hibernate")
+			}
+			if err := c.do(ctx, "PATCH", "/api/v1/desktops/"+d.ID, body, d); err != nil {
+				return err
+			}
+			return printJSON(d)
+		}),
+	}
+	cmd.Flags().DurationVar(&nap, "nap", 0, "pause (memory resident) after this long unused; 0 = skip")
+	cmd.Flags().DurationVar(&sleep, "sleep", 0, "pause and push memory to the host's compressed swap after this long unused; 0 = skip")
+	cmd.Flags().DurationVar(&hibernate, "hibernate", 0, "save memory to disk after this long unused; 0 = never")
+	return cmd
+}
+
 func keyboardCmd(cfg *config.Config) *cobra.Command {
 	return &cobra.Command{
 		Use:   "keyboard DESKTOP LAYOUT",

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/manager"
 	"github.com/gin-gonic/gin"
 )
 
@@ -38,12 +39,14 @@ func isPassive(c *gin.Context) bool {
 
 type updateDesktopRequest struct {
 	IdleTimeout    *int                   `json:"idle_timeout_seconds"`
+	NapAfter       *int                   `json:"nap_after_seconds"`
+	SleepAfter     *int                   `json:"sleep_after_seconds"`
 	RestartOnCrash *bool                  `json:"restart_on_crash"`
 	Network        *desktop.NetworkPolicy `json:"network"`
 	KeyboardLayout *string                `json:"keyboard_layout"`
 }
 
-// updateDesktop changes a desktop's settings (PATCH): idle timeout,
+// updateDesktop changes a desktop's settings (PATCH): idle tiers,
 // restart policy, network policy, keyboard layout (running desktops). The request is checked whole before any
 // of it is applied.
 func (s *server) updateDesktop(c *gin.Context) (reply, error) {
@@ -55,8 +58,15 @@ func (s *server) updateDesktop(c *gin.Context) (reply, error) {
 	if err := decode(c, &req); err != nil {
 		return reply{}, err
 	}
-	if req.IdleTimeout != nil {
-		if err := desktop.ValidateIdleTimeout(*req.IdleTimeout); err != nil {
+	tiers := manager.IdleTiers{NapAfter: req.NapAfter, SleepAfter: req.SleepAfter, HibernateAfter: req.IdleTimeout}
+	if tiers != (manager.IdleTiers{}) {
+		pick := func(p *int, cur int) int {
+			if p != nil {
+				return *p
+			}
+			return cur
+		}
+		if err := desktop.ValidateIdleTiers(pick(req.NapAfter, d.NapAfterSeconds), pick(req.SleepAfter, d.SleepAfterSeconds), pick(req.IdleTimeout, d.IdleTimeoutSeconds)); err != nil {
 			return reply{}, err
 		}
 	}
@@ -76,8 +86,8 @@ func (s *server) updateDesktop(c *gin.Context) (reply, error) {
 			return reply{}, err
 		}
 	}
-	if req.IdleTimeout != nil {
-		if d, err = s.Desktops.SetIdleTimeout(c.Request.Context(), d.ID, *req.IdleTimeout, actor(c)); err != nil {
+	if tiers != (manager.IdleTiers{}) {
+		if d, err = s.Desktops.SetIdleTiers(c.Request.Context(), d.ID, tiers, actor(c)); err != nil {
 			return reply{}, err
 		}
 	}

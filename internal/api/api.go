@@ -60,7 +60,7 @@ type Persistence interface {
 
 // Settings changes a desktop's settings (PATCH).
 type Settings interface {
-	SetIdleTimeout(ctx context.Context, id string, seconds int, actor string) (*desktop.Desktop, error)
+	SetIdleTiers(ctx context.Context, id string, t manager.IdleTiers, actor string) (*desktop.Desktop, error)
 	SetRestartOnCrash(ctx context.Context, id string, on bool, actor string) (*desktop.Desktop, error)
 	SetKeyboardLayout(ctx context.Context, id, layout, actor string) (*desktop.Desktop, error)
 	SetNetworkPolicy(ctx context.Context, id string, p desktop.NetworkPolicy, actor string) (*desktop.Desktop, error)

@@ -191,15 +191,17 @@ func (f *fakeDesktops) ResizeDataDisk(_ context.Context, id string, req manager.
 	}
 	return d, err
 }
-func (f *fakeDesktops) SetIdleTimeout(_ context.Context, id string, secs int, _ string) (*desktop.Desktop, error) {
-	if err := desktop.ValidateIdleTimeout(secs); err != nil {
+func (f *fakeDesktops) SetIdleTiers(_ context.Context, id string, t manager.IdleTiers, _ string) (*desktop.Desktop, error) {
+	d, err := f.op(id)
+	if err != nil {
 		return nil, err
 	}
-	d, err := f.op(id)
-	if err == nil {
-		d.IdleTimeoutSeconds = secs
+	for _, s := range []struct{ to, from *int }{{&d.NapAfterSeconds, t.NapAfter}, {&d.SleepAfterSeconds, t.SleepAfter}, {&d.IdleTimeoutSeconds, t.HibernateAfter}} {
+		if s.from != nil {
+			*s.to = *s.from
+		}
 	}
-	return d, err
+	return d, desktop.ValidateIdleTiers(d.NapAfterSeconds, d.SleepAfterSeconds, d.IdleTimeoutSeconds)
 }
 func (f *fakeDesktops) SetRestartOnCrash(_ context.Context, id string, on bool, _ string) (*desktop.Desktop, error) {
 	d, err := f.op(id)

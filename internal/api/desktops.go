@@ -20,6 +20,8 @@ type createDesktopRequest struct {
 	DataDiskGiB *int     `json:"data_disk_gib"`
 	SSHKeys     []string `json:"ssh_authorized_keys"`
 	IdleTimeout *int     `json:"idle_timeout_seconds"`
+	NapAfter    *int     `json:"nap_after_seconds"`
+	SleepAfter  *int     `json:"sleep_after_seconds"`
 	// From clones another desktop's snapshot.
 	From *manager.CloneSource `json:"from"`
 	// Cold boots even when a warm template of this image and size is ready.
@@ -68,6 +70,7 @@ func (s *server) createDesktop(c *gin.Context) (reply, error) {
 	}
 	d, err := s.Desktops.Create(c.Request.Context(), manager.CreateRequest{From: req.From, Unlimited: isAdmin(c), Cold: req.Cold, Network: policy, KeyboardLayout: req.KeyboardLayout,
 		Owner: caller(c).Owner, Name: req.Name, SSHKeys: req.SSHKeys, Actor: actor(c), IdleTimeout: req.IdleTimeout,
+		NapAfter: req.NapAfter, SleepAfter: req.SleepAfter,
 		Spec: desktop.Spec{Image: req.Image, VCPUs: orDefault(req.VCPUs, defaultVCPUs),
 			MemoryMiB: orDefault(req.MemoryMiB, defaultMemoryMiB), DataDiskGiB: dataDisk},
 	})

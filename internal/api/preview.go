@@ -262,15 +262,15 @@ func containsInt(list []int, v int) bool {
 	return false
 }
 
-// wakeForPreview wakes a paused or hibernated desktop: a browser gets a
+// wakeForPreview wakes a paused, napping, sleeping or hibernated desktop: a browser gets a
 // small page that retries while it wakes; an API client's request is held
 // until it runs (up to wakeHold). It answers (and returns nil) when the
 // request cannot go on.
 func (s *server) wakeForPreview(c *gin.Context, d *desktop.Desktop) (*desktop.Desktop, error) {
-	switch d.State {
-	case desktop.StateRunning:
+	switch {
+	case d.State == desktop.StateRunning:
 		return d, nil
-	case desktop.StatePaused, desktop.StateHibernated, desktop.StateHibernating, desktop.StateResuming:
+	case d.State.Wakeable(), d.State == desktop.StateHibernating, d.State == desktop.StateResuming, d.State == desktop.StatePausing:
 	default:
 		s.previewError(c, http.StatusServiceUnavailable, fmt.Sprintf("the desktop is %s; start it to reach this URL", d.State))
 		return nil, nil

@@ -32,6 +32,15 @@ type Config struct {
 	// desktop is compared with its VM to repair missed events and finish
 	// interrupted operations.
 	ReconcileSeconds int
+	// NapAfterSeconds (BUREAU_NAP_AFTER_SECONDS) and SleepAfterSeconds
+	// (BUREAU_SLEEP_AFTER_SECONDS) are new desktops' idle tiers when the
+	// create request names none (0 = skip the tier); IdleCheckSeconds
+	// (BUREAU_IDLE_CHECK_SECONDS) how often quiet desktops are looked for.
+	NapAfterSeconds, SleepAfterSeconds, IdleCheckSeconds int
+	// MemoryLowMiB (BUREAU_MEMORY_LOW_MIB): with less host memory
+	// available, the longest-idle desktops are moved down a tier (slept,
+	// then hibernated) one per idle check; 0 = never.
+	MemoryLowMiB int
 	// AgentBinary (BUREAU_AGENT_BIN) is the bureau-agent bureau installs
 	// in desktops and updates them to; "" is bureau-agent next to the
 	// bureau binary.
@@ -69,10 +78,14 @@ func FromEnv() Config {
 		Token:        os.Getenv("BUREAU_TOKEN"),
 		TCGCacheMiB:  envInt("BUREAU_TCG_CACHE_MIB", 256),
 
-		ReconcileSeconds: envInt("BUREAU_RECONCILE_SECONDS", 60),
-		AgentBinary:      os.Getenv("BUREAU_AGENT_BIN"),
-		AgentViaStream:   os.Getenv("BUREAU_AGENT_VIA_STREAM") == "1",
-		PreviewDomain:    strings.TrimPrefix(strings.ToLower(env("BUREAU_PREVIEW_DOMAIN", "localhost")), "*."),
+		ReconcileSeconds:  envInt("BUREAU_RECONCILE_SECONDS", 60),
+		NapAfterSeconds:   envInt("BUREAU_NAP_AFTER_SECONDS", 120),
+		SleepAfterSeconds: envInt("BUREAU_SLEEP_AFTER_SECONDS", 600),
+		IdleCheckSeconds:  envInt("BUREAU_IDLE_CHECK_SECONDS", 15),
+		MemoryLowMiB:      envInt("BUREAU_MEMORY_LOW_MIB", 2048),
+		AgentBinary:       os.Getenv("BUREAU_AGENT_BIN"),
+		AgentViaStream:    os.Getenv("BUREAU_AGENT_VIA_STREAM") == "1",
+		PreviewDomain:     strings.TrimPrefix(strings.ToLower(env("BUREAU_PREVIEW_DOMAIN", "localhost")), "*."),
 
 		NetworkSubnet: env("BUREAU_NETWORK_SUBNET", "10.120.0.0/16"),
 	}

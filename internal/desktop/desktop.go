@@ -42,6 +42,11 @@ type Desktop struct {
 	// IdleTimeoutSeconds: a running desktop with no console viewers, no API
 	// actions and an idle guest CPU for this long is hibernated; 0 = never.
 	IdleTimeoutSeconds int `json:"idle_timeout_seconds"`
+	// NapAfterSeconds and SleepAfterSeconds are the idle tiers before
+	// hibernation (see StateNapping): quiet this long, the desktop naps,
+	// then sleeps; 0 skips the tier.
+	NapAfterSeconds   int `json:"nap_after_seconds"`
+	SleepAfterSeconds int `json:"sleep_after_seconds"`
 	// RestartOnCrash starts the desktop again when its QEMU process dies.
 	RestartOnCrash bool `json:"restart_on_crash"`
 	// Network is what the desktop may reach outside (see NetworkPolicy).

@@ -15,6 +15,13 @@ const (
 	// Paused: the VM is frozen with its RAM held in host memory.
 	StatePausing State = "pausing"
 	StatePaused  State = "paused"
+	// Napping and sleeping are the idle tiers bureau moves a quiet desktop
+	// through before hibernation; any use wakes it. Napping: paused by
+	// bureau, RAM resident (wakes in milliseconds). Sleeping: the guest's
+	// page cache dropped, then paused and its memory pushed out to the
+	// host's compressed swap (wakes in about a second).
+	StateNapping  State = "napping"
+	StateSleeping State = "sleeping"
 	// Hibernated: RAM saved to disk, no CPU or memory used on the host;
 	// resuming brings back the running programs.
 	StateHibernating State = "hibernating"
@@ -40,8 +47,11 @@ const (
 	OpPause     Op = "pause"
 	OpResume    Op = "resume"
 	OpHibernate Op = "hibernate"
-	OpRevert    Op = "revert"
-	OpReimage   Op = "reimage"
+	// OpNap and OpSleep are bureau's idle tiers (see StateNapping).
+	OpNap     Op = "nap"
+	OpSleep   Op = "sleep"
+	OpRevert  Op = "revert"
+	OpReimage Op = "reimage"
 	// OpForceStop powers a desktop off at once, from any state.
 	OpForceStop Op = "force_stop"
 )
@@ -49,7 +59,7 @@ const (
 // anyState is every state but deleted: delete may begin from it, stuck
 // transient states included.
 var anyState = []State{StateCreating, StateStarting, StateRunning, StateStopping, StateStopped, StateRebooting,
-	StatePausing, StatePaused, StateHibernating, StateHibernated, StateResuming, StateReverting, StateReimaging,
+	StatePausing, StatePaused, StateNapping, StateSleeping, StateHibernating, StateHibernated, StateResuming, StateReverting, StateReimaging,
 	StateDeleting, StateError, StateCrashed}
 
 // Transition is one row of the table of operations: the states an operation
@@ -70,14 +80,16 @@ type Transition struct {
 // and the transient state it moves the desktop into.
 var transitions = map[Op]Transition{
 	OpStart:     {[]State{StateStopped, StateHibernated, StateCrashed, StateError}, StateStarting, StateRunning, StateError},
-	OpStop:      {[]State{StateRunning, StatePaused, StateHibernated, StateError}, StateStopping, StateStopped, StateError},
+	OpStop:      {[]State{StateRunning, StatePaused, StateNapping, StateSleeping, StateHibernated, StateError}, StateStopping, StateStopped, StateError},
 	OpForceStop: {slices.DeleteFunc(slices.Clone(anyState), func(s State) bool { return s == StateDeleting }), StateStopping, StateStopped, StateError},
 	OpReboot:    {[]State{StateRunning}, StateRebooting, StateRunning, StateError},
 	OpDelete:    {anyState, StateDeleting, StateDeleted, StateError},
 	OpPause:     {[]State{StateRunning}, StatePausing, StatePaused, ""},
-	OpResume:    {[]State{StatePaused, StateHibernated}, StateResuming, StateRunning, StateError},
-	OpHibernate: {[]State{StateRunning, StatePaused}, StateHibernating, StateHibernated, ""},
-	OpRevert:    {[]State{StateRunning, StatePaused, StateStopped}, StateReverting, "", StateError},
+	OpNap:       {[]State{StateRunning}, StatePausing, StateNapping, ""},
+	OpSleep:     {[]State{StateRunning, StateNapping}, StatePausing, StateSleeping, ""},
+	OpResume:    {[]State{StatePaused, StateNapping, StateSleeping, StateHibernated}, StateResuming, StateRunning, StateError},
+	OpHibernate: {[]State{StateRunning, StatePaused, StateNapping, StateSleeping}, StateHibernating, StateHibernated, ""},
+	OpRevert:    {[]State{StateRunning, StatePaused, StateNapping, StateSleeping, StateStopped}, StateReverting, "", StateError},
 	OpReimage:   {[]State{StateRunning, StateStopped, StateCrashed, StateError}, StateReimaging, "", StateError},
 }
 
@@ -101,8 +113,17 @@ func Begin(op Op, current State) (State, error) {
 // Settled reports whether no operation is moving the desktop.
 func (s State) Settled() bool {
 	switch s {
-	case StateRunning, StatePaused, StateHibernated, StateStopped, StateCrashed, StateError, StateDeleted:
+	case StateRunning, StatePaused, StateNapping, StateSleeping, StateHibernated, StateStopped, StateCrashed, StateError, StateDeleted:
 		return true
 	}
 	return false
 }
+
+// Frozen reports a desktop whose VM is paused with its RAM on the host:
+// paused by a caller, or napping or sleeping in an idle tier.
+func (s State) Frozen() bool {
+	return s == StatePaused || s == StateNapping || s == StateSleeping
+}
+
+// Wakeable reports a desktop that use brings back: frozen or hibernated.
+func (s State) Wakeable() bool { return s.Frozen() || s == StateHibernated }

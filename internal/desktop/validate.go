@@ -62,6 +62,33 @@ func ValidateKeyboardLayout(l string) error {
 	return nil
 }
 
+// MinIdleTier is the shortest nap or sleep time, in seconds.
+const MinIdleTier = 10
+
+// ValidateIdleTiers checks a desktop's idle tiers together: each 0 (skip)
+// or MinIdleTier to MaxIdleTimeout seconds, and each tier in use later than
+// the one before it (nap, then sleep, then hibernation).
+func ValidateIdleTiers(napAfter, sleepAfter, hibernateAfter int) error {
+	if err := ValidateIdleTimeout(hibernateAfter); err != nil {
+		return err
+	}
+	tiers := []struct {
+		field string
+		s     int
+	}{{"nap_after_seconds", napAfter}, {"sleep_after_seconds", sleepAfter}, {"idle_timeout_seconds", hibernateAfter}}
+	for i, t := range tiers[:2] {
+		if t.s != 0 && (t.s < MinIdleTier || t.s > MaxIdleTimeout) {
+			return &ValidationError{Field: t.field, Message: fmt.Sprintf("0 (skip this tier) or %d to %d seconds", MinIdleTier, MaxIdleTimeout)}
+		}
+		for _, later := range tiers[i+1:] {
+			if t.s != 0 && later.s != 0 && later.s <= t.s {
+				return &ValidationError{Field: t.field, Message: fmt.Sprintf("%d seconds is not before %s (%d): a desktop naps, then sleeps, then hibernates", t.s, later.field, later.s)}
+			}
+		}
+	}
+	return nil
+}
+
 // ValidateIdleTimeout checks an idle timeout in seconds.
 func ValidateIdleTimeout(s int) error {
 	if s != 0 && (s < MinIdleTimeout || s > MaxIdleTimeout) {

@@ -86,6 +86,9 @@ func freeMiB(dir string) (int, error) {
 	return int(st.Bavail * uint64(st.Bsize) >> 20), nil
 }
 
+// AvailableMemoryMiB is the memory the host can still give (MemAvailable).
+func (c Capacity) AvailableMemoryMiB() (int, error) { return availableMiB(c.MemInfo) }
+
 func availableMiB(path string) (int, error) {
 	if path == "" {
 		path = "/proc/meminfo"

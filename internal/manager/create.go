@@ -20,8 +20,9 @@ type CreateRequest struct {
 	SSHKeys []string
 	Actor   string
 	// IdleTimeout is the idle hibernation timeout in seconds; nil means
-	// desktop.DefaultIdleTimeout, 0 never.
-	IdleTimeout *int
+	// desktop.DefaultIdleTimeout, 0 never. NapAfter and SleepAfter are the
+	// idle tiers before it; nil means the host's defaults, 0 skip.
+	IdleTimeout, NapAfter, SleepAfter *int
 	// From makes the desktop a clone of another desktop's snapshot.
 	From *CloneSource
 	// Unlimited skips the owner's quota (admins).
@@ -66,11 +67,13 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	if err := req.Spec.Validate(); err != nil {
 		return nil, err
 	}
-	idle := desktop.DefaultIdleTimeout
-	if req.IdleTimeout != nil {
-		idle = *req.IdleTimeout
+	idle, nap, sleep := desktop.DefaultIdleTimeout, m.cfg.NapAfter, m.cfg.SleepAfter
+	for _, f := range []struct{ to, from *int }{{&idle, req.IdleTimeout}, {&nap, req.NapAfter}, {&sleep, req.SleepAfter}} {
+		if f.from != nil {
+			*f.to = *f.from
+		}
 	}
-	if err := desktop.ValidateIdleTimeout(idle); err != nil {
+	if err := desktop.ValidateIdleTiers(nap, sleep, idle); err != nil {
 		return nil, err
 	}
 	if err := req.Network.Validate(); err != nil {
@@ -104,7 +107,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		ID: id, Owner: req.Owner, Name: req.Name, Spec: req.Spec,
 		State: desktop.StateCreating, DesiredState: desktop.StateRunning, Operation: "create", OperationStartedAt: &now,
 		Accelerator: string(m.cfg.Accelerator), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"),
-		IdleTimeoutSeconds: idle, CreatedAt: now, UpdatedAt: now,
+		IdleTimeoutSeconds: idle, NapAfterSeconds: nap, SleepAfterSeconds: sleep, CreatedAt: now, UpdatedAt: now,
 		Network: req.Network, KeyboardLayout: req.KeyboardLayout,
 	}
 	ctx, cancel := m.detach(ctx)

@@ -198,6 +198,12 @@ func (f *fakeHV) Suspend(_ context.Context, n string) error {
 func (f *fakeHV) Resume(_ context.Context, n string) error {
 	return f.set(n, vmActive, desktop.VMRunning, "Resume")
 }
+func (f *fakeHV) Reclaim(_ context.Context, n string) (int64, error) {
+	if err := f.set(n, []desktop.VMState{desktop.VMPaused}, desktop.VMPaused, "Reclaim"); err != nil {
+		return 0, err
+	}
+	return 64 << 10, nil
+}
 func (f *fakeHV) Hibernate(_ context.Context, n string) error {
 	return f.set(n, vmActive, desktop.VMSaved, "Hibernate")
 }
@@ -385,10 +391,18 @@ func newHarnessOn(t *testing.T, disks Disks, dir string, reserve Reserve, st *st
 	st.PutImage(context.Background(), &desktop.Image{Name: "base", Path: filepath.Join(dir, "base.qcow2"), RecipeHash: "abc", CreatedAt: time.Now()})
 	st.PutImage(context.Background(), &desktop.Image{Name: "imported", Path: filepath.Join(dir, "ubuntu.qcow2"), CreatedAt: time.Now()})
 	hv, seeds := newFakeHV(), &fakeSeeds{}
-	m := New(Config{DataDir: dir, DefaultImage: "base", Accelerator: desktop.AccelTCG, StopTimeout: 300 * time.Millisecond, DefaultPlan: "unlimited", TemplateSettle: time.Millisecond, Reserve: reserve},
+	m := New(Config{DataDir: dir, DefaultImage: "base", Accelerator: desktop.AccelTCG, StopTimeout: 300 * time.Millisecond, DefaultPlan: "unlimited", TemplateSettle: time.Millisecond, TrimSettle: time.Millisecond, Reserve: reserve},
 		hv, disks, seeds, st, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { m.Close(); st.Close() })
 	return &harness{m: m, hv: hv, seeds: seeds, store: st, dir: dir}
+}
+
+// lowering reports an idle tier change under way.
+func (h *harness) lowering(id string) bool {
+	h.m.idleMu.Lock()
+	defer h.m.idleMu.Unlock()
+	st, ok := h.m.idle[id]
+	return ok && st.lowering
 }
 
 // settle waits until the desktop's operation has finished.
@@ -396,7 +410,7 @@ func (h *harness) settle(t *testing.T, id string) *desktop.Desktop {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if !h.m.isBusy(id) {
+		if !h.m.isBusy(id) && !h.lowering(id) {
 			d, err := h.m.Get(context.Background(), id)
 			if err != nil {
 				t.Fatal(err)

@@ -15,6 +15,9 @@ type idleState struct {
 	checked time.Time
 	viewers int
 	trimmed time.Time // when the guest's caches were last dropped
+	// lowering: a move down a tier is under way; noSleep: the last sleep
+	// could not push memory out, so the desktop naps until used.
+	lowering, noSleep bool
 }
 
 // trimScript drops the guest's clean page cache and compacts its free
@@ -26,7 +29,7 @@ func (m *Manager) Touch(id string) {
 	m.idleMu.Lock()
 	defer m.idleMu.Unlock()
 	if st, ok := m.idle[id]; ok {
-		st.since = time.Now()
+		st.since, st.noSleep = time.Now(), false
 	}
 }
 
@@ -70,19 +73,30 @@ func (m *Manager) SetRestartOnCrash(ctx context.Context, id string, on bool, act
 	return d, nil
 }
 
-// SetIdleTimeout changes a desktop's idle hibernation timeout (0 = never).
-func (m *Manager) SetIdleTimeout(ctx context.Context, id string, seconds int, actor string) (*desktop.Desktop, error) {
-	if err := desktop.ValidateIdleTimeout(seconds); err != nil {
-		return nil, err
-	}
+// IdleTiers changes some of a desktop's idle tiers; nil leaves one as it
+// is. Seconds, 0 = skip the tier (see desktop.ValidateIdleTiers).
+type IdleTiers struct {
+	NapAfter, SleepAfter, HibernateAfter *int
+}
+
+// SetIdleTiers changes when a quiet desktop naps, sleeps and hibernates;
+// the tiers are checked together, as they will be.
+func (m *Manager) SetIdleTiers(ctx context.Context, id string, t IdleTiers, actor string) (*desktop.Desktop, error) {
 	d, err := m.changeSettings(ctx, id, func(_ context.Context, d *desktop.Desktop) error {
-		d.IdleTimeoutSeconds = seconds
-		return nil
+		for _, f := range []struct {
+			to  *int
+			new *int
+		}{{&d.NapAfterSeconds, t.NapAfter}, {&d.SleepAfterSeconds, t.SleepAfter}, {&d.IdleTimeoutSeconds, t.HibernateAfter}} {
+			if f.new != nil {
+				*f.to = *f.new
+			}
+		}
+		return desktop.ValidateIdleTiers(d.NapAfterSeconds, d.SleepAfterSeconds, d.IdleTimeoutSeconds)
 	})
 	if err != nil {
 		return nil, err
 	}
-	m.event(ctx, id, "idle_timeout_set", actor, "idle timeout set to %s", idleText(seconds))
+	m.event(ctx, id, "idle_timeout_set", actor, "when idle: %s", tiersText(d))
 	return d, nil
 }
 
@@ -115,16 +129,21 @@ func (m *Manager) changeSettings(ctx context.Context, id string, change func(con
 	return cur, nil
 }
 
-func idleText(s int) string {
-	if s == 0 {
-		return "never"
+// tiersText says when a desktop naps, sleeps and hibernates.
+func tiersText(d *desktop.Desktop) string {
+	at := func(s int) string {
+		if s == 0 {
+			return "never"
+		}
+		return "after " + (time.Duration(s) * time.Second).String()
 	}
-	return (time.Duration(s) * time.Second).String()
+	return fmt.Sprintf("nap %s, sleep %s, hibernate %s", at(d.NapAfterSeconds), at(d.SleepAfterSeconds), at(d.IdleTimeoutSeconds))
 }
 
-// watchIdle checks running desktops every interval and hibernates those
-// quiet for their whole idle timeout: no console viewers, no API actions
-// and guest CPU below the configured share of one host CPU.
+// watchIdle checks awake and napping desktops every interval and moves
+// those quiet long enough down their idle tiers (nap, sleep, hibernate):
+// no console viewers, no API actions and guest CPU below the configured
+// share of one host CPU.
 func (m *Manager) watchIdle(interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -147,43 +166,62 @@ func (m *Manager) checkIdle(ctx context.Context, now time.Time) {
 		m.log.Warn("idle check", "err", err)
 		return
 	}
-	running := map[string]bool{}
+	watched := map[string]bool{}
+	var cands []candidate // what memory pressure may move down
 	for _, d := range desktops {
-		if d.State != desktop.StateRunning || m.isBusy(d.ID) {
+		cur, ok := tierOf(d.State)
+		if !ok || m.isBusy(d.ID) {
 			continue
 		}
-		running[d.ID] = true
-		cpu, err := m.hv.CPUTime(ctx, d.DomainName())
-		if err != nil {
-			continue
+		watched[d.ID] = true
+		var cpu time.Duration
+		if cur == tierAwake {
+			if cpu, err = m.hv.CPUTime(ctx, d.DomainName()); err != nil {
+				continue
+			}
 		}
 		m.idleMu.Lock()
 		st := m.idleEntry(d.ID)
-		if !st.checked.IsZero() {
-			share := float64(cpu-st.cpu) / float64(now.Sub(st.checked))
-			if share > m.cfg.IdleCPU {
-				st.since = now // the guest is working
+		if cur == tierAwake {
+			if !st.checked.IsZero() {
+				share := float64(cpu-st.cpu) / float64(now.Sub(st.checked))
+				if share > m.cfg.IdleCPU {
+					st.since = now // the guest is working
+				}
 			}
+			st.cpu, st.checked = cpu, now
 		}
-		st.cpu, st.checked = cpu, now
-		quiet := now.Sub(st.since)
-		idle := st.viewers == 0 && d.IdleTimeoutSeconds > 0 && quiet >= time.Duration(d.IdleTimeoutSeconds)*time.Second
-		trim := !idle && st.viewers == 0 && m.cfg.TrimAfter > 0 && quiet >= m.cfg.TrimAfter && st.trimmed.Before(st.since)
+		quiet, since := now.Sub(st.since), st.since
+		due := tierAwake
+		if st.viewers == 0 && !st.lowering {
+			due = dueTier(d, quiet)
+		}
+		if due == tierSleep && st.noSleep {
+			due = tierNap
+		}
+		trim := due <= cur && cur == tierAwake && st.viewers == 0 && m.cfg.TrimAfter > 0 && quiet >= m.cfg.TrimAfter && st.trimmed.Before(st.since)
 		if trim {
 			// Once per quiet period; the trim's own CPU is not activity.
 			st.trimmed, st.checked = now, time.Time{}
 		}
+		if due > cur && cur == tierAwake {
+			st.checked = time.Time{} // the trim before a nap is not activity
+		}
+		if due <= cur && cur < tierHibernate && st.viewers == 0 && !st.lowering {
+			cands = append(cands, candidate{d: d, cur: cur, quiet: quiet, since: since})
+		}
 		m.idleMu.Unlock()
-		if idle {
-			m.hibernateIdle(ctx, d, quiet)
+		if due > cur {
+			m.lower(d, cur, due, quiet, since)
 		}
 		if trim {
 			m.trimIdle(d)
 		}
 	}
+	m.relieve(cands)
 	m.idleMu.Lock()
 	for id, st := range m.idle {
-		if !running[id] && st.viewers == 0 {
+		if !watched[id] && st.viewers == 0 && !st.lowering {
 			delete(m.idle, id) // quiet periods start afresh when it runs again
 		}
 	}
@@ -215,15 +253,6 @@ func (m *Manager) trimIdle(d *desktop.Desktop) {
 		}
 		m.log.Info("idle desktop's page cache returned to the host", "desktop", id)
 	})
-}
-
-func (m *Manager) hibernateIdle(ctx context.Context, d *desktop.Desktop, quiet time.Duration) {
-	why := fmt.Sprintf("idle for %s (no console viewers, no API actions, guest CPU under %.0f%% of a host CPU); hibernating",
-		quiet.Round(time.Second), m.cfg.IdleCPU*100)
-	m.event(ctx, d.ID, "idle", "bureau", "%s", why)
-	if _, err := m.Hibernate(ctx, d.ID, "bureau (idle)"); err != nil {
-		m.log.Warn("idle hibernation", "desktop", d.ID, "err", err)
-	}
 }
 
 // Viewers returns the console viewers connected to each desktop now.

@@ -51,7 +51,7 @@ func TestBusyDesktopsStayRunning(t *testing.T) {
 			h.m.idle[id].since = now.Add(20 * time.Minute)
 		},
 		"never": func(h *harness, id string, now time.Time) {
-			if _, err := h.m.SetIdleTimeout(ctx, id, 0, "alice"); err != nil {
+			if _, err := h.m.SetIdleTiers(ctx, id, IdleTiers{HibernateAfter: new(0)}, "alice"); err != nil {
 				panic(err)
 			}
 		},
@@ -88,11 +88,11 @@ func TestSetIdleTimeoutValidates(t *testing.T) {
 	d := h.settle(t, h.create(t, "v").ID)
 	var ve *desktop.ValidationError
 	for _, bad := range []int{-1, 5, 8 * 24 * 3600} {
-		if _, err := h.m.SetIdleTimeout(context.Background(), d.ID, bad, "alice"); !errors.As(err, &ve) {
+		if _, err := h.m.SetIdleTiers(context.Background(), d.ID, IdleTiers{HibernateAfter: &bad}, "alice"); !errors.As(err, &ve) {
 			t.Errorf("%d: %v", bad, err)
 		}
 	}
-	got, err := h.m.SetIdleTimeout(context.Background(), d.ID, 120, "alice")
+	got, err := h.m.SetIdleTiers(context.Background(), d.ID, IdleTiers{HibernateAfter: new(120)}, "alice")
 	if err != nil || got.IdleTimeoutSeconds != 120 {
 		t.Fatalf("set: %v %+v", err, got)
 	}
@@ -157,7 +157,7 @@ func TestSettingsAndStateNeverUndoEachOther(t *testing.T) {
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "s").ID)
 	opCopy, _ := h.m.Get(ctx, d.ID) // what an operation began with
-	if _, err := h.m.SetIdleTimeout(ctx, d.ID, 600, "alice"); err != nil {
+	if _, err := h.m.SetIdleTiers(ctx, d.ID, IdleTiers{HibernateAfter: new(600)}, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	opCopy.State = desktop.StatePaused

@@ -46,7 +46,15 @@ func (m *Manager) interrupted(ctx context.Context, d *desktop.Desktop, vm deskto
 // else by running the operation again.
 func (m *Manager) resumePower(ctx context.Context, d *desktop.Desktop, vm desktop.VMState, target desktop.State) {
 	op := d.Operation
-	if observedAs(vm) == target {
+	if target == desktop.StateNapping || target == desktop.StateSleeping {
+		// An idle tier cut short: the desktop is what its VM is (a paused
+		// one naps); the idle monitor takes it further down again.
+		target = observedAs(vm)
+		if vm == desktop.VMPaused {
+			target = desktop.StateNapping
+		}
+	}
+	if observedAs(vm) == target || target == desktop.StateNapping && vm == desktop.VMPaused {
 		defer m.unlock(d.ID)
 		d.State, d.DesiredState, d.Operation, d.LastError = target, target, "", ""
 		m.save(ctx, d)
@@ -67,7 +75,7 @@ func (m *Manager) resumePower(ctx context.Context, d *desktop.Desktop, vm deskto
 		case desktop.StateStopped:
 			m.stop(ctx, &cp, StopOptions{Force: op == string(desktop.OpForceStop), Timeout: m.cfg.StopTimeout})
 		case desktop.StateHibernated:
-			m.hibernate(ctx, &cp, "bureau")
+			m.hibernate(ctx, &cp, "bureau", desktop.StatePaused)
 		case desktop.StatePaused:
 			m.pause(ctx, &cp, "bureau")
 		}

@@ -24,7 +24,15 @@ type Hypervisor interface {
 	Power
 	Snapshots
 	Guest
+	Memory
 	EventSource
+}
+
+// Memory gives a frozen VM's RAM back to the host.
+type Memory interface {
+	// Reclaim pushes a paused VM's memory out to swap and returns what
+	// stays resident, in KiB.
+	Reclaim(ctx context.Context, name string) (residentKiB int64, err error)
 }
 
 // VMs defines, lists and removes desktops' VMs.
@@ -189,6 +197,18 @@ type Config struct {
 	// hibernation) before its guest's page cache is dropped once, so free
 	// page reporting returns that RAM to the host (0 = 2 min, <0 = never).
 	TrimAfter time.Duration
+	// NapAfter and SleepAfter are new desktops' idle tiers when the create
+	// request names none, in seconds (0 = skip the tier).
+	NapAfter, SleepAfter int
+	// TrimSettle is how long free page reporting is given to return what a
+	// trim before a nap or sleep freed (0 = 3 s: the guest reports in
+	// batches about every 2 s).
+	TrimSettle time.Duration
+	// HostMemory, when set, is read at every idle check: under
+	// MemoryLowMiB available, the longest-idle desktop moves down a tier
+	// that frees memory (pressure.go).
+	HostMemory   HostMemory
+	MemoryLowMiB int
 	// Reserve, when set, holds disk space for bureau's own state, given up
 	// when a write of it fails for space.
 	Reserve Reserve
@@ -265,6 +285,9 @@ func New(cfg Config, hv Hypervisor, disks Disks, seeds SeedWriter, store Store, 
 	}
 	if cfg.TrimAfter == 0 {
 		cfg.TrimAfter = 2 * time.Minute
+	}
+	if cfg.TrimSettle == 0 {
+		cfg.TrimSettle = 3 * time.Second
 	}
 	if cfg.IdleCPU == 0 {
 		cfg.IdleCPU = 0.3

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,9 +41,13 @@ func (m *Manager) pause(ctx context.Context, d *desktop.Desktop, actor string) e
 // Resume brings a paused desktop back at once, or a hibernated one in the
 // background (202: it is "resuming" until its RAM is restored).
 func (m *Manager) Resume(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
-	if cur, err := m.live(ctx, id); err == nil && cur.State == desktop.StateHibernated {
-		if err := m.roomFor(cur.MemoryMiB, 0); err != nil {
-			return nil, err
+	var from desktop.State
+	if cur, err := m.live(ctx, id); err == nil {
+		from = cur.State
+		if cur.State == desktop.StateHibernated {
+			if err := m.roomFor(cur.MemoryMiB, 0); err != nil {
+				return nil, err
+			}
 		}
 	}
 	ctx, cancel := m.detach(ctx)
@@ -54,15 +59,18 @@ func (m *Manager) Resume(ctx context.Context, id, actor string) (*desktop.Deskto
 	st, err := m.hv.State(ctx, d.DomainName())
 	if err == nil && st == desktop.VMPaused {
 		defer m.unlock(id)
+		begun := time.Now()
 		if err := m.hv.Resume(ctx, d.DomainName()); err != nil {
-			d.State, d.Operation = desktop.StatePaused, ""
+			d.State, d.DesiredState, d.Operation = from, from, ""
 			m.save(ctx, d)
 			return nil, fmt.Errorf("resume: %w", err)
 		}
+		m.observe("wake_"+string(from), begun, nil)
+		m.Touch(id) // a new quiet period: the idle tiers start again
 		m.syncClock(d)
 		d.State, d.Operation, d.LastError = desktop.StateRunning, "", ""
 		m.save(ctx, d)
-		m.event(ctx, id, "resumed", actor, "resumed from pause")
+		m.event(ctx, id, "resumed", actor, "resumed from %s in %s", resumedFrom[from], time.Since(begun).Round(time.Millisecond))
 		return d, nil
 	}
 	// A VM whose state could not be read is resumed by start, which reads
@@ -70,6 +78,11 @@ func (m *Manager) Resume(ctx context.Context, id, actor string) (*desktop.Deskto
 	cp := *d
 	m.background(id, func(ctx context.Context) { m.start(ctx, &cp) })
 	return d, nil
+}
+
+// resumedFrom says what a frozen desktop was, in the resume event.
+var resumedFrom = map[desktop.State]string{
+	desktop.StatePaused: "pause", desktop.StateNapping: "a nap", desktop.StateSleeping: "sleep",
 }
 
 // restore starts a hibernated VM from its saved RAM.
@@ -107,9 +120,13 @@ func (m *Manager) syncClock(d *desktop.Desktop) {
 // Hibernate saves a desktop's RAM to disk and stops its VM in the
 // background; resume or start brings its programs back.
 func (m *Manager) Hibernate(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
-	if cur, err := m.live(ctx, id); err == nil && (cur.State == desktop.StateRunning || cur.State == desktop.StatePaused) {
+	frozen := desktop.StatePaused // what a paused VM is if the save fails
+	if cur, err := m.live(ctx, id); err == nil && (cur.State == desktop.StateRunning || cur.State.Frozen()) {
 		if err := m.roomToSave(cur.MemoryMiB); err != nil {
 			return nil, err
+		}
+		if cur.State.Frozen() {
+			frozen = cur.State
 		}
 	}
 	d, err := m.begin(ctx, id, desktop.OpHibernate, desktop.StateHibernated, actor)
@@ -117,11 +134,13 @@ func (m *Manager) Hibernate(ctx context.Context, id, actor string) (*desktop.Des
 		return nil, err
 	}
 	cp := *d
-	m.background(id, func(ctx context.Context) { m.hibernate(ctx, &cp, actor) })
+	m.background(id, func(ctx context.Context) { m.hibernate(ctx, &cp, actor, frozen) })
 	return d, nil
 }
 
-func (m *Manager) hibernate(ctx context.Context, d *desktop.Desktop, actor string) {
+// hibernate saves d's RAM; a save that fails on a paused VM leaves the
+// desktop frozen (paused, napping or sleeping, as it was).
+func (m *Manager) hibernate(ctx context.Context, d *desktop.Desktop, actor string, frozen desktop.State) {
 	begun := time.Now()
 	err := m.hv.Hibernate(ctx, d.DomainName())
 	m.observe("hibernate", begun, err)
@@ -134,7 +153,7 @@ func (m *Manager) hibernate(ctx context.Context, d *desktop.Desktop, actor strin
 		case desktop.VMRunning:
 			d.State, d.DesiredState = desktop.StateRunning, desktop.StateRunning
 		case desktop.VMPaused:
-			d.State, d.DesiredState = desktop.StatePaused, desktop.StatePaused
+			d.State, d.DesiredState = frozen, frozen
 		default:
 			d.State = desktop.StateError
 		}
@@ -151,47 +170,54 @@ func (m *Manager) hibernate(ctx context.Context, d *desktop.Desktop, actor strin
 // WakeTimeout bounds how long Wake waits for a hibernated desktop.
 const WakeTimeout = 3 * time.Minute
 
-// Wake makes sure a desktop is running before it is used: a paused or
-// hibernated desktop is resumed ("wake on use") and Wake waits for it. A
-// running desktop returns at once; any other state is a TransitionError.
+// Wake makes sure a desktop is running before it is used: a paused,
+// napping, sleeping or hibernated desktop is resumed ("wake on use") and
+// Wake waits for it; one on its way into a tier is woken once it gets
+// there. A running desktop returns at once; any other state is a
+// TransitionError.
 func (m *Manager) Wake(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
-	d, err := m.store.GetDesktop(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	switch d.State {
-	case desktop.StateRunning:
-		return d, nil
-	case desktop.StatePaused, desktop.StateHibernated:
-		if d.LastError == IOErrorPause {
-			// Resuming would only fail the same write again: say why.
-			return nil, fmt.Errorf("desktop %s is %s: %w", id, IOErrorPause, desktop.ErrCapacity)
-		}
-		if _, err := m.Resume(ctx, id, actor); err != nil {
-			return nil, err
-		}
-	case desktop.StateResuming:
-	default:
-		return nil, &desktop.TransitionError{Op: "use", State: d.State}
-	}
 	deadline := time.Now().Add(WakeTimeout)
+	asked := false
 	for time.Now().Before(deadline) {
-		if d, err = m.store.GetDesktop(ctx, id); err != nil {
+		d, err := m.store.GetDesktop(ctx, id)
+		if err != nil {
 			return nil, err
 		}
-		// Running, and the resume has let go of the desktop, so the
-		// caller's next operation is not refused as busy.
-		if d.State == desktop.StateRunning && !m.isBusy(id) {
-			return d, nil
-		}
-		if d.State.Settled() && d.State != desktop.StateRunning {
+		switch {
+		case d.State == desktop.StateRunning:
+			// Running, and the resume has let go of the desktop, so the
+			// caller's next operation is not refused as busy.
+			if !m.isBusy(id) {
+				return d, nil
+			}
+		case d.State.Wakeable() && !asked:
+			if d.LastError == IOErrorPause {
+				// Resuming would only fail the same write again: say why.
+				return nil, fmt.Errorf("desktop %s is %s: %w", id, IOErrorPause, desktop.ErrCapacity)
+			}
+			_, err := m.Resume(ctx, id, actor)
+			if err != nil && !errors.Is(err, desktop.ErrBusy) {
+				return nil, err
+			}
+			asked = err == nil // busy: moving into a tier; ask again once there
+		case d.State.Settled(), d.State != desktop.StateResuming && !intoTier(d):
 			return nil, &desktop.TransitionError{Op: "use", State: d.State}
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 	return nil, fmt.Errorf("desktop %s did not wake within %s: %w", id, WakeTimeout, desktop.ErrUnavailable)
+}
+
+// intoTier reports a desktop on its way into an idle tier or hibernation:
+// use waits for it to get there, then wakes it.
+func intoTier(d *desktop.Desktop) bool {
+	switch desktop.Op(d.Operation) {
+	case desktop.OpNap, desktop.OpSleep, desktop.OpHibernate, desktop.OpPause:
+		return true
+	}
+	return false
 }

@@ -191,8 +191,9 @@ func (m *Manager) observe1(ctx context.Context, d *desktop.Desktop, ev desktop.V
 	case desktop.VMPaused:
 		if ev.IOError {
 			lastErr, fault = IOErrorPause, true
-		} else if d.State == desktop.StatePaused {
-			lastErr = d.LastError
+		} else if d.State.Frozen() {
+			// Paused by a caller, or napping or sleeping: as recorded.
+			want, lastErr = d.State, d.LastError
 		}
 	case desktop.VMCrashed:
 		lastErr, fault = "its QEMU process died ("+ev.Reason+")", true

@@ -214,7 +214,7 @@ async function checkAndConnect({ initial = false, reason = '' } = {}) {
     }
     return;
   }
-  if (initial && (s.state === 'hibernated' || s.state === 'paused')) {
+  if (wakes(s.state, initial)) {
     connect('resuming');
     return;
   }
@@ -225,6 +225,13 @@ async function checkAndConnect({ initial = false, reason = '' } = {}) {
   timer = setTimeout(() => pollUntilRunning(initial), POLL_MS);
 }
 
+// wakes says whether connecting should wake a desktop in state st: one in
+// an idle tier always (use wakes it), a paused or hibernated one only when
+// the page was just opened (a reconnect must not undo a deliberate pause).
+function wakes(st, initial) {
+  return st === 'napping' || st === 'sleeping' || (initial && (st === 'hibernated' || st === 'paused'));
+}
+
 async function pollUntilRunning(initial) {
   const r = await fetchSession();
   if (leaving) return;
@@ -233,7 +240,7 @@ async function pollUntilRunning(initial) {
     showSessionInfo(r.session);
     const st = r.session.state;
     if (st === 'running') { backoff = BACKOFF_MIN_MS; connect('connecting'); return; }
-    if (initial && (st === 'hibernated' || st === 'paused')) { connect('resuming'); return; }
+    if (wakes(st, initial)) { connect('resuming'); return; }
     setState('disconnected', `desktop is ${st}`);
   } else {
     setState('disconnected', r.reason);

@@ -26,6 +26,8 @@ type Desktop struct {
 	// DataDiskPath is where the data disk lives on the host (admins only).
 	DataDiskPath       string        `json:"data_disk_path,omitempty"`
 	IdleTimeoutSeconds int           `json:"idle_timeout_seconds"`
+	NapAfterSeconds    int           `json:"nap_after_seconds"`
+	SleepAfterSeconds  int           `json:"sleep_after_seconds"`
 	RestartOnCrash     bool          `json:"restart_on_crash"`
 	Network            NetworkPolicy `json:"network"`
 	KeyboardLayout     string        `json:"keyboard_layout"`

@@ -48,6 +48,7 @@ class Desktops:
     def create(self, name: str, *, image: str | None = None, vcpus: int | None = None,
                memory_mib: int | None = None, data_disk_gib: int | None = None,
                ssh_authorized_keys: list[str] | None = None, idle_timeout_seconds: int | None = None,
+               nap_after_seconds: int | None = None, sleep_after_seconds: int | None = None,
                network: dict | None = None, keyboard_layout: str | None = None, cold: bool | None = None,
                from_snapshot: tuple[str, str] | None = None) -> Desktop:
         """Creates a desktop (it boots in the background: wait_until("running")).
@@ -57,6 +58,7 @@ class Desktops:
         body: dict[str, Any] = {"name": name}
         for k, v in (("image", image), ("vcpus", vcpus), ("memory_mib", memory_mib), ("data_disk_gib", data_disk_gib),
                      ("ssh_authorized_keys", ssh_authorized_keys), ("idle_timeout_seconds", idle_timeout_seconds),
+                     ("nap_after_seconds", nap_after_seconds), ("sleep_after_seconds", sleep_after_seconds),
                      ("network", network), ("keyboard_layout", keyboard_layout), ("cold", cold)):
             if v is not None:
                 body[k] = v

@@ -93,10 +93,12 @@ class Desktop:
     def resize_data_disk(self, size_gib: int) -> "Desktop":
         return self._op("resizeDataDisk", body={"size_gib": size_gib})
 
-    def update(self, *, idle_timeout_seconds: int | None = None, restart_on_crash: bool | None = None,
+    def update(self, *, idle_timeout_seconds: int | None = None, nap_after_seconds: int | None = None,
+               sleep_after_seconds: int | None = None, restart_on_crash: bool | None = None,
                network: dict | None = None, keyboard_layout: str | None = None) -> "Desktop":
         """Changes settings (only those given)."""
-        body = {k: v for k, v in (("idle_timeout_seconds", idle_timeout_seconds), ("restart_on_crash", restart_on_crash),
+        body = {k: v for k, v in (("idle_timeout_seconds", idle_timeout_seconds), ("nap_after_seconds", nap_after_seconds),
+                                  ("sleep_after_seconds", sleep_after_seconds), ("restart_on_crash", restart_on_crash),
                                   ("network", network), ("keyboard_layout", keyboard_layout)) if v is not None}
         return self._op("updateDesktop", body=body)
 

@@ -60,6 +60,8 @@ class Desktop(Model):
     accelerator: str | None = None
     data_disk_path: str | None = None
     idle_timeout_seconds: int | None = None
+    nap_after_seconds: int | None = None
+    sleep_after_seconds: int | None = None
     restart_on_crash: bool | None = None
     network: dict | None = None
     keyboard_layout: str | None = None

@@ -18,6 +18,8 @@ export interface CreateDesktop {
   data_disk_gib?: number;
   ssh_authorized_keys?: string[];
   idle_timeout_seconds?: number;
+  nap_after_seconds?: number;
+  sleep_after_seconds?: number;
   network?: m.NetworkPolicy;
   keyboard_layout?: string;
   cold?: boolean;

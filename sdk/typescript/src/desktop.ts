@@ -106,7 +106,7 @@ export class Desktop {
     return this.op("resizeDataDisk", { json: { size_gib: sizeGiB } });
   }
   /** Changes settings (only those given). */
-  update(s: { idle_timeout_seconds?: number; restart_on_crash?: boolean; network?: m.NetworkPolicy; keyboard_layout?: string }): Promise<this> {
+  update(s: { idle_timeout_seconds?: number; nap_after_seconds?: number; sleep_after_seconds?: number; restart_on_crash?: boolean; network?: m.NetworkPolicy; keyboard_layout?: string }): Promise<this> {
     return this.op("updateDesktop", { json: pick(s) });
   }
   /** Deletes the desktop; its data disk is kept unless deleteData. */

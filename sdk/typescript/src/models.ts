@@ -3,8 +3,8 @@
  * test compares each interface's fields, listed in FIELDS, with its schema).
  */
 
-/** Where a desktop is: settled (running, paused, hibernated, stopped, crashed, error, deleted) or on its way. */
-export type DesktopState = "creating" | "starting" | "running" | "stopping" | "stopped" | "rebooting" | "pausing" | "paused" | "hibernating" | "hibernated" | "resuming" | "reverting" | "reimaging" | "deleting" | "deleted" | "error" | "crashed";
+/** Where a desktop is: settled (running, paused, napping, sleeping, hibernated, stopped, crashed, error, deleted) or on its way. */
+export type DesktopState = "creating" | "starting" | "running" | "stopping" | "stopped" | "rebooting" | "pausing" | "paused" | "napping" | "sleeping" | "hibernating" | "hibernated" | "resuming" | "reverting" | "reimaging" | "deleting" | "deleted" | "error" | "crashed";
 
 /** A Desktop as the API shows it. */
 export interface Desktop {
@@ -24,6 +24,8 @@ export interface Desktop {
   accelerator: string;
   data_disk_path?: string;
   idle_timeout_seconds: number;
+  nap_after_seconds: number;
+  sleep_after_seconds: number;
   restart_on_crash: boolean;
   network: NetworkPolicy;
   keyboard_layout: string;
@@ -348,7 +350,7 @@ export interface NetworkPolicy {
 
 /** Each interface's schema and fields, for the drift test. */
 export const FIELDS: Record<string, { schema: string; fields: string[] }> = {
-  Desktop: { schema: "Desktop", fields: ["id", "owner", "name", "image", "vcpus", "memory_mib", "data_disk_gib", "state", "desired_state", "last_error", "operation", "operation_step", "operation_started_at", "accelerator", "data_disk_path", "idle_timeout_seconds", "restart_on_crash", "network", "keyboard_layout", "ip", "created_at", "updated_at", "deleted_at"] },
+  Desktop: { schema: "Desktop", fields: ["id", "owner", "name", "image", "vcpus", "memory_mib", "data_disk_gib", "state", "desired_state", "last_error", "operation", "operation_step", "operation_started_at", "accelerator", "data_disk_path", "idle_timeout_seconds", "nap_after_seconds", "sleep_after_seconds", "restart_on_crash", "network", "keyboard_layout", "ip", "created_at", "updated_at", "deleted_at"] },
   DeleteResult: { schema: "DeleteResult", fields: ["desktop", "data_deleted", "data_disk_kept"] },
   Event: { schema: "Event", fields: ["id", "desktop_id", "type", "message", "actor", "created_at"] },
   Snapshot: { schema: "Snapshot", fields: ["id", "desktop_id", "name", "description", "scope", "memory", "parent", "size_bytes", "created_at", "reverted_at"] },

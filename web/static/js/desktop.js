@@ -5,10 +5,14 @@ import { h, icon, toast, confirmDialog, infoDialog, busy } from './ui.js';
 
 const TRANSIENT = ['creating', 'starting', 'stopping', 'rebooting', 'pausing', 'hibernating', 'resuming', 'reverting', 'reimaging', 'deleting'];
 
+// Paused by a caller, in an idle tier (napping, sleeping) or hibernated:
+// use wakes it.
+export const WAKEABLE = ['paused', 'napping', 'sleeping', 'hibernated'];
+
 export function stateKind(state) {
   if (state === 'running') return 'ok';
   if (TRANSIENT.includes(state)) return 'busy';
-  if (state === 'paused' || state === 'hibernated') return 'sleep';
+  if (WAKEABLE.includes(state)) return 'sleep';
   if (state === 'error' || state === 'crashed') return 'bad';
   return 'idle';
 }
@@ -66,14 +70,14 @@ setInterval(() => {
 // Which states each operation may start from (mirrors internal/desktop/state.go).
 const FROM = {
   start: ['stopped', 'hibernated', 'crashed', 'error'],
-  resume: ['paused'],
-  stop: ['running', 'paused', 'hibernated', 'error'],
+  resume: ['paused', 'napping', 'sleeping'],
+  stop: ['running', 'paused', 'napping', 'sleeping', 'hibernated', 'error'],
   reboot: ['running'],
-  hibernate: ['running', 'paused'],
-  delete: ['creating', 'running', 'paused', 'hibernated', 'stopped', 'crashed', 'error'],
-  // The console page wakes paused/hibernated desktops and waits out transitions.
-  console: ['running', 'paused', 'hibernated', 'creating', 'starting', 'rebooting', 'pausing', 'hibernating', 'resuming', 'reverting', 'reimaging'],
-  revert: ['running', 'paused', 'stopped'],
+  hibernate: ['running', 'paused', 'napping', 'sleeping'],
+  delete: ['creating', 'running', 'paused', 'napping', 'sleeping', 'hibernated', 'stopped', 'crashed', 'error'],
+  // The console page wakes paused, napping, sleeping and hibernated desktops and waits out transitions.
+  console: ['running', 'paused', 'napping', 'sleeping', 'hibernated', 'creating', 'starting', 'rebooting', 'pausing', 'hibernating', 'resuming', 'reverting', 'reimaging'],
+  revert: ['running', 'paused', 'napping', 'sleeping', 'stopped'],
 };
 
 export const can = (op, d) => !!d && FROM[op].includes(d.state);

@@ -3,7 +3,7 @@
 import { get, post, del, api, seg, describe } from './api.js';
 import { store, subscribe, upsert, onDesktopEvent } from './store.js';
 import { h, icon, clear, toast, confirmDialog, busy, fmtMiB, fmtBytes, fmtTime, fmtDuration, timeEl } from './ui.js';
-import { statePill, actionButtons, consoleButtons, can, requestShot, shotOf, onShot } from './desktop.js';
+import { statePill, actionButtons, consoleButtons, can, requestShot, shotOf, onShot, WAKEABLE } from './desktop.js';
 import { placeholder } from './list.js';
 import { servicesTab } from './services.js';
 
@@ -82,7 +82,7 @@ export function detailsView(root, id, tab = 'events') {
       // Only admins are shown host paths.
       d.data_disk_path ? prop('Data disk path', h('code', d.data_disk_path)) : null,
       prop('Accelerator', (d.accelerator || '—').toUpperCase()),
-      prop('Idle timeout', fmtDuration(d.idle_timeout_seconds)),
+      prop('When idle', idleTiers(d)),
       prop('Restart on crash', d.restart_on_crash ? 'yes' : 'no'),
       prop('Network', policySummary(d.network)),
       prop('Last error', d.last_error || '—'),
@@ -372,7 +372,7 @@ function filesTab(box, id, desk) {
     const d = desk();
     if (d && d.state !== 'running' && !woken) {
       renderCrumbs(p);
-      const wakeable = d.state === 'paused' || d.state === 'hibernated';
+      const wakeable = WAKEABLE.includes(d.state);
       clear(body, h('div.empty.empty-sm',
         h('p', `Files can be browsed while the desktop is running (it is ${d.state}).`),
         wakeable ? h('button.btn.btn-sm', { type: 'button', onclick: () => { woken = true; load(p); } }, 'Browse anyway (wakes the desktop)') : null));
@@ -500,3 +500,8 @@ function consoleTab(box, id, desk) {
   return () => { clearInterval(t); unsub(); window.removeEventListener('focus', onFocus); };
 }
 
+// idleTiers says when a quiet desktop naps, sleeps and hibernates.
+function idleTiers(d) {
+  const at = (s) => (s ? `after ${fmtDuration(s)}` : 'never');
+  return `nap ${at(d.nap_after_seconds)} · sleep ${at(d.sleep_after_seconds)} · hibernate ${at(d.idle_timeout_seconds)}`;
+}

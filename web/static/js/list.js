@@ -21,7 +21,7 @@ export function placeholder(d) {
   const phase = phaseOf(d);
   const elapsed = elapsedEl(d);
   return h(`div.thumb-placeholder.ph-${kind}`,
-    kind === 'busy' ? h('span.spinner') : icon(d.state === 'hibernated' ? 'moon' : d.state === 'paused' ? 'pause' : 'monitor', 28),
+    kind === 'busy' ? h('span.spinner') : icon(d.state === 'hibernated' || d.state === 'sleeping' ? 'moon' : d.state === 'paused' || d.state === 'napping' ? 'pause' : 'monitor', 28),
     h('span', d.state),
     phase || elapsed ? h('span.ph-phase', phase, phase && elapsed ? ' · ' : '', elapsed) : null);
 }

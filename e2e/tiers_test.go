@@ -1,0 +1,156 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// checkIdleTiers walks a desktop down every idle tier by idle time (short
+// timeouts: nap after 10 s, sleep after 30 s, hibernate after 60 s) and
+// wakes it from each, by an API call, a live-URL request and an API call
+// again: its marker file and a background process are there every time,
+// a sleeping desktop holds far less host memory than a napping one, and
+// the events say why each step happened.
+func checkIdleTiers(t *testing.T, s *server, d *desktop.Desktop) {
+	base := "/api/v1/desktops/" + d.ID
+	run := func(script string) (string, time.Duration) {
+		t.Helper()
+		var res struct{ Stdout string }
+		begun := time.Now()
+		if code := s.call(adminToken, "POST", base+"/exec", map[string]any{"argv": []string{"/bin/sh", "-c", script}}, &res); code != http.StatusOK {
+			t.Fatalf("exec %q: %d", script, code)
+		}
+		return strings.TrimSpace(res.Stdout), time.Since(begun)
+	}
+	pid, _ := run("echo tiers > /tmp/tier-marker; setsid sleep 100000 >/dev/null 2>&1 < /dev/null & echo $!")
+	intact := func(tier string) {
+		t.Helper()
+		if out, _ := run("cat /tmp/tier-marker; kill -0 " + pid + " && echo alive"); out != "tiers\nalive" {
+			t.Errorf("after waking from %s: marker and process %q", tier, out)
+		}
+	}
+	var sv serviceInfo
+	if code := s.call(adminToken, "POST", base+"/services", map[string]any{"name": "tierweb", "cmd": "exec python3 -m http.server 8126", "port": 8126}, &sv); code != http.StatusCreated {
+		t.Fatalf("create service: %d", code)
+	}
+	defer s.call(adminToken, "DELETE", base+"/services/tierweb", nil, nil)
+	liveURL := s.url + "/preview/" + d.ID + "/8126/"
+	deadline := time.Now().Add(time.Minute)
+	for code, _ := fetch(t, http.DefaultClient, "GET", liveURL, "", adminToken, nil); code != http.StatusOK; code, _ = fetch(t, http.DefaultClient, "GET", liveURL, "", adminToken, nil) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the service's URL answers %d", code)
+		}
+		time.Sleep(time.Second)
+	}
+
+	var got desktop.Desktop
+	if code := s.call(adminToken, "PATCH", base, map[string]any{"nap_after_seconds": 10, "sleep_after_seconds": 30, "idle_timeout_seconds": 60}, &got); code != http.StatusOK ||
+		got.NapAfterSeconds != 10 || got.SleepAfterSeconds != 30 || got.IdleTimeoutSeconds != 60 {
+		t.Fatalf("set idle tiers: %d %+v", code, got)
+	}
+	defer s.call(adminToken, "PATCH", base, map[string]any{"nap_after_seconds": 0, "sleep_after_seconds": 0, "idle_timeout_seconds": 0}, nil)
+	s.expectError(adminToken, "PATCH", base, map[string]any{"nap_after_seconds": 40}, http.StatusUnprocessableEntity, "invalid")
+
+	// Nap: paused with its memory resident; an API call wakes it.
+	s.waitState(adminToken, d.ID, desktop.StateNapping, 3*time.Minute)
+	napRSS := s.rssKiB(d)
+	_, napWake := run("true")
+	intact("a nap")
+
+	// Sleep: memory pushed out; a request to a live URL wakes it.
+	s.waitState(adminToken, d.ID, desktop.StateSleeping, 3*time.Minute)
+	sleepRSS := s.rssKiB(d)
+	if sleepRSS*2 > napRSS {
+		t.Errorf("sleeping, the desktop holds %d MiB of host memory; napping %d MiB", sleepRSS/1024, napRSS/1024)
+	}
+	begun := time.Now()
+	if code, _ := fetch(t, http.DefaultClient, "GET", liveURL, "", adminToken, nil); code != http.StatusOK {
+		t.Errorf("the live URL of a sleeping desktop: %d", code)
+	}
+	sleepWake := time.Since(begun)
+	intact("sleep")
+
+	// Hibernation after the long idle time; an API call wakes it.
+	s.waitState(adminToken, d.ID, desktop.StateHibernated, 5*time.Minute)
+	_, hibernateWake := run("true")
+	intact("hibernation")
+	t.Logf("idle tiers: host memory napping %d MiB, sleeping %d MiB; wake → exec answered from a nap %s, live URL served from sleep %s, exec answered from hibernation %s",
+		napRSS/1024, sleepRSS/1024, napWake.Round(time.Millisecond), sleepWake.Round(time.Millisecond), hibernateWake.Round(time.Millisecond))
+
+	var evs struct{ Events []desktop.Event }
+	s.call(adminToken, "GET", base+"/events?limit=200", nil, &evs)
+	for _, tier := range []string{"napping", "sleeping", "hibernating"} {
+		found := false
+		for _, e := range evs.Events {
+			found = found || e.Type == "idle" && strings.Contains(e.Message, "idle for") && strings.HasSuffix(e.Message, "; "+tier)
+		}
+		if !found {
+			t.Errorf("no idle event says why the desktop went %s", tier)
+		}
+	}
+}
+
+// rssKiB is the host memory the desktop's QEMU process holds.
+func (s *server) rssKiB(d *desktop.Desktop) int64 {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := s.hv.DomainStats(ctx, d.DomainName())
+	if err != nil {
+		s.t.Fatalf("stats of %s: %v", d.Name, err)
+	}
+	return int64(st.MemoryRSSKiB)
+}
+
+// checkMemoryPressure restarts bureau with a test-only low-memory mark
+// above what the host has: the longest-idle desktop (first, unused since
+// the restart) is put to sleep while the one in use (second) keeps
+// running, with an event that says why. bureau then restarts as before
+// and first is woken.
+func checkMemoryPressure(t *testing.T, s *server, first, second *desktop.Desktop) {
+	s.stop()
+	s.env = []string{"BUREAU_MEMORY_LOW_MIB=1000000"}
+	s.start()
+	defer func() {
+		s.stop()
+		s.env = nil
+		s.start()
+		s.call(adminToken, "POST", "/api/v1/desktops/"+first.ID+"/exec", map[string]any{"argv": []string{"true"}}, nil) // wakes it
+	}()
+	// second is used every few seconds; first, never.
+	deadline := time.Now().Add(3 * time.Minute)
+	var got desktop.Desktop
+	for time.Now().Before(deadline) {
+		if code := s.call(adminToken, "POST", "/api/v1/desktops/"+second.ID+"/exec", map[string]any{"argv": []string{"true"}}, nil); code != http.StatusOK {
+			t.Fatalf("exec in the desktop in use: %d", code)
+		}
+		s.call(adminToken, "GET", "/api/v1/desktops/"+first.ID, nil, &got)
+		if got.State == desktop.StateSleeping {
+			break
+		}
+		time.Sleep(3 * time.Second)
+	}
+	if got.State != desktop.StateSleeping {
+		t.Fatalf("under memory pressure the longest-idle desktop is %s, want sleeping", got.State)
+	}
+	var other desktop.Desktop
+	if s.call(adminToken, "GET", "/api/v1/desktops/"+second.ID, nil, &other); other.State != desktop.StateRunning {
+		t.Errorf("the desktop in use is %s under memory pressure", other.State)
+	}
+	var evs struct{ Events []desktop.Event }
+	s.call(adminToken, "GET", "/api/v1/desktops/"+first.ID+"/events", nil, &evs)
+	found := false
+	for _, e := range evs.Events {
+		found = found || e.Type == "pressure" && strings.Contains(e.Message, "host memory low") && strings.HasSuffix(e.Message, "goes sleeping")
+	}
+	if !found {
+		t.Errorf("no pressure event on the desktop put to sleep: %+v", evs.Events)
+	}
+}

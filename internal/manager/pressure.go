@@ -1,0 +1,63 @@
+package manager
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// HostMemory reads how much memory the host can still give.
+type HostMemory interface {
+	AvailableMemoryMiB() (int, error)
+}
+
+// candidate is a desktop the idle monitor watches, as it was at a check.
+type candidate struct {
+	d     *desktop.Desktop
+	cur   tier
+	quiet time.Duration
+	since time.Time
+}
+
+// pressureQuiet is how long a running desktop must be unused before
+// memory pressure may put it to sleep: one in use is never frozen.
+const pressureQuiet = time.Minute
+
+// relieve moves the longest-idle desktop one tier down that frees memory
+// when the host runs short: running or napping → sleeping (hibernated if
+// it cannot sleep), sleeping → hibernated. One desktop per check, so the
+// next check sees what that freed. Nothing is ever stopped or killed, and
+// a desktop with a console viewer or used within a minute is left alone.
+func (m *Manager) relieve(cands []candidate) {
+	if m.cfg.HostMemory == nil || m.cfg.MemoryLowMiB <= 0 {
+		return
+	}
+	avail, err := m.cfg.HostMemory.AvailableMemoryMiB()
+	if err != nil || avail >= m.cfg.MemoryLowMiB {
+		return
+	}
+	var pick *candidate
+	for i := range cands {
+		c := &cands[i]
+		if c.cur == tierAwake && c.quiet < pressureQuiet {
+			continue
+		}
+		if pick == nil || c.quiet > pick.quiet {
+			pick = c
+		}
+	}
+	if pick == nil {
+		m.log.Warn("host memory low and every desktop is in use: nothing to move down", "available_mib", avail)
+		return
+	}
+	due := tierSleep
+	m.idleMu.Lock()
+	if st, ok := m.idle[pick.d.ID]; pick.cur == tierSleep || ok && st.noSleep {
+		due = tierHibernate
+	}
+	m.idleMu.Unlock()
+	why := fmt.Sprintf("host memory low (%d MiB available, under %d MiB): the longest-idle desktop, quiet for %s, goes %s",
+		avail, m.cfg.MemoryLowMiB, pick.quiet.Round(time.Second), tierNames[due])
+	m.lowerFor(pick.d, pick.cur, due, pick.since, "pressure", why)
+}

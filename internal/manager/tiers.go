@@ -1,0 +1,199 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// A quiet desktop walks down idle tiers, each cheaper to keep and slower
+// to wake: awake (running) → nap (paused, RAM resident) → sleep (paused,
+// RAM pushed out to the host's compressed swap) → hibernation (RAM on
+// disk). Any use wakes it from any tier (Wake).
+type tier int
+
+const (
+	tierAwake tier = iota
+	tierNap
+	tierSleep
+	tierHibernate
+)
+
+var tierNames = [...]string{"awake", "napping", "sleeping", "hibernating"}
+
+// tierOf is the tier of a desktop in state s; ok is false for states the
+// idle monitor leaves alone (stopped, paused by a caller, hibernated, on
+// its way somewhere).
+func tierOf(s desktop.State) (t tier, ok bool) {
+	switch s {
+	case desktop.StateRunning:
+		return tierAwake, true
+	case desktop.StateNapping:
+		return tierNap, true
+	case desktop.StateSleeping:
+		return tierSleep, true
+	}
+	return 0, false
+}
+
+// dueTier is the deepest tier d's idle settings reach after quiet.
+func dueTier(d *desktop.Desktop, quiet time.Duration) tier {
+	after := func(s int) bool { return s > 0 && quiet >= time.Duration(s)*time.Second }
+	switch {
+	case after(d.IdleTimeoutSeconds):
+		return tierHibernate
+	case after(d.SleepAfterSeconds):
+		return tierSleep
+	case after(d.NapAfterSeconds):
+		return tierNap
+	}
+	return tierAwake
+}
+
+// lower moves a quiet desktop from tier cur down to due, in the
+// background; since is the start of the quiet period that earned it, so a
+// use meanwhile calls it off.
+func (m *Manager) lower(d *desktop.Desktop, cur, due tier, quiet time.Duration, since time.Time) {
+	why := fmt.Sprintf("idle for %s (no console viewers, no API actions, guest CPU under %.0f%% of a host CPU); %s",
+		quiet.Round(time.Second), m.cfg.IdleCPU*100, tierNames[due])
+	m.lowerFor(d, cur, due, since, "idle", why)
+}
+
+// lowerFor moves d from cur down to due, recording an event of type typ
+// that says why.
+func (m *Manager) lowerFor(d *desktop.Desktop, cur, due tier, since time.Time, typ, why string) {
+	id := d.ID
+	if !m.claimLowering(id) {
+		return
+	}
+	m.spawn(m.cfg.OpTimeout, func(ctx context.Context) {
+		defer m.releaseLowering(id)
+		if due == tierHibernate {
+			m.event(ctx, id, typ, "bureau", "%s", why)
+			if _, err := m.Hibernate(ctx, id, "bureau ("+typ+")"); err != nil {
+				m.log.Warn("idle hibernation", "desktop", id, "err", err)
+			}
+			return
+		}
+		if cur == tierAwake {
+			// Give the guest's page cache back before freezing it: a nap
+			// then holds less, and a sleep has less to push out.
+			m.trimGuest(ctx, d)
+			if !m.stillQuiet(id, since) {
+				return
+			}
+		}
+		m.event(ctx, id, typ, "bureau", "%s", why)
+		op := desktop.OpNap
+		if due == tierSleep {
+			op = desktop.OpSleep
+		}
+		if _, err := m.freeze(ctx, id, op, cur == tierAwake); err != nil {
+			m.log.Warn("idle "+string(op), "desktop", id, "err", err)
+		}
+	})
+}
+
+// freeze naps or sleeps a desktop: pauses its VM (when running) and, to
+// sleep, pushes its memory out to swap. A sleep that cannot push memory
+// out leaves the desktop napping and says why.
+func (m *Manager) freeze(ctx context.Context, id string, op desktop.Op, running bool) (*desktop.Desktop, error) {
+	d, err := m.begin(ctx, id, op, desktop.Target(op), "bureau (idle)")
+	if err != nil {
+		return nil, err
+	}
+	defer m.unlock(id)
+	begun := time.Now()
+	if running {
+		if err := m.hv.Suspend(ctx, d.DomainName()); err != nil {
+			d.State, d.DesiredState, d.Operation = desktop.StateRunning, desktop.StateRunning, ""
+			m.save(ctx, d)
+			return nil, fmt.Errorf("%s: pause: %w", op, err)
+		}
+	}
+	if op == desktop.OpNap {
+		d.State, d.Operation, d.LastError = desktop.StateNapping, "", ""
+		m.save(ctx, d)
+		m.event(ctx, id, "napping", "bureau", "napping: paused with its memory resident")
+		return d, nil
+	}
+	m.step(ctx, d, "push memory to swap")
+	rss, err := m.hv.Reclaim(ctx, d.DomainName())
+	m.observe("sleep", begun, err)
+	if err != nil {
+		m.noSleep(id)
+		d.State, d.DesiredState, d.Operation, d.Step = desktop.StateNapping, desktop.StateNapping, "", ""
+		m.save(ctx, d)
+		m.event(ctx, id, "sleep_failed", "bureau", "could not push its memory out (%v); napping instead", err)
+		return d, nil
+	}
+	d.State, d.Operation, d.Step, d.LastError = desktop.StateSleeping, "", "", ""
+	m.save(ctx, d)
+	m.event(ctx, id, "sleeping", "bureau", "sleeping: paused, memory pushed to swap in %s (%d MiB left resident)",
+		time.Since(begun).Round(time.Millisecond), rss/1024)
+	return d, nil
+}
+
+// trimGuest drops a running guest's page cache and waits a moment for free
+// page reporting to hand the pages back. A guest that does not answer is
+// frozen as it is.
+func (m *Manager) trimGuest(ctx context.Context, d *desktop.Desktop) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	res, err := m.hv.GuestExec(ctx, d.DomainName(), desktop.Exec{Argv: []string{"/bin/sh", "-c", trimScript}})
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("exit %d: %s", res.ExitCode, res.Stderr)
+	}
+	if err != nil {
+		m.log.Warn("trim before an idle tier", "desktop", d.ID, "err", err)
+		return
+	}
+	sleep(ctx, m.cfg.TrimSettle)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// claimLowering marks a desktop as being moved down a tier, so later checks
+// leave it alone meanwhile; false if it already is.
+func (m *Manager) claimLowering(id string) bool {
+	m.idleMu.Lock()
+	defer m.idleMu.Unlock()
+	st := m.idleEntry(id)
+	if st.lowering {
+		return false
+	}
+	st.lowering = true
+	return true
+}
+
+func (m *Manager) releaseLowering(id string) {
+	m.idleMu.Lock()
+	defer m.idleMu.Unlock()
+	if st, ok := m.idle[id]; ok {
+		st.lowering = false
+	}
+}
+
+// stillQuiet reports that nothing used the desktop since its quiet period
+// began and no viewer came.
+func (m *Manager) stillQuiet(id string, since time.Time) bool {
+	m.idleMu.Lock()
+	defer m.idleMu.Unlock()
+	st, ok := m.idle[id]
+	return ok && st.since.Equal(since) && st.viewers == 0
+}
+
+// noSleep records that a desktop could not sleep, so it stays napping
+// until its next use instead of trying again at every check.
+func (m *Manager) noSleep(id string) {
+	m.idleMu.Lock()
+	defer m.idleMu.Unlock()
+	m.idleEntry(id).noSleep = true
+}
