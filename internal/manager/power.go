@@ -185,9 +185,10 @@ func (m *Manager) Wake(ctx context.Context, id, actor string) (*desktop.Desktop,
 		}
 		switch {
 		case d.State == desktop.StateRunning:
-			// Running, and the resume has let go of the desktop, so the
-			// caller's next operation is not refused as busy.
-			if !m.isBusy(id) {
+			// Running, and (once woken here) the resume has let go of
+			// the desktop, so the caller's next operation is not refused
+			// as busy.
+			if !asked || !m.isBusy(id) {
 				return d, nil
 			}
 		case d.State.Wakeable() && !asked:

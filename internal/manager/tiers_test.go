@@ -197,3 +197,20 @@ func TestIdleTiersValidate(t *testing.T) {
 		t.Fatalf("set: %v %+v", err, got)
 	}
 }
+
+// TestWakeOfARunningDesktopReturnsAtOnce: a running desktop is not waited
+// on, even while an operation holds it (the console connects during a
+// snapshot).
+func TestWakeOfARunningDesktopReturnsAtOnce(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	d := h.settle(t, h.create(t, "run").ID)
+	if err := h.m.lock(d.ID, "snapshot"); err != nil {
+		t.Fatal(err)
+	}
+	defer h.m.unlock(d.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if got, err := h.m.Wake(ctx, d.ID, "alice"); err != nil || got.State != desktop.StateRunning {
+		t.Fatalf("wake of a running, busy desktop: %v %+v", err, got)
+	}
+}
