@@ -124,7 +124,8 @@ func checkMemoryPressure(t *testing.T, s *server, first, second *desktop.Desktop
 		s.start()
 		s.call(adminToken, "POST", "/api/v1/desktops/"+first.ID+"/exec", map[string]any{"argv": []string{"true"}}, nil) // wakes it
 	}()
-	// second is used every few seconds; first, never.
+	// second is used every few seconds; first, never. Pressure moves first
+	// one tier per check (every 3 s here): to sleep, then to hibernation.
 	deadline := time.Now().Add(3 * time.Minute)
 	var got desktop.Desktop
 	for time.Now().Before(deadline) {
@@ -132,25 +133,37 @@ func checkMemoryPressure(t *testing.T, s *server, first, second *desktop.Desktop
 			t.Fatalf("exec in the desktop in use: %d", code)
 		}
 		s.call(adminToken, "GET", "/api/v1/desktops/"+first.ID, nil, &got)
-		if got.State == desktop.StateSleeping {
+		if got.State == desktop.StateSleeping || got.State == desktop.StateHibernated {
 			break
 		}
 		time.Sleep(3 * time.Second)
 	}
-	if got.State != desktop.StateSleeping {
-		t.Fatalf("under memory pressure the longest-idle desktop is %s, want sleeping", got.State)
+	if got.State != desktop.StateSleeping && got.State != desktop.StateHibernated {
+		t.Fatalf("under memory pressure the longest-idle desktop is %s, want sleeping (then hibernated)", got.State)
 	}
 	var other desktop.Desktop
 	if s.call(adminToken, "GET", "/api/v1/desktops/"+second.ID, nil, &other); other.State != desktop.StateRunning {
 		t.Errorf("the desktop in use is %s under memory pressure", other.State)
 	}
-	var evs struct{ Events []desktop.Event }
-	s.call(adminToken, "GET", "/api/v1/desktops/"+first.ID+"/events", nil, &evs)
-	found := false
-	for _, e := range evs.Events {
-		found = found || e.Type == "pressure" && strings.Contains(e.Message, "host memory low") && strings.HasSuffix(e.Message, "goes sleeping")
+	pressure := func(d *desktop.Desktop) []string {
+		var evs struct{ Events []desktop.Event }
+		s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &evs)
+		var out []string
+		for _, e := range evs.Events {
+			if e.Type == "pressure" {
+				out = append(out, e.Message)
+			}
+		}
+		return out
 	}
-	if !found {
-		t.Errorf("no pressure event on the desktop put to sleep: %+v", evs.Events)
+	slept := false
+	for _, m := range pressure(first) {
+		slept = slept || strings.Contains(m, "host memory low") && strings.HasSuffix(m, "goes sleeping")
+	}
+	if !slept {
+		t.Errorf("no pressure event put the idle desktop to sleep: %q", pressure(first))
+	}
+	if evs := pressure(second); len(evs) > 0 {
+		t.Errorf("memory pressure moved the desktop in use: %q", evs)
 	}
 }
