@@ -60,13 +60,7 @@ func (s *server) updateDesktop(c *gin.Context) (reply, error) {
 	}
 	tiers := manager.IdleTiers{NapAfter: req.NapAfter, SleepAfter: req.SleepAfter, HibernateAfter: req.IdleTimeout}
 	if tiers != (manager.IdleTiers{}) {
-		pick := func(p *int, cur int) int {
-			if p != nil {
-				return *p
-			}
-			return cur
-		}
-		if err := desktop.ValidateIdleTiers(pick(req.NapAfter, d.NapAfterSeconds), pick(req.SleepAfter, d.SleepAfterSeconds), pick(req.IdleTimeout, d.IdleTimeoutSeconds)); err != nil {
+		if err := tiers.Check(*d); err != nil {
 			return reply{}, err
 		}
 	}

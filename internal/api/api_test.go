@@ -196,12 +196,11 @@ func (f *fakeDesktops) SetIdleTiers(_ context.Context, id string, t manager.Idle
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range []struct{ to, from *int }{{&d.NapAfterSeconds, t.NapAfter}, {&d.SleepAfterSeconds, t.SleepAfter}, {&d.IdleTimeoutSeconds, t.HibernateAfter}} {
-		if s.from != nil {
-			*s.to = *s.from
-		}
+	if err := t.Check(*d); err != nil {
+		return nil, err
 	}
-	return d, desktop.ValidateIdleTiers(d.NapAfterSeconds, d.SleepAfterSeconds, d.IdleTimeoutSeconds)
+	t.Apply(d)
+	return d, nil
 }
 func (f *fakeDesktops) SetRestartOnCrash(_ context.Context, id string, on bool, _ string) (*desktop.Desktop, error) {
 	d, err := f.op(id)
@@ -593,6 +592,13 @@ func TestActionsCountAsActivity(t *testing.T) {
 	}
 	if code, r := e.do(t, e.alice, "PATCH", base, `{"idle_timeout_seconds":5}`); code != 422 {
 		t.Errorf("patch with 5 s: %d %v", code, r)
+	}
+	if code, r := e.do(t, e.alice, "PATCH", base, `{"nap_after_seconds":60,"sleep_after_seconds":300}`); code != 200 || r["nap_after_seconds"] != 60.0 || r["sleep_after_seconds"] != 300.0 {
+		t.Errorf("patch tiers: %d %v", code, r)
+	}
+	// The tiers are checked together: a nap after the sleep is refused whole.
+	if code, r := e.do(t, e.alice, "PATCH", base, `{"nap_after_seconds":400,"sleep_after_seconds":300,"restart_on_crash":true}`); code != 422 || errField(r) != "nap_after_seconds" {
+		t.Errorf("patch a nap after the sleep: %d %v", code, r)
 	}
 	if code, r := e.do(t, e.alice, "PATCH", base, `{"keyboard_layout":"German"}`); code != 422 || errField(r) != "keyboard_layout" {
 		t.Errorf("patch with a bad layout: %d %v", code, r)

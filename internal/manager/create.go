@@ -67,15 +67,13 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	if err := req.Spec.Validate(); err != nil {
 		return nil, err
 	}
-	idle, nap, sleep := desktop.DefaultIdleTimeout, m.cfg.NapAfter, m.cfg.SleepAfter
-	for _, f := range []struct{ to, from *int }{{&idle, req.IdleTimeout}, {&nap, req.NapAfter}, {&sleep, req.SleepAfter}} {
-		if f.from != nil {
-			*f.to = *f.from
-		}
-	}
-	if err := desktop.ValidateIdleTiers(nap, sleep, idle); err != nil {
+	// The host's idle tiers, then those the request names.
+	tiers := desktop.Desktop{IdleTimeoutSeconds: desktop.DefaultIdleTimeout, NapAfterSeconds: m.cfg.NapAfter, SleepAfterSeconds: m.cfg.SleepAfter}
+	asked := IdleTiers{NapAfter: req.NapAfter, SleepAfter: req.SleepAfter, HibernateAfter: req.IdleTimeout}
+	if err := asked.Check(tiers); err != nil {
 		return nil, err
 	}
+	asked.Apply(&tiers)
 	if err := req.Network.Validate(); err != nil {
 		return nil, err
 	}
@@ -107,7 +105,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		ID: id, Owner: req.Owner, Name: req.Name, Spec: req.Spec,
 		State: desktop.StateCreating, DesiredState: desktop.StateRunning, Operation: "create", OperationStartedAt: &now,
 		Accelerator: string(m.cfg.Accelerator), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"),
-		IdleTimeoutSeconds: idle, NapAfterSeconds: nap, SleepAfterSeconds: sleep, CreatedAt: now, UpdatedAt: now,
+		IdleTimeoutSeconds: tiers.IdleTimeoutSeconds, NapAfterSeconds: tiers.NapAfterSeconds, SleepAfterSeconds: tiers.SleepAfterSeconds, CreatedAt: now, UpdatedAt: now,
 		Network: req.Network, KeyboardLayout: req.KeyboardLayout,
 	}
 	ctx, cancel := m.detach(ctx)

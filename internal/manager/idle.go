@@ -79,19 +79,30 @@ type IdleTiers struct {
 	NapAfter, SleepAfter, HibernateAfter *int
 }
 
+// Apply sets on d the tiers t names.
+func (t IdleTiers) Apply(d *desktop.Desktop) {
+	for _, f := range []struct{ to, from *int }{{&d.NapAfterSeconds, t.NapAfter}, {&d.SleepAfterSeconds, t.SleepAfter}, {&d.IdleTimeoutSeconds, t.HibernateAfter}} {
+		if f.from != nil {
+			*f.to = *f.from
+		}
+	}
+}
+
+// Check checks the tiers d would have with t applied, together.
+func (t IdleTiers) Check(d desktop.Desktop) error {
+	t.Apply(&d)
+	return desktop.ValidateIdleTiers(d.NapAfterSeconds, d.SleepAfterSeconds, d.IdleTimeoutSeconds)
+}
+
 // SetIdleTiers changes when a quiet desktop naps, sleeps and hibernates;
 // the tiers are checked together, as they will be.
 func (m *Manager) SetIdleTiers(ctx context.Context, id string, t IdleTiers, actor string) (*desktop.Desktop, error) {
 	d, err := m.changeSettings(ctx, id, func(_ context.Context, d *desktop.Desktop) error {
-		for _, f := range []struct {
-			to  *int
-			new *int
-		}{{&d.NapAfterSeconds, t.NapAfter}, {&d.SleepAfterSeconds, t.SleepAfter}, {&d.IdleTimeoutSeconds, t.HibernateAfter}} {
-			if f.new != nil {
-				*f.to = *f.new
-			}
+		if err := t.Check(*d); err != nil {
+			return err
 		}
-		return desktop.ValidateIdleTiers(d.NapAfterSeconds, d.SleepAfterSeconds, d.IdleTimeoutSeconds)
+		t.Apply(d)
+		return nil
 	})
 	if err != nil {
 		return nil, err
