@@ -249,16 +249,21 @@ func (m *Manager) ensureReserve() {
 	}
 }
 
+// trim runs trimScript in a guest.
+func (m *Manager) trim(ctx context.Context, name string) error {
+	res, err := m.hv.GuestExec(ctx, name, desktop.Exec{Argv: []string{"/bin/sh", "-c", trimScript}})
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("exit %d: %s", res.ExitCode, res.Stderr)
+	}
+	return err
+}
+
 // trimIdle returns a quiet desktop's page cache to the host, in the
 // background: the guest agent may be slow and a missed trim costs nothing.
 func (m *Manager) trimIdle(d *desktop.Desktop) {
 	name, id := d.DomainName(), d.ID
 	m.spawn(time.Minute, func(ctx context.Context) {
-		res, err := m.hv.GuestExec(ctx, name, desktop.Exec{Argv: []string{"/bin/sh", "-c", trimScript}})
-		if err == nil && res.ExitCode != 0 {
-			err = fmt.Errorf("exit %d: %s", res.ExitCode, res.Stderr)
-		}
-		if err != nil {
+		if err := m.trim(ctx, name); err != nil {
 			m.log.Warn("trim of an idle desktop's page cache", "desktop", id, "err", err)
 			return
 		}

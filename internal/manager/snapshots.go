@@ -140,10 +140,7 @@ func (m *Manager) undoSnapshot(ctx context.Context, d *desktop.Desktop, sn *desk
 			m.log.Error("a failed snapshot could not be removed from the disks; it stays listed", "desktop", d.ID, "snapshot", sn.Name, "err", err)
 			return
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait):
-		}
+		sleep(ctx, wait)
 	}
 	if err := m.store.DeleteSnapshot(ctx, sn.ID); err != nil {
 		m.log.Error("forgetting a failed snapshot", "desktop", d.ID, "snapshot", sn.Name, "err", err)

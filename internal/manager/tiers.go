@@ -142,17 +142,14 @@ func (m *Manager) freeze(ctx context.Context, id string, op desktop.Op, running 
 func (m *Manager) trimGuest(ctx context.Context, d *desktop.Desktop) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	res, err := m.hv.GuestExec(ctx, d.DomainName(), desktop.Exec{Argv: []string{"/bin/sh", "-c", trimScript}})
-	if err == nil && res.ExitCode != 0 {
-		err = fmt.Errorf("exit %d: %s", res.ExitCode, res.Stderr)
-	}
-	if err != nil {
+	if err := m.trim(ctx, d.DomainName()); err != nil {
 		m.log.Warn("trim before an idle tier", "desktop", d.ID, "err", err)
 		return
 	}
 	sleep(ctx, m.cfg.TrimSettle)
 }
 
+// sleep waits d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
