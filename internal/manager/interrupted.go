@@ -46,7 +46,7 @@ func (m *Manager) interrupted(ctx context.Context, d *desktop.Desktop, vm deskto
 // else by running the operation again.
 func (m *Manager) resumePower(ctx context.Context, d *desktop.Desktop, vm desktop.VMState, target desktop.State) {
 	op := d.Operation
-	if target == desktop.StateNapping || target == desktop.StateSleeping {
+	if (target == desktop.StateNapping || target == desktop.StateSleeping) && vm != desktop.VMMissing {
 		// An idle tier cut short: the desktop is what its VM is (a paused
 		// one naps); the idle monitor takes it further down again.
 		target = observedAs(vm)

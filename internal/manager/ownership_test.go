@@ -339,3 +339,30 @@ func TestReconcileKeepsWhyAnOperationFailed(t *testing.T) {
 		t.Fatalf("after reconcile: %s %q", got.State, got.LastError)
 	}
 }
+
+// TestInterruptedNapSettlesAsItsVM: a nap or sleep a restart cut short
+// settles as what its VM is (a paused VM naps, a running one runs); a VM
+// that is gone is reported as such, not settled silently.
+func TestInterruptedNapSettlesAsItsVM(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	for _, c := range []struct {
+		vm    desktop.VMState
+		want  desktop.State
+		error string
+	}{
+		{desktop.VMPaused, desktop.StateNapping, ""},
+		{desktop.VMRunning, desktop.StateRunning, ""},
+		{desktop.VMMissing, desktop.StateError, "the VM is gone from libvirt"},
+	} {
+		d := h.settle(t, h.create(t, "nap-"+string(c.vm)).ID)
+		h.leave(t, d.ID, desktop.StatePausing, string(desktop.OpSleep), "", desktop.StateSleeping)
+		h.hv.setVM(d.DomainName(), c.vm)
+		if err := h.m.Reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got := h.settle(t, d.ID)
+		if got.State != c.want || got.Operation != "" || !strings.Contains(got.LastError, c.error) {
+			t.Errorf("VM %s: %s (op %q, error %q), want %s", c.vm, got.State, got.Operation, got.LastError, c.want)
+		}
+	}
+}
