@@ -219,7 +219,7 @@ func (m *Manager) checkIdle(ctx context.Context, now time.Time) {
 			st.checked = time.Time{} // the trim before a nap is not activity
 		}
 		if due <= cur && cur < tierHibernate && st.viewers == 0 && !st.lowering {
-			cands = append(cands, candidate{d: d, cur: cur, quiet: quiet, since: since})
+			cands = append(cands, candidate{d: d, cur: cur, quiet: quiet, since: since, noSleep: st.noSleep})
 		}
 		m.idleMu.Unlock()
 		if due > cur {

@@ -18,6 +18,8 @@ type candidate struct {
 	cur   tier
 	quiet time.Duration
 	since time.Time
+	// noSleep: its last sleep could not push memory out.
+	noSleep bool
 }
 
 // pressureQuiet is how long a running desktop must be unused before
@@ -52,11 +54,9 @@ func (m *Manager) relieve(cands []candidate) {
 		return
 	}
 	due := tierSleep
-	m.idleMu.Lock()
-	if st, ok := m.idle[pick.d.ID]; pick.cur == tierSleep || ok && st.noSleep {
+	if pick.cur == tierSleep || pick.noSleep {
 		due = tierHibernate
 	}
-	m.idleMu.Unlock()
 	why := fmt.Sprintf("host memory low (%d MiB available, under %d MiB): the longest-idle desktop, quiet for %s, goes %s",
 		avail, m.cfg.MemoryLowMiB, pick.quiet.Round(time.Second), tierNames[due])
 	m.lowerFor(pick.d, pick.cur, due, pick.since, "pressure", why)

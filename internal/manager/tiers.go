@@ -73,7 +73,7 @@ func (m *Manager) lowerFor(d *desktop.Desktop, cur, due tier, since time.Time, t
 		if due == tierHibernate {
 			m.event(ctx, id, typ, "bureau", "%s", why)
 			if _, err := m.Hibernate(ctx, id, "bureau ("+typ+")"); err != nil {
-				m.log.Warn("idle hibernation", "desktop", id, "err", err)
+				m.log.Warn(typ+" hibernation", "desktop", id, "err", err)
 			}
 			return
 		}
@@ -90,8 +90,8 @@ func (m *Manager) lowerFor(d *desktop.Desktop, cur, due tier, since time.Time, t
 		if due == tierSleep {
 			op = desktop.OpSleep
 		}
-		if _, err := m.freeze(ctx, id, op, cur == tierAwake); err != nil {
-			m.log.Warn("idle "+string(op), "desktop", id, "err", err)
+		if _, err := m.freeze(ctx, id, op, cur == tierAwake, "bureau ("+typ+")"); err != nil {
+			m.log.Warn(typ+" "+string(op), "desktop", id, "err", err)
 		}
 	})
 }
@@ -99,8 +99,8 @@ func (m *Manager) lowerFor(d *desktop.Desktop, cur, due tier, since time.Time, t
 // freeze naps or sleeps a desktop: pauses its VM (when running) and, to
 // sleep, pushes its memory out to swap. A sleep that cannot push memory
 // out leaves the desktop napping and says why.
-func (m *Manager) freeze(ctx context.Context, id string, op desktop.Op, running bool) (*desktop.Desktop, error) {
-	d, err := m.begin(ctx, id, op, desktop.Target(op), "bureau (idle)")
+func (m *Manager) freeze(ctx context.Context, id string, op desktop.Op, running bool, actor string) (*desktop.Desktop, error) {
+	d, err := m.begin(ctx, id, op, desktop.Target(op), actor)
 	if err != nil {
 		return nil, err
 	}
