@@ -107,14 +107,15 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		return fmt.Errorf("BUREAU_NAP_AFTER_SECONDS / BUREAU_SLEEP_AFTER_SECONDS: %w", err)
 	}
 	met := metrics.New(st, h, log)
+	capacity := host.Capacity{DataDir: cfg.DataDir}
 	m := manager.New(manager.Config{DataDir: cfg.DataDir, DefaultImage: cfg.DefaultImage, Accelerator: accel,
-		TCGCacheMiB: cfg.TCGCacheMiB, Observe: met.ObserveOperation, DefaultPlan: cfg.DefaultPlan, Capacity: host.Capacity{DataDir: cfg.DataDir},
+		TCGCacheMiB: cfg.TCGCacheMiB, Observe: met.ObserveOperation, DefaultPlan: cfg.DefaultPlan, Capacity: capacity,
 		Reserve:        host.Reserve{Path: filepath.Join(cfg.DataDir, "reserve"), Size: 64 << 20},
 		Failpoints:     manager.ParseFailpoints(os.Getenv("BUREAU_FAILPOINTS")),
 		ReconcileEvery: time.Duration(max(cfg.ReconcileSeconds, 1)) * time.Second,
 		NapAfter:       cfg.NapAfterSeconds, SleepAfter: cfg.SleepAfterSeconds,
 		IdleCheck:  time.Duration(max(cfg.IdleCheckSeconds, 1)) * time.Second,
-		HostMemory: host.Capacity{}, MemoryLowMiB: cfg.MemoryLowMiB,
+		HostMemory: capacity, MemoryLowMiB: cfg.MemoryLowMiB,
 		Network: iso.network, VMGroup: iso.vmGroup, Firewall: iso.firewall, Addresses: iso.addresses, Subnet: iso.subnet},
 		h, storage.Disks{}, seedWriter{agent: agentBin}, st, log)
 	met.SetViewers(m)
