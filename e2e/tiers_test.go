@@ -14,10 +14,11 @@ import (
 
 // checkIdleTiers walks a desktop down every idle tier by idle time (short
 // timeouts: nap after 10 s, sleep after 30 s, hibernate after 60 s) and
-// wakes it from each, by an API call, a live-URL request and an API call
-// again: its marker file and a background process are there every time,
-// a sleeping desktop holds far less host memory than a napping one, and
-// the events say why each step happened.
+// wakes it from each: by an API call, a live-URL request, and for
+// hibernation a console link (which restores it paused ahead of use) and
+// then the console itself. Its marker file and a background process are
+// there every time, a sleeping desktop holds far less host memory than a
+// napping one, and the events say why each step happened.
 func checkIdleTiers(t *testing.T, s *server, d *desktop.Desktop) {
 	base := "/api/v1/desktops/" + d.ID
 	run := func(script string) (string, time.Duration) {
@@ -77,12 +78,25 @@ func checkIdleTiers(t *testing.T, s *server, d *desktop.Desktop) {
 	sleepWake := time.Since(begun)
 	intact("sleep")
 
-	// Hibernation after the long idle time; an API call wakes it.
+	// Hibernation after the long idle time. Making a console link restores
+	// it paused ahead of use (it naps), and opening the console wakes it.
 	s.waitState(adminToken, d.ID, desktop.StateHibernated, 5*time.Minute)
-	_, hibernateWake := run("true")
+	g := s.openConsole(adminToken, d, false)
+	begun = time.Now()
+	s.waitState(adminToken, d.ID, desktop.StateNapping, 2*time.Minute)
+	prewake := time.Since(begun)
+	begun = time.Now()
+	if w, h, _ := rfbServerInit(t, s.url, d.ID, g.Token); w == 0 || h == 0 {
+		t.Errorf("console of a desktop restored ahead of use: %dx%d", w, h)
+	}
+	consoleWake := time.Since(begun)
+	if code := s.call(adminToken, "GET", base, nil, &got); code != http.StatusOK || got.State != desktop.StateRunning {
+		t.Errorf("after the console opened, the desktop is %s", got.State)
+	}
 	intact("hibernation")
-	t.Logf("idle tiers: host memory napping %d MiB, sleeping %d MiB; wake → exec answered from a nap %s, live URL served from sleep %s, exec answered from hibernation %s",
-		napRSS/1024, sleepRSS/1024, napWake.Round(time.Millisecond), sleepWake.Round(time.Millisecond), hibernateWake.Round(time.Millisecond))
+	t.Logf("idle tiers: host memory napping %d MiB, sleeping %d MiB; wake → exec answered from a nap %s, live URL served from sleep %s; "+
+		"hibernated: console link → restored paused %s, console opened → display answered %s",
+		napRSS/1024, sleepRSS/1024, napWake.Round(time.Millisecond), sleepWake.Round(time.Millisecond), prewake.Round(time.Millisecond), consoleWake.Round(time.Millisecond))
 
 	var evs struct{ Events []desktop.Event }
 	s.call(adminToken, "GET", base+"/events?limit=200", nil, &evs)
@@ -94,6 +108,13 @@ func checkIdleTiers(t *testing.T, s *server, d *desktop.Desktop) {
 		if !found {
 			t.Errorf("no idle event says why the desktop went %s", tier)
 		}
+	}
+	ahead := false
+	for _, e := range evs.Events {
+		ahead = ahead || e.Type == "napping" && strings.Contains(e.Message, "restored paused ahead of use (console link made)")
+	}
+	if !ahead {
+		t.Errorf("no event says the console link restored the desktop ahead of use")
 	}
 }
 

@@ -75,6 +75,10 @@ type Screen interface {
 	// until done is called. Both keep a desktop from idle hibernation.
 	Touch(id string)
 	AddViewer(id string) (done func())
+	// Prewake restores a hibernated desktop paused ahead of a likely use
+	// (why says what makes it likely), in the background; other states
+	// are left alone.
+	Prewake(ctx context.Context, id, actor, why string)
 }
 
 // Tokens issues and checks API tokens.

@@ -39,6 +39,7 @@ type fakeDesktops struct {
 	lastStop manager.StopOptions
 	err      error // returned by every operation when set
 	touched  []string
+	prewoken []string // "id: why" of each Prewake
 	// vnc dials the display of a running desktop (a fake VNC server).
 	vnc func() (net.Conn, error)
 
@@ -235,6 +236,11 @@ func (f *fakeDesktops) Touch(id string) {
 	f.touched = append(f.touched, id)
 }
 func (f *fakeDesktops) AddViewer(string) func() { return func() {} }
+func (f *fakeDesktops) Prewake(_ context.Context, id, _, why string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.prewoken = append(f.prewoken, id+": "+why)
+}
 func (f *fakeDesktops) Quota(_ context.Context, owner string) (desktop.Quota, desktop.Usage, error) {
 	q := desktop.Plans["free"]
 	q.Owner = owner

@@ -56,6 +56,9 @@ func (s *server) createConsole(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	// Someone means to look at it: a hibernated desktop is restored
+	// (paused) while the link travels and the page loads.
+	s.Desktops.Prewake(c.Request.Context(), d.ID, actor(c), "console link made")
 	u := "/console/" + d.ID + "?token=" + url.QueryEscape(secret)
 	return reply{http.StatusCreated, consoleReply{ConsoleToken: apiv1.FromConsoleToken(t), Token: secret, URL: u}}, nil
 }
@@ -103,6 +106,8 @@ func (s *server) consoleSession(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	// The page asks this before it loads the viewer and connects.
+	s.Desktops.Prewake(c.Request.Context(), d.ID, "console/"+t.ID, "console page opened")
 	return reply{http.StatusOK, gin.H{"desktop_id": d.ID, "name": d.Name, "state": d.State,
 		"view_only": t.ViewOnly, "expires_at": t.ExpiresAt}}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -385,5 +386,24 @@ func TestWebSocketRoutesRefusePlainRequests(t *testing.T) {
 	// Without a token it is still 401 first.
 	if resp, err := http.Get(e.srv.URL + "/api/v1/desktops/" + id + "/vnc"); err != nil || resp.StatusCode != 401 {
 		t.Errorf("vnc without a token: %v %v", resp.StatusCode, err)
+	}
+}
+
+// TestConsoleLinkAndPageRestoreAheadOfUse: making a console link and
+// opening its page each ask for the desktop to be restored ahead of use,
+// naming why; a caller who may not see the desktop causes nothing.
+func TestConsoleLinkAndPageRestoreAheadOfUse(t *testing.T) {
+	e := newEnv(t)
+	id := runningDesktop(t, e, e.alice)
+	c := e.console(t, e.alice, id, false)
+	if code, _ := e.do(t, "", "GET", "/api/v1/desktops/"+id+"/console/session?token="+c["token"].(string), ""); code != 200 {
+		t.Fatalf("console session: %d", code)
+	}
+	e.do(t, e.bob, "POST", "/api/v1/desktops/"+id+"/console", `{}`)
+	e.desktops.mu.Lock()
+	defer e.desktops.mu.Unlock()
+	want := []string{id + ": console link made", id + ": console page opened"}
+	if !slices.Equal(e.desktops.prewoken, want) {
+		t.Errorf("restores ahead of use %q, want %q", e.desktops.prewoken, want)
 	}
 }

@@ -48,8 +48,12 @@ const (
 	OpResume    Op = "resume"
 	OpHibernate Op = "hibernate"
 	// OpNap and OpSleep are bureau's idle tiers (see StateNapping).
-	OpNap     Op = "nap"
-	OpSleep   Op = "sleep"
+	OpNap   Op = "nap"
+	OpSleep Op = "sleep"
+	// OpPrewake restores a hibernated desktop paused, ahead of a likely
+	// use (its console link made or opened): it then naps, and the use
+	// only resumes it.
+	OpPrewake Op = "prewake"
 	OpRevert  Op = "revert"
 	OpReimage Op = "reimage"
 	// OpForceStop powers a desktop off at once, from any state.
@@ -88,6 +92,7 @@ var transitions = map[Op]Transition{
 	OpNap:       {[]State{StateRunning}, StatePausing, StateNapping, ""},
 	OpSleep:     {[]State{StateRunning, StateNapping}, StatePausing, StateSleeping, ""},
 	OpResume:    {[]State{StatePaused, StateNapping, StateSleeping, StateHibernated}, StateResuming, StateRunning, StateError},
+	OpPrewake:   {[]State{StateHibernated}, StateResuming, StateNapping, ""},
 	OpHibernate: {[]State{StateRunning, StatePaused, StateNapping, StateSleeping}, StateHibernating, StateHibernated, ""},
 	OpRevert:    {[]State{StateRunning, StatePaused, StateNapping, StateSleeping, StateStopped}, StateReverting, "", StateError},
 	OpReimage:   {[]State{StateRunning, StateStopped, StateCrashed, StateError}, StateReimaging, "", StateError},

@@ -142,6 +142,9 @@ func (f *fakeHV) emit(ev desktop.VMEvent) {
 func (f *fakeHV) Start(_ context.Context, n string) error {
 	return f.set(n, vmInactive, desktop.VMRunning, "Start")
 }
+func (f *fakeHV) StartPaused(_ context.Context, n string) error {
+	return f.set(n, []desktop.VMState{desktop.VMSaved}, desktop.VMPaused, "StartPaused")
+}
 func (f *fakeHV) Destroy(_ context.Context, n string) error {
 	f.mu.Lock()
 	st, ok := f.vms[n]

@@ -49,6 +49,8 @@ type VMs interface {
 // Power moves VMs between running, paused, saved and off.
 type Power interface {
 	Start(ctx context.Context, name string) error
+	// StartPaused restores a hibernated VM with its vCPUs stopped.
+	StartPaused(ctx context.Context, name string) error
 	Shutdown(ctx context.Context, name string) error
 	Destroy(ctx context.Context, name string) error
 	Reboot(ctx context.Context, name string) error

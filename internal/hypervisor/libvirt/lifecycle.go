@@ -53,6 +53,18 @@ func (h *Hypervisor) Start(ctx context.Context, name string) error {
 	return err
 }
 
+// StartPaused starts the VM with its vCPUs stopped: a hibernated VM is
+// restored from its saved RAM and stays paused until Resume.
+func (h *Hypervisor) StartPaused(ctx context.Context, name string) error {
+	_, err := withDomain(ctx, h, name, func(d *libvirt.Domain) (struct{}, error) {
+		if err := giveFiles(d); err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, d.CreateWithFlags(libvirt.DOMAIN_START_PAUSED)
+	})
+	return err
+}
+
 // Shutdown asks the guest to power off and returns at once: through the
 // guest agent when it answers, else by the ACPI power button.
 func (h *Hypervisor) Shutdown(ctx context.Context, name string) error {
