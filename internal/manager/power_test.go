@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -251,5 +252,48 @@ func TestIOErrorPauseDuringAnOperation(t *testing.T) {
 		if got, _ := h.m.Get(ctx, d.ID); got.State != desktop.StateRunning {
 			t.Errorf("VM running again after the operation: desktop %s", got.State)
 		}
+	}
+}
+
+// TestHibernateShrinksARunningGuestFirst: hibernating a running desktop
+// drops its guest's page cache before the save (a smaller image, restored
+// faster); a frozen one was trimmed before it froze and is saved as it is;
+// a guest that does not answer is hibernated anyway.
+func TestHibernateShrinksARunningGuestFirst(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "shrink").ID)
+	order := func() []string {
+		var out []string
+		for _, c := range h.hv.callList() {
+			if m, _, _ := strings.Cut(c, " "); m == "GuestExec" || m == "Hibernate" {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	h.m.Hibernate(ctx, d.ID, "alice")
+	if got := h.settle(t, d.ID); got.State != desktop.StateHibernated {
+		t.Fatalf("hibernate: %+v", got)
+	}
+	if got := order(); !slices.Equal(got, []string{"GuestExec", "Hibernate"}) {
+		t.Errorf("running desktop: %v, want the guest trimmed, then saved", got)
+	}
+
+	h.m.Resume(ctx, d.ID, "alice")
+	h.settle(t, d.ID)
+	h.m.Pause(ctx, d.ID, "alice")
+	h.m.Hibernate(ctx, d.ID, "alice")
+	h.settle(t, d.ID)
+	if got := order(); !slices.Equal(got, []string{"GuestExec", "Hibernate", "Hibernate"}) {
+		t.Errorf("paused desktop: %v, want saved without a trim", got)
+	}
+
+	h.m.Resume(ctx, d.ID, "alice")
+	h.settle(t, d.ID)
+	h.hv.fail("GuestExec")
+	h.m.Hibernate(ctx, d.ID, "alice")
+	if got := h.settle(t, d.ID); got.State != desktop.StateHibernated {
+		t.Errorf("a guest that does not answer the trim: %s", got.State)
 	}
 }

@@ -38,7 +38,7 @@ func TestOperationsRecordStepsAndStart(t *testing.T) {
 		{func() (*desktop.Desktop, error) { return h.m.Start(ctx0, d.ID, "test") },
 			[]string{"start/", "start/define", "start/start", "running"}},
 		{func() (*desktop.Desktop, error) { return h.m.Hibernate(ctx0, d.ID, "test") },
-			[]string{"hibernate/", "hibernated"}},
+			[]string{"hibernate/", "hibernate/shrink guest memory", "hibernated"}},
 		{func() (*desktop.Desktop, error) { return h.m.Start(ctx0, d.ID, "test") },
 			[]string{"start/", "start/restore", "running"}},
 	}

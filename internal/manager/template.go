@@ -206,6 +206,13 @@ func (m *Manager) buildTemplate(ctx context.Context, t *Template, base string) e
 		time.Sleep(3 * time.Second)
 	}
 	time.Sleep(m.cfg.TemplateSettle) // let the session finish drawing and settle
+	// Every warm create copies and restores the saved RAM: drop the guest's
+	// page cache first so the pages it frees are saved as zero pages.
+	if err := m.trim(ctx, vm.Name); err != nil {
+		m.log.Warn("trim before saving the template", "template", t.Key, "err", err)
+	} else {
+		sleep(ctx, m.cfg.TrimSettle)
+	}
 	if err := m.hv.SaveTo(ctx, vm.Name, filepath.Join(dir, "ram.save")); err != nil {
 		return err
 	}
