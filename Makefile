@@ -13,7 +13,7 @@ DATA_DIR ?= /var/lib/bureau
 BIN := bin/bureau
 E2E_TIMEOUT ?= 60m
 
-.PHONY: run serve setup build image migrate test unit sdk-unit fuzz e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy bench-typing typing-soak soak clean
+.PHONY: run serve setup build image migrate test unit sdk-unit fuzz e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy bench-typing bench-wake typing-soak soak clean
 
 run: setup build image migrate serve
 
@@ -103,6 +103,12 @@ bench: setup build image bench-proxy
 bench-typing: setup build image
 	BUREAU_BENCH_TYPING=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
 		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestTypingRounds$$' ./e2e/
+
+# Ways back from hibernation side by side on one desktop: saved as is,
+# saved after its page cache was dropped, restored ahead by a console link.
+bench-wake: setup build image
+	BUREAU_BENCH_WAKE=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestWakeRounds$$' ./e2e/
 
 # The benchmark suite once, with few repetitions, so CI keeps it working.
 bench-short: setup build image

@@ -41,6 +41,10 @@ type Config struct {
 	// available, the longest-idle desktops are moved down a tier (slept,
 	// then hibernated) one per idle check; 0 = never.
 	MemoryLowMiB int
+	// SaveAsIs (BUREAU_SAVE_AS_IS=1) hibernates running desktops without
+	// first dropping their guests' page cache: a bigger save image, slower
+	// to write and restore, but files the guest had cached stay cached.
+	SaveAsIs bool
 	// AgentBinary (BUREAU_AGENT_BIN) is the bureau-agent bureau installs
 	// in desktops and updates them to; "" is bureau-agent next to the
 	// bureau binary.
@@ -83,6 +87,7 @@ func FromEnv() Config {
 		SleepAfterSeconds: envInt("BUREAU_SLEEP_AFTER_SECONDS", 600),
 		IdleCheckSeconds:  envInt("BUREAU_IDLE_CHECK_SECONDS", 15),
 		MemoryLowMiB:      envInt("BUREAU_MEMORY_LOW_MIB", 2048),
+		SaveAsIs:          os.Getenv("BUREAU_SAVE_AS_IS") == "1",
 		AgentBinary:       os.Getenv("BUREAU_AGENT_BIN"),
 		AgentViaStream:    os.Getenv("BUREAU_AGENT_VIA_STREAM") == "1",
 		PreviewDomain:     strings.TrimPrefix(strings.ToLower(env("BUREAU_PREVIEW_DOMAIN", "localhost")), "*."),

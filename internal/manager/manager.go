@@ -206,6 +206,9 @@ type Config struct {
 	// trim before a nap or sleep freed (0 = 3 s: the guest reports in
 	// batches about every 2 s).
 	TrimSettle time.Duration
+	// SaveAsIs hibernates a running desktop without dropping its guest's
+	// page cache first (see Hibernate).
+	SaveAsIs bool
 	// HostMemory, when set, is read at every idle check: under
 	// MemoryLowMiB available, the longest-idle desktop moves down a tier
 	// that frees memory (pressure.go).

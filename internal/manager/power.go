@@ -129,7 +129,7 @@ func (m *Manager) Hibernate(ctx context.Context, id, actor string) (*desktop.Des
 		if cur.State.Frozen() {
 			frozen = cur.State
 		}
-		running = cur.State == desktop.StateRunning
+		running = cur.State == desktop.StateRunning && !m.cfg.SaveAsIs
 	}
 	d, err := m.begin(ctx, id, desktop.OpHibernate, desktop.StateHibernated, actor)
 	if err != nil {
