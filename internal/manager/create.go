@@ -142,13 +142,14 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 // removed again if a step fails, except a data disk that existed before.
 func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string, seed Seed, cl *clone, tmpl *Template) {
 	var undo reverter
+	var warm warmTimes
 	start := time.Now()
 	err := func() error {
 		if err := os.MkdirAll(d.Dir, 0o700); err != nil {
 			return fmt.Errorf("create desktop folder: %w", err)
 		}
 		if tmpl != nil {
-			return m.warmBuild(ctx, d, tmpl, seed, &undo)
+			return m.warmBuild(ctx, d, tmpl, seed, &undo, &warm)
 		}
 		m.step(ctx, d, "disks")
 		if _, err := os.Stat(d.DataDiskPath); errors.Is(err, os.ErrNotExist) {
@@ -195,11 +196,12 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 	d.State, d.Operation, d.LastError = desktop.StateRunning, "", ""
 	m.save(ctx, d)
 	m.observe("create", start, nil)
+	took := time.Since(start).Round(time.Millisecond).String()
 	how := "created and started"
 	if tmpl != nil {
-		how = "created from the warm template " + tmpl.Key + " and running"
+		how, took = "created from the warm template "+tmpl.Key+" and running", took+" ("+warm.String()+")"
 	}
-	m.event(ctx, d.ID, "created", "bureau", "desktop %s %s in %s", d.Name, how, time.Since(start).Round(time.Millisecond))
+	m.event(ctx, d.ID, "created", "bureau", "desktop %s %s in %s", d.Name, how, took)
 }
 
 // recordWithIdentity records a new desktop with a QEMU user and address of

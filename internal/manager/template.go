@@ -233,8 +233,9 @@ func shareTemplate(dir, osDisk string) error {
 // warmBuild makes a desktop from a ready template: overlay of its OS disk,
 // a copy of its data disk, its saved RAM restored as this desktop's VM, then
 // this desktop's identity and data disk size applied in the running guest.
-func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template, seed Seed, undo *reverter) error {
+func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template, seed Seed, undo *reverter, took *warmTimes) error {
 	dir := m.templateDir(t.Key)
+	begun := time.Now()
 	m.step(ctx, d, stepWarmDisks)
 	if err := m.disks.Copy(ctx, filepath.Join(dir, "data.qcow2"), d.DataDiskPath); err != nil {
 		return fmt.Errorf("data disk: %w", err)
@@ -262,17 +263,26 @@ func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template
 	undo.add(func(ctx context.Context) { m.hv.Undefine(ctx, vm.Name) })
 	m.step(ctx, d, stepWarmRestore)
 	restoreAt := time.Now()
+	took.disks = restoreAt.Sub(begun)
 	if err := m.hv.RestoreAs(ctx, filepath.Join(dir, "ram.save"), vm, filepath.Join(d.Dir, "restore.save")); err != nil {
 		return err
 	}
 	m.failpoint("create:after-restore")
 	identityAt := time.Now()
-	defer func() {
-		m.log.Info("warm create steps", "desktop", d.ID, "restore", identityAt.Sub(restoreAt).Round(time.Millisecond),
-			"identity_and_disk", time.Since(identityAt).Round(time.Millisecond))
-	}()
+	took.restore = identityAt.Sub(restoreAt)
 	m.syncClock(d)
-	return m.applyIdentity(ctx, d)
+	err := m.applyIdentity(ctx, d)
+	took.identity = time.Since(identityAt)
+	m.log.Info("warm create steps", "desktop", d.ID, "steps", took.String())
+	return err
+}
+
+// warmTimes is how long each step of a warm create took.
+type warmTimes struct{ disks, restore, identity time.Duration }
+
+func (w warmTimes) String() string {
+	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+	return fmt.Sprintf("disks and definition %s, RAM restored %s, identity and data disk %s", r(w.disks), r(w.restore), r(w.identity))
 }
 
 // Steps of a warm create: a restart that finds a desktop between restore
