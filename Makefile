@@ -13,7 +13,7 @@ DATA_DIR ?= /var/lib/bureau
 BIN := bin/bureau
 E2E_TIMEOUT ?= 60m
 
-.PHONY: run serve setup build image migrate test unit sdk-unit fuzz e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy bench-typing bench-wake typing-soak soak clean
+.PHONY: run serve setup build image migrate test unit sdk-unit fuzz e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy bench-typing bench-wake bench-density typing-soak soak clean
 
 run: setup build image migrate serve
 
@@ -109,6 +109,13 @@ bench-typing: setup build image
 bench-wake: setup build image
 	BUREAU_BENCH_WAKE=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
 		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestWakeRounds$$' ./e2e/
+
+# Warm-created desktops side by side until 20 run (BUREAU_DENSITY_N) or the
+# host refuses one: host memory and KSM as they settle, then 1 running,
+# 4 napping and the rest sleeping.
+bench-density: setup build image
+	BUREAU_BENCH_DENSITY=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestDensity$$' ./e2e/
 
 # The benchmark suite once, with few repetitions, so CI keeps it working.
 bench-short: setup build image
