@@ -54,7 +54,14 @@ func TestDensity(t *testing.T) {
 		ds = append(ds, &d)
 		run := s.waitState(adminToken, d.ID, desktop.StateRunning, 5*time.Minute)
 		*ds[len(ds)-1] = *run
-		fmt.Printf("| %d | %s | %d MiB |\n", i, time.Since(begun).Round(100*time.Millisecond), memAvailableMiB(t))
+		took := time.Since(begun).Round(100 * time.Millisecond)
+		var evs struct{ Events []desktop.Event }
+		s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &evs)
+		steps := ""
+		if n := len(evs.Events); n > 0 {
+			_, steps, _ = strings.Cut(evs.Events[n-1].Message, " running in ")
+		}
+		fmt.Printf("| %d | %s (bureau: %s) | %d MiB |\n", i, took, steps, memAvailableMiB(t))
 	}
 	if refused != "" {
 		fmt.Println(refused)
@@ -63,13 +70,14 @@ func TestDensity(t *testing.T) {
 		t.Fatal("no desktop was created")
 	}
 	measure := func(label string) {
-		var rss int64
+		var rss, own int64
 		for _, d := range ds {
-			rss += s.rssKiB(d)
+			rss, own = rss+s.rssKiB(d), own+s.privateKiB(d)
 		}
-		fmt.Printf("| %s | %d | %d MiB | %d MiB | %d MiB |\n", label, len(ds), memAvailableMiB(t), rss/1024/int64(len(ds)), ksmSavedMiB())
+		n := int64(len(ds))
+		fmt.Printf("| %s | %d | %d MiB | %d / %d MiB | %d MiB |\n", label, n, memAvailableMiB(t), rss/1024/n, own/1024/n, ksmSavedMiB())
 	}
-	fmt.Println("\n| after the last create | desktops | host memory available | QEMU memory per desktop (RSS, mean) | KSM: shared away |\n|---|---|---|---|---|")
+	fmt.Println("\n| after the last create | desktops | host memory available | QEMU memory per desktop, mean: resident / held alone | KSM: shared away |\n|---|---|---|---|---|")
 	for i := 0; i <= 8; i++ {
 		measure(fmt.Sprintf("%d s", i*30))
 		if i < 8 {
@@ -103,14 +111,14 @@ func TestDensity(t *testing.T) {
 	}
 	var nap, sleep int64
 	for _, d := range ds[1:5] {
-		nap += s.rssKiB(d)
+		nap += s.privateKiB(d)
 	}
 	for _, d := range ds[5:] {
-		sleep += s.rssKiB(d)
+		sleep += s.privateKiB(d)
 	}
 	s.call(adminToken, "POST", "/api/v1/desktops/"+ds[0].ID+"/exec", map[string]any{"argv": []string{"true"}}, nil)
-	fmt.Printf("\n1 running (%d MiB), 4 napping (%d MiB each), %d sleeping (%d MiB each): host memory available %d MiB\n",
-		s.rssKiB(ds[0])/1024, nap/4/1024, len(ds)-5, sleep/int64(len(ds)-5)/1024, memAvailableMiB(t))
+	fmt.Printf("\nheld alone: 1 running (%d MiB), 4 napping (%d MiB each), %d sleeping (%d MiB each); KSM shares %d MiB; host memory available %d MiB\n",
+		s.privateKiB(ds[0])/1024, nap/4/1024, len(ds)-5, sleep/int64(len(ds)-5)/1024, ksmSavedMiB(), memAvailableMiB(t))
 }
 
 // memAvailableMiB is the host's MemAvailable.

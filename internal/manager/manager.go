@@ -31,7 +31,8 @@ type Hypervisor interface {
 // Memory gives a frozen VM's RAM back to the host.
 type Memory interface {
 	// Reclaim pushes a paused VM's memory out to swap and returns what
-	// stays resident, in KiB.
+	// stays resident that the VM holds alone (not shared through KSM), in
+	// KiB.
 	Reclaim(ctx context.Context, name string) (residentKiB int64, err error)
 }
 

@@ -370,4 +370,6 @@ done
 # with this desktop's (a reconfigure would keep the template's, and its
 # address).
 systemctl --no-block restart systemd-networkd 2>/dev/null || true
-set_layout "$4"`
+# The session already runs with the template's layout: only another one is
+# set (setxkbmap has the X server compile a keymap, 2 s under emulation).
+grep -qs "\"XkbLayout\" \"$4\"" /etc/X11/xorg.conf.d/00-bureau-keyboard.conf || set_layout "$4"`

@@ -131,7 +131,7 @@ func (m *Manager) freeze(ctx context.Context, id string, op desktop.Op, running 
 	}
 	d.State, d.Operation, d.Step, d.LastError = desktop.StateSleeping, "", "", ""
 	m.save(ctx, d)
-	m.event(ctx, id, "sleeping", "bureau", "sleeping: paused, memory pushed to swap in %s (%d MiB left resident)",
+	m.event(ctx, id, "sleeping", "bureau", "sleeping: paused, memory pushed to swap in %s (%d MiB left resident that no other desktop shares)",
 		time.Since(begun).Round(time.Millisecond), rss/1024)
 	return d, nil
 }

@@ -23,8 +23,10 @@ var ErrNoSwap = errors.New("the host has no swap (make setup adds compressed swa
 // Reclaim pushes a VM's resident guest memory out to the host's swap
 // (process_madvise MADV_PAGEOUT over QEMU's private anonymous mappings);
 // the pages fault back in when the guest touches them. It is meant for a
-// paused VM, whose pages nothing touches meanwhile. It returns the QEMU
-// process's resident memory after, in KiB. It works on the host bureau
+// paused VM, whose pages nothing touches meanwhile. It returns the memory
+// the QEMU process still holds on its own after, in KiB: pages KSM merged
+// with other desktops' stay resident (a page shared is not paged out) but
+// cost this desktop nothing. It works on the host bureau
 // runs on, with cgroup v1 or v2, and needs no cgroup placement.
 func (h *Hypervisor) Reclaim(ctx context.Context, name string) (int64, error) {
 	if !hasSwap() {
@@ -51,7 +53,7 @@ func (h *Hypervisor) Reclaim(ctx context.Context, name string) (int64, error) {
 			return 0, fmt.Errorf("reclaim %s: %w", name, err)
 		}
 	}
-	return residentKiB(pid)
+	return privateKiB(pid)
 }
 
 // memRange is one mapping of a process: its start and length.
@@ -129,18 +131,35 @@ func parseAnon(line string) (memRange, bool) {
 	return memRange{uintptr(a), uintptr(b - a)}, true
 }
 
-// residentKiB is the process's resident memory (VmRSS).
-func residentKiB(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+// privateKiB is the resident memory only this process maps
+// (Private_Clean + Private_Dirty of /proc/PID/smaps_rollup).
+func privateKiB(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
 	if err != nil {
 		return 0, err
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+	return parsePrivate(string(b))
+}
+
+func parsePrivate(rollup string) (int64, error) {
+	var sum int64
+	found := 0
+	for _, l := range strings.Split(rollup, "\n") {
+		for _, key := range []string{"Private_Clean:", "Private_Dirty:"} {
+			if v, ok := strings.CutPrefix(l, key); ok {
+				n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				if err != nil {
+					return 0, fmt.Errorf("smaps_rollup %q: %w", l, err)
+				}
+				sum += n
+				found++
+			}
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	if found != 2 {
+		return 0, errors.New("smaps_rollup has no Private_Clean and Private_Dirty")
+	}
+	return sum, nil
 }
 
 // hasSwap reports whether the host has any swap space turned on.

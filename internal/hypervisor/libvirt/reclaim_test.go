@@ -26,3 +26,21 @@ func TestParseAnon(t *testing.T) {
 		t.Errorf("range %#x+%#x", r.start, r.len)
 	}
 }
+
+func TestParsePrivate(t *testing.T) {
+	rollup := `55d0c4a00000-7ffd1b5fe000 ---p 00000000 00:00 0                          [rollup]
+Rss:              401876 kB
+Pss:              150123 kB
+Shared_Clean:      10240 kB
+Shared_Dirty:     330000 kB
+Private_Clean:      2048 kB
+Private_Dirty:     59588 kB
+Swap:            1500000 kB
+`
+	if got, err := parsePrivate(rollup); err != nil || got != 61636 {
+		t.Errorf("parsePrivate = %d, %v; want 61636", got, err)
+	}
+	if _, err := parsePrivate("Rss: 1 kB\n"); err == nil {
+		t.Error("a rollup without private lines parsed")
+	}
+}
