@@ -22,16 +22,8 @@ func TestTypingRounds(t *testing.T) {
 		t.Skip("set BUREAU_BENCH_TYPING=1 (make bench-typing)")
 	}
 	s := newServer(t)
-	var d desktop.Desktop
-	if code := s.call(adminToken, "POST", "/api/v1/desktops", map[string]any{"name": "typing", "vcpus": 2, "memory_mib": 2048, "data_disk_gib": 4}, &d); code != http.StatusAccepted {
-		t.Fatalf("create: %d", code)
-	}
-	t.Cleanup(func() { s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"?delete_data=true", nil, nil) })
-	run := s.waitState(adminToken, d.ID, desktop.StateRunning, 5*time.Minute)
-	s.waitAgent(run, 10*time.Minute)
-	s.waitGuest(run, "xfce", "pgrep -u agent -x xfce4-panel && pgrep -u agent -x xfdesktop", 10*time.Minute)
-	s.settledScreenshot(adminToken, d.ID, 3*time.Minute)
-	path := "/api/v1/desktops/" + d.ID + "/computer"
+	run := s.benchDesktop("typing")
+	path := "/api/v1/desktops/" + run.ID + "/computer"
 	ascii := strings.Repeat("The quick brown fox jumps over the lazy dog; 0123456789 ~!@#$%^&*()_+{}|:\"<>? ", 7)[:500]
 	uni := strings.Repeat("日本語のテキスト、naïve café ", 5)
 	fmt.Println("\n| round | 500 ASCII characters | 100 characters of mixed Unicode |\n|---|---|---|")
@@ -52,4 +44,21 @@ func TestTypingRounds(t *testing.T) {
 		}
 		s.guest(run, "pkill -x xterm")
 	}
+}
+
+// benchDesktop creates a desktop of the benchmarks' size (2 vCPUs, 2 GiB),
+// deleted with its data when the test ends, and waits until its session
+// is drawn and the screen settled.
+func (s *server) benchDesktop(name string) *desktop.Desktop {
+	s.t.Helper()
+	var d desktop.Desktop
+	if code := s.call(adminToken, "POST", "/api/v1/desktops", map[string]any{"name": name, "vcpus": 2, "memory_mib": 2048, "data_disk_gib": 4}, &d); code != http.StatusAccepted {
+		s.t.Fatalf("create %s: %d", name, code)
+	}
+	s.t.Cleanup(func() { s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"?delete_data=true", nil, nil) })
+	run := s.waitState(adminToken, d.ID, desktop.StateRunning, 5*time.Minute)
+	s.waitAgent(run, 10*time.Minute)
+	s.waitGuest(run, "xfce", "pgrep -u agent -x xfce4-panel && pgrep -u agent -x xfdesktop", 10*time.Minute)
+	s.settledScreenshot(adminToken, d.ID, 3*time.Minute)
+	return run
 }

@@ -30,15 +30,8 @@ func TestWakeRounds(t *testing.T) {
 	}
 	rounds := 3
 	s := newServer(t)
-	var d desktop.Desktop
-	if code := s.call(adminToken, "POST", "/api/v1/desktops", map[string]any{"name": "wake", "vcpus": 2, "memory_mib": 2048, "data_disk_gib": 4}, &d); code != http.StatusAccepted {
-		t.Fatalf("create: %d", code)
-	}
-	t.Cleanup(func() { s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"?delete_data=true", nil, nil) })
-	run := s.waitState(adminToken, d.ID, desktop.StateRunning, 5*time.Minute)
-	s.waitAgent(run, 10*time.Minute)
-	s.waitGuest(run, "xfce", "pgrep -u agent -x xfce4-panel && pgrep -u agent -x xfdesktop", 10*time.Minute)
-	s.settledScreenshot(adminToken, d.ID, 3*time.Minute)
+	run := s.benchDesktop("wake")
+	d := *run
 	base := "/api/v1/desktops/" + d.ID
 	pollState := func(want desktop.State) {
 		t.Helper()
