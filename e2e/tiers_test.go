@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -139,20 +137,9 @@ func (s *server) rssKiB(d *desktop.Desktop) int64 {
 // (resident and not shared with other desktops through KSM).
 func (s *server) privateKiB(d *desktop.Desktop) int64 {
 	s.t.Helper()
-	pid, err := os.ReadFile("/run/libvirt/qemu/" + d.DomainName() + ".pid")
-	if err != nil {
-		s.t.Fatalf("QEMU pid of %s: %v", d.Name, err)
-	}
-	b, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/smaps_rollup")
+	kib, err := s.hv.PrivateKiB(d.DomainName())
 	if err != nil {
 		s.t.Fatalf("memory of %s: %v", d.Name, err)
-	}
-	var kib int64
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "Private_Clean:") || strings.HasPrefix(l, "Private_Dirty:") {
-			n, _ := strconv.ParseInt(strings.Fields(l)[1], 10, 64)
-			kib += n
-		}
 	}
 	return kib
 }

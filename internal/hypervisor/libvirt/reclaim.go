@@ -131,6 +131,16 @@ func parseAnon(line string) (memRange, bool) {
 	return memRange{uintptr(a), uintptr(b - a)}, true
 }
 
+// PrivateKiB is the resident memory only the VM's QEMU process holds, in
+// KiB: what it costs the host beyond pages KSM shares with other VMs.
+func (h *Hypervisor) PrivateKiB(name string) (int64, error) {
+	pid, err := qemuPID(name)
+	if err != nil {
+		return 0, err
+	}
+	return privateKiB(pid)
+}
+
 // privateKiB is the resident memory only this process maps
 // (Private_Clean + Private_Dirty of /proc/PID/smaps_rollup).
 func privateKiB(pid int) (int64, error) {
