@@ -270,7 +270,6 @@ func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template
 	m.failpoint("create:after-restore")
 	identityAt := time.Now()
 	took.restore = identityAt.Sub(restoreAt)
-	m.syncClock(d)
 	err := m.applyIdentity(ctx, d)
 	took.identity = time.Since(identityAt)
 	m.log.Info("warm create steps", "desktop", d.ID, "steps", took.String())
@@ -292,84 +291,3 @@ const (
 	stepWarmRestore  = "warm-restore"
 	stepWarmIdentity = "warm-identity"
 )
-
-// identityKeys is where a warm create keeps the SSH keys its identity gives
-// the guest until it has been applied.
-func identityKeys(d *desktop.Desktop) string { return filepath.Join(d.Dir, "identity.keys") }
-
-// applyIdentity gives a guest restored from a template this desktop's name,
-// machine id, SSH host keys, the caller's SSH keys (on stdin, never in the
-// command line) and its data disk size. Applying it twice is harmless.
-func (m *Manager) applyIdentity(ctx context.Context, d *desktop.Desktop) error {
-	m.step(ctx, d, stepWarmIdentity)
-	keys, err := os.ReadFile(identityKeys(d))
-	if err != nil {
-		return fmt.Errorf("the desktop's SSH keys: %w", err)
-	}
-	vm := m.VMConfig(d, "")
-	// The data disk grows first, so one guest command does the rest.
-	grow := "no"
-	if d.DataDiskGiB > templateDataGiB {
-		if err := m.hv.ResizeDisk(ctx, vm.Name, d.DataDiskPath, int64(d.DataDiskGiB)<<30); err != nil {
-			return fmt.Errorf("data disk size: %w", err)
-		}
-		grow = "grow"
-	}
-	// The guest agent's channel reconnects a moment after the restore.
-	for deadline := time.Now().Add(time.Minute); ; {
-		var res *desktop.ExecResult
-		res, err = m.hv.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", identityScript, "sh", d.Name, grow, vm.MAC, layoutOf(d)},
-			Stdin: keys})
-		if err == nil && res.ExitCode != 0 {
-			return fmt.Errorf("applying the desktop's identity: exit %d: %s", res.ExitCode, res.Stderr)
-		}
-		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if err != nil {
-		return fmt.Errorf("applying the desktop's identity: %w", err)
-	}
-	os.Remove(identityKeys(d))
-	return nil
-}
-
-// identityScript runs as root in a guest restored from a template; $1 is
-// the desktop's name (validated [a-z0-9-]), $2 "grow" when the data disk was
-// enlarged, $3 its NIC's MAC address, $4 its keyboard layout, stdin its SSH
-// keys. It avoids D-Bus round trips (hostnamectl,
-// waiting for sshd): under emulation each costs seconds.
-const identityScript = layoutScript + `set -e
-hostname "$1"
-echo "$1" > /etc/hostname
-sed -i "s/` + templateHost + `/$1/g" /etc/hosts
-# A random id: systemd-machine-id-setup would derive the template's again
-# from the VM's SMBIOS UUID, which the restored RAM still carries.
-tr -d - < /proc/sys/kernel/random/uuid > /etc/machine-id
-ln -sf /etc/machine-id /var/lib/dbus/machine-id
-rm -f /etc/ssh/ssh_host_*
-ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key
-ssh-keygen -q -t ecdsa -N '' -f /etc/ssh/ssh_host_ecdsa_key
-systemctl --no-block try-restart ssh 2>/dev/null || true
-install -d -m 700 -o agent -g agent /home/agent/.ssh
-cat > /home/agent/.ssh/authorized_keys
-chown agent: /home/agent/.ssh/authorized_keys
-chmod 600 /home/agent/.ssh/authorized_keys
-if [ "$2" = grow ]; then (` + growHome + `) >/dev/null 2>&1 || true; fi
-# The template's MAC address and DHCP lease came along in its RAM: every
-# desktop on the network needs its own (the host's rules know this one).
-for nic in /sys/class/net/*; do
-	[ -e "$nic/device" ] || continue
-	dev=${nic##*/}
-	ip link set dev "$dev" down
-	ip link set dev "$dev" address "$3"
-	ip link set dev "$dev" up
-done
-# networkd asks DHCP with an id made from the machine id: restarted, it asks
-# with this desktop's (a reconfigure would keep the template's, and its
-# address).
-systemctl --no-block restart systemd-networkd 2>/dev/null || true
-# The session already runs with the template's layout: only another one is
-# set (setxkbmap has the X server compile a keymap, 2 s under emulation).
-grep -qs "\"XkbLayout\" \"$4\"" /etc/X11/xorg.conf.d/00-bureau-keyboard.conf || set_layout "$4"`
