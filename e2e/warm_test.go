@@ -50,7 +50,7 @@ func TestWarmCreate(t *testing.T) {
 	t.Logf("template build (cold boot + save): %s", s.buildTemplate(2, 2048).Round(time.Second))
 
 	var ids []string
-	machineIDs := map[string]bool{}
+	machineIDs, hostKeys := map[string]bool{}, map[string]bool{}
 	for i, name := range []string{"warm-1", "warm-2"} {
 		begun := time.Now()
 		var d desktop.Desktop
@@ -78,6 +78,13 @@ func TestWarmCreate(t *testing.T) {
 			t.Errorf("%s: machine id %q not its own", name, mid)
 		}
 		machineIDs[mid] = true
+		// Its own SSH host keys, and sshd already serves them.
+		hostKey, _ := s.guest(running, "cut -d' ' -f2 /etc/ssh/ssh_host_ed25519_key.pub")
+		served, _ := s.guest(running, "ssh-keyscan -t ed25519 127.0.0.1 2>/dev/null | cut -d' ' -f3")
+		if hostKeys[hostKey] || len(hostKey) < 60 || served != hostKey {
+			t.Errorf("%s: SSH host key %q (seen before: %v), sshd serves %q", name, hostKey, hostKeys[hostKey], served)
+		}
+		hostKeys[hostKey] = true
 		if out, _ := s.guest(running, "cat /home/agent/.ssh/authorized_keys"); !strings.Contains(out, key) {
 			t.Errorf("%s: authorized_keys %q", name, out)
 		}

@@ -99,7 +99,9 @@ func (h *Hypervisor) GuestExec(ctx context.Context, name string, e desktop.Exec)
 	if err != nil {
 		return nil, err
 	}
-	for delay := 20 * time.Millisecond; ; delay = min(delay*2, 500*time.Millisecond) {
+	// Polled at most every 200 ms: a command of a few seconds (a warm
+	// create's identity) is seen to end soon after it does.
+	for delay := 20 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
 		st, err := h.execStatus(ctx, name, pid)
 		if err != nil {
 			return nil, fmt.Errorf("exec %q status: %w", e.Argv[0], err)
