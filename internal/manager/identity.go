@@ -52,8 +52,9 @@ func (m *Manager) applyIdentity(ctx context.Context, d *desktop.Desktop) error {
 	// The guest agent's channel reconnects a moment after the restore.
 	for deadline := time.Now().Add(time.Minute); ; {
 		var res *desktop.ExecResult
+		now := time.Now()
 		res, err = m.hv.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", identityScript, "sh",
-			d.Name, grow, vm.MAC, layoutOf(d), hex.EncodeToString(machineID)}, Stdin: files})
+			d.Name, grow, vm.MAC, layoutOf(d), hex.EncodeToString(machineID), fmt.Sprintf("%d.%03d", now.Unix(), now.Nanosecond()/1e6)}, Stdin: files})
 		if err == nil && res.ExitCode != 0 {
 			return fmt.Errorf("applying the desktop's identity: exit %d: %s", res.ExitCode, res.Stderr)
 		}
@@ -66,9 +67,9 @@ func (m *Manager) applyIdentity(ctx context.Context, d *desktop.Desktop) error {
 		return fmt.Errorf("applying the desktop's identity: %w", err)
 	}
 	os.Remove(identityKeys(d))
-	// The clock the template was saved with, set right before the desktop
-	// counts as running (the agent is warm by now: ~0.1 s); retried in the
-	// background if that fails.
+	// The clock set exactly right before the desktop counts as running
+	// (the agent is warm by now: ~0.1 s); retried in the background if
+	// that fails.
 	if err := m.hv.SyncGuestClock(ctx, vm.Name); err != nil {
 		m.syncClock(d)
 	}
@@ -128,10 +129,13 @@ func identityFiles(name, authorized string) ([]byte, error) {
 // identityScript runs as root in a guest restored from a template; $1 is
 // the desktop's name (validated [a-z0-9-]), $2 "grow" when the data disk was
 // enlarged, $3 its NIC's MAC address, $4 its keyboard layout, $5 its new
-// machine id, stdin identityFiles. Every program started costs 50–300 ms
+// machine id, $6 the host's time when it was sent, stdin identityFiles. Every program started costs 50–300 ms
 // under emulation: it uses the shell's builtins where it can and avoids
 // D-Bus round trips (hostnamectl, waiting for sshd).
 const identityScript = layoutScript + growHomeFn + `set -e
+# The clock the template was saved with, set about right for the files
+# written here (bureau sets it exactly once the identity is applied).
+date -u -s "@$6" >/dev/null 2>&1 || true
 echo "$1" > /proc/sys/kernel/hostname
 echo "$1" > /etc/hostname
 # /etc/hosts names the template: rewritten with builtins (sed alone takes
