@@ -49,10 +49,15 @@ func TestWarmCreate(t *testing.T) {
 	s := newServer(t)
 	t.Logf("template build (cold boot + save): %s", s.buildTemplate(2, 2048).Round(time.Second))
 
+	// The template keeps one desktop restored ahead (a spare): warm-1 takes
+	// it; warm-2, asked for right after, finds none ready yet and restores
+	// the template itself.
+	spare := s.waitSpare(time.Minute)
 	var ids []string
 	machineIDs, hostKeys := map[string]bool{}, map[string]bool{}
-	for i, name := range []string{"warm-1", "warm-2"} {
-		begun := time.Now()
+	names, begun := []string{"warm-1", "warm-2"}, make([]time.Time, 2)
+	for i, name := range names {
+		begun[i] = time.Now()
 		var d desktop.Desktop
 		key := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHq test" + name + "@host"
 		if code := s.call(adminToken, "POST", "/api/v1/desktops", map[string]any{"name": name, "vcpus": 2, "memory_mib": 2048,
@@ -61,6 +66,14 @@ func TestWarmCreate(t *testing.T) {
 		}
 		ids = append(ids, d.ID)
 		t.Cleanup(func() { s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"?delete_data=true", nil, nil) })
+	}
+	if ids[0] != spare {
+		t.Errorf("warm-1 is desktop %s, not the spare %s", ids[0], spare)
+	}
+	for i, name := range names {
+		key := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHq test" + name + "@host"
+		begun := begun[i]
+		d := desktop.Desktop{ID: ids[i]}
 		running := s.waitState(adminToken, d.ID, desktop.StateRunning, 3*time.Minute)
 		t.Logf("%s: warm create → running: %s", name, time.Since(begun).Round(100*time.Millisecond))
 		s.waitAgent(running, time.Minute)
@@ -94,7 +107,7 @@ func TestWarmCreate(t *testing.T) {
 		}
 		var evs struct{ Events []desktop.Event }
 		s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &evs)
-		if last := evs.Events[len(evs.Events)-1]; !strings.Contains(last.Message, "warm template") || !strings.Contains(last.Message, "RAM restored") {
+		if last := evs.Events[len(evs.Events)-1]; !strings.Contains(last.Message, "warm template") || !strings.Contains(last.Message, []string{"a spare restored ahead", "RAM restored"}[i]) {
 			t.Errorf("%s: created event %q", name, last.Message)
 		} else {
 			t.Logf("%s: %s", name, last.Message)
@@ -116,6 +129,36 @@ func TestWarmCreate(t *testing.T) {
 	checkIdleTiers(t, s, &second)
 	checkMemoryPressure(t, s, &first, &second)
 	checkWarmCreateCut(t, s, machineIDs)
+	// Through the restarts above (spares adopted or made again, dropped
+	// under pressure): one spare, paused, and no other spare folder.
+	t.Logf("spare after the restarts: %s", s.waitSpare(2*time.Minute))
+}
+
+// waitSpare waits until the template keeps a spare and returns its id:
+// the one desktop folder marked as a spare, its VM paused.
+func (s *server) waitSpare(timeout time.Duration) string {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var list struct{ Templates []manager.Template }
+		s.call(adminToken, "GET", "/api/v1/templates", nil, &list)
+		if len(list.Templates) > 0 && list.Templates[0].Spares == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("no spare ready: %+v", list.Templates)
+		}
+		time.Sleep(time.Second)
+	}
+	marks, _ := filepath.Glob(filepath.Join(s.dataDir, "desktops", "*", "spare.json"))
+	if len(marks) != 1 {
+		s.t.Fatalf("spare folders: %v", marks)
+	}
+	id := filepath.Base(filepath.Dir(marks[0]))
+	if st := s.vmState(&desktop.Desktop{ID: id}); st != desktop.VMPaused {
+		s.t.Errorf("spare %s: VM %s, want paused", id, st)
+	}
+	return id
 }
 
 // checkWarmCreateCut kills bureau (as kill -9 would) right after a warm

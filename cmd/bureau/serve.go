@@ -115,7 +115,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		ReconcileEvery: time.Duration(max(cfg.ReconcileSeconds, 1)) * time.Second,
 		NapAfter:       cfg.NapAfterSeconds, SleepAfter: cfg.SleepAfterSeconds,
 		IdleCheck:  time.Duration(max(cfg.IdleCheckSeconds, 1)) * time.Second,
-		HostMemory: capacity, MemoryLowMiB: cfg.MemoryLowMiB, SaveAsIs: cfg.SaveAsIs,
+		HostMemory: capacity, MemoryLowMiB: cfg.MemoryLowMiB, SaveAsIs: cfg.SaveAsIs, WarmSpares: cfg.WarmSpares,
 		Network: iso.network, VMGroup: iso.vmGroup, Firewall: iso.firewall, Addresses: iso.addresses, Subnet: iso.subnet},
 		h, storage.Disks{}, seedWriter{agent: agentBin}, st, log)
 	met.SetViewers(m)

@@ -61,9 +61,9 @@ func templateCmd(cfg *config.Config) *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "KEY\tIMAGE\tVCPUS\tMEMORY\tSTATE\tBUILT IN")
+			fmt.Fprintln(w, "KEY\tIMAGE\tVCPUS\tMEMORY\tSTATE\tBUILT IN\tSPARES")
 			for _, t := range out.Templates {
-				fmt.Fprintf(w, "%s\t%s\t%d\t%d MiB\t%s\t%s\n", t.Key, t.Image, t.VCPUs, t.MemoryMiB, t.State, t.BuildTime)
+				fmt.Fprintf(w, "%s\t%s\t%d\t%d MiB\t%s\t%s\t%d\n", t.Key, t.Image, t.VCPUs, t.MemoryMiB, t.State, t.BuildTime, t.Spares)
 			}
 			return w.Flush()
 		}),

@@ -141,7 +141,7 @@ func (p presenter) template(t *manager.Template) *apiv1.Template {
 		return nil
 	}
 	return &apiv1.Template{Key: t.Key, Image: t.Image, VCPUs: t.VCPUs, MemoryMiB: t.MemoryMiB, State: t.State,
-		Error: p.hide(t.Error), CreatedAt: t.CreatedAt, BuildTime: t.BuildTime}
+		Error: p.hide(t.Error), CreatedAt: t.CreatedAt, BuildTime: t.BuildTime, Spares: t.Spares}
 }
 
 func (p presenter) stats(st *desktop.VMStats) *apiv1.Stats {

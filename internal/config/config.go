@@ -45,6 +45,10 @@ type Config struct {
 	// first dropping their guests' page cache: a bigger save image, slower
 	// to write and restore, but files the guest had cached stay cached.
 	SaveAsIs bool
+	// WarmSpares (BUREAU_WARM_SPARES) is how many desktops of each ready
+	// template are kept restored ahead, paused, for creates to take
+	// (0 = none; each holds up to its RAM on the host).
+	WarmSpares int
 	// AgentBinary (BUREAU_AGENT_BIN) is the bureau-agent bureau installs
 	// in desktops and updates them to; "" is bureau-agent next to the
 	// bureau binary.
@@ -88,6 +92,7 @@ func FromEnv() Config {
 		IdleCheckSeconds:  envInt("BUREAU_IDLE_CHECK_SECONDS", 15),
 		MemoryLowMiB:      envInt("BUREAU_MEMORY_LOW_MIB", 2048),
 		SaveAsIs:          os.Getenv("BUREAU_SAVE_AS_IS") == "1",
+		WarmSpares:        envInt("BUREAU_WARM_SPARES", 1),
 		AgentBinary:       os.Getenv("BUREAU_AGENT_BIN"),
 		AgentViaStream:    os.Getenv("BUREAU_AGENT_VIA_STREAM") == "1",
 		PreviewDomain:     strings.TrimPrefix(strings.ToLower(env("BUREAU_PREVIEW_DOMAIN", "localhost")), "*."),

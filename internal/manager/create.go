@@ -98,6 +98,10 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	if err := m.nameFree(ctx, req.Owner, req.Name); err != nil {
 		return nil, err
 	}
+	var tmpl *Template
+	if cl == nil && !req.Cold && img.RecipeHash != "" {
+		tmpl = m.readyTemplate(img.Name, req.Spec.VCPUs, req.Spec.MemoryMiB)
+	}
 	now := time.Now().UTC()
 	id := newID()
 	dir := filepath.Join(m.cfg.DataDir, "desktops", id)
@@ -110,13 +114,11 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	}
 	ctx, cancel := m.detach(ctx)
 	defer cancel()
-	if err := m.lock(id, "create"); err != nil {
+	sp, err := m.lockAndRecord(ctx, d, req.Unlimited, tmpl)
+	if err != nil {
 		return nil, err
 	}
-	if err := m.recordWithIdentity(ctx, d, req.Unlimited); err != nil {
-		m.unlock(id)
-		return nil, err
-	}
+	id = d.ID
 	if err := m.armNetwork(ctx, d); err != nil {
 		m.fail(ctx, d, "create", err)
 		m.unlock(id)
@@ -130,23 +132,28 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		m.event(ctx, id, "clone_requested", req.Actor, "cloned from snapshot %q (scope %s) of desktop %s",
 			cl.snap.Name, cl.snap.Scope, cl.src.Name)
 	}
-	var tmpl *Template
-	if cl == nil && !req.Cold && img.RecipeHash != "" {
-		tmpl = m.readyTemplate(img.Name, d.VCPUs, d.MemoryMiB)
-	}
-	m.background(id, func(ctx context.Context) { m.build(ctx, &cp, img.Path, seed, cl, tmpl) })
+	m.background(id, func(ctx context.Context) { m.build(ctx, &cp, img.Path, seed, cl, tmpl, sp != nil) })
 	return d, nil
 }
 
 // build makes the desktop's files and VM and boots it. Whatever it made is
 // removed again if a step fails, except a data disk that existed before.
-func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string, seed Seed, cl *clone, tmpl *Template) {
+func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string, seed Seed, cl *clone, tmpl *Template, fromSpare bool) {
 	var undo reverter
 	var warm warmTimes
 	start := time.Now()
 	err := func() error {
 		if err := os.MkdirAll(d.Dir, 0o700); err != nil {
 			return fmt.Errorf("create desktop folder: %w", err)
+		}
+		if fromSpare {
+			// Everything but the data disk is the spare's; on failure it goes.
+			undo.add(func(ctx context.Context) {
+				m.hv.Undefine(ctx, d.DomainName())
+				os.Remove(d.DataDiskPath)
+				os.RemoveAll(d.Dir)
+			})
+			return m.warmFromSpare(ctx, d, seed, &warm)
 		}
 		if tmpl != nil {
 			return m.warmBuild(ctx, d, tmpl, seed, &undo, &warm)
@@ -204,21 +211,65 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 	m.event(ctx, d.ID, "created", "bureau", "desktop %s %s in %s", d.Name, how, took)
 }
 
+// lockAndRecord takes a ready spare of tmpl for d when there is one (d
+// then gets the spare's id and folder), locks d and records it; it returns
+// the spare taken. A spare that cannot become d goes back or, when its QEMU
+// user or address clashes with another desktop's, is removed and d is
+// recorded as it came.
+func (m *Manager) lockAndRecord(ctx context.Context, d *desktop.Desktop, unlimited bool, tmpl *Template) (*spare, error) {
+	own := *d
+	sp := m.takeSpare(ctx, tmpl, d)
+	if err := m.lock(d.ID, "create"); err != nil {
+		if sp != nil {
+			m.giveBackSpare(ctx, sp, err)
+		}
+		return nil, err
+	}
+	err := m.recordWithIdentity(ctx, d, unlimited, sp != nil)
+	if err == nil {
+		if sp != nil {
+			m.claimSpare(d, sp)
+		}
+		return sp, nil
+	}
+	m.unlock(d.ID)
+	if sp == nil {
+		return nil, err
+	}
+	m.giveBackSpare(ctx, sp, err)
+	if !errors.Is(err, errSpareClash) {
+		return nil, err
+	}
+	*d = own
+	return m.lockAndRecord(ctx, d, unlimited, nil)
+}
+
 // recordWithIdentity records a new desktop with a QEMU user and address of
 // its own. Both are drawn at random; when the store's unique indexes say
 // another desktop has one (the name itself being free), new ones are drawn.
-func (m *Manager) recordWithIdentity(ctx context.Context, d *desktop.Desktop, unlimited bool) error {
+//
+// A desktop taking a spare keeps the spare's (its VM already runs as that
+// user); when another desktop has either, errSpareClash says so.
+func (m *Manager) recordWithIdentity(ctx context.Context, d *desktop.Desktop, unlimited, spare bool) error {
 	for try := 0; ; try++ {
-		d.VMUID, d.NetIP = newVMUID(), m.newNetIP()
-		err := m.recordNew(ctx, d, unlimited)
+		if !spare {
+			d.VMUID, d.NetIP = newVMUID(), m.newNetIP()
+		}
+		err := m.recordNew(ctx, d, unlimited, spare)
 		if !errors.Is(err, desktop.ErrNameTaken) || try == 4 {
 			return err
 		}
 		if nerr := m.nameFree(ctx, d.Owner, d.Name); nerr != nil {
 			return nerr
 		}
+		if spare {
+			return errSpareClash
+		}
 	}
 }
+
+// errSpareClash: a spare's QEMU user or address is another desktop's.
+var errSpareClash = errors.New("the spare's QEMU user or address is taken")
 
 // nameFree refuses a name the owner already uses for a live desktop (the
 // store's unique index is the final word when two creates race).

@@ -299,12 +299,16 @@ func (f *fakeHV) SaveTo(_ context.Context, n, path string) error {
 	}
 	return os.WriteFile(path, []byte("ram of "+n), 0o600)
 }
-func (f *fakeHV) RestoreAs(_ context.Context, image string, c desktop.VMConfig, _ string) error {
+func (f *fakeHV) RestoreAs(_ context.Context, image string, c desktop.VMConfig, _ string, paused bool) error {
 	if _, err := os.Stat(image); err != nil {
 		return err
 	}
+	if paused {
+		return f.set(c.Name, vmInactive, desktop.VMPaused, "RestorePausedAs")
+	}
 	return f.set(c.Name, vmInactive, desktop.VMRunning, "RestoreAs")
 }
+
 
 // fakeDisks writes small placeholder files where qemu-img would.
 type fakeDisks struct {
@@ -359,7 +363,7 @@ func (f *fakeSeeds) WriteSeed(_ context.Context, path string, s Seed) error {
 	f.mu.Lock()
 	f.last = s
 	f.mu.Unlock()
-	return os.WriteFile(path, []byte("seed"), 0o600)
+	return os.WriteFile(path, []byte("seed of "+s.Hostname), 0o600)
 }
 
 type harness struct {

@@ -60,7 +60,9 @@ type Power interface {
 	Hibernate(ctx context.Context, name string) error
 	DiscardHibernation(ctx context.Context, name string) error
 	SaveTo(ctx context.Context, name, path string) error
-	RestoreAs(ctx context.Context, image string, c desktop.VMConfig, scratch string) error
+	// RestoreAs starts c's VM from another VM's save image, its vCPUs
+	// stopped when paused.
+	RestoreAs(ctx context.Context, image string, c desktop.VMConfig, scratch string, paused bool) error
 }
 
 // Snapshots takes and removes VM snapshots.
@@ -225,6 +227,9 @@ type Config struct {
 	// TemplateSettle is how long a template's session may settle before
 	// its RAM is saved (0 = 15 s).
 	TemplateSettle time.Duration
+	// WarmSpares is how many desktops of each ready template are kept
+	// restored ahead, paused, for creates to take (spares.go; 0 = none).
+	WarmSpares int
 	// Failpoints make the process die at named steps (tests only).
 	Failpoints Failpoints
 	// Observe, when set, is told how long each finished operation took.
@@ -259,6 +264,8 @@ type Manager struct {
 
 	idleMu sync.Mutex
 	idle   map[string]*idleState
+
+	spares spares
 
 	// Feed delivers desktop changes to live subscribers.
 	*Feed

@@ -102,7 +102,7 @@ func TestFailedCreateKeepsExistingDataDisk(t *testing.T) {
 	os.WriteFile(d.DataDiskPath, []byte("precious"), 0o600)
 	cp := *d
 	h.m.lock(d.ID, "create")
-	h.m.build(context.Background(), &cp, "/base", Seed{DesktopID: d.ID, Hostname: d.Name}, nil, nil)
+	h.m.build(context.Background(), &cp, "/base", Seed{DesktopID: d.ID, Hostname: d.Name}, nil, nil, false)
 	h.m.unlock(d.ID)
 	if b, _ := os.ReadFile(d.DataDiskPath); string(b) != "precious" {
 		t.Fatal("pre-existing data disk was removed or changed by a failed create")

@@ -36,7 +36,7 @@ func (m *Manager) relieve(cands []candidate) {
 		return
 	}
 	avail, err := m.cfg.HostMemory.AvailableMemoryMiB()
-	if err != nil || avail >= m.cfg.MemoryLowMiB {
+	if err != nil || avail >= m.cfg.MemoryLowMiB || m.relieveSpares(avail) {
 		return
 	}
 	var pick *candidate

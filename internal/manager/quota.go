@@ -100,9 +100,16 @@ func (m *Manager) admit(owner string, add desktop.Usage, unlimited bool, room fu
 // owner's quota and the host have room for it, atomically with the owner's
 // other requests: of 20 concurrent creates against room for 3, 3 are
 // recorded.
-func (m *Manager) recordNew(ctx context.Context, d *desktop.Desktop, unlimited bool) error {
+//
+// A desktop taking a spare needs no more host memory: the spare's VM holds
+// it already.
+func (m *Manager) recordNew(ctx context.Context, d *desktop.Desktop, unlimited, memHeld bool) error {
 	add := desktop.Usage{Desktops: 1, VCPUs: d.VCPUs, MemoryMiB: d.MemoryMiB, DiskMiB: d.DataDiskGiB * 1024}
-	room := func() error { return m.roomFor(d.MemoryMiB, newDesktopDiskMiB) }
+	mem := d.MemoryMiB
+	if memHeld {
+		mem = 0
+	}
+	room := func() error { return m.roomFor(mem, newDesktopDiskMiB) }
 	return m.store.CreateDesktopChecked(ctx, d, m.admit(d.Owner, add, unlimited, room))
 }
 

@@ -25,6 +25,7 @@ func (m *Manager) Run() error {
 	if err := m.Reconcile(m.ctx); err != nil {
 		return err
 	}
+	m.spawn(5*time.Minute, m.adoptSpares)
 	m.wg.Add(3)
 	go func() {
 		defer m.wg.Done()

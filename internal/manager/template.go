@@ -26,6 +26,8 @@ type Template struct {
 	Error     string    `json:"error,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	BuildTime string    `json:"build_time,omitempty"`
+	// Spares is how many of its desktops are restored ahead (spares.go).
+	Spares int `json:"spares"`
 }
 
 const (
@@ -54,6 +56,7 @@ func (m *Manager) Templates(context.Context) ([]*Template, error) {
 	out := []*Template{}
 	for _, e := range entries {
 		if t, err := m.readTemplate(e.Name()); err == nil {
+			t.Spares = m.spares.count(t.Key)
 			out = append(out, t)
 		}
 	}
@@ -105,7 +108,12 @@ func (m *Manager) abandonTemplateBuilds(ctx context.Context) {
 
 // readyTemplate returns the ready template for this image and size, if any.
 func (m *Manager) readyTemplate(image string, vcpus, mem int) *Template {
-	t, err := m.readTemplate(templateKey(image, vcpus, mem))
+	return m.readyTemplateKey(templateKey(image, vcpus, mem))
+}
+
+// readyTemplateKey is the ready template named key, if any.
+func (m *Manager) readyTemplateKey(key string) *Template {
+	t, err := m.readTemplate(key)
 	if err != nil || t.State != "ready" {
 		return nil
 	}
@@ -162,6 +170,7 @@ func (m *Manager) BuildTemplate(ctx context.Context, image string, vcpus, mem in
 			m.log.Info("template ready", "template", key, "took", cp.BuildTime)
 		}
 		m.writeTemplate(&cp)
+		m.fillSpares(key)
 	})
 	return t, nil
 }
@@ -264,7 +273,7 @@ func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template
 	m.step(ctx, d, stepWarmRestore)
 	restoreAt := time.Now()
 	took.disks = restoreAt.Sub(begun)
-	if err := m.hv.RestoreAs(ctx, filepath.Join(dir, "ram.save"), vm, filepath.Join(d.Dir, "restore.save")); err != nil {
+	if err := m.hv.RestoreAs(ctx, filepath.Join(dir, "ram.save"), vm, filepath.Join(d.Dir, "restore.save"), false); err != nil {
 		return err
 	}
 	m.failpoint("create:after-restore")
@@ -276,11 +285,18 @@ func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template
 	return err
 }
 
-// warmTimes is how long each step of a warm create took.
-type warmTimes struct{ disks, restore, identity time.Duration }
+// warmTimes is how long each step of a warm create took; spare: it took a
+// spare (restored ahead), which only resumed.
+type warmTimes struct {
+	disks, restore, identity time.Duration
+	spare                    bool
+}
 
 func (w warmTimes) String() string {
 	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+	if w.spare {
+		return fmt.Sprintf("a spare restored ahead: seed %s, resumed %s, identity and data disk %s", r(w.disks), r(w.restore), r(w.identity))
+	}
 	return fmt.Sprintf("disks and definition %s, RAM restored %s, identity and data disk %s", r(w.disks), r(w.restore), r(w.identity))
 }
 

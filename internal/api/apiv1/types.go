@@ -84,6 +84,9 @@ type Template struct {
 	Error     string    `json:"error,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	BuildTime string    `json:"build_time,omitempty"`
+	// Spares is how many desktops of it are restored ahead, paused, for
+	// creates to take.
+	Spares int `json:"spares"`
 }
 
 // Snapshot is a saved point of a desktop's disks (and RAM).

@@ -33,8 +33,13 @@ func (h *Hypervisor) SaveTo(ctx context.Context, name, path string) error {
 // restores a save image only under the name and UUID it was saved with, so
 // libvirt reads the image with the definition rewritten through a FIFO at
 // scratch (QEMU reads its migration stream from a pipe anyway): no copy of
-// the image is written first.
-func (h *Hypervisor) RestoreAs(ctx context.Context, image string, c desktop.VMConfig, scratch string) error {
+// the image is written first. paused keeps its vCPUs stopped (Resume runs
+// them).
+func (h *Hypervisor) RestoreAs(ctx context.Context, image string, c desktop.VMConfig, scratch string, paused bool) error {
+	flags := libvirt.DOMAIN_SAVE_RUNNING
+	if paused {
+		flags = libvirt.DOMAIN_SAVE_PAUSED
+	}
 	in, hdr, region, err := retargetedSaveImage(image, c)
 	if err != nil {
 		return fmt.Errorf("restore %s: %w", c.Name, err)
@@ -58,7 +63,7 @@ func (h *Hypervisor) RestoreAs(ctx context.Context, image string, c desktop.VMCo
 			if err := giveFiles(dom); err != nil {
 				return struct{}{}, err
 			}
-			return struct{}{}, conn.DomainRestoreFlags(scratch, "", libvirt.DOMAIN_SAVE_RUNNING)
+			return struct{}{}, conn.DomainRestoreFlags(scratch, "", flags)
 		})
 	}
 	// A restore that failed before it opened the FIFO leaves the feeder

@@ -143,6 +143,7 @@ class Template(Model):
     error: str | None = None
     created_at: str | None = None
     build_time: str | None = None
+    spares: int | None = None
 
 
 @dataclass

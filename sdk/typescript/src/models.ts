@@ -89,6 +89,7 @@ export interface Template {
   error?: string;
   created_at: string;
   build_time?: string;
+  spares?: number;
 }
 
 /** A Token as the API shows it. */
@@ -355,7 +356,7 @@ export const FIELDS: Record<string, { schema: string; fields: string[] }> = {
   Event: { schema: "Event", fields: ["id", "desktop_id", "type", "message", "actor", "created_at"] },
   Snapshot: { schema: "Snapshot", fields: ["id", "desktop_id", "name", "description", "scope", "memory", "parent", "size_bytes", "created_at", "reverted_at"] },
   Image: { schema: "Image", fields: ["name", "os", "version", "path", "size_bytes", "sha256", "recipe_hash", "source", "created_at"] },
-  Template: { schema: "Template", fields: ["key", "image", "vcpus", "memory_mib", "state", "error", "created_at", "build_time"] },
+  Template: { schema: "Template", fields: ["key", "image", "vcpus", "memory_mib", "state", "error", "created_at", "build_time", "spares"] },
   Token: { schema: "Token", fields: ["id", "owner", "name", "scope", "created_at", "last_used_at", "expires_at", "revoked_at", "desktop_id", "computer_only", "parent_id"] },
   TokenCreated: { schema: "TokenCreated", fields: ["token", "info"] },
   ConsoleToken: { schema: "ConsoleToken", fields: ["id", "desktop_id", "owner", "view_only", "created_by", "created_at", "expires_at", "revoked_at", "revoke_reason"] },

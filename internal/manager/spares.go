@@ -1,0 +1,368 @@
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// A spare is a warm desktop made before anyone asked for it: a template's
+// RAM restored under an id, QEMU user and address of its own, its vCPUs
+// stopped before the guest ran an instruction (so it needs no network rules
+// yet and costs no CPU). A create of the template's image and size takes it:
+// the desktop gets the spare's id, its seed and network rules are put in
+// place, the VM resumes and the desktop's identity is applied — the restore
+// (~2 s under emulation) is already done. A spare is never a desktop: it has
+// no record, and bureau removes or adopts it at start-up.
+type spare struct {
+	Template string `json:"template"`
+	ID       string `json:"id"`
+	VMUID    int    `json:"vm_uid"`
+	NetIP    string `json:"net_ip"`
+}
+
+// spareFile marks a desktop folder as a spare's while it has no record.
+const spareFile = "spare.json"
+
+// spares holds the ready spares by template key.
+type spares struct {
+	mu      sync.Mutex
+	ready   map[string][]*spare
+	filling map[string]bool
+}
+
+func (s *spares) take(key string) *spare {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.ready[key]
+	if len(l) == 0 {
+		return nil
+	}
+	sp := l[0]
+	s.ready[key] = l[1:]
+	return sp
+}
+
+func (s *spares) count(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ready[key])
+}
+
+func (s *spares) add(sp *spare) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ready == nil {
+		s.ready = map[string][]*spare{}
+	}
+	s.ready[sp.Template] = append(s.ready[sp.Template], sp)
+}
+
+// takeAny removes one spare of any template (for memory pressure).
+func (s *spares) takeAny() *spare {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, l := range s.ready {
+		if len(l) > 0 {
+			s.ready[key] = l[1:]
+			return l[0]
+		}
+	}
+	return nil
+}
+
+// startFill marks key as being filled; false when a fill already runs.
+func (s *spares) startFill(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.filling == nil {
+		s.filling = map[string]bool{}
+	}
+	if s.filling[key] {
+		return false
+	}
+	s.filling[key] = true
+	return true
+}
+
+func (s *spares) endFill(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.filling, key)
+}
+
+// spareDesktop is the desktop record a spare would have (never stored).
+func (m *Manager) spareDesktop(t *Template, sp *spare) *desktop.Desktop {
+	dir := filepath.Join(m.cfg.DataDir, "desktops", sp.ID)
+	return &desktop.Desktop{ID: sp.ID, Spec: desktop.Spec{Image: t.Image, VCPUs: t.VCPUs, MemoryMiB: t.MemoryMiB, DataDiskGiB: templateDataGiB},
+		Accelerator: string(m.cfg.Accelerator), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"), VMUID: sp.VMUID, NetIP: sp.NetIP}
+}
+
+// fillSpares makes spares of template key, in the background, until
+// cfg.WarmSpares are ready or the host has no memory for another.
+func (m *Manager) fillSpares(key string) {
+	if m.cfg.WarmSpares <= 0 || !m.spares.startFill(key) {
+		return
+	}
+	m.spawn(10*time.Minute, func(ctx context.Context) {
+		defer m.spares.endFill(key)
+		for ctx.Err() == nil && m.spares.count(key) < m.cfg.WarmSpares {
+			t, err := m.readTemplate(key)
+			if err != nil || t.State != "ready" {
+				return
+			}
+			if !m.roomForSpare(t) {
+				return
+			}
+			sp, err := m.makeSpare(ctx, t)
+			if err != nil {
+				m.log.Warn("warm spare not made", "template", key, "err", err)
+				return
+			}
+			m.spares.add(sp)
+			m.log.Info("warm spare ready", "template", key, "spare", sp.ID)
+		}
+	})
+}
+
+// roomForSpare says whether the host keeps its low-memory margin with one
+// more spare of t resident.
+func (m *Manager) roomForSpare(t *Template) bool {
+	if m.cfg.HostMemory == nil {
+		return true
+	}
+	avail, err := m.cfg.HostMemory.AvailableMemoryMiB()
+	return err == nil && avail-t.MemoryMiB >= max(m.cfg.MemoryLowMiB, 0)
+}
+
+// makeSpare restores template t paused under a new id, QEMU user and
+// address. Whatever it made is removed again if a step fails.
+func (m *Manager) makeSpare(ctx context.Context, t *Template) (*spare, error) {
+	sp := &spare{Template: t.Key, ID: newID(), VMUID: newVMUID(), NetIP: m.newNetIP()}
+	d := m.spareDesktop(t, sp)
+	vm := m.VMConfig(d, newUUID())
+	if err := os.MkdirAll(d.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	err := func() error {
+		b, _ := json.Marshal(sp)
+		if err := os.WriteFile(filepath.Join(d.Dir, spareFile), b, 0o600); err != nil {
+			return err
+		}
+		dir := m.templateDir(t.Key)
+		if err := m.disks.Copy(ctx, filepath.Join(dir, "data.qcow2"), d.DataDiskPath); err != nil {
+			return fmt.Errorf("data disk: %w", err)
+		}
+		if err := m.disks.CreateOverlay(ctx, filepath.Join(dir, "os.qcow2"), vm.OSDisk, m.cfg.OSDiskGiB); err != nil {
+			return fmt.Errorf("OS disk: %w", err)
+		}
+		// Overwritten with the desktop's own when the spare is taken
+		// (rewriteSeed), with room to spare.
+		if err := m.seeds.WriteSeed(ctx, vm.SeedISO, Seed{DesktopID: sp.ID, Hostname: templateHost}); err != nil {
+			return fmt.Errorf("cloud-init seed: %w", err)
+		}
+		if err := growFile(vm.SeedISO, spareSeedRoom); err != nil {
+			return fmt.Errorf("cloud-init seed: %w", err)
+		}
+		if err := m.hv.Define(ctx, vm); err != nil {
+			return err
+		}
+		return m.hv.RestoreAs(ctx, filepath.Join(dir, "ram.save"), vm, filepath.Join(d.Dir, "restore.save"), true)
+	}()
+	if err != nil {
+		m.dropSpare(context.WithoutCancel(ctx), sp)
+		return nil, err
+	}
+	return sp, nil
+}
+
+// dropSpare removes a spare's VM and files.
+func (m *Manager) dropSpare(ctx context.Context, sp *spare) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	name := (&desktop.Desktop{ID: sp.ID}).DomainName()
+	m.hv.Destroy(ctx, name)
+	m.hv.Undefine(ctx, name)
+	os.RemoveAll(filepath.Join(m.cfg.DataDir, "desktops", sp.ID))
+}
+
+// takeSpare hands a ready spare of template t to desktop d (not yet
+// recorded): d gets the spare's id, folder, QEMU user and address. A spare
+// whose VM is no longer paused as made (QEMU died) is removed instead.
+func (m *Manager) takeSpare(ctx context.Context, t *Template, d *desktop.Desktop) *spare {
+	if t == nil {
+		return nil
+	}
+	var sp *spare
+	for sp = m.spares.take(t.Key); sp != nil; sp = m.spares.take(t.Key) {
+		st, err := m.hv.State(ctx, (&desktop.Desktop{ID: sp.ID}).DomainName())
+		if err == nil && st == desktop.VMPaused {
+			break
+		}
+		m.log.Warn("warm spare lost its VM: removed", "spare", sp.ID, "vm", st, "err", err)
+		lost := sp
+		m.spawn(time.Minute, func(ctx context.Context) {
+			m.dropSpare(ctx, lost)
+			m.fillSpares(lost.Template)
+		})
+	}
+	if sp == nil {
+		return nil
+	}
+	sd := m.spareDesktop(t, sp)
+	d.ID, d.Dir, d.DataDiskPath, d.VMUID, d.NetIP = sp.ID, sd.Dir, sd.DataDiskPath, sp.VMUID, sp.NetIP
+	return sp
+}
+
+// giveBackSpare returns a spare a create took but could not record (why):
+// kept for the next create, unless its QEMU user or address clashed with
+// another desktop's, or enough spares are ready already.
+func (m *Manager) giveBackSpare(ctx context.Context, sp *spare, why error) {
+	if errors.Is(why, errSpareClash) || m.spares.count(sp.Template) >= m.cfg.WarmSpares {
+		m.dropSpare(ctx, sp)
+		m.fillSpares(sp.Template)
+		return
+	}
+	m.spares.add(sp)
+}
+
+// claimSpare makes a taken spare's folder the recorded desktop's, and
+// starts making the next spare.
+func (m *Manager) claimSpare(d *desktop.Desktop, sp *spare) {
+	os.Remove(filepath.Join(d.Dir, spareFile))
+	m.fillSpares(sp.Template)
+}
+
+// warmFromSpare finishes a create that took a spare: the desktop's seed,
+// then its VM resumed and its identity applied.
+func (m *Manager) warmFromSpare(ctx context.Context, d *desktop.Desktop, seed Seed, took *warmTimes) error {
+	begun := time.Now()
+	m.step(ctx, d, stepWarmDisks)
+	vm := m.VMConfig(d, "")
+	if err := m.rewriteSeed(ctx, vm.SeedISO, seed); err != nil {
+		return fmt.Errorf("cloud-init seed: %w", err)
+	}
+	if err := os.WriteFile(identityKeys(d), []byte(strings.Join(seed.SSHKeys, "\n")), 0o600); err != nil {
+		return fmt.Errorf("keeping the desktop's SSH keys: %w", err)
+	}
+	// From here a restart finishes the create by applying the identity.
+	m.step(ctx, d, stepWarmIdentity)
+	resumeAt := time.Now()
+	took.disks = resumeAt.Sub(begun)
+	if err := m.hv.Resume(ctx, vm.Name); err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	m.failpoint("create:after-restore")
+	identityAt := time.Now()
+	took.restore, took.spare = identityAt.Sub(resumeAt), true
+	err := m.applyIdentity(ctx, d)
+	took.identity = time.Since(identityAt)
+	m.log.Info("warm create steps", "desktop", d.ID, "steps", took.String())
+	return err
+}
+
+// spareSeedRoom is the room a spare's seed file leaves for the desktop's
+// own: SSH keys, name and layout (API requests are far smaller).
+const spareSeedRoom = 4 << 20
+
+// growFile appends n zero bytes to path (sparse).
+func growFile(path string, n int64) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	return os.Truncate(path, st.Size()+n)
+}
+
+// rewriteSeed writes seed over the seed file at path in place. The
+// spare's QEMU keeps the file it opened (a file put in its place would not
+// be read before QEMU restarts, and a paused guest cannot let its drive's
+// tray open for a new one); the guest reads the seed at its next boot. The
+// rest of the file is zeroed: ISO 9660 says where the image ends.
+func (m *Manager) rewriteSeed(ctx context.Context, path string, seed Seed) error {
+	tmp := path + ".new"
+	defer os.Remove(tmp)
+	if err := m.seeds.WriteSeed(ctx, tmp, seed); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(tmp)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if int64(len(b)) > st.Size() {
+		return fmt.Errorf("the desktop's seed (%d bytes) is larger than the spare's (%d)", len(b), st.Size())
+	}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(make([]byte, st.Size()-int64(len(b))), int64(len(b))); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// adoptSpares runs at start-up: spares a previous process made are kept
+// when their VM is still paused as made, otherwise removed; a folder whose
+// spare was taken (it has a record) is only unmarked. Then every ready
+// template is filled.
+func (m *Manager) adoptSpares(ctx context.Context) {
+	root := filepath.Join(m.cfg.DataDir, "desktops")
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(root, e.Name(), spareFile))
+		if err != nil {
+			continue
+		}
+		var sp spare
+		if json.Unmarshal(b, &sp) != nil || sp.ID != e.Name() {
+			continue
+		}
+		if _, err := m.store.GetDesktop(ctx, sp.ID); err == nil || !errors.Is(err, desktop.ErrNotFound) {
+			if err == nil {
+				os.Remove(filepath.Join(root, e.Name(), spareFile))
+			}
+			continue
+		}
+		st, err := m.hv.State(ctx, (&desktop.Desktop{ID: sp.ID}).DomainName())
+		if t := m.readyTemplateKey(sp.Template); err == nil && st == desktop.VMPaused && t != nil && m.spares.count(sp.Template) < m.cfg.WarmSpares {
+			m.spares.add(&sp)
+			continue
+		}
+		m.dropSpare(ctx, &sp)
+	}
+	ts, _ := m.Templates(ctx)
+	for _, t := range ts {
+		if t.State == "ready" {
+			m.fillSpares(t.Key)
+		}
+	}
+}
+
+// relieveSpares drops a spare when the host runs short of memory: spares
+// go before any desktop moves down a tier. It says whether it dropped one.
+func (m *Manager) relieveSpares(avail int) bool {
+	sp := m.spares.takeAny()
+	if sp == nil {
+		return false
+	}
+	m.log.Info("warm spare removed: host memory low", "spare", sp.ID, "available_mib", avail)
+	m.dropSpare(m.ctx, sp)
+	return true
+}
