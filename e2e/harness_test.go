@@ -89,6 +89,7 @@ func newServerIn(t *testing.T, dataDir string) *server {
 				t.Logf("server log (last 4 KiB; all of it in %s):\n%s", keep, tailBytes(b, 4096))
 			}
 		}
+		s.removeVMs()
 		os.RemoveAll(dataDir)
 		// This instance's firewall tables go with its desktops.
 		for _, family := range []string{"bridge", "inet"} {
@@ -109,6 +110,25 @@ func newServerIn(t *testing.T, dataDir string) *server {
 	}
 	s.start()
 	return s
+}
+
+// removeVMs removes the VMs of this instance's desktop folders that are
+// still defined: warm spares (never desktops, so no test deletes them) and
+// any desktop a failed test left.
+func (s *server) removeVMs() {
+	if s.hv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	entries, _ := os.ReadDir(filepath.Join(s.dataDir, "desktops"))
+	for _, e := range entries {
+		name := (&desktop.Desktop{ID: e.Name()}).DomainName()
+		if _, err := s.hv.State(ctx, name); err == nil {
+			s.hv.Destroy(ctx, name)
+			s.hv.Undefine(ctx, name)
+		}
+	}
 }
 
 // with returns a copy of s that reports to t (a subtest).
