@@ -175,7 +175,11 @@ func (m *Manager) makeSpare(ctx context.Context, t *Template) (*spare, error) {
 		if err := m.hv.Define(ctx, vm); err != nil {
 			return err
 		}
-		return m.hv.RestoreAs(ctx, filepath.Join(dir, "ram.save"), vm, filepath.Join(d.Dir, "restore.save"), true)
+		// A shutdown waits for the restore rather than leave libvirt
+		// restoring for a client that is gone.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+		defer cancel()
+		return m.hv.RestoreAs(rctx, filepath.Join(dir, "ram.save"), vm, filepath.Join(d.Dir, "restore.save"), true)
 	}()
 	if err != nil {
 		m.dropSpare(context.WithoutCancel(ctx), sp)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -42,8 +41,12 @@ func TestRewriteSaveImage(t *testing.T) {
 	src := filepath.Join(dir, "ram.save")
 	os.WriteFile(src, img.Bytes(), 0o600)
 
+	dst := filepath.Join(dir, "restore.save")
 	want := vmConfig("/desktops/abc", "bureau-abc", "22222222-2222-4222-8222-222222222222")
-	out := fedImage(t, src, want)
+	if err := rewriteSaveImage(src, dst, want); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := os.ReadFile(dst)
 	var got saveHeader
 	binary.Read(bytes.NewReader(out), binary.LittleEndian, &got)
 	if got.DataLen != hdr.DataLen || got.WasRunning != 1 || !bytes.HasSuffix(out, []byte("QEMU MIGRATION STREAM")) || len(out) != img.Len() {
@@ -83,32 +86,11 @@ func TestRewriteSaveImage(t *testing.T) {
 	if strings.Contains(string(newXML), "/templates/t1") {
 		t.Errorf("template paths left:\n%s", newXML)
 	}
+	if err := rewriteSaveImage(src, dst, want); err == nil {
+		t.Error("overwrote an existing file")
+	}
 	os.WriteFile(src, []byte("not a save image"), 0o600)
-	if _, _, _, err := retargetedSaveImage(src, want); err == nil {
+	if err := rewriteSaveImage(src, filepath.Join(dir, "x"), want); err == nil {
 		t.Error("accepted a file that is not a save image")
 	}
-}
-
-// fedImage is what libvirt reads from the FIFO RestoreAs feeds.
-func fedImage(t *testing.T, src string, c desktop.VMConfig) []byte {
-	t.Helper()
-	in, hdr, region, err := retargetedSaveImage(src, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	fifo := filepath.Join(t.TempDir(), "restore.save")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	fed := make(chan error, 1)
-	go func() { fed <- feedSaveImage(fifo, hdr, region, in) }()
-	out, err := os.ReadFile(fifo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := <-fed; err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
