@@ -75,11 +75,18 @@ func TestWarmCreate(t *testing.T) {
 		begun := begun[i]
 		d := desktop.Desktop{ID: ids[i]}
 		running := s.waitState(adminToken, d.ID, desktop.StateRunning, 3*time.Minute)
-		t.Logf("%s: warm create → running: %s", name, time.Since(begun).Round(100*time.Millisecond))
+		// Timed from the request for warm-1 only: warm-2 is looked at once
+		// warm-1 has been checked (its created event has its own time).
+		took := func(what string) {
+			if i == 0 {
+				t.Logf("%s: warm create → %s: %s", name, what, time.Since(begun).Round(100*time.Millisecond))
+			}
+		}
+		took("running")
 		s.waitAgent(running, time.Minute)
-		t.Logf("%s: warm create → guest agent: %s", name, time.Since(begun).Round(100*time.Millisecond))
+		took("guest agent")
 		shot := s.settledScreenshot(adminToken, d.ID, 2*time.Minute)
-		t.Logf("%s: warm create → desktop visible and settled: %s", name, time.Since(begun).Round(100*time.Millisecond))
+		took("desktop visible and settled")
 		if i == 0 {
 			checkDesktopVisible(t, shot)
 		}
