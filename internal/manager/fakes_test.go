@@ -309,7 +309,6 @@ func (f *fakeHV) RestoreAs(_ context.Context, image string, c desktop.VMConfig, 
 	return f.set(c.Name, vmInactive, desktop.VMRunning, "RestoreAs")
 }
 
-
 // fakeDisks writes small placeholder files where qemu-img would.
 type fakeDisks struct {
 	failOverlay bool
