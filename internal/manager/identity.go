@@ -25,6 +25,25 @@ import (
 // the guest until it has been applied.
 func identityKeys(d *desktop.Desktop) string { return filepath.Join(d.Dir, "identity.keys") }
 
+// keepIdentityKeys keeps the SSH keys seed gives the desktop until its
+// identity is applied, so a restart can apply it.
+func keepIdentityKeys(d *desktop.Desktop, seed Seed) error {
+	if err := os.WriteFile(identityKeys(d), []byte(strings.Join(seed.SSHKeys, "\n")), 0o600); err != nil {
+		return fmt.Errorf("keeping the desktop's SSH keys: %w", err)
+	}
+	return nil
+}
+
+// identityTimed applies d's identity as the last step of a warm create
+// and logs the steps' times.
+func (m *Manager) identityTimed(ctx context.Context, d *desktop.Desktop, took *warmTimes) error {
+	begun := time.Now()
+	err := m.applyIdentity(ctx, d)
+	took.identity = time.Since(begun)
+	m.log.Info("warm create steps", "desktop", d.ID, "steps", took.String())
+	return err
+}
+
 // applyIdentity gives a guest restored from a template this desktop's name,
 // machine id, SSH host keys, the caller's SSH keys (on stdin, never in the
 // command line) and its data disk size. Applying it twice is harmless.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -157,29 +156,21 @@ func (m *Manager) makeSpare(ctx context.Context, t *Template) (*spare, error) {
 		if err := os.WriteFile(filepath.Join(d.Dir, spareFile), b, 0o600); err != nil {
 			return err
 		}
-		dir := m.templateDir(t.Key)
-		if err := m.disks.Copy(ctx, filepath.Join(dir, "data.qcow2"), d.DataDiskPath); err != nil {
-			return fmt.Errorf("data disk: %w", err)
+		// On failure dropSpare removes the VM and the whole folder.
+		var undo reverter
+		if err := m.warmFiles(ctx, t, d, vm, Seed{DesktopID: sp.ID, Hostname: templateHost}, &undo); err != nil {
+			return err
 		}
-		if err := m.disks.CreateOverlay(ctx, filepath.Join(dir, "os.qcow2"), vm.OSDisk, m.cfg.OSDiskGiB); err != nil {
-			return fmt.Errorf("OS disk: %w", err)
-		}
-		// Overwritten with the desktop's own when the spare is taken
-		// (rewriteSeed), with room to spare.
-		if err := m.seeds.WriteSeed(ctx, vm.SeedISO, Seed{DesktopID: sp.ID, Hostname: templateHost}); err != nil {
-			return fmt.Errorf("cloud-init seed: %w", err)
-		}
+		// The seed is overwritten with the desktop's own when the spare is
+		// taken (rewriteSeed), with room to spare.
 		if err := growFile(vm.SeedISO, spareSeedRoom); err != nil {
 			return fmt.Errorf("cloud-init seed: %w", err)
-		}
-		if err := m.hv.Define(ctx, vm); err != nil {
-			return err
 		}
 		// A shutdown waits for the restore rather than leave libvirt
 		// restoring for a client that is gone.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 		defer cancel()
-		return m.hv.RestoreAs(rctx, filepath.Join(dir, "ram.save"), vm, filepath.Join(d.Dir, "restore.save"), true)
+		return m.hv.RestoreAs(rctx, filepath.Join(m.templateDir(t.Key), "ram.save"), vm, filepath.Join(d.Dir, "restore.save"), true)
 	}()
 	if err != nil {
 		m.dropSpare(context.WithoutCancel(ctx), sp)
@@ -254,8 +245,8 @@ func (m *Manager) warmFromSpare(ctx context.Context, d *desktop.Desktop, seed Se
 	if err := m.rewriteSeed(ctx, vm.SeedISO, seed); err != nil {
 		return fmt.Errorf("cloud-init seed: %w", err)
 	}
-	if err := os.WriteFile(identityKeys(d), []byte(strings.Join(seed.SSHKeys, "\n")), 0o600); err != nil {
-		return fmt.Errorf("keeping the desktop's SSH keys: %w", err)
+	if err := keepIdentityKeys(d, seed); err != nil {
+		return err
 	}
 	// From here a restart finishes the create by applying the identity.
 	m.step(ctx, d, stepWarmIdentity)
@@ -265,12 +256,8 @@ func (m *Manager) warmFromSpare(ctx context.Context, d *desktop.Desktop, seed Se
 		return fmt.Errorf("resume: %w", err)
 	}
 	m.failpoint("create:after-restore")
-	identityAt := time.Now()
-	took.restore, took.spare = identityAt.Sub(resumeAt), true
-	err := m.applyIdentity(ctx, d)
-	took.identity = time.Since(identityAt)
-	m.log.Info("warm create steps", "desktop", d.ID, "steps", took.String())
-	return err
+	took.restore, took.spare = time.Since(resumeAt), true
+	return m.identityTimed(ctx, d, took)
 }
 
 // spareSeedRoom is the room a spare's seed file leaves for the desktop's

@@ -243,14 +243,36 @@ func shareTemplate(dir, osDisk string) error {
 // a copy of its data disk, its saved RAM restored as this desktop's VM, then
 // this desktop's identity and data disk size applied in the running guest.
 func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template, seed Seed, undo *reverter, took *warmTimes) error {
-	dir := m.templateDir(t.Key)
 	begun := time.Now()
 	m.step(ctx, d, stepWarmDisks)
+	vm := m.VMConfig(d, newUUID())
+	if err := m.warmFiles(ctx, t, d, vm, seed, undo); err != nil {
+		return err
+	}
+	if err := keepIdentityKeys(d, seed); err != nil {
+		return err
+	}
+	undo.add(func(context.Context) { os.Remove(identityKeys(d)) })
+	m.step(ctx, d, stepWarmRestore)
+	restoreAt := time.Now()
+	took.disks = restoreAt.Sub(begun)
+	if err := m.hv.RestoreAs(ctx, filepath.Join(m.templateDir(t.Key), "ram.save"), vm, filepath.Join(d.Dir, "restore.save"), false); err != nil {
+		return err
+	}
+	m.failpoint("create:after-restore")
+	took.restore = time.Since(restoreAt)
+	return m.identityTimed(ctx, d, took)
+}
+
+// warmFiles makes d's disks from template t (a copy of its data disk, an
+// overlay of its OS disk), writes its seed and defines its VM; undo gets
+// a step back for each.
+func (m *Manager) warmFiles(ctx context.Context, t *Template, d *desktop.Desktop, vm desktop.VMConfig, seed Seed, undo *reverter) error {
+	dir := m.templateDir(t.Key)
 	if err := m.disks.Copy(ctx, filepath.Join(dir, "data.qcow2"), d.DataDiskPath); err != nil {
 		return fmt.Errorf("data disk: %w", err)
 	}
 	undo.add(func(context.Context) { os.Remove(d.DataDiskPath) })
-	vm := m.VMConfig(d, newUUID())
 	if err := m.disks.CreateOverlay(ctx, filepath.Join(dir, "os.qcow2"), vm.OSDisk, m.cfg.OSDiskGiB); err != nil {
 		return fmt.Errorf("OS disk: %w", err)
 	}
@@ -259,30 +281,11 @@ func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template
 		return fmt.Errorf("cloud-init seed: %w", err)
 	}
 	undo.add(func(context.Context) { os.Remove(vm.SeedISO); os.Remove(vm.SerialLog) })
-	// What the identity needs is kept until it is applied, so a restart
-	// can apply it.
-	keys := identityKeys(d)
-	if err := os.WriteFile(keys, []byte(strings.Join(seed.SSHKeys, "\n")), 0o600); err != nil {
-		return fmt.Errorf("keeping the desktop's SSH keys: %w", err)
-	}
-	undo.add(func(context.Context) { os.Remove(keys) })
 	if err := m.hv.Define(ctx, vm); err != nil {
 		return err
 	}
 	undo.add(func(ctx context.Context) { m.hv.Undefine(ctx, vm.Name) })
-	m.step(ctx, d, stepWarmRestore)
-	restoreAt := time.Now()
-	took.disks = restoreAt.Sub(begun)
-	if err := m.hv.RestoreAs(ctx, filepath.Join(dir, "ram.save"), vm, filepath.Join(d.Dir, "restore.save"), false); err != nil {
-		return err
-	}
-	m.failpoint("create:after-restore")
-	identityAt := time.Now()
-	took.restore = identityAt.Sub(restoreAt)
-	err := m.applyIdentity(ctx, d)
-	took.identity = time.Since(identityAt)
-	m.log.Info("warm create steps", "desktop", d.ID, "steps", took.String())
-	return err
+	return nil
 }
 
 // warmTimes is how long each step of a warm create took; spare: it took a
