@@ -108,6 +108,8 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 	met := metrics.New(st, h, log)
 	capacity := host.Capacity{DataDir: cfg.DataDir}
+	ksm := host.NewKSMHold(cfg.DataDir, log)
+	ksm.Recover()
 	m := manager.New(manager.Config{DataDir: cfg.DataDir, DefaultImage: cfg.DefaultImage, Accelerator: accel,
 		TCGCacheMiB: cfg.TCGCacheMiB, Observe: met.ObserveOperation, DefaultPlan: cfg.DefaultPlan, Capacity: capacity,
 		Reserve:        host.Reserve{Path: filepath.Join(cfg.DataDir, "reserve"), Size: 64 << 20},
@@ -115,7 +117,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		ReconcileEvery: time.Duration(max(cfg.ReconcileSeconds, 1)) * time.Second,
 		NapAfter:       cfg.NapAfterSeconds, SleepAfter: cfg.SleepAfterSeconds,
 		IdleCheck:  time.Duration(max(cfg.IdleCheckSeconds, 1)) * time.Second,
-		HostMemory: capacity, MemoryLowMiB: cfg.MemoryLowMiB, SaveAsIs: cfg.SaveAsIs, WarmSpares: cfg.WarmSpares,
+		HostMemory: capacity, MemoryLowMiB: cfg.MemoryLowMiB, SaveAsIs: cfg.SaveAsIs, WarmSpares: cfg.WarmSpares, CPUHold: ksm,
 		Network: iso.network, VMGroup: iso.vmGroup, Firewall: iso.firewall, Addresses: iso.addresses, Subnet: iso.subnet},
 		h, storage.Disks{}, seedWriter{agent: agentBin}, st, log)
 	met.SetViewers(m)

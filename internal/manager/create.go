@@ -119,7 +119,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		return nil, err
 	}
 	id = d.ID
-	if err := m.armNetwork(ctx, d); err != nil {
+	if err := m.armNetwork(ctx, d, sp != nil); err != nil {
 		m.fail(ctx, d, "create", err)
 		m.unlock(id)
 		return nil, err
@@ -146,7 +146,12 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 		if err := os.MkdirAll(d.Dir, 0o700); err != nil {
 			return fmt.Errorf("create desktop folder: %w", err)
 		}
+		if tmpl != nil {
+			defer m.holdCPU()()
+		}
 		if fromSpare {
+			defer m.fillSpares(tmpl.Key)
+			defer m.renameAddress(d)
 			// Everything but the data disk is the spare's; on failure it goes.
 			undo.add(func(ctx context.Context) {
 				m.hv.Undefine(ctx, d.DomainName())
@@ -228,7 +233,7 @@ func (m *Manager) lockAndRecord(ctx context.Context, d *desktop.Desktop, unlimit
 	err := m.recordWithIdentity(ctx, d, unlimited, sp != nil)
 	if err == nil {
 		if sp != nil {
-			m.claimSpare(d, sp)
+			m.claimSpare(d)
 		}
 		return sp, nil
 	}

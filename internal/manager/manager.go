@@ -230,6 +230,10 @@ type Config struct {
 	// WarmSpares is how many desktops of each ready template are kept
 	// restored ahead, paused, for creates to take (spares.go; 0 = none).
 	WarmSpares int
+	// CPUHold, when set, is held while a warm create restores and applies
+	// its identity: it keeps the host's background work (KSM's scan) off
+	// the CPU for those seconds.
+	CPUHold CPUHold
 	// Failpoints make the process die at named steps (tests only).
 	Failpoints Failpoints
 	// Observe, when set, is told how long each finished operation took.

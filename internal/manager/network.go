@@ -130,10 +130,14 @@ func (m *Manager) giveIdentity(ctx context.Context, id string) (*desktop.Desktop
 }
 
 // armNetwork reserves a new desktop's address and applies its rules, so
-// both hold before the VM's first packet.
-func (m *Manager) armNetwork(ctx context.Context, d *desktop.Desktop) error {
-	if err := m.reserveAddress(ctx, d); err != nil {
-		return err
+// both hold before the VM's first packet. A spare's address was reserved
+// when it was made (reserved): the desktop's name is put on it once it
+// runs (renameAddress).
+func (m *Manager) armNetwork(ctx context.Context, d *desktop.Desktop, reserved bool) error {
+	if !reserved {
+		if err := m.reserveAddress(ctx, d); err != nil {
+			return err
+		}
 	}
 	if m.cfg.Firewall == nil {
 		return nil

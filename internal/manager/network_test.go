@@ -41,15 +41,27 @@ func (f *fakeFirewall) Set(_ context.Context, d *desktop.Desktop) error {
 
 // fakeAddresses records DHCP reservations by MAC.
 type fakeAddresses struct {
-	mu  sync.Mutex
-	ips map[string]string
+	mu    sync.Mutex
+	ips   map[string]string
+	names map[string]string
 }
 
-func (f *fakeAddresses) Reserve(_ context.Context, mac, ip, _ string) error {
+func (f *fakeAddresses) Reserve(_ context.Context, mac, ip, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ips[mac] = ip
+	if f.names == nil {
+		f.names = map[string]string{}
+	}
+	f.names[mac] = name
 	return nil
+}
+
+// reserved is mac's address and name ("" when it has none).
+func (f *fakeAddresses) reserved(mac string) (ip, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ips[mac], f.names[mac]
 }
 
 func (f *fakeAddresses) Release(_ context.Context, mac string) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -242,5 +243,92 @@ func TestSpareClashingWithADesktopIsRemoved(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(h.dir, "desktops", id)); err == nil {
 		t.Error("the clashing spare's folder is left")
+	}
+}
+
+// loggedHold is a CPUHold that notes its holds and releases in the fake
+// hypervisor's call list, so a test sees them in order with the VM calls.
+type loggedHold struct{ hv *fakeHV }
+
+func (l loggedHold) Hold() func() {
+	l.hv.step("Hold", "cpu")
+	return func() { l.hv.step("Release", "cpu") }
+}
+
+func TestSpareTakenUnderTheCPUHoldAndRefilledAfterIt(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	h.m.cfg.CPUHold = loggedHold{h.hv}
+	tp := readyWithSpare(t, h)
+	d, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "held", Spec: desktop.Spec{VCPUs: 2, MemoryMiB: 2048, DataDiskGiB: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.settle(t, d.ID)
+	h.waitSpares(t, tp.Key, 1)
+	calls := h.hv.callList()
+	at := func(call string) int {
+		i := slices.Index(calls, call)
+		if i < 0 {
+			t.Fatalf("no %q in %v", call, calls)
+		}
+		return i
+	}
+	name := d.DomainName()
+	hold, release := at("Hold cpu"), at("Release cpu")
+	if resume, exec := at("Resume "+name), at("GuestExec "+name); !(hold < resume && exec < release) {
+		t.Errorf("the resume and identity ran outside the hold: %v", calls)
+	}
+	// The next spare's restore waits for the desktop: made at once, it
+	// took the CPU the identity needs.
+	restored := -1
+	for i, c := range calls {
+		if strings.HasPrefix(c, "RestorePausedAs ") && c != "RestorePausedAs "+name {
+			restored = i
+		}
+	}
+	if restored < release {
+		t.Errorf("the next spare was restored before the desktop's identity was applied: %v", calls)
+	}
+}
+
+// A spare's address is reserved when it is made (a DHCP update costs
+// ~0.45 s, too long to wait for in a create); the desktop that takes it
+// keeps the address and puts its name on it; a removed spare's goes.
+func TestSpareAddressReservedAhead(t *testing.T) {
+	h := newHarness(t, fakeDisks{})
+	ctx := context.Background()
+	addrs := &fakeAddresses{ips: map[string]string{}}
+	h.m.cfg.Addresses, h.m.cfg.Subnet = addrs, netip.MustParsePrefix("10.120.0.0/16")
+	tp := readyWithSpare(t, h)
+	id := h.spareDirs()[0]
+	ip, name := addrs.reserved(desktop.MAC(id))
+	if ip == "" || name != "spare-"+id {
+		t.Fatalf("spare %s reservation: %q %q", id, ip, name)
+	}
+	d, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "named", Spec: desktop.Spec{VCPUs: 2, MemoryMiB: 2048, DataDiskGiB: 1}})
+	if err != nil || d.ID != id || d.NetIP != ip {
+		t.Fatalf("create %+v %v: want the spare %s with %s", d, err, id, ip)
+	}
+	h.settle(t, d.ID)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if got, name := addrs.reserved(desktop.MAC(id)); got == ip && name == "named" {
+			break
+		}
+		if time.Now().After(deadline) {
+			got, name := addrs.reserved(desktop.MAC(id))
+			t.Fatalf("desktop's reservation %q %q, want %s named", got, name, ip)
+		}
+	}
+	h.waitSpares(t, tp.Key, 1)
+	next := h.spareDirs()[0]
+	if ip, _ := addrs.reserved(desktop.MAC(next)); ip == "" {
+		t.Fatal("the next spare has no reservation")
+	}
+	if !h.m.relieveSpares(0) {
+		t.Fatal("no spare dropped")
+	}
+	if ip, _ := addrs.reserved(desktop.MAC(next)); ip != "" {
+		t.Errorf("a removed spare's address is still reserved: %s", ip)
 	}
 }
