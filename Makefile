@@ -55,7 +55,7 @@ fuzz:
 	scripts/fuzz.sh
 
 # End-to-end: boots real desktops through a real bureau server, once with
-# SQLite and once with PostgreSQL.
+# SQLite and once with PostgreSQL (the lifecycle and, needing it, many hosts).
 e2e: e2e-sqlite e2e-postgres
 
 # playwright-core for the browser check of the console page (drives the
@@ -70,7 +70,7 @@ e2e-sqlite: build browser-deps
 e2e-postgres: build browser-deps
 	BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \
 		BUREAU_E2E_DATABASE_URL=$$(scripts/postgres-setup.sh) BUREAU_E2E_QUICK=1 \
-		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run TestDesktopLifecycle ./e2e/
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run 'TestDesktopLifecycle|TestHosts' ./e2e/
 
 # The typing and key checks TYPING_RUNS times in a row on one desktop
 # (make test runs them once).

@@ -148,6 +148,10 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		}
 	})
 
+	hostList, err := watchHosts(ctx, cfg, st, accel, log)
+	if err != nil {
+		return err
+	}
 	consoles := console.New(st, log)
 	go followDesktops(ctx, m, consoles, agents, sync)
 	if list, err := m.List(ctx, desktop.Filter{}); err == nil {
@@ -159,7 +163,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 
 	router := api.New(api.Deps{
-		Consoles: consoles, Web: web.Static,
+		Consoles: consoles, Web: web.Static, Hosts: hostList,
 		Desktops: m, Computer: computer.New(h, h, h), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
 		SecretsChanged: func(owner, desktopID string) { sync.Changed(context.WithoutCancel(ctx), owner, desktopID) },
 		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, Tokens: tokens, Images: imageService(cfg, st, log), Log: log,

@@ -119,7 +119,9 @@ type Deps struct {
 	Clipboard Clipboard
 	Tokens    Tokens
 	Consoles  Consoles
-	Images    Images
+	// Hosts are the libvirt hosts desktops run on.
+	Hosts  Hosts
+	Images Images
 	// Web is the browser front end (web.Static): the web console and the
 	// console page.
 	Web fs.FS
@@ -171,6 +173,10 @@ func New(d Deps) *gin.Engine {
 	v1.GET("/quota", s.handle(s.getQuota))
 	v1.GET("/quotas/:owner", s.handle(s.getQuota))
 	v1.PUT("/quotas/:owner", s.handle(s.putQuota))
+	v1.GET("/hosts", s.handle(s.listHosts))
+	v1.POST("/hosts", s.handle(s.addHost))
+	v1.GET("/hosts/:name", s.handle(s.getHost))
+	v1.DELETE("/hosts/:name", s.handle(s.removeHost))
 	v1.GET("/events/stream", s.streamEvents)
 	v1.POST("/events/stream-token", s.rateLimited(rateStream, s.handle(s.createStreamToken)))
 	v1.GET("/desktops/:id/stats", s.handle(s.desktopStats))

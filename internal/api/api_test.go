@@ -369,6 +369,7 @@ type env struct {
 	consoleBytes      sync.Map    // direction → *atomic.Int64
 	changed           chan string // "owner/desktop" per secrets change
 	guest             *fakeGuest
+	hosts             *fakeHosts
 }
 
 func (e *env) secretsChanged(owner, desktopID string) {
@@ -404,6 +405,7 @@ func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 	e := &env{changed: make(chan string, 16), desktops: &fakeDesktops{desktops: map[string]*desktop.Desktop{}},
 		admin: mk("root", desktop.ScopeAdmin), alice: mk("alice", desktop.ScopeOwner), bob: mk("bob", desktop.ScopeOwner)}
 	e.live = &fakeLive{Feed: &manager.Feed{}}
+	e.hosts = newFakeHosts()
 	e.consoles = console.New(st, slog.New(slog.DiscardHandler))
 	e.store = st
 	var imgs Images = fakeImages{}
@@ -422,7 +424,7 @@ func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 		ConsoleBytes: func(dir string, n int) {
 			v, _ := e.consoleBytes.LoadOrStore(dir, new(atomic.Int64))
 			v.(*atomic.Int64).Add(int64(n))
-		}, Computer: fakeComputer{}, Guest: fg, Clipboard: fg, Tokens: tokens, Images: imgs,
+		}, Computer: fakeComputer{}, Guest: fg, Clipboard: fg, Tokens: tokens, Images: imgs, Hosts: e.hosts,
 		Live: e.live, Stats: fakeStats{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "bureau_up 1\n") }),
 		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}, HostDirs: []string{hostDir}})))
 	t.Cleanup(e.srv.Close)

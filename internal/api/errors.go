@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/hosts"
 	"github.com/bureau/bureau/internal/images"
 	"github.com/gin-gonic/gin"
 )
@@ -53,8 +54,21 @@ func classify(err error) (int, errorBody) {
 		iu *images.InUseError
 		qe *desktop.QuotaError
 		dc *desktop.ConflictError
+		hi *hosts.InvalidError
 	)
 	switch {
+	case errors.As(err, &hi):
+		return http.StatusUnprocessableEntity, errorBody{Code: "invalid", Message: err.Error(), Field: hi.Field}
+	case errors.Is(err, hosts.ErrNotFound):
+		return http.StatusNotFound, errorBody{Code: "not_found", Message: err.Error()}
+	case errors.Is(err, hosts.ErrExists):
+		return http.StatusConflict, errorBody{Code: "exists", Message: err.Error()}
+	case errors.Is(err, hosts.ErrNeedsPostgres):
+		return http.StatusConflict, errorBody{Code: "needs_postgres", Message: err.Error()}
+	case errors.Is(err, hosts.ErrInUse):
+		return http.StatusConflict, errorBody{Code: "in_use", Message: err.Error()}
+	case errors.Is(err, hosts.ErrUnreachable):
+		return http.StatusUnprocessableEntity, errorBody{Code: "host_unreachable", Message: err.Error(), Field: "uri"}
 	case errors.As(err, &ve):
 		return http.StatusUnprocessableEntity, errorBody{Code: "invalid", Message: err.Error(), Field: ve.Field}
 	case errors.As(err, &te):

@@ -26,7 +26,7 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 	checker := e.srv.Config.Handler.(*specChecker)
 	checker.requests = true
 
-	// Meta, images, quotas, templates, tokens.
+	// Meta, images, quotas, templates, hosts, tokens.
 	for _, c := range []specCall{
 		{method: "GET", path: "/healthz", want: 200},
 		{method: "GET", path: "/api/v1/openapi.json", want: 200},
@@ -49,6 +49,17 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		{token: e.alice, method: "GET", path: "/api/v1/templates", want: 200},
 		{token: e.admin, method: "POST", path: "/api/v1/templates", body: `{"vcpus":2,"memory_mib":4096}`, want: 202},
 		{token: e.alice, method: "POST", path: "/api/v1/templates", body: `{}`, want: 403},
+		{token: e.admin, method: "GET", path: "/api/v1/hosts", want: 200},
+		{token: e.admin, method: "POST", path: "/api/v1/hosts", body: `{"name":"node-2","uri":"qemu+ssh://bureau@node-2/system","labels":{"zone":"eu"}}`, want: 201},
+		{token: e.admin, method: "POST", path: "/api/v1/hosts", body: `{"name":"node-2","uri":"qemu+ssh://bureau@node-3/system"}`, want: 409},
+		{token: e.admin, method: "POST", path: "/api/v1/hosts", body: `{"name":"node-3","uri":"qemu+tcp://unreachable:16509/system"}`, want: 422},
+		{token: e.admin, method: "POST", path: "/api/v1/hosts", body: `{"name":"node-3","url":"x"}`, want: 400},
+		{token: e.alice, method: "POST", path: "/api/v1/hosts", body: `{"name":"node-3","uri":"qemu+ssh://bureau@node-3/system"}`, want: 403},
+		{token: e.admin, method: "GET", path: "/api/v1/hosts/node-2", want: 200},
+		{token: e.admin, method: "GET", path: "/api/v1/hosts/nope", want: 404},
+		{token: e.alice, method: "GET", path: "/api/v1/hosts", want: 403},
+		{token: e.admin, method: "DELETE", path: "/api/v1/hosts/local", want: 409},
+		{token: e.admin, method: "DELETE", path: "/api/v1/hosts/node-2", want: 204},
 		{token: e.alice, method: "GET", path: "/api/v1/tokens", want: 200},
 		{token: e.alice, method: "POST", path: "/api/v1/tokens", body: `{"name":"ci","ttl_seconds":3600}`, want: 201},
 		{token: e.alice, method: "POST", path: "/api/v1/tokens", body: `{"scope":"admin"}`, want: 403},

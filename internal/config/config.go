@@ -49,6 +49,9 @@ type Config struct {
 	// template are kept restored ahead, paused, for creates to take
 	// (0 = none; each holds up to its RAM on the host).
 	WarmSpares int
+	// HostCheckSeconds (BUREAU_HOST_CHECK_SECONDS) is how often every
+	// libvirt host is asked for its state and capacity.
+	HostCheckSeconds int
 	// AgentBinary (BUREAU_AGENT_BIN) is the bureau-agent bureau installs
 	// in desktops and updates them to; "" is bureau-agent next to the
 	// bureau binary.
@@ -90,6 +93,7 @@ func FromEnv() Config {
 		NapAfterSeconds:   envInt("BUREAU_NAP_AFTER_SECONDS", 120),
 		SleepAfterSeconds: envInt("BUREAU_SLEEP_AFTER_SECONDS", 600),
 		IdleCheckSeconds:  envInt("BUREAU_IDLE_CHECK_SECONDS", 15),
+		HostCheckSeconds:  envInt("BUREAU_HOST_CHECK_SECONDS", 10),
 		MemoryLowMiB:      envInt("BUREAU_MEMORY_LOW_MIB", 2048),
 		SaveAsIs:          os.Getenv("BUREAU_SAVE_AS_IS") == "1",
 		WarmSpares:        envInt("BUREAU_WARM_SPARES", 1),

@@ -226,3 +226,21 @@ type ShareCreated struct {
 	URL     string `json:"url,omitempty"`
 	PathURL string `json:"path_url"`
 }
+
+// Host is a libvirt host desktops run on, as bureau last checked it.
+type Host struct {
+	Name   string            `json:"name"`
+	URI    string            `json:"uri"`
+	Labels map[string]string `json:"labels"`
+	// State is connecting, up or unreachable.
+	State          string     `json:"state"`
+	Hostname       string     `json:"hostname"`
+	LibvirtVersion string     `json:"libvirt_version"`
+	Accelerator    string     `json:"accelerator"`
+	CPUs           int        `json:"cpus"`
+	MemoryMiB      int64      `json:"memory_mib"`
+	FreeMemoryMiB  int64      `json:"free_memory_mib"`
+	LastError      string     `json:"last_error,omitempty"`
+	LastSeenAt     *time.Time `json:"last_seen_at,omitempty"`
+	CreatedAt      time.Time  `json:"created_at"`
+}

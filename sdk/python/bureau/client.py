@@ -24,6 +24,7 @@ class Client:
         self.templates = Templates(self.http)
         self.secrets = Secrets(self.http)
         self.quotas = Quotas(self.http)
+        self.hosts = Hosts(self.http)
         self.events = Events(self.http)
 
     def info(self) -> dict:
@@ -182,6 +183,33 @@ class Quotas:
     def set(self, owner: str, plan: str, **limits: int) -> m.Quota:
         """Sets an owner's plan, or "custom" with max_* limits (admin)."""
         return m.Quota.from_dict(self._h.call("setQuota", {"owner": owner}, json_body={"plan": plan, **limits}))
+
+
+class Hosts:
+    """The libvirt hosts desktops run on (admin)."""
+
+    def __init__(self, http: Transport):
+        self._h = http
+
+    def list(self) -> list[m.Host]:
+        """Every host, the local one (the host bureau runs on) first."""
+        return [m.Host.from_dict(h) for h in self._h.call("listHosts")["hosts"]]
+
+    def get(self, name: str) -> m.Host:
+        return m.Host.from_dict(self._h.call("getHost", {"name": name}))
+
+    def add(self, name: str, uri: str, labels: dict[str, str] | None = None) -> m.Host:
+        """Adds a host by its libvirt URI (qemu+ssh://user@host/system); it is
+        added only once its libvirtd answered (Invalid with code
+        host_unreachable otherwise)."""
+        body: dict[str, Any] = {"name": name, "uri": uri}
+        if labels is not None:
+            body["labels"] = labels
+        return m.Host.from_dict(self._h.call("addHost", json_body=body))
+
+    def remove(self, name: str) -> None:
+        """Forgets a host (the local one stays: Conflict, code in_use)."""
+        self._h.call("removeHost", {"name": name})
 
 
 class Events:

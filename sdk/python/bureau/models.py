@@ -302,6 +302,26 @@ class Usage(Model):
 
 
 @dataclass
+class Host(Model):
+    """A Host as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'Host'
+    name: str | None = None
+    uri: str | None = None
+    labels: dict | None = None
+    state: str | None = None
+    hostname: str | None = None
+    libvirt_version: str | None = None
+    accelerator: str | None = None
+    cpus: int | None = None
+    memory_mib: int | None = None
+    free_memory_mib: int | None = None
+    last_error: str | None = None
+    last_seen_at: str | None = None
+    created_at: str | None = None
+
+
+@dataclass
 class Stats(Model):
     """A VMStats as the API shows it."""
 

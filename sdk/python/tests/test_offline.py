@@ -8,7 +8,7 @@ import os
 import re
 import unittest
 
-from bureau import BureauError, Client, Conflict, Invalid, NotFound, RateLimited, ServerError, Unauthorized
+from bureau import BureauError, Client, Conflict, Forbidden, Invalid, NotFound, RateLimited, ServerError, Unauthorized
 from bureau.adapters import AnthropicComputer, OpenAIComputer
 from bureau.operations import EXCLUDED, OPERATIONS
 from bureau.sse import parse
@@ -155,6 +155,62 @@ class TestAdapters(Base):
         self.assertEqual(self.sent[-1]["type"], "keypress")
         with self.assertRaises(BureauError):
             tool.run({"type": "computer_call", "call_id": "c3"})
+
+
+class TestHosts(Base):
+    HOST = {"name": "node-2", "uri": "qemu+ssh://bureau@node-2/system", "labels": {"zone": "eu"}, "state": "up",
+            "hostname": "node-2.lan", "libvirt_version": "10.0.0", "accelerator": "kvm", "cpus": 16,
+            "memory_mib": 64000, "free_memory_mib": 60000, "last_seen_at": "2025-01-02T03:04:05Z",
+            "created_at": "2025-01-02T03:04:05Z"}
+
+    def test_list_get_add_remove(self):
+        local = {"name": "local", "uri": "qemu:///system", "labels": {}, "state": "connecting", "hostname": "",
+                 "libvirt_version": "", "accelerator": "", "cpus": 0, "memory_mib": 0, "free_memory_mib": 0,
+                 "created_at": "2025-01-01T00:00:00Z"}
+        self.fake.json("GET", "/api/v1/hosts", 200, {"hosts": [local, self.HOST]})
+        hs = self.c.hosts.list()
+        self.assertEqual([(h.name, h.state, h.last_seen_at) for h in hs],
+                         [("local", "connecting", None), ("node-2", "up", "2025-01-02T03:04:05Z")])
+        self.assertEqual((hs[1].labels, hs[1].cpus, hs[1].memory_mib, hs[1].accelerator), ({"zone": "eu"}, 16, 64000, "kvm"))
+
+        self.fake.json("GET", "/api/v1/hosts/node-2", 200, dict(self.HOST, last_error="", new_field=1))
+        h = self.c.hosts.get("node-2")
+        self.assertEqual((h.name, h.hostname, h.extra), ("node-2", "node-2.lan", {"new_field": 1}))
+
+        got = []
+
+        def add(_r, body):
+            got.append(json.loads(body))
+            return 201, {"Content-Type": "application/json"}, json.dumps(self.HOST).encode()
+        self.fake.routes[("POST", "/api/v1/hosts")] = add
+        h = self.c.hosts.add("node-2", "qemu+ssh://bureau@node-2/system", labels={"zone": "eu"})
+        self.assertEqual((h.name, h.state), ("node-2", "up"))
+        self.c.hosts.add("node-3", "qemu+tls://node-3/system")
+        self.assertEqual(got, [{"name": "node-2", "uri": "qemu+ssh://bureau@node-2/system", "labels": {"zone": "eu"}},
+                               {"name": "node-3", "uri": "qemu+tls://node-3/system"}])
+        self.assertEqual(self.fake.seen[-1][2]["Content-Type"], "application/json")
+
+        self.fake.routes[("DELETE", "/api/v1/hosts/node-2")] = lambda _r, _b: (204, {}, b"")
+        self.assertIsNone(self.c.hosts.remove("node-2"))
+        self.assertEqual(self.fake.seen[-1][:2], ("DELETE", "/api/v1/hosts/node-2"))
+
+    def test_refusals(self):
+        self.fake.json("POST", "/api/v1/hosts", 422, {"error": {
+            "code": "host_unreachable", "field": "uri",
+            "message": "host unreachable: qemu+ssh://h/system: dial tcp: connection refused"}})
+        with self.assertRaises(Invalid) as cm:
+            self.c.hosts.add("h", "qemu+ssh://h/system")
+        self.assertEqual((cm.exception.code, cm.exception.field), ("host_unreachable", "uri"))
+        self.assertIn("connection refused", cm.exception.message)
+        self.fake.json("DELETE", "/api/v1/hosts/local", 409, {"error": {"code": "in_use", "message": "host in use"}})
+        with self.assertRaises(Conflict) as cm:
+            self.c.hosts.remove("local")
+        self.assertEqual(cm.exception.code, "in_use")
+        with self.assertRaises(NotFound):
+            self.c.hosts.get("nope")
+        self.fake.json("GET", "/api/v1/hosts", 403, {"error": {"code": "forbidden", "message": "this needs an admin token"}})
+        with self.assertRaises(Forbidden):
+            self.c.hosts.list()
 
 
 class TestOperationsTable(unittest.TestCase):

@@ -38,6 +38,7 @@ export class Bureau {
   readonly templates: Templates;
   readonly secrets: OwnerSecrets;
   readonly quotas: Quotas;
+  readonly hosts: Hosts;
   readonly events: Events;
 
   constructor(o: ClientOptions = {}) {
@@ -48,6 +49,7 @@ export class Bureau {
     this.templates = new Templates(this.http);
     this.secrets = new OwnerSecrets(this.http);
     this.quotas = new Quotas(this.http);
+    this.hosts = new Hosts(this.http);
     this.events = new Events(this.http);
   }
 
@@ -173,6 +175,26 @@ export class Quotas {
   /** Sets an owner's plan, or "custom" with max_* limits (admin). */
   set(owner: string, plan: string, limits: Partial<Omit<m.Quota, "owner" | "plan">> = {}): Promise<m.Quota> {
     return this.h.call("setQuota", { params: { owner }, json: { plan, ...limits } });
+  }
+}
+
+/** The libvirt hosts desktops run on (admin). */
+export class Hosts {
+  constructor(private readonly h: Transport) {}
+  /** Every host, the local one (the host bureau runs on) first. */
+  async list(): Promise<m.Host[]> {
+    return (await this.h.call<{ hosts: m.Host[] }>("listHosts")).hosts;
+  }
+  get(name: string): Promise<m.Host> {
+    return this.h.call("getHost", { params: { name } });
+  }
+  /** Adds a host by its libvirt URI (qemu+ssh://user@host/system); it is added only once its libvirtd answered (422 `host_unreachable` otherwise). */
+  add(name: string, uri: string, labels?: Record<string, string>): Promise<m.Host> {
+    return this.h.call("addHost", { json: pick({ name, uri, labels }) });
+  }
+  /** Forgets a host (the local one stays: 409 `in_use`). */
+  async remove(name: string): Promise<void> {
+    await this.h.call("removeHost", { params: { name } });
   }
 }
 

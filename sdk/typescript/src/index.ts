@@ -7,7 +7,7 @@
  *     await d.waitUntil("running");
  *     console.log((await d.exec("uname -a")).stdout);
  */
-export { Bureau, Desktops, Events, Images, OwnerSecrets, Quotas, Templates, Tokens, type ClientOptions, type CreateDesktop } from "./client.js";
+export { Bureau, Desktops, Events, Hosts, Images, OwnerSecrets, Quotas, Templates, Tokens, type ClientOptions, type CreateDesktop } from "./client.js";
 export { Desktop, type ComputerAction, type ExecOptions, type ScreenshotOptions } from "./desktop.js";
 export { BureauError, TimeoutError } from "./errors.js";
 export { Clipboard, Console, Files, Processes, Secrets, Services, Snapshots, URLs, type ServiceSpec } from "./guest.js";

@@ -208,6 +208,23 @@ export interface Usage {
   snapshots: number;
 }
 
+/** A Host as the API shows it: a libvirt host desktops run on, as bureau last checked it. */
+export interface Host {
+  name: string;
+  uri: string;
+  labels: Record<string, string>;
+  state: "connecting" | "up" | "unreachable";
+  hostname: string;
+  libvirt_version: string;
+  accelerator: "kvm" | "tcg" | "";
+  cpus: number;
+  memory_mib: number;
+  free_memory_mib: number;
+  last_error?: string;
+  last_seen_at?: string;
+  created_at: string;
+}
+
 /** A VMStats as the API shows it. */
 export interface Stats {
   cpu_time_ns: number;
@@ -368,6 +385,7 @@ export const FIELDS: Record<string, { schema: string; fields: string[] }> = {
   Secret: { schema: "Secret", fields: ["name", "scope", "desktop_id", "owner", "created_at", "updated_at"] },
   Quota: { schema: "Quota", fields: ["owner", "plan", "max_desktops", "max_vcpus", "max_memory_mib", "max_disk_gib", "max_snapshots"] },
   Usage: { schema: "Usage", fields: ["desktops", "vcpus", "memory_mib", "disk_mib", "snapshots"] },
+  Host: { schema: "Host", fields: ["name", "uri", "labels", "state", "hostname", "libvirt_version", "accelerator", "cpus", "memory_mib", "free_memory_mib", "last_error", "last_seen_at", "created_at"] },
   Stats: { schema: "VMStats", fields: ["cpu_time_ns", "vcpus", "memory_max_kib", "memory_current_kib", "memory_rss_kib", "memory_available_kib", "memory_unused_kib", "memory_usable_kib", "disks", "networks"] },
   ExecResult: { schema: "ExecResult", fields: ["exit_code", "stdout", "stderr", "encoding", "truncated", "timed_out", "duration_ms"] },
   Process: { schema: "Process", fields: ["id", "name", "pid", "command", "running", "exit_code", "started_at", "ended_at", "log_bytes"] },

@@ -118,6 +118,45 @@ describe("adapters", () => {
   });
 });
 
+describe("hosts", () => {
+  const host = { name: "node-2", uri: "qemu+ssh://bureau@node-2/system", labels: { zone: "eu" }, state: "up", hostname: "node-2.lan", libvirt_version: "10.0.0",
+    accelerator: "kvm", cpus: 16, memory_mib: 64000, free_memory_mib: 60000, last_seen_at: "2025-01-02T03:04:05Z", created_at: "2025-01-02T03:04:05Z" };
+  test("list, get, add, remove", async () => {
+    const b = new Bureau({ url, token: "bureau_admin" });
+    const local = { name: "local", uri: "qemu:///system", labels: {}, state: "connecting", hostname: "", libvirt_version: "", accelerator: "", cpus: 0, memory_mib: 0, free_memory_mib: 0, created_at: "2025-01-01T00:00:00Z" };
+    json("GET", "/api/v1/hosts", 200, { hosts: [local, host] });
+    assert.deepEqual(await b.hosts.list(), [local, host]);
+    json("GET", "/api/v1/hosts/node-2", 200, host);
+    assert.deepEqual(await b.hosts.get("node-2"), host);
+    const got = [];
+    routes.set("POST /api/v1/hosts", (req, body) => {
+      got.push([req.headers["content-type"], JSON.parse(body)]);
+      return [201, { "Content-Type": "application/json" }, JSON.stringify(host)];
+    });
+    assert.deepEqual(await b.hosts.add("node-2", "qemu+ssh://bureau@node-2/system", { zone: "eu" }), host);
+    await b.hosts.add("node-3", "qemu+tls://node-3/system");
+    assert.deepEqual(got, [["application/json", { name: "node-2", uri: "qemu+ssh://bureau@node-2/system", labels: { zone: "eu" } }],
+      ["application/json", { name: "node-3", uri: "qemu+tls://node-3/system" }]]);
+    routes.set("DELETE /api/v1/hosts/node-2", () => [204, {}, ""]);
+    assert.equal(await b.hosts.remove("node-2"), undefined);
+    assert.deepEqual([seen.at(-1).method, seen.at(-1).url], ["DELETE", "/api/v1/hosts/node-2"]);
+  });
+  test("refusals carry the API's code and field", async () => {
+    const b = new Bureau({ url, token: "bureau_admin" });
+    json("POST", "/api/v1/hosts", 422, { error: { code: "host_unreachable", field: "uri", message: "host unreachable: qemu+ssh://h/system: dial tcp: connection refused" } });
+    const e = await b.hosts.add("h", "qemu+ssh://h/system").then(() => null, (e) => e);
+    assert.ok(e instanceof BureauError);
+    assert.deepEqual([e.status, e.code, e.field], [422, "host_unreachable", "uri"]);
+    assert.match(e.message, /connection refused/);
+    json("DELETE", "/api/v1/hosts/local", 409, { error: { code: "in_use", message: "host in use" } });
+    const inUse = await b.hosts.remove("local").then(() => null, (e) => e);
+    assert.deepEqual([inUse.status, inUse.code], [409, "in_use"]);
+    json("GET", "/api/v1/hosts", 403, { error: { code: "forbidden", message: "this needs an admin token" } });
+    const denied = await b.hosts.list().then(() => null, (e) => e);
+    assert.deepEqual([denied.status, denied.code], [403, "forbidden"]);
+  });
+});
+
 describe("operations table", () => {
   test("every entry is called from the source and every call is an entry", () => {
     const src = readdirSync(new URL("../src", import.meta.url)).filter((f) => f.endsWith(".ts") && f !== "operations.ts")

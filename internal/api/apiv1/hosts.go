@@ -1,0 +1,10 @@
+package apiv1
+
+import "github.com/bureau/bureau/internal/hosts"
+
+// FromHost is h on the wire.
+func FromHost(h *hosts.Host) Host {
+	return Host{Name: h.Name, URI: h.URI, Labels: h.Labels, State: string(h.State), Hostname: h.Hostname, LibvirtVersion: h.LibvirtVersion,
+		Accelerator: h.Accelerator, CPUs: h.CPUs, MemoryMiB: h.MemoryMiB, FreeMemoryMiB: h.FreeMemoryMiB, LastError: h.LastError,
+		LastSeenAt: h.LastSeenAt, CreatedAt: h.CreatedAt}
+}

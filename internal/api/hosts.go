@@ -1,0 +1,76 @@
+package api
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/bureau/bureau/internal/api/apiv1"
+	"github.com/bureau/bureau/internal/hosts"
+	"github.com/gin-gonic/gin"
+)
+
+// Hosts are the libvirt hosts desktops run on (admins only).
+type Hosts interface {
+	List(ctx context.Context) ([]hosts.Host, error)
+	Get(ctx context.Context, name string) (*hosts.Host, error)
+	Add(ctx context.Context, name, uri string, labels map[string]string) (*hosts.Host, error)
+	Remove(ctx context.Context, name string) error
+}
+
+type addHostRequest struct {
+	Name   string            `json:"name"`
+	URI    string            `json:"uri"`
+	Labels map[string]string `json:"labels"`
+}
+
+func (s *server) listHosts(c *gin.Context) (reply, error) {
+	if err := requireAdmin(c); err != nil {
+		return reply{}, err
+	}
+	hs, err := s.Hosts.List(c.Request.Context())
+	if err != nil {
+		return reply{}, err
+	}
+	out := make([]apiv1.Host, 0, len(hs))
+	for i := range hs {
+		out = append(out, apiv1.FromHost(&hs[i]))
+	}
+	return reply{http.StatusOK, gin.H{"hosts": out}}, nil
+}
+
+func (s *server) getHost(c *gin.Context) (reply, error) {
+	if err := requireAdmin(c); err != nil {
+		return reply{}, err
+	}
+	h, err := s.Hosts.Get(c.Request.Context(), c.Param("name"))
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusOK, apiv1.FromHost(h)}, nil
+}
+
+// addHost records a host once its libvirtd answered (admins only).
+func (s *server) addHost(c *gin.Context) (reply, error) {
+	if err := requireAdmin(c); err != nil {
+		return reply{}, err
+	}
+	var req addHostRequest
+	if err := decode(c, &req); err != nil {
+		return reply{}, err
+	}
+	h, err := s.Hosts.Add(c.Request.Context(), req.Name, req.URI, req.Labels)
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusCreated, apiv1.FromHost(h)}, nil
+}
+
+func (s *server) removeHost(c *gin.Context) (reply, error) {
+	if err := requireAdmin(c); err != nil {
+		return reply{}, err
+	}
+	if err := s.Hosts.Remove(c.Request.Context(), c.Param("name")); err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusNoContent, nil}, nil
+}

@@ -1,0 +1,114 @@
+// Package hosts keeps the libvirt hosts bureau's desktops run on: the
+// local one first, more when a team outgrows one machine. It records each
+// host, watches its connection (libvirt keepalive, reconnect) and keeps
+// what the host reports (CPUs, memory, accelerator) for placement.
+// Several hosts need PostgreSQL: SQLite serves one.
+package hosts
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Host is one libvirt host as bureau last saw it.
+type Host struct {
+	Name   string
+	URI    string
+	Labels map[string]string
+	State  State
+	// What the host reported at its last check.
+	Facts
+	LastError  string
+	LastSeenAt *time.Time
+	CreatedAt  time.Time
+}
+
+// Facts are what a host's libvirtd reports about it.
+type Facts struct {
+	Hostname       string
+	LibvirtVersion string
+	// Accelerator is "kvm" where the host's CPU has hardware
+	// virtualization and libvirt offers KVM guests, else "tcg".
+	Accelerator   string
+	CPUs          int
+	MemoryMiB     int64
+	FreeMemoryMiB int64
+}
+
+// State is a host's connection state.
+type State string
+
+const (
+	// StateConnecting: added, not checked yet (or bureau just started).
+	StateConnecting State = "connecting"
+	// StateUp: its libvirtd answered the last check.
+	StateUp State = "up"
+	// StateUnreachable: the last check or its keepalive failed; bureau
+	// keeps reconnecting. Its desktops are never deleted or marked
+	// crashed for that.
+	StateUnreachable State = "unreachable"
+)
+
+// LocalName is the host bureau runs on, the first one.
+const LocalName = "local"
+
+var (
+	// ErrNotFound: no host of that name.
+	ErrNotFound = errors.New("no such host")
+	// ErrExists: a host of that name or URI is there already.
+	ErrExists = errors.New("host already added")
+	// ErrNeedsPostgres: a second host on SQLite.
+	ErrNeedsPostgres = errors.New("several hosts need PostgreSQL")
+	// ErrUnreachable: a host being added did not answer.
+	ErrUnreachable = errors.New("host unreachable")
+	// ErrInUse: the host cannot go (the local one runs bureau's desktops).
+	ErrInUse = errors.New("host in use")
+)
+
+// InvalidError names the field a request got wrong.
+type InvalidError struct{ Field, Message string }
+
+func (e *InvalidError) Error() string { return e.Field + ": " + e.Message }
+
+var (
+	nameRe  = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$`)
+	labelRe = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9._/-]{0,61}[a-zA-Z0-9])?$`)
+)
+
+// schemes are the libvirt transports a remote host may be reached by;
+// qemu+tcp carries no authentication or encryption (tests, private links).
+var schemes = map[string]bool{"qemu": true, "qemu+ssh": true, "qemu+tls": true, "qemu+tcp": true, "qemu+unix": true, "qemu+libssh2": true, "qemu+libssh": true}
+
+// Validate checks a host's name, URI and labels.
+func Validate(name, uri string, labels map[string]string) error {
+	if !nameRe.MatchString(name) {
+		return &InvalidError{"name", "1–32 lower-case letters, digits and inner dashes"}
+	}
+	u, err := url.Parse(uri)
+	if err != nil || !schemes[u.Scheme] {
+		return &InvalidError{"uri", fmt.Sprintf("%q is not a libvirt QEMU URI (qemu+ssh://user@host/system, qemu+tls://host/system, qemu+tcp://host:port/system)", uri)}
+	}
+	if _, ok := u.User.Password(); ok {
+		return &InvalidError{"uri", "no password in the URI: it would be stored and shown (use SSH keys or TLS certificates)"}
+	}
+	if u.Path != "/system" {
+		return &InvalidError{"uri", fmt.Sprintf("%q: bureau needs the host's system daemon (path /system)", uri)}
+	}
+	if len(labels) > 32 {
+		return &InvalidError{"labels", "at most 32"}
+	}
+	for k, v := range labels {
+		if !labelRe.MatchString(k) {
+			return &InvalidError{"labels", fmt.Sprintf("key %q: 1–63 letters, digits, '.', '_', '/', '-'", k)}
+		}
+		if utf8.RuneCountInString(v) > 63 || strings.ContainsAny(v, "\x00\n\r") {
+			return &InvalidError{"labels", fmt.Sprintf("value of %q: at most 63 characters on one line", k)}
+		}
+	}
+	return nil
+}

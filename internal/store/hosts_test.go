@@ -1,0 +1,66 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/hosts"
+)
+
+func TestHostsRoundTrip(t *testing.T) {
+	for db, s := range openStores(t) {
+		t.Run(db, func(t *testing.T) {
+			ctx := context.Background()
+			now := time.Now().UTC().Truncate(time.Millisecond)
+			two := &hosts.Host{Name: "two", URI: "qemu+tcp://10.0.0.2:16509/system", Labels: map[string]string{"zone": "b"}, State: hosts.StateUp,
+				Facts:      hosts.Facts{Hostname: "h2", LibvirtVersion: "9.0.0", Accelerator: "kvm", CPUs: 64, MemoryMiB: 262144, FreeMemoryMiB: 200000},
+				LastSeenAt: &now, CreatedAt: now}
+			local := &hosts.Host{Name: hosts.LocalName, URI: "qemu:///system", State: hosts.StateConnecting, CreatedAt: now}
+			for _, h := range []*hosts.Host{two, local} {
+				if err := s.InsertHost(ctx, h); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.InsertHost(ctx, &hosts.Host{Name: "two", URI: "qemu+tcp://other/system", CreatedAt: now}); !errors.Is(err, hosts.ErrExists) {
+				t.Errorf("same name: %v", err)
+			}
+			if err := s.InsertHost(ctx, &hosts.Host{Name: "three", URI: two.URI, CreatedAt: now}); !errors.Is(err, hosts.ErrExists) {
+				t.Errorf("same URI: %v", err)
+			}
+			list, err := s.ListHosts(ctx)
+			if err != nil || len(list) != 2 || list[0].Name != hosts.LocalName || list[1].Name != "two" {
+				t.Fatalf("list %+v %v (want local first)", list, err)
+			}
+			got := list[1]
+			if got.URI != two.URI || got.Labels["zone"] != "b" || got.Facts != two.Facts || got.State != hosts.StateUp ||
+				got.LastSeenAt == nil || !got.LastSeenAt.Equal(now) || !got.CreatedAt.Equal(now) {
+				t.Errorf("read back %+v", got)
+			}
+			if list[0].LastSeenAt != nil || list[0].Labels == nil {
+				t.Errorf("local: %+v", list[0])
+			}
+			got.State, got.LastError, got.FreeMemoryMiB = hosts.StateUnreachable, "connection lost", 1
+			if err := s.UpdateHostHealth(ctx, &got); err != nil {
+				t.Fatal(err)
+			}
+			back, err := s.GetHost(ctx, "two")
+			if err != nil || back.State != hosts.StateUnreachable || back.LastError != "connection lost" || back.FreeMemoryMiB != 1 {
+				t.Errorf("after update %+v %v", back, err)
+			}
+			if err := s.DeleteHost(ctx, "two"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.GetHost(ctx, "two"); !errors.Is(err, hosts.ErrNotFound) {
+				t.Errorf("get after delete: %v", err)
+			}
+			if err := s.DeleteHost(ctx, "two"); !errors.Is(err, hosts.ErrNotFound) {
+				t.Errorf("delete twice: %v", err)
+			}
+			if err := s.UpdateHostHealth(ctx, &got); !errors.Is(err, hosts.ErrNotFound) {
+				t.Errorf("update of a removed host: %v", err)
+			}
+		})
+	}
+}
