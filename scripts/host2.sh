@@ -23,18 +23,16 @@ die() { log "$*"; exit 1; }
 [ "$(id -u)" = 0 ] || die "must run as root"
 case $cmd in start | stop | status) ;; *) die "usage: $0 start|stop|status [DIR] [PORT]" ;; esac
 
-# alive PID: PID is a libvirtd outside our mount namespace, i.e. never the
-# system daemon (guards against a stale pid file whose PID was reused).
-alive() {
-	[ -n "$1" ] && running "$1" && [ "$(cat "/proc/$1/comm" 2>/dev/null)" = libvirtd ] &&
-		[ "$(readlink "/proc/$1/ns/mnt")" != "$(readlink /proc/self/ns/mnt)" ]
-}
-# running PID: PID exists and is not a zombie.
+# running PID: PID exists and is not a zombie (PID 1 here reaps lazily).
 running() { local s; s=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) && [ "$s" != Z ]; }
+# pid: host2's libvirtd, if running: a libvirtd outside our mount namespace, so
+# never the system daemon even if a stale pid file's PID was reused.
 pid=$(cat "$dir/libvirtd.pid" 2>/dev/null || true)
-alive "$pid" || pid=
+if ! { [ -n "$pid" ] && running "$pid" && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = libvirtd ] &&
+	[ "$(readlink "/proc/$pid/ns/mnt")" != "$(readlink /proc/self/ns/mnt)" ]; }; then pid=; fi
 # A running host2 keeps the port it was started with.
 if [ "$cmd" != start ] || [ -n "$pid" ]; then port=$(cat "$dir/port" 2>/dev/null || echo "$port"); fi
+if ! [[ $port =~ ^[0-9]{1,5}$ ]] || [ "$port" -gt 65535 ]; then die "bad port: $port"; fi
 uri=qemu+tcp://127.0.0.1:$port/system
 answers() { timeout 10 virsh -q -c "$uri" uri >/dev/null 2>&1; }
 # hv ARGS: virsh on host2 only (never the system daemon's URI).
@@ -43,7 +41,7 @@ hv() { timeout 60 virsh -q -c "$uri" "$@"; }
 # wait_up PID: waits up to 20 s for host2 to answer; on failure shows its logs.
 wait_up() {
 	local end=$((SECONDS + 20))
-	until answers; do
+	until answers && running "$1"; do
 		if ! running "$1" || [ $SECONDS -ge $end ]; then
 			log "libvirtd (pid $1) does not answer on $uri; last output and log lines:"
 			tail -n 20 "$dir/out" "$dir/log/libvirtd.log" >&2 2>/dev/null || true
@@ -55,6 +53,8 @@ wait_up() {
 
 start() {
 	if [ -n "$pid" ]; then wait_up "$pid" && echo "$uri"; return; fi
+	# Else another daemon's answer there would pass for ours.
+	[ -z "$(ss -Hltn "sport = :$port")" ] || die "port $port is already in use"
 	mkdir -p "$dir"/{etc,run,lib,log,cache,sock,desktops,host1-run} /var/lib/bureau/desktops
 	chmod 0711 "$dir" # per-desktop QEMU users traverse it
 	# A stable host UUID (host1's differs: it is random per start here, or SMBIOS).
@@ -87,6 +87,7 @@ start() {
 	rm -f "$dir/libvirtd.pid"
 	# setsid: host2 outlives the caller's session and process group. unshare
 	# execs sh, which execs libvirtd: one process, so SIGTERM reaches libvirtd.
+	# shellcheck disable=SC2016 # $1 (DIR) is expanded by the inner sh
 	setsid unshare --mount --propagation private -- sh -ec '
 		mount --bind /run/libvirt "$1/host1-run"
 		mount --bind "$1/etc" /etc/libvirt
@@ -103,11 +104,11 @@ start() {
 }
 
 stop() {
-	[ -n "$pid" ] || { rm -f "$dir/libvirtd.pid"; return 0; }
+	[ -n "$pid" ] || { log "not running ($dir)"; rm -f "$dir/libvirtd.pid"; return 0; }
 	# QEMU and dnsmasq outlive libvirtd (and keep its namespace alive).
 	if answers; then
-		hv list --name | while read -r d; do [ -z "$d" ] || hv destroy "$d" >/dev/null; done
-		hv net-list --name | while read -r n; do [ -z "$n" ] || hv net-destroy "$n" >/dev/null; done
+		hv list --name | while read -r d; do [ -z "$d" ] || hv destroy "$d" </dev/null >/dev/null; done
+		hv net-list --name | while read -r n; do [ -z "$n" ] || hv net-destroy "$n" </dev/null >/dev/null; done
 	else
 		log "warning: $uri does not answer; its domains and networks may survive"
 	fi
@@ -120,8 +121,4 @@ stop() {
 	rm -f "$dir/libvirtd.pid"
 }
 
-case $cmd in
-start) start ;;
-stop) stop ;;
-status) [ -n "$pid" ] && answers && echo "$uri" ;;
-esac
+case $cmd in start) start ;; stop) stop ;; status) [ -n "$pid" ] && answers && echo "$uri" ;; esac
