@@ -121,6 +121,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		Network: iso.network, VMGroup: iso.vmGroup, Firewall: iso.firewall, Addresses: iso.addresses, Subnet: iso.subnet},
 		h, storage.Disks{}, seedWriter{agent: agentBin}, st, log)
 	met.SetViewers(m)
+	h.ScreenDir = m.ScreenDir
 	if err := m.Run(); err != nil {
 		return err
 	}

@@ -3,7 +3,10 @@
 // nothing internal and no third-party code.
 package desktop
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Spec is what a caller asks for when creating a desktop.
 type Spec struct {
@@ -67,7 +70,15 @@ type Desktop struct {
 }
 
 // DomainName is the libvirt domain name of a desktop.
-func (d *Desktop) DomainName() string { return "bureau-" + d.ID }
+func (d *Desktop) DomainName() string { return domainPrefix + d.ID }
+
+const domainPrefix = "bureau-"
+
+// IDOfDomain is the id of the desktop whose VM is named domain.
+func IDOfDomain(domain string) (string, bool) {
+	id, ok := strings.CutPrefix(domain, domainPrefix)
+	return id, ok && id != "" && !strings.ContainsAny(id, "/.\\")
+}
 
 // Event is one entry of a desktop's history.
 type Event struct {

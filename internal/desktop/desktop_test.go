@@ -59,3 +59,15 @@ func TestBegin(t *testing.T) {
 		t.Error("delete deleted allowed")
 	}
 }
+
+func TestIDOfDomain(t *testing.T) {
+	d := &Desktop{ID: "3f9c0a1b2c3d"}
+	if id, ok := IDOfDomain(d.DomainName()); !ok || id != d.ID {
+		t.Errorf("IDOfDomain(%q) = %q %v", d.DomainName(), id, ok)
+	}
+	for _, name := range []string{"other-vm", "bureau-", "bureau-../x", "bureau-a/b", "bureau-.."} {
+		if id, ok := IDOfDomain(name); ok {
+			t.Errorf("IDOfDomain(%q) = %q, want not a desktop's", name, id)
+		}
+	}
+}

@@ -28,3 +28,13 @@ func (m *Manager) DialVNC(ctx context.Context, id string) (net.Conn, error) {
 }
 
 func vncSocket(d *desktop.Desktop) string { return filepath.Join(d.Dir, "vnc.sock") }
+
+// ScreenDir is the folder of the desktop whose VM is domain: its QEMU may
+// write there (screenshots). "" for a VM that is not a desktop's.
+func (m *Manager) ScreenDir(domain string) string {
+	id, ok := desktop.IDOfDomain(domain)
+	if !ok {
+		return ""
+	}
+	return filepath.Join(m.cfg.DataDir, "desktops", id)
+}

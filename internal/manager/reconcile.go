@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -234,7 +233,7 @@ func (m *Manager) afterObserve(ctx context.Context, d *desktop.Desktop) {
 // such as the guest powering itself off or QEMU crashing. An event that
 // comes while an operation holds the desktop is checked when it ends.
 func (m *Manager) onEvent(ctx context.Context, ev desktop.VMEvent) {
-	id, ok := strings.CutPrefix(ev.Domain, "bureau-")
+	id, ok := desktop.IDOfDomain(ev.Domain)
 	if !ok || ev.State == desktop.VMMissing {
 		return
 	}

@@ -8,7 +8,6 @@ package workspace
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -44,11 +43,9 @@ type SecretSync struct {
 	waiting map[string]bool
 }
 
-const domainPrefix = "bureau-"
-
 // Sync hands a desktop's agent its services' secrets now.
 func (s *SecretSync) Sync(ctx context.Context, domain string) error {
-	id, ok := strings.CutPrefix(domain, domainPrefix)
+	id, ok := desktop.IDOfDomain(domain)
 	if !ok {
 		return nil
 	}

@@ -30,6 +30,10 @@ type Hypervisor struct {
 	// AgentViaStream reaches bureau-agent through libvirt's channel stream
 	// even on a local host (as on a remote one).
 	AgentViaStream bool
+	// ScreenDir, when set, names a domain's folder its QEMU may write
+	// ("" for none): screenshots are written there by QEMU and read back
+	// instead of streamed through libvirt (faster on a local host).
+	ScreenDir func(domain string) string
 
 	mu   sync.Mutex
 	conn *libvirt.Connect
