@@ -74,16 +74,14 @@ func (r *Registry) Add(ctx context.Context, name, uri string, labels map[string]
 	if err := Validate(name, uri, labels); err != nil {
 		return nil, err
 	}
-	if r.Single {
-		// Said before connecting anywhere: it cannot work.
-		if hs, err := r.store.ListHosts(ctx); err == nil && len(hs) > 0 {
-			return nil, r.needsPostgres()
-		}
-	}
-	// Refused before connecting: a second link to a host is no use.
 	hs, err := r.store.ListHosts(ctx)
 	if err != nil {
 		return nil, err
+	}
+	// Both refused before connecting: a second host cannot work on
+	// SQLite, and a second link to a host is no use.
+	if r.Single && len(hs) > 0 {
+		return nil, r.needsPostgres()
 	}
 	for _, h := range hs {
 		if h.Name == name || h.URI == uri {

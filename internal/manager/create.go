@@ -104,7 +104,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	}
 	now := time.Now().UTC()
 	id := newID()
-	dir := filepath.Join(m.cfg.DataDir, "desktops", id)
+	dir := m.desktopDir(id)
 	d := &desktop.Desktop{
 		ID: id, Owner: req.Owner, Name: req.Name, Spec: req.Spec,
 		State: desktop.StateCreating, DesiredState: desktop.StateRunning, Operation: "create", OperationStartedAt: &now,

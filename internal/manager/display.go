@@ -36,5 +36,8 @@ func (m *Manager) ScreenDir(domain string) string {
 	if !ok {
 		return ""
 	}
-	return filepath.Join(m.cfg.DataDir, "desktops", id)
+	return m.desktopDir(id)
 }
+
+// desktopDir is the folder of desktop (or spare) id.
+func (m *Manager) desktopDir(id string) string { return filepath.Join(m.cfg.DataDir, "desktops", id) }

@@ -156,6 +156,14 @@ func (m *Manager) reserveAddress(ctx context.Context, d *desktop.Desktop) error 
 	return nil
 }
 
+// releaseAddress drops the DHCP reservation of d's address, if it has one.
+func (m *Manager) releaseAddress(ctx context.Context, d *desktop.Desktop) error {
+	if m.cfg.Addresses == nil || d.NetIP == "" {
+		return nil
+	}
+	return m.cfg.Addresses.Release(ctx, desktop.MAC(d.ID))
+}
+
 // dropAddressAndRules forgets a deleted desktop's address and rules.
 func (m *Manager) dropAddressAndRules(ctx context.Context, d *desktop.Desktop) {
 	if m.cfg.Firewall != nil {
@@ -163,10 +171,8 @@ func (m *Manager) dropAddressAndRules(ctx context.Context, d *desktop.Desktop) {
 			m.log.Error("dropping a deleted desktop's network rules", "desktop", d.ID, "err", err)
 		}
 	}
-	if m.cfg.Addresses != nil && d.NetIP != "" {
-		if err := m.cfg.Addresses.Release(ctx, desktop.MAC(d.ID)); err != nil {
-			m.log.Error("releasing a deleted desktop's address", "desktop", d.ID, "err", err)
-		}
+	if err := m.releaseAddress(ctx, d); err != nil {
+		m.log.Error("releasing a deleted desktop's address", "desktop", d.ID, "err", err)
 	}
 }
 

@@ -100,7 +100,7 @@ func (s *spares) endFill(key string) {
 
 // spareDesktop is the desktop record a spare would have (never stored).
 func (m *Manager) spareDesktop(t *Template, sp *spare) *desktop.Desktop {
-	dir := filepath.Join(m.cfg.DataDir, "desktops", sp.ID)
+	dir := m.desktopDir(sp.ID)
 	return &desktop.Desktop{ID: sp.ID, Spec: desktop.Spec{Image: t.Image, VCPUs: t.VCPUs, MemoryMiB: t.MemoryMiB, DataDiskGiB: templateDataGiB},
 		Accelerator: string(m.cfg.Accelerator), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"), VMUID: sp.VMUID, NetIP: sp.NetIP}
 }
@@ -175,8 +175,7 @@ func (m *Manager) makeSpare(ctx context.Context, t *Template) (*spare, error) {
 		}
 		// Reserved now, not while a create waits: a DHCP update costs
 		// ~0.45 s (libvirt rewrites dnsmasq's hosts and signals it).
-		d.Name = spareHostName(sp)
-		return m.reserveAddress(rctx, d)
+		return m.reserveSpareAddress(rctx, sp)
 	}()
 	if err != nil {
 		m.dropSpare(context.WithoutCancel(ctx), sp)
@@ -192,12 +191,10 @@ func (m *Manager) dropSpare(ctx context.Context, sp *spare) {
 	name := (&desktop.Desktop{ID: sp.ID}).DomainName()
 	m.hv.Destroy(ctx, name)
 	m.hv.Undefine(ctx, name)
-	if m.cfg.Addresses != nil && sp.NetIP != "" {
-		if err := m.cfg.Addresses.Release(ctx, desktop.MAC(sp.ID)); err != nil {
-			m.log.Warn("releasing a removed spare's address", "spare", sp.ID, "err", err)
-		}
+	if err := m.releaseAddress(ctx, &desktop.Desktop{ID: sp.ID, NetIP: sp.NetIP}); err != nil {
+		m.log.Warn("releasing a removed spare's address", "spare", sp.ID, "err", err)
 	}
-	os.RemoveAll(filepath.Join(m.cfg.DataDir, "desktops", sp.ID))
+	os.RemoveAll(m.desktopDir(sp.ID))
 }
 
 // takeSpare hands a ready spare of template t to desktop d (not yet
@@ -240,9 +237,11 @@ func (m *Manager) giveBackSpare(ctx context.Context, sp *spare, why error) {
 	m.spares.add(sp)
 }
 
-// spareHostName is the name a spare's DHCP reservation carries until a
-// desktop takes it.
-func spareHostName(sp *spare) string { return "spare-" + sp.ID }
+// reserveSpareAddress reserves a spare's address in DHCP under the name
+// "spare-<id>", which the desktop taking it replaces (renameAddress).
+func (m *Manager) reserveSpareAddress(ctx context.Context, sp *spare) error {
+	return m.reserveAddress(ctx, &desktop.Desktop{ID: sp.ID, Name: "spare-" + sp.ID, NetIP: sp.NetIP})
+}
 
 // renameAddress puts the desktop's name on the DHCP reservation its spare
 // made, in the background: the address stays the same.
@@ -375,7 +374,7 @@ func (m *Manager) adoptSpares(ctx context.Context) {
 		if t := m.readyTemplateKey(sp.Template); err == nil && st == desktop.VMPaused && t != nil && m.spares.count(sp.Template) < m.cfg.WarmSpares {
 			// Its address is reserved again: a spare made by an older
 			// bureau had none.
-			if err := m.reserveAddress(ctx, &desktop.Desktop{ID: sp.ID, Name: spareHostName(&sp), NetIP: sp.NetIP}); err == nil {
+			if err := m.reserveSpareAddress(ctx, &sp); err == nil {
 				m.spares.add(&sp)
 				continue
 			}

@@ -164,11 +164,6 @@ func (l *HostLink) Close() error {
 	return nil
 }
 
-func isCode(err error, code libvirt.ErrorNumber) bool {
-	var lerr libvirt.Error
-	return errors.As(err, &lerr) && lerr.Code == code
-}
-
 // message is libvirt's own text of err.
 func message(err error) error {
 	var lerr libvirt.Error

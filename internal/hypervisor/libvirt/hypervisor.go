@@ -173,6 +173,12 @@ func withDomain[T any](ctx context.Context, h *Hypervisor, name string, fn func(
 	})
 }
 
+// isCode says whether err is libvirt's error code.
+func isCode(err error, code libvirt.ErrorNumber) bool {
+	var lerr libvirt.Error
+	return errors.As(err, &lerr) && lerr.Code == code
+}
+
 // ErrNoDomain means the domain does not exist.
 var ErrNoDomain = errors.New("no such domain")
 

@@ -2,7 +2,6 @@ package libvirt
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 
@@ -140,8 +139,7 @@ func (a Addresses) Release(ctx context.Context, mac string) error {
 	return a.update(ctx, func(n *libvirt.Network) error {
 		err := n.Update(libvirt.NETWORK_UPDATE_COMMAND_DELETE, libvirt.NETWORK_SECTION_IP_DHCP_HOST, -1, x,
 			libvirt.NETWORK_UPDATE_AFFECT_LIVE|libvirt.NETWORK_UPDATE_AFFECT_CONFIG)
-		var lerr libvirt.Error
-		if errors.As(err, &lerr) && lerr.Code == libvirt.ERR_OPERATION_INVALID {
+		if isCode(err, libvirt.ERR_OPERATION_INVALID) {
 			return nil // no such host
 		}
 		return err

@@ -3,7 +3,6 @@ package libvirt
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"html"
 
@@ -54,8 +53,7 @@ func (h *Hypervisor) RevertSnapshot(ctx context.Context, name, snap string) erro
 func (h *Hypervisor) DeleteSnapshot(ctx context.Context, name, snap string) error {
 	_, err := withDomain(ctx, h, name, func(d *libvirt.Domain) (struct{}, error) {
 		s, err := d.SnapshotLookupByName(snap, 0)
-		var lerr libvirt.Error
-		if errors.As(err, &lerr) && lerr.Code == libvirt.ERR_NO_DOMAIN_SNAPSHOT {
+		if isCode(err, libvirt.ERR_NO_DOMAIN_SNAPSHOT) {
 			return struct{}{}, nil
 		}
 		if err != nil {
