@@ -85,3 +85,16 @@ func (c *client) do(ctx context.Context, method, path string, body, out any) err
 	}
 	return nil
 }
+
+// keyValues reads repeated flag values "k=v" (want says the form) into a map.
+func keyValues(flag, want string, list []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range list {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("%s %q: want %s", flag, kv, want)
+		}
+		out[k] = v
+	}
+	return out, nil
+}

@@ -26,13 +26,10 @@ func hostCmd(cfg *config.Config) *cobra.Command {
 				Name   string            `json:"name"`
 				URI    string            `json:"uri"`
 				Labels map[string]string `json:"labels,omitempty"`
-			}{Name: args[0], URI: args[1], Labels: map[string]string{}}
-			for _, l := range labels {
-				k, v, ok := strings.Cut(l, "=")
-				if !ok {
-					return fmt.Errorf("--label %q: want key=value", l)
-				}
-				req.Labels[k] = v
+			}{Name: args[0], URI: args[1]}
+			var err error
+			if req.Labels, err = keyValues("--label", "key=value", labels); err != nil {
+				return err
 			}
 			var h apiv1.Host
 			if err := c.do(ctx, "POST", "/api/v1/hosts", req, &h); err != nil {

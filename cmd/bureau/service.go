@@ -52,13 +52,9 @@ func serviceCmd(cfg *config.Config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			env := map[string]string{}
-			for _, kv := range envs {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok {
-					return fmt.Errorf("--env %q: want NAME=VALUE", kv)
-				}
-				env[k] = v
+			env, err := keyValues("--env", "NAME=VALUE", envs)
+			if err != nil {
+				return err
 			}
 			req := map[string]any{"name": args[1], "cmd": strings.Join(args[2:], " "), "port": port, "restart": restart,
 				"cwd": cwd, "user": usr, "env": env, "secrets": secrets}
