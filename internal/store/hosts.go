@@ -8,16 +8,7 @@ import (
 	"fmt"
 
 	"github.com/bureau/bureau/internal/hosts"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
-
-// isPrimaryKeyViolation recognises SQLite's primary-key failure
-// (PostgreSQL reports it as a unique violation).
-func isPrimaryKeyViolation(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
-}
 
 const hostColumns = `name, uri, labels, state, hostname, libvirt_version, accelerator, cpus, memory_mib, free_memory_mib, last_error, last_seen_at, created_at`
 

@@ -154,6 +154,13 @@ func isUniqueViolation(err error) bool {
 		errors.As(err, &pe) && pe.Code == pgUniqueViolation
 }
 
+// isPrimaryKeyViolation recognises SQLite's primary-key failure
+// (PostgreSQL reports it as a unique violation).
+func isPrimaryKeyViolation(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
 // classify marks a write that failed because the database's disk is full
 // as ENOSPC (SQLite's SQLITE_FULL, PostgreSQL's disk_full), so callers test
 // it with errors.Is whichever database runs.
