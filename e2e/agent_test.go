@@ -9,10 +9,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -48,8 +50,25 @@ func (s *server) agentUp(token string, d *desktop.Desktop, timeout time.Duration
 		}
 		time.Sleep(time.Second)
 	}
+	s.t.Logf("the agent channel's sockets (ss -xp):\n%s", channelSockets(d))
 	s.t.Fatalf("bureau-agent of %s not up after %s: %+v", d.Name, timeout, st)
 	return 0
+}
+
+// channelSockets lists the unix sockets of a desktop's agent channel and
+// who holds them, for a failure's log.
+func channelSockets(d *desktop.Desktop) string {
+	out, err := exec.Command("ss", "-xap").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("ss: %v %s", err, out)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, d.DomainName()) && strings.Contains(l, "org.bureau.agent") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // getPort fetches a path of the desktop's port through bureau.

@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bureau/bureau/internal/agentwire"
@@ -45,7 +46,6 @@ const (
 	// sooner (calls fall back at once meanwhile); one whose channel could
 	// not even be opened (a domain defined before it had one) waits
 	// retryNoChannel.
-	// sooner (calls fall back at once meanwhile).
 	retryAfter     = 10 * time.Second
 	retryNoChannel = time.Minute
 	// updateEvery bounds update attempts per desktop.
@@ -64,6 +64,10 @@ var (
 	checkAfter = 5 * time.Second
 	pingWithin = 3 * time.Second
 )
+
+// testHookEntry, if set, runs between a call finding its desktop's entry
+// and taking it.
+var testHookEntry func()
 
 // Client reaches the agents of all desktops.
 type Client struct {
@@ -97,6 +101,12 @@ type conn struct {
 	retryIn   time.Duration
 	failure   error
 	updatedAt time.Time
+	// gone: Forget dropped this entry. A call that looked it up before
+	// must not dial on it: a session made there would be held by no one
+	// and keep QEMU's channel busy (it serves one client at a time), so
+	// every later dial would wait in its queue unanswered until the queue
+	// is full (EAGAIN) and bureau restarts. Set under Client.mu.
+	gone atomic.Bool
 }
 
 // New builds a client. binary is the agent bureau ships (read for updates);
@@ -132,12 +142,16 @@ func (c *Client) entry(domain string) *conn {
 func (c *Client) Forget(domain string) {
 	c.mu.Lock()
 	e := c.conns[domain]
+	if e != nil {
+		e.gone.Store(true)
+	}
 	delete(c.conns, domain)
 	c.mu.Unlock()
 	if e != nil {
 		e.mu.Lock()
 		if e.sess != nil {
 			e.sess.Close()
+			e.sess = nil
 		}
 		e.mu.Unlock()
 	}
@@ -148,19 +162,35 @@ type Info = agentwire.Info
 
 // Info says which agent answers in a desktop.
 func (c *Client) Info(ctx context.Context, domain string) (Info, error) {
-	e := c.entry(domain)
-	if _, err := c.session(ctx, domain, e); err != nil {
-		return agentwire.Info{}, err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.info, nil
+	_, info, err := c.session(ctx, domain)
+	return info, err
 }
 
-// session returns the desktop's live session, dialling one if needed.
-func (c *Client) session(ctx context.Context, domain string, e *conn) (*yamux.Session, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+// session returns the desktop's live session and what its agent said of
+// itself, dialling one if needed.
+func (c *Client) session(ctx context.Context, domain string) (*yamux.Session, agentwire.Info, error) {
+	for {
+		e := c.entry(domain)
+		if testHookEntry != nil {
+			testHookEntry()
+		}
+		e.mu.Lock()
+		if e.gone.Load() { // forgotten while this call waited for it
+			e.mu.Unlock()
+			continue
+		}
+		sess, err := c.sessionLocked(ctx, domain, e)
+		info := e.info
+		e.mu.Unlock()
+		if err != nil {
+			return nil, agentwire.Info{}, err
+		}
+		return sess, info, nil
+	}
+}
+
+// sessionLocked is session with the entry held.
+func (c *Client) sessionLocked(ctx context.Context, domain string, e *conn) (*yamux.Session, error) {
 	if e.sess != nil && !e.sess.IsClosed() {
 		if time.Since(e.lastUsed) < checkAfter || alive(e.sess) {
 			e.lastUsed = time.Now()
@@ -274,9 +304,8 @@ func short(s string) string { return s[:min(12, len(s))] }
 // open starts a call: a stream with its request sent and the response
 // read. A broken session is dialled again once.
 func (c *Client) open(ctx context.Context, domain string, req agentwire.Request) (net.Conn, agentwire.Response, error) {
-	e := c.entry(domain)
 	for attempt := 0; ; attempt++ {
-		sess, err := c.session(ctx, domain, e)
+		sess, _, err := c.session(ctx, domain)
 		if err != nil {
 			return nil, agentwire.Response{}, err
 		}

@@ -427,3 +427,58 @@ func hexs(b []byte) string {
 	}
 	return string(out)
 }
+
+// A call that found a desktop's entry just before Forget dropped it (the
+// VM was stopped, reimaged or reverted) makes its session on the live
+// entry, not on the dropped one, where nothing would ever close it and
+// QEMU's channel, which serves one client at a time, would stay taken.
+func TestForgetDuringCall(t *testing.T) {
+	c, d := newPair(t)
+	old := c.entry("d")
+	old.mu.Lock() // a call on it is under way
+	found := make(chan struct{}, 1)
+	testHookEntry = func() {
+		select {
+		case found <- struct{}{}:
+		default:
+		}
+	}
+	t.Cleanup(func() { testHookEntry = nil })
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Info(ctx(t), "d")
+		done <- err
+	}()
+	<-found // the call holds the old entry and waits for it
+	forgot := make(chan struct{})
+	go func() {
+		c.Forget("d")
+		close(forgot)
+	}()
+	for {
+		c.mu.Lock()
+		_, still := c.conns["d"]
+		c.mu.Unlock()
+		if !still {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	old.mu.Unlock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	<-forgot
+	if old.sess != nil {
+		t.Error("a session was made on the dropped entry")
+	}
+	c.mu.Lock()
+	live := c.conns["d"]
+	c.mu.Unlock()
+	if live == nil || live.sess == nil || live.sess.IsClosed() {
+		t.Fatalf("the call's session is not the desktop's live one: %+v", live)
+	}
+	if d.dials.Load() != 1 {
+		t.Errorf("%d dials", d.dials.Load())
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/bureau/bureau/internal/agentwire"
@@ -36,6 +37,11 @@ func (h *Hypervisor) DialAgent(ctx context.Context, name string) (net.Conn, erro
 	}
 	var dl net.Dialer
 	c, err := dl.DialContext(ctx, "unix", path)
+	if errors.Is(err, syscall.EAGAIN) {
+		// QEMU serves one client at a time; the others wait in the
+		// socket's queue until it is full.
+		return nil, fmt.Errorf("the agent channel of %s is held by another client and its queue is full: %w", name, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("the agent channel of %s: %w", name, err)
 	}
