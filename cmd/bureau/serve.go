@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/bureau/bureau/internal/console"
 	"github.com/bureau/bureau/web"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -27,6 +28,7 @@ import (
 	"github.com/bureau/bureau/internal/metrics"
 	"github.com/bureau/bureau/internal/preview"
 	"github.com/bureau/bureau/internal/secrets"
+	"github.com/bureau/bureau/internal/steps"
 	"github.com/bureau/bureau/internal/storage"
 	"github.com/bureau/bureau/internal/workspace"
 	"github.com/spf13/cobra"
@@ -154,7 +156,9 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	consoles := console.New(st, log)
-	go followDesktops(ctx, m, consoles, agents, sync)
+	stepLog := steps.New(st, filepath.Join(cfg.DataDir, "steps"), cfg.StepsKeep, log)
+	stepLog.Recorded = met.StepRecorded
+	go followDesktops(ctx, m, consoles, agents, sync, stepLog)
 	if list, err := m.List(ctx, desktop.Filter{}); err == nil {
 		for _, d := range list {
 			if d.State == desktop.StateRunning {
@@ -167,7 +171,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		Consoles: consoles, Web: web.Static, Hosts: hostList,
 		Desktops: m, Computer: computer.New(h, h, h), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
 		SecretsChanged: func(owner, desktopID string) { sync.Changed(context.WithoutCancel(ctx), owner, desktopID) },
-		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, Tokens: tokens, Images: imageService(cfg, st, log), Log: log,
+		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, Tokens: tokens, Images: imageService(cfg, st, log), Steps: stepLog, Log: log,
 		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest, ConsoleBytes: met.ConsoleBytes, ObserveLiveURL: met.ObserveLiveURL,
 		Info: map[string]string{"version": version, "accelerator": string(accel), "accelerator_reason": why,
 			"database": st.Dialect(), "default_image": cfg.DefaultImage, "go": runtime.Version()},
@@ -192,10 +196,11 @@ func serve(ctx context.Context, cfg *config.Config) error {
 }
 
 // followDesktops ends console sessions and revokes console tokens as
-// desktops stop, hibernate or go away, drops bureau-agent sessions of
+// desktops stop, hibernate or go away (and drops the step logs of deleted
+// ones), drops bureau-agent sessions of
 // desktops that leave the running state, hands the secrets of their
 // services to desktops that start, and prunes dead tokens hourly.
-func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.Service, agents *agentclient.Client, sync *workspace.SecretSync) {
+func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.Service, agents *agentclient.Client, sync *workspace.SecretSync, stepLog *steps.Log) {
 	sub := m.Subscribe(ctx, "")
 	was := map[string]desktop.State{} // each desktop's last state seen
 	prune := time.NewTicker(time.Hour)
@@ -218,6 +223,9 @@ func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.S
 				was[ch.Desktop.ID] = ch.Desktop.State
 				if ch.Desktop.DeletedAt != nil {
 					delete(was, ch.Desktop.ID)
+					if err := stepLog.Forget(ctx, ch.Desktop.ID); err != nil {
+						slog.Warn("dropping a deleted desktop's step log", "desktop", ch.Desktop.ID, "err", err)
+					}
 				}
 			}
 		case <-prune.C:

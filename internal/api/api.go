@@ -17,6 +17,7 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/manager"
 	"github.com/bureau/bureau/internal/mcptools"
+	"github.com/bureau/bureau/internal/steps"
 	"github.com/gin-gonic/gin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -122,6 +123,8 @@ type Deps struct {
 	// Hosts are the libvirt hosts desktops run on.
 	Hosts  Hosts
 	Images Images
+	// Steps is each desktop's step log (nil: none kept).
+	Steps Steps
 	// Web is the browser front end (web.Static): the web console and the
 	// console page.
 	Web fs.FS
@@ -208,8 +211,8 @@ func New(d Deps) *gin.Engine {
 	v1.DELETE("/desktops/:id/snapshots/:name", s.handle(s.deleteSnapshot))
 	v1.GET("/desktops/:id/events", s.handle(s.desktopEvents))
 	v1.GET("/desktops/:id/screenshot", s.rateLimited(rateScreen, s.screenshot))
-	v1.POST("/desktops/:id/computer", s.rateLimited(rateScreen, s.handle(s.computerAction)))
-	v1.POST("/desktops/:id/exec", s.handle(s.execCommand))
+	v1.POST("/desktops/:id/computer", s.rateLimited(rateScreen, s.stepped(steps.KindComputer, s.handle(s.computerAction))))
+	v1.POST("/desktops/:id/exec", s.stepped(steps.KindExec, s.handle(s.execCommand)))
 	v1.GET("/desktops/:id/agent", s.handle(s.agentStatus))
 	v1.GET("/desktops/:id/processes", s.handle(s.listProcesses))
 	v1.GET("/desktops/:id/processes/:pid", s.handle(s.getProcess))
@@ -223,10 +226,11 @@ func New(d Deps) *gin.Engine {
 		s.urlRoutes(r, v1)
 	}
 	v1.GET("/desktops/:id/files", s.getFile)
-	v1.PUT("/desktops/:id/files", s.handle(s.putFile))
-	v1.DELETE("/desktops/:id/files", s.handle(s.deleteFile))
+	v1.PUT("/desktops/:id/files", s.stepped(steps.KindFileWrite, s.handle(s.putFile)))
+	v1.DELETE("/desktops/:id/files", s.stepped(steps.KindFileDelete, s.handle(s.deleteFile)))
 	v1.GET("/desktops/:id/clipboard", s.handle(s.getClipboard))
-	v1.PUT("/desktops/:id/clipboard", s.handle(s.putClipboard))
+	v1.PUT("/desktops/:id/clipboard", s.stepped(steps.KindClipboard, s.handle(s.putClipboard)))
+	s.stepsRoutes(v1)
 	v1.POST("/desktops/:id/resolution", s.handle(s.setResolution))
 	v1.POST("/desktops/:id/console", s.handle(s.createConsole))
 	v1.GET("/desktops/:id/console", s.handle(s.listConsoles))
@@ -269,6 +273,7 @@ func (s *server) handle(h func(c *gin.Context) (reply, error)) gin.HandlerFunc {
 			s.fail(c, err)
 			return
 		}
+		noteStepResult(c, r.body)
 		if c.Writer.Written() { // the handler streamed its own response
 			return
 		}

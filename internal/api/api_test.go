@@ -27,6 +27,7 @@ import (
 	"github.com/bureau/bureau/internal/manager"
 	"github.com/bureau/bureau/internal/preview"
 	"github.com/bureau/bureau/internal/secrets"
+	"github.com/bureau/bureau/internal/steps"
 	"github.com/bureau/bureau/internal/store"
 	"github.com/bureau/bureau/web"
 )
@@ -46,6 +47,9 @@ type fakeDesktops struct {
 	// lastResize and lastSnapshot are the last requests of their kind.
 	lastResize   manager.ResizeRequest
 	lastSnapshot manager.SnapshotRequest
+	// snapshots made, per desktop; lastRevert the snapshot last reverted to.
+	snapshots  map[string][]*desktop.Snapshot
+	lastRevert string
 }
 
 func (f *fakeDesktops) DialVNC(_ context.Context, id string) (net.Conn, error) {
@@ -164,15 +168,27 @@ func (f *fakeDesktops) CreateSnapshot(_ context.Context, id string, req manager.
 	if _, err := f.op(id); err != nil {
 		return nil, err
 	}
-	return &desktop.Snapshot{DesktopID: id, Name: req.Name, Scope: req.Scope}, nil
+	sn := &desktop.Snapshot{DesktopID: id, Name: req.Name, Scope: req.Scope, CreatedAt: time.Now().UTC()}
+	f.mu.Lock()
+	if f.snapshots == nil {
+		f.snapshots = map[string][]*desktop.Snapshot{}
+	}
+	f.snapshots[id] = append(f.snapshots[id], sn)
+	f.mu.Unlock()
+	return sn, nil
 }
 func (f *fakeDesktops) ListSnapshots(_ context.Context, id string) ([]*desktop.Snapshot, error) {
 	if _, err := f.op(id); err != nil {
 		return nil, err
 	}
-	return []*desktop.Snapshot{}, nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*desktop.Snapshot{}, f.snapshots[id]...), nil
 }
-func (f *fakeDesktops) RevertSnapshot(_ context.Context, id, _, _ string) (*desktop.Desktop, error) {
+func (f *fakeDesktops) RevertSnapshot(_ context.Context, id, name, _ string) (*desktop.Desktop, error) {
+	f.mu.Lock()
+	f.lastRevert = name
+	f.mu.Unlock()
 	return f.setState(id, desktop.StateReverting)
 }
 func (f *fakeDesktops) DeleteSnapshot(_ context.Context, id, _, _ string) error {
@@ -370,6 +386,7 @@ type env struct {
 	changed           chan string // "owner/desktop" per secrets change
 	guest             *fakeGuest
 	hosts             *fakeHosts
+	steps             *steps.Log
 }
 
 func (e *env) secretsChanged(owner, desktopID string) {
@@ -420,11 +437,12 @@ func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 		t.Fatal(err)
 	}
 	urls := preview.New(st, []byte("test key"))
+	e.steps = steps.New(st, t.TempDir(), 0, slog.New(slog.DiscardHandler))
 	e.srv = httptest.NewServer(withSpecCheck(t, New(Deps{Processes: inGuest, Ports: inGuest, Terminals: inGuest, Services: inGuest, SecretValues: sec, Secrets: sec, SecretsChanged: e.secretsChanged, Previews: urls, URLs: urls, PreviewDomain: "localhost", Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
 		ConsoleBytes: func(dir string, n int) {
 			v, _ := e.consoleBytes.LoadOrStore(dir, new(atomic.Int64))
 			v.(*atomic.Int64).Add(int64(n))
-		}, Computer: fakeComputer{}, Guest: fg, Clipboard: fg, Tokens: tokens, Images: imgs, Hosts: e.hosts,
+		}, Computer: fakeComputer{}, Guest: fg, Clipboard: fg, Tokens: tokens, Images: imgs, Hosts: e.hosts, Steps: e.steps,
 		Live: e.live, Stats: fakeStats{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "bureau_up 1\n") }),
 		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}, HostDirs: []string{hostDir}})))
 	t.Cleanup(e.srv.Close)

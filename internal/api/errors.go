@@ -42,6 +42,9 @@ func (s *server) fail(c *gin.Context, err error) {
 		s.Log.Error("request failed", "path", c.Request.URL.Path, "err", err)
 	}
 	body.Message = s.textForCaller(c, body.Message)
+	if _, ok := c.Get(stepReplyKey); ok {
+		c.Set(stepErrorKey, body.Message) // for the step this call is
+	}
 	c.AbortWithStatusJSON(status, gin.H{"error": body})
 }
 

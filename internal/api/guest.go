@@ -117,7 +117,9 @@ func (s *server) execStream(ctx context.Context, c *gin.Context, d *desktop.Desk
 		}
 		sse.event("error", gin.H{"message": body.Message})
 	default:
-		sse.event("exit", gin.H{"exit_code": res.ExitCode, "timed_out": res.TimedOut, "truncated": res.Truncated, "duration_ms": res.DurationMS})
+		exit := gin.H{"exit_code": res.ExitCode, "timed_out": res.TimedOut, "truncated": res.Truncated, "duration_ms": res.DurationMS}
+		sse.event("exit", exit)
+		noteStepResult(c, exit)
 	}
 	return nil
 }

@@ -52,6 +52,9 @@ type Config struct {
 	// HostCheckSeconds (BUREAU_HOST_CHECK_SECONDS) is how often every
 	// libvirt host is asked for its state and capacity.
 	HostCheckSeconds int
+	// StepsKeep (BUREAU_STEPS_KEEP) is how many of each desktop's newest
+	// steps the step log keeps, with their thumbnails (0: all).
+	StepsKeep int
 	// AgentBinary (BUREAU_AGENT_BIN) is the bureau-agent bureau installs
 	// in desktops and updates them to; "" is bureau-agent next to the
 	// bureau binary.
@@ -94,6 +97,7 @@ func FromEnv() Config {
 		SleepAfterSeconds: envInt("BUREAU_SLEEP_AFTER_SECONDS", 600),
 		IdleCheckSeconds:  envInt("BUREAU_IDLE_CHECK_SECONDS", 15),
 		HostCheckSeconds:  envInt("BUREAU_HOST_CHECK_SECONDS", 10),
+		StepsKeep:         envInt("BUREAU_STEPS_KEEP", 5000),
 		MemoryLowMiB:      envInt("BUREAU_MEMORY_LOW_MIB", 2048),
 		SaveAsIs:          os.Getenv("BUREAU_SAVE_AS_IS") == "1",
 		WarmSpares:        envInt("BUREAU_WARM_SPARES", 1),

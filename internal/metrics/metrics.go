@@ -40,6 +40,7 @@ type Metrics struct {
 	urls     *prometheus.HistogramVec
 	urlCodes *prometheus.CounterVec
 	urlBytes *prometheus.CounterVec
+	steps    *prometheus.CounterVec
 	coll     *collector
 }
 
@@ -72,8 +73,11 @@ func New(desktops Desktops, vms VMs, log *slog.Logger) *Metrics {
 	m.urlBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bureau_live_url_bytes_total", Help: "Bytes through live URLs: to_app (request bodies) and to_client (answers).",
 	}, []string{"desktop", "port", "direction"})
+	m.steps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bureau_steps_total", Help: "Steps recorded in desktops' step logs, by kind (computer, exec, file_write, file_delete, clipboard) and result (ok, error); its rate is the step rate.",
+	}, []string{"kind", "result"})
 	m.coll = &collector{desktops: desktops, vms: vms, log: log}
-	m.reg.MustRegister(m.requests, m.ops, m.console, m.urls, m.urlCodes, m.urlBytes, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), m.coll)
+	m.reg.MustRegister(m.requests, m.ops, m.console, m.urls, m.urlCodes, m.urlBytes, m.steps, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), m.coll)
 	return m
 }
 
@@ -99,6 +103,15 @@ func (m *Metrics) ObserveLiveURL(desktopID string, port, status int, toApp, toCl
 	m.urlCodes.WithLabelValues(desktopID, p, strconv.Itoa(status)).Inc()
 	m.urlBytes.WithLabelValues(desktopID, p, "to_app").Add(float64(toApp))
 	m.urlBytes.WithLabelValues(desktopID, p, "to_client").Add(float64(toClient))
+}
+
+// StepRecorded counts a step of a desktop's step log.
+func (m *Metrics) StepRecorded(kind string, ok bool) {
+	result := "ok"
+	if !ok {
+		result = "error"
+	}
+	m.steps.WithLabelValues(kind, result).Inc()
 }
 
 // ForgetDesktop drops a deleted desktop's live-URL series.
