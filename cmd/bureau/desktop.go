@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/bureau/bureau/internal/api/apiv1"
+	"io"
 	"net/url"
 	"os"
 	"text/tabwriter"
@@ -225,9 +226,18 @@ func lookup(ctx context.Context, c *client, ref string) (*apiv1.Desktop, error) 
 // finish prints the desktop, after waiting for its operation if asked
 // (telling on stderr each phase it goes through).
 func finish(ctx context.Context, c *client, d *apiv1.Desktop, wait time.Duration) error {
+	if err := settle(ctx, c, d, wait, os.Stderr); err != nil {
+		return err
+	}
+	return printJSON(d)
+}
+
+// settle waits up to wait (none when 0) for the desktop's operation to
+// end, telling phasesTo each phase it goes through; d is kept up to date.
+func settle(ctx context.Context, c *client, d *apiv1.Desktop, wait time.Duration, phasesTo io.Writer) error {
 	if wait > 0 {
 		deadline := time.Now().Add(wait)
-		phases := newPhaseWatcher(os.Stderr, time.Now)
+		phases := newPhaseWatcher(phasesTo, time.Now)
 		for !desktop.State(d.State).Settled() {
 			phases.show(d)
 			if time.Now().After(deadline) {
@@ -247,7 +257,7 @@ func finish(ctx context.Context, c *client, d *apiv1.Desktop, wait time.Duration
 			return fmt.Errorf("desktop %s: %s", d.Name, d.LastError)
 		}
 	}
-	return printJSON(d)
+	return nil
 }
 
 func printJSON(v any) error {

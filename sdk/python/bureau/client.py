@@ -8,6 +8,7 @@ from . import models as m
 from ._transport import Transport
 from .desktop import Desktop
 from .sse import ServerEvent, parse
+from .steps import Steps
 
 
 class Client:
@@ -26,6 +27,7 @@ class Client:
         self.quotas = Quotas(self.http)
         self.hosts = Hosts(self.http)
         self.events = Events(self.http)
+        self.steps = Steps(self.http)
 
     def info(self) -> dict:
         """What this bureau is: version, accelerator (kvm or tcg) and why."""

@@ -322,6 +322,25 @@ class Host(Model):
 
 
 @dataclass
+class Step(Model):
+    """A Step of a desktop's step log as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'Step'
+    desktop_id: str | None = None
+    seq: int | None = None
+    at: str | None = None
+    duration_ms: int | None = None
+    actor: str | None = None
+    kind: str | None = None
+    input: dict | None = None
+    result: Any = None
+    status: int | None = None
+    error: str | None = None
+    thumbnail_before: bool | None = None
+    thumbnail_after: bool | None = None
+
+
+@dataclass
 class Stats(Model):
     """A VMStats as the API shows it."""
 

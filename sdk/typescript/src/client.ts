@@ -1,6 +1,7 @@
 import { Desktop } from "./desktop.js";
 import type * as m from "./models.js";
 import { parseSSE, type ServerEvent } from "./sse.js";
+import { Steps } from "./steps.js";
 import { Transport } from "./transport.js";
 
 export interface ClientOptions {
@@ -40,6 +41,8 @@ export class Bureau {
   readonly quotas: Quotas;
   readonly hosts: Hosts;
   readonly events: Events;
+  /** Each desktop's step log. */
+  readonly steps: Steps;
 
   constructor(o: ClientOptions = {}) {
     this.http = new Transport(o.url, o.token);
@@ -51,6 +54,7 @@ export class Bureau {
     this.quotas = new Quotas(this.http);
     this.hosts = new Hosts(this.http);
     this.events = new Events(this.http);
+    this.steps = new Steps(this.http);
   }
 
   /** What this bureau is: version, accelerator (kvm or tcg) and why. */

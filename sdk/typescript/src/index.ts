@@ -15,4 +15,5 @@ export type * from "./models.js";
 export { FIELDS } from "./models.js";
 export { EXCLUDED, OPERATIONS, type OperationId } from "./operations.js";
 export { eventJSON, parseSSE, type ServerEvent } from "./sse.js";
+export { Steps, type DesktopRef } from "./steps.js";
 export { AnthropicComputer, OpenAIComputer, ANTHROPIC_TOOL_VERSIONS, type ComputerCall, type ComputerCallOutput, type ToolResult, type ToolUse } from "./adapters.js";

@@ -360,6 +360,48 @@ export interface StreamToken {
   url: string;
 }
 
+/** One thing done in a desktop: a computer-use call (its actions), an exec, a file write or delete, a clipboard write. */
+export interface Step {
+  desktop_id: string;
+  /** Numbers the desktop's steps from 1. */
+  seq: number;
+  /** When the call began. */
+  at: string;
+  duration_ms: number;
+  /** The owner and token that made it (`alice/tok_…`). */
+  actor: string;
+  kind: "computer" | "exec" | "file_write" | "file_delete" | "clipboard";
+  /** What was asked: computer `{actions, display, screenshot}`, exec `{cmd, argv, cwd, user, env, secrets, background, name, timeout_s}`, files `{path, …}`, clipboard `{chars}`. */
+  input: Record<string, unknown>;
+  /** What the call answered, without images, output clipped to 4 KiB (null when it answered nothing). */
+  result: unknown;
+  /** The HTTP status the call answered. */
+  status: number;
+  /** The error's message (absent when it succeeded). */
+  error?: string;
+  thumbnail_before: boolean;
+  thumbnail_after: boolean;
+}
+
+/** The step log for replay: `steps` (format bureau), `tools` and `messages` (anthropic) or `tools` and `input` (openai). */
+export interface StepExport {
+  format: "bureau" | "anthropic" | "openai";
+  desktop_id: string;
+  /** Export again with this `after` for the next steps (Steps.export follows it). */
+  next_after?: number;
+  steps?: Step[];
+  tools?: Record<string, unknown>[];
+  messages?: Record<string, unknown>[];
+  input?: Record<string, unknown>[];
+}
+
+/** What reverting to before a step did: the snapshot it went back to, and the last step that snapshot holds (the steps after it are undone). */
+export interface StepRevert {
+  desktop: Desktop;
+  snapshot: Snapshot;
+  holds_through_step: number;
+}
+
 /** What a desktop may reach outside: IPv4 addresses, CIDRs or host names */
 export interface NetworkPolicy {
   allow_out?: string[];
@@ -400,4 +442,6 @@ export const FIELDS: Record<string, { schema: string; fields: string[] }> = {
   Size: { schema: "Size", fields: ["width", "height"] },
   StreamToken: { schema: "StreamToken", fields: ["token", "expires_at", "url"] },
   NetworkPolicy: { schema: "NetworkPolicy", fields: ["allow_out", "deny_out"] },
+  Step: { schema: "Step", fields: ["desktop_id", "seq", "at", "duration_ms", "actor", "kind", "input", "result", "status", "error", "thumbnail_before", "thumbnail_after"] },
+  StepExport: { schema: "StepExport", fields: ["format", "desktop_id", "next_after", "steps", "tools", "messages", "input"] },
 };
