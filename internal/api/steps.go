@@ -21,7 +21,7 @@ import (
 // Steps is each desktop's step log.
 type Steps interface {
 	Record(ctx context.Context, st *steps.Step, before, after []byte) error
-	List(ctx context.Context, desktopID string, after int64, limit int) ([]*steps.Step, error)
+	List(ctx context.Context, desktopID string, p steps.Page) ([]*steps.Step, error)
 	Get(ctx context.Context, desktopID string, seq int64) (*steps.Step, error)
 	Thumbnail(ctx context.Context, desktopID string, seq int64, w steps.Which) ([]byte, error)
 	Follow(desktopID string) (f *steps.Follower, stop func())
@@ -225,20 +225,25 @@ func stepResult(r any) json.RawMessage {
 	return b
 }
 
-// stepsPage reads after and limit.
-func stepsPage(c *gin.Context) (after int64, limit int, err error) {
-	limit = 100
-	if v := c.Query("after"); v != "" {
-		if after, err = strconv.ParseInt(v, 10, 64); err != nil || after < 0 {
-			return 0, 0, &desktop.ValidationError{Field: "after", Message: "must be a step number (0 or more)"}
+// stepsPage reads after, before, limit and newest (limit's default is
+// given).
+func stepsPage(c *gin.Context, limit int) (steps.Page, error) {
+	p := steps.Page{Limit: limit}
+	var err error
+	for name, dst := range map[string]*int64{"after": &p.After, "before": &p.Before} {
+		if v := c.Query(name); v != "" {
+			if *dst, err = strconv.ParseInt(v, 10, 64); err != nil || *dst < 0 {
+				return p, &desktop.ValidationError{Field: name, Message: "must be a step number (0 or more)"}
+			}
 		}
 	}
 	if v := c.Query("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 1000 {
-			return 0, 0, &desktop.ValidationError{Field: "limit", Message: "must be 1 to 1000"}
+		if p.Limit, err = strconv.Atoi(v); err != nil || p.Limit < 1 || p.Limit > 1000 {
+			return p, &desktop.ValidationError{Field: "limit", Message: "must be 1 to 1000"}
 		}
 	}
-	return after, limit, nil
+	p.Newest, err = boolQuery(c, "newest")
+	return p, err
 }
 
 func stepSeq(c *gin.Context) (int64, error) {
@@ -261,7 +266,7 @@ func (s *server) listSteps(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	after, limit, err := stepsPage(c)
+	page, err := stepsPage(c, 100)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -273,7 +278,7 @@ func (s *server) listSteps(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	if !follow {
-		list, err := s.Steps.List(ctx, d.ID, after, limit)
+		list, err := s.Steps.List(ctx, d.ID, page)
 		if err != nil {
 			s.fail(c, err)
 			return
@@ -281,7 +286,11 @@ func (s *server) listSteps(c *gin.Context) {
 		c.JSON(http.StatusOK, gin.H{"steps": list})
 		return
 	}
-	s.followSteps(c, d.ID, after)
+	if page.Before > 0 || page.Newest {
+		s.fail(c, &desktop.ValidationError{Field: "follow", Message: "a followed log starts after a step: before and newest do not apply"})
+		return
+	}
+	s.followSteps(c, d.ID, page.After)
 }
 
 var errNoSteps = fmt.Errorf("this bureau keeps no step log: %w", desktop.ErrNotFound)
@@ -294,7 +303,7 @@ func (s *server) followSteps(c *gin.Context, desktopID string, after int64) {
 	w := c.Writer
 	startSSE(w, "bureau step log of "+desktopID)
 	for {
-		list, err := s.Steps.List(ctx, desktopID, after, 1000)
+		list, err := s.Steps.List(ctx, desktopID, steps.Page{After: after, Limit: 1000})
 		if err != nil {
 			writeEvent(w, "error", gin.H{"message": err.Error()})
 			w.Flush()
@@ -326,7 +335,7 @@ func (s *server) followSteps(c *gin.Context, desktopID string, after int64) {
 		case st := <-f.C:
 			if n := f.Dropped(); n > 0 {
 				// Fell behind: read the gap from the log.
-				list, _ := s.Steps.List(ctx, desktopID, after, 1000)
+				list, _ := s.Steps.List(ctx, desktopID, steps.Page{After: after, Limit: 1000})
 				for _, x := range list {
 					if x.Seq < st.Seq {
 						writeEvent(w, "step", x)

@@ -34,15 +34,12 @@ func (s *server) exportSteps(c *gin.Context) (reply, error) {
 			return reply{}, err
 		}
 	}
-	if c.Query("limit") == "" {
-		c.Request.URL.RawQuery += "&limit=1000"
-	}
-	after, limit, err := stepsPage(c)
+	page, err := stepsPage(c, 1000)
 	if err != nil {
 		return reply{}, err
 	}
 	ctx := c.Request.Context()
-	list, err := s.Steps.List(ctx, d.ID, after, limit)
+	list, err := s.Steps.List(ctx, d.ID, page)
 	if err != nil {
 		return reply{}, err
 	}
@@ -63,7 +60,7 @@ func (s *server) exportSteps(c *gin.Context) (reply, error) {
 		out = map[string]any{"format": steps.FormatBureau, "steps": list}
 	}
 	out["desktop_id"] = d.ID
-	if len(list) == limit {
+	if len(list) == page.Limit && !page.Newest {
 		out["next_after"] = list[len(list)-1].Seq
 	}
 	c.Header("Content-Disposition", fmt.Sprintf(`attachment; filename="%s-steps-%s.json"`, d.Name, format))
@@ -99,7 +96,7 @@ func (s *server) revertToStep(c *gin.Context) (reply, error) {
 	}
 	// The last step finished when the snapshot was taken.
 	var holds int64
-	if list, err := s.Steps.List(ctx, d.ID, 0, int(seq)); err == nil {
+	if list, err := s.Steps.List(ctx, d.ID, steps.Page{Before: seq, Limit: 1000, Newest: true}); err == nil {
 		for _, x := range list {
 			if x.Seq < seq && !x.At.Add(time.Duration(x.DurationMS)*time.Millisecond).After(cp.CreatedAt) {
 				holds = x.Seq

@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -120,9 +121,18 @@ func TestStepLogRecordsWhatAnAgentDoes(t *testing.T) {
 	if n := len(stepsOf(t, e, e.alice, id, 5)); n != 5 {
 		t.Errorf("%d steps after bob's refused call", n)
 	}
-	if code, page := e.do(t, e.alice, "GET", base+"/steps?after=3&limit=1", ""); code != 200 || len(page["steps"].([]any)) != 1 ||
-		page["steps"].([]any)[0].(map[string]any)["seq"] != 4.0 {
-		t.Errorf("a page: %d %v", code, page)
+	for q, want := range map[string]string{"after=3&limit=1": "4", "newest=true&limit=2": "4 5", "before=3&newest=true&limit=1": "2", "before=3": "1 2"} {
+		code, page := e.do(t, e.alice, "GET", base+"/steps?"+q, "")
+		var got []string
+		for _, st := range page["steps"].([]any) {
+			got = append(got, fmt.Sprint(st.(map[string]any)["seq"]))
+		}
+		if code != 200 || strings.Join(got, " ") != want {
+			t.Errorf("steps?%s: %d %v, want %s", q, code, got, want)
+		}
+	}
+	if code, _ := e.do(t, e.alice, "GET", base+"/steps?follow=true&newest=true", ""); code != 422 {
+		t.Errorf("follow with newest: %d", code)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 type Store interface {
 	AddStep(ctx context.Context, st *Step) error
 	LastStep(ctx context.Context, desktopID string) (int64, error)
-	ListSteps(ctx context.Context, desktopID string, after int64, limit int) ([]*Step, error)
+	ListSteps(ctx context.Context, desktopID string, p Page) ([]*Step, error)
 	GetStep(ctx context.Context, desktopID string, seq int64) (*Step, error)
 	DeleteSteps(ctx context.Context, desktopID string, through int64) error
 }
@@ -133,9 +133,9 @@ func (l *Log) removeThumbs(desktopID string, from, through int64) {
 	}
 }
 
-// List returns up to limit steps numbered above after, oldest first.
-func (l *Log) List(ctx context.Context, desktopID string, after int64, limit int) ([]*Step, error) {
-	return l.store.ListSteps(ctx, desktopID, after, limit)
+// List returns a page of a desktop's steps, oldest first.
+func (l *Log) List(ctx context.Context, desktopID string, p Page) ([]*Step, error) {
+	return l.store.ListSteps(ctx, desktopID, p)
 }
 
 // Get returns one step.

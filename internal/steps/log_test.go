@@ -53,20 +53,27 @@ func (m *memStore) LastStep(_ context.Context, id string) (int64, error) {
 	return n, nil
 }
 
-func (m *memStore) ListSteps(_ context.Context, id string, after int64, limit int) ([]*Step, error) {
+func (m *memStore) ListSteps(_ context.Context, id string, p Page) ([]*Step, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := []*Step{}
 	for _, x := range m.steps[id] {
-		if x.Seq > after && len(out) < limit {
+		if x.Seq > p.After && (p.Before <= 0 || x.Seq < p.Before) {
 			out = append(out, x)
+		}
+	}
+	if len(out) > p.Limit {
+		if p.Newest {
+			out = out[len(out)-p.Limit:]
+		} else {
+			out = out[:p.Limit]
 		}
 	}
 	return out, nil
 }
 
 func (m *memStore) GetStep(ctx context.Context, id string, seq int64) (*Step, error) {
-	l, _ := m.ListSteps(ctx, id, seq-1, 1)
+	l, _ := m.ListSteps(ctx, id, Page{After: seq - 1, Limit: 1})
 	if len(l) == 0 || l[0].Seq != seq {
 		return nil, desktop.ErrNotFound
 	}
@@ -106,7 +113,7 @@ func TestRecordNumbersStepsAndKeepsThumbnails(t *testing.T) {
 	if err := l.Record(ctx, step(KindExec), nil, []byte("after-2")); err != nil {
 		t.Fatal(err)
 	}
-	list, _ := l.List(ctx, "d1", 0, 10)
+	list, _ := l.List(ctx, "d1", Page{Limit: 10})
 	if len(list) != 2 || list[0].Seq != 1 || list[1].Seq != 2 {
 		t.Fatalf("steps %+v", list)
 	}
@@ -173,7 +180,7 @@ func TestPruneAndForget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	list, _ := l.List(ctx, "d1", 0, 1000)
+	list, _ := l.List(ctx, "d1", Page{Limit: 1000})
 	if len(list) != 150 || list[0].Seq != 51 {
 		t.Fatalf("kept %d steps from %d, want 150 from 51", len(list), list[0].Seq)
 	}
@@ -186,7 +193,7 @@ func TestPruneAndForget(t *testing.T) {
 	if err := l.Forget(ctx, "d1"); err != nil {
 		t.Fatal(err)
 	}
-	if list, _ := l.List(ctx, "d1", 0, 1000); len(list) != 0 {
+	if list, _ := l.List(ctx, "d1", Page{Limit: 1000}); len(list) != 0 {
 		t.Errorf("%d steps left after Forget", len(list))
 	}
 	if _, err := os.Stat(filepath.Join(dir, "d1")); !os.IsNotExist(err) {

@@ -59,6 +59,15 @@ func (s *Step) SetThumbs(n int) { s.Before, s.After = n&1 != 0, n&2 != 0 }
 // OK says the call succeeded.
 func (s *Step) OK() bool { return s.Status < 300 && s.Error == "" }
 
+// Page selects steps: numbered above After and (when Before > 0) below
+// Before, at most Limit of them — the oldest ones, or with Newest the
+// newest ones — always listed oldest first.
+type Page struct {
+	After, Before int64
+	Limit         int
+	Newest        bool
+}
+
 // Which names a thumbnail: before or after the step.
 type Which string
 

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/steps"
@@ -33,10 +34,17 @@ func (s *Store) LastStep(ctx context.Context, desktopID string) (int64, error) {
 	return n, nil
 }
 
-// ListSteps returns up to limit steps of a desktop numbered above after,
-// oldest first.
-func (s *Store) ListSteps(ctx context.Context, desktopID string, after int64, limit int) ([]*steps.Step, error) {
-	rows, err := s.query(ctx, `SELECT `+stepColumns+` FROM steps WHERE desktop_id=? AND seq>? ORDER BY seq LIMIT ?`, desktopID, after, limit)
+// ListSteps returns a page of a desktop's steps, oldest first.
+func (s *Store) ListSteps(ctx context.Context, desktopID string, p steps.Page) ([]*steps.Step, error) {
+	before := p.Before
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	q := `SELECT ` + stepColumns + ` FROM steps WHERE desktop_id=? AND seq>? AND seq<? ORDER BY seq LIMIT ?`
+	if p.Newest {
+		q = `SELECT ` + stepColumns + ` FROM (SELECT ` + stepColumns + ` FROM steps WHERE desktop_id=? AND seq>? AND seq<? ORDER BY seq DESC LIMIT ?) newest ORDER BY seq`
+	}
+	rows, err := s.query(ctx, q, desktopID, p.After, before, p.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list steps: %w", err)
 	}
@@ -59,7 +67,7 @@ func (s *Store) ListSteps(ctx context.Context, desktopID string, after int64, li
 
 // GetStep returns one step.
 func (s *Store) GetStep(ctx context.Context, desktopID string, seq int64) (*steps.Step, error) {
-	list, err := s.ListSteps(ctx, desktopID, seq-1, 1)
+	list, err := s.ListSteps(ctx, desktopID, steps.Page{After: seq - 1, Limit: 1})
 	if err != nil {
 		return nil, err
 	}

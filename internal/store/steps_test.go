@@ -37,7 +37,7 @@ func TestStepsRoundTrip(t *testing.T) {
 			if n, _ := s.LastStep(ctx, "d1"); n != 3 {
 				t.Errorf("last step %d", n)
 			}
-			list, err := s.ListSteps(ctx, "d1", 1, 10)
+			list, err := s.ListSteps(ctx, "d1", steps.Page{After: 1, Limit: 10})
 			if err != nil || len(list) != 2 || list[0].Seq != 2 || list[1].Seq != 3 {
 				t.Fatalf("after 1: %+v %v", list, err)
 			}
@@ -56,18 +56,24 @@ func TestStepsRoundTrip(t *testing.T) {
 			if _, err := s.GetStep(ctx, "d1", 9); !errors.Is(err, desktop.ErrNotFound) {
 				t.Errorf("a missing step: %v", err)
 			}
-			if l, _ := s.ListSteps(ctx, "d1", 0, 1); len(l) != 1 || l[0].Seq != 1 {
+			if l, _ := s.ListSteps(ctx, "d1", steps.Page{Limit: 1}); len(l) != 1 || l[0].Seq != 1 {
 				t.Errorf("limit 1: %+v", l)
 			}
+			if l, _ := s.ListSteps(ctx, "d1", steps.Page{Limit: 2, Newest: true}); len(l) != 2 || l[0].Seq != 2 || l[1].Seq != 3 {
+				t.Errorf("the newest 2, oldest first: %+v", l)
+			}
+			if l, _ := s.ListSteps(ctx, "d1", steps.Page{Before: 3, Limit: 1, Newest: true}); len(l) != 1 || l[0].Seq != 2 {
+				t.Errorf("the newest before 3: %+v", l)
+			}
 			s.DeleteSteps(ctx, "d1", 2)
-			if l, _ := s.ListSteps(ctx, "d1", 0, 10); len(l) != 1 || l[0].Seq != 3 {
+			if l, _ := s.ListSteps(ctx, "d1", steps.Page{Limit: 10}); len(l) != 1 || l[0].Seq != 3 {
 				t.Errorf("after pruning through 2: %+v", l)
 			}
 			s.DeleteSteps(ctx, "d1", -1)
-			if l, _ := s.ListSteps(ctx, "d1", 0, 10); len(l) != 0 {
+			if l, _ := s.ListSteps(ctx, "d1", steps.Page{Limit: 10}); len(l) != 0 {
 				t.Errorf("after deleting all: %+v", l)
 			}
-			if l, _ := s.ListSteps(ctx, "d2", 0, 10); len(l) != 1 {
+			if l, _ := s.ListSteps(ctx, "d2", steps.Page{Limit: 10}); len(l) != 1 {
 				t.Errorf("another desktop's steps went too: %+v", l)
 			}
 		})

@@ -1,15 +1,17 @@
 // The details page of one desktop: properties, a large screenshot and tabs for
-// events, snapshots, files and console sessions.
+// events, steps, snapshots, files and console sessions.
 import { get, post, del, api, seg, describe } from './api.js';
 import { store, subscribe, upsert, onDesktopEvent } from './store.js';
 import { h, icon, clear, toast, confirmDialog, busy, fmtMiB, fmtBytes, fmtTime, fmtDuration, timeEl } from './ui.js';
 import { statePill, actionButtons, consoleButtons, can, requestShot, shotOf, onShot, WAKEABLE } from './desktop.js';
 import { placeholder } from './list.js';
 import { servicesTab } from './services.js';
+import { stepsTab } from './steps.js';
 
 const SHOT_WIDTH = 1024;
 const TABS = [
   ['events', 'Events'],
+  ['steps', 'Steps'],
   ['snapshots', 'Snapshots'],
   ['files', 'Files'],
   ['services', 'Services'],
@@ -120,7 +122,7 @@ export function detailsView(root, id, tab = 'events') {
     tabButtons.forEach((b) => b.setAttribute('aria-selected', String(b.dataset.tab === t)));
     tabCleanup?.();
     clear(tabBody);
-    tabCleanup = { events: eventsTab, snapshots: snapshotsTab, files: filesTab, services: servicesTab, console: consoleTab, network: networkTab }[t](tabBody, id, desk) || null;
+    tabCleanup = { events: eventsTab, steps: stepsTab, snapshots: snapshotsTab, files: filesTab, services: servicesTab, console: consoleTab, network: networkTab }[t](tabBody, id, desk) || null;
   }
   selectTab(tab);
   cleanups.push(() => tabCleanup?.());

@@ -1,0 +1,206 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"image/jpeg"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/steps"
+)
+
+func init() { runningChecks = append(runningChecks, runningCheck{"step_log", testStepLog}) }
+
+// stepList is GET /steps.
+type stepList struct {
+	Steps []steps.Step `json:"steps"`
+}
+
+// waitSteps lists a desktop's steps above after once n are recorded.
+func (s *server) waitSteps(token, id string, after int64, n int) []steps.Step {
+	s.t.Helper()
+	var l stepList
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if code := s.call(token, "GET", "/api/v1/desktops/"+id+"/steps?after="+strconv.FormatInt(after, 10), nil, &l); code != 200 {
+			s.t.Fatalf("list steps: %d", code)
+		}
+		if len(l.Steps) >= n {
+			return l.Steps
+		}
+	}
+	s.t.Fatalf("%d steps after %d, want %d: %+v", len(l.Steps), after, n, l.Steps)
+	return nil
+}
+
+// testStepLog: what an agent does in the desktop is a step log with
+// pictures of the screen, followed live, exported in both model formats,
+// and "revert to before step N" undoes the step's file change.
+func testStepLog(t *testing.T, s *server, token string, d *desktop.Desktop) {
+	base := "/api/v1/desktops/" + d.ID
+	var last stepList
+	s.call(token, "GET", base+"/steps?limit=1000", nil, &last)
+	var from int64
+	if n := len(last.Steps); n > 0 {
+		from = last.Steps[n-1].Seq
+	}
+	marker := "/home/agent/step-marker.txt"
+	if code := s.putRaw(token, base+"/files?path="+marker, "application/octet-stream", []byte("before\n")); code != 201 {
+		t.Fatalf("write the marker: %d", code)
+	}
+	s.waitSteps(token, d.ID, from, 1)
+	if code := s.call(token, "POST", base+"/snapshots", map[string]any{"name": "before-steps"}, nil); code != http.StatusCreated {
+		t.Fatalf("snapshot: %d", code)
+	}
+	defer s.call(token, "DELETE", base+"/snapshots/before-steps", nil, nil)
+
+	// A follower sees the next steps as they happen.
+	req, _ := http.NewRequest("GET", s.url+base+"/steps?follow=true&after="+strconv.FormatInt(from+1, 10), nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("follow: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	followed := make(chan steps.Step, 16)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if l, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var st steps.Step
+				if json.Unmarshal([]byte(l), &st) == nil {
+					followed <- st
+				}
+			}
+		}
+	}()
+
+	if code := s.call(token, "POST", base+"/computer", map[string]any{"actions": []map[string]any{
+		{"action": "mouse_move", "coordinate": []int{640, 400}}, {"type": "move", "x": 600, "y": 380}}}, nil); code != 200 {
+		t.Fatalf("computer: %d", code)
+	}
+	var ex struct {
+		ExitCode int `json:"exit_code"`
+	}
+	if code := s.call(token, "POST", base+"/exec", map[string]any{"cmd": "echo after > " + marker}, &ex); code != 200 || ex.ExitCode != 0 {
+		t.Fatalf("exec: %d %+v", code, ex)
+	}
+	s.expectError(token, "POST", base+"/exec", map[string]any{"cmd": "true", "user": "Not A User"}, 422, "invalid")
+	list := s.waitSteps(token, d.ID, from+1, 3)
+	move, change, refused := list[0], list[1], list[2]
+	if move.Kind != steps.KindComputer || !move.Before || !move.After || move.Status != 200 || !strings.Contains(string(move.Input), "mouse_move") {
+		t.Errorf("the computer step: %+v", move)
+	}
+	if change.Kind != steps.KindExec || change.Status != 200 || !strings.Contains(string(change.Input), "echo after") ||
+		!strings.Contains(string(change.Result), `"exit_code":0`) || !strings.HasPrefix(change.Actor, "alice/") {
+		t.Errorf("the exec step: %+v input %s result %s", change, change.Input, change.Result)
+	}
+	if refused.Status != 422 || refused.Error == "" {
+		t.Errorf("a refused exec is a failed step: %+v", refused)
+	}
+	for _, want := range []int64{move.Seq, change.Seq} {
+		select {
+		case st := <-followed:
+			if st.Seq != want {
+				t.Errorf("followed step %d, want %d", st.Seq, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("step %d was not followed", want)
+		}
+	}
+
+	// The pictures are the desktop's screen, small.
+	var pic []byte
+	if code := s.call(token, "GET", base+"/steps/"+strconv.FormatInt(move.Seq, 10)+"/thumbnails/after", nil, &pic); code != 200 {
+		t.Fatalf("thumbnail: %d", code)
+	}
+	img, err := jpeg.Decode(bytes.NewReader(pic))
+	if err != nil || img.Bounds().Dx() != 320 {
+		t.Errorf("thumbnail: %v %v", err, img)
+	}
+
+	// Exports for replay.
+	var anth struct {
+		Messages []struct {
+			Role    string           `json:"role"`
+			Content []map[string]any `json:"content"`
+		} `json:"messages"`
+	}
+	s.call(token, "GET", base+"/steps/export?format=anthropic&after="+strconv.FormatInt(from+1, 10), nil, &anth)
+	if len(anth.Messages) < 4 || anth.Messages[0].Role != "assistant" || len(anth.Messages[0].Content) != 2 ||
+		anth.Messages[0].Content[1]["input"].(map[string]any)["action"] != "mouse_move" || anth.Messages[2].Content[0]["name"] != "bash" {
+		t.Errorf("anthropic export: %+v", anth.Messages)
+	}
+	var oai struct {
+		Input []map[string]any `json:"input"`
+	}
+	s.call(token, "GET", base+"/steps/export?format=openai&after="+strconv.FormatInt(from+1, 10), nil, &oai)
+	if len(oai.Input) < 4 || oai.Input[0]["type"] != "computer_call" || oai.Input[0]["action"].(map[string]any)["type"] != "move" ||
+		!strings.HasPrefix(oai.Input[1]["output"].(map[string]any)["image_url"].(string), "data:image/jpeg;base64,") {
+		t.Errorf("openai export: %v", oai.Input[:min(2, len(oai.Input))])
+	}
+
+	// The web console's Steps tab shows them with their pictures, and
+	// downloads the export, in a real browser.
+	shot := filepath.Join(os.TempDir(), "bureau-e2e-steps.png")
+	cmd := exec.Command("node", "steps.mjs")
+	cmd.Dir = "browser"
+	cmd.Env = append(os.Environ(), "BUREAU_URL="+s.url, "TOKEN="+token, "DESKTOP="+d.ID, "SCREENSHOT="+shot, "MIN_STEPS=3", "EXPORT=anthropic")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("browser: %v\n%s", err, stderr.String())
+	}
+	var page struct {
+		Rows  int `json:"rows"`
+		First struct {
+			Seq        int64 `json:"seq"`
+			ThumbWidth int   `json:"thumb_width"`
+		} `json:"first"`
+		Detail struct {
+			BeforeWidth int `json:"before_width"`
+			AfterWidth  int `json:"after_width"`
+		} `json:"detail"`
+		Export struct {
+			Items int `json:"items"`
+		} `json:"export"`
+		Errors []string `json:"errors"`
+	}
+	json.Unmarshal(stdout.Bytes(), &page)
+	if page.Rows < 3 || page.First.Seq != refused.Seq || page.First.ThumbWidth != 320 || page.Detail.BeforeWidth != 320 ||
+		page.Detail.AfterWidth != 320 || page.Export.Items == 0 || len(page.Errors) > 0 {
+		t.Errorf("the console's Steps tab (see %s): %s", shot, stdout.String())
+	}
+
+	// Revert to before the exec: the marker is as the snapshot had it.
+	var rv struct {
+		Snapshot desktop.Snapshot `json:"snapshot"`
+		Holds    int64            `json:"holds_through_step"`
+	}
+	if code := s.call(token, "POST", base+"/steps/"+strconv.FormatInt(change.Seq, 10)+"/revert", nil, &rv); code != http.StatusAccepted ||
+		rv.Snapshot.Name != "before-steps" || rv.Holds != from+1 {
+		t.Fatalf("revert to before step %d: %d %+v", change.Seq, code, rv)
+	}
+	s.waitState(token, d.ID, desktop.StateRunning, 5*time.Minute)
+	s.waitAgent(d, 2*time.Minute)
+	if out, _ := s.guest(d, "cat "+marker); out != "before" {
+		t.Errorf("marker after reverting to before step %d: %q", change.Seq, out)
+	}
+
+	var metrics []byte
+	s.call(adminToken, "GET", "/metrics", nil, &metrics)
+	if !strings.Contains(string(metrics), `bureau_steps_total{kind="exec",result="ok"}`) {
+		t.Error("no step counts in /metrics")
+	}
+}
