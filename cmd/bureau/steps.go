@@ -45,7 +45,7 @@ func parseSeq(s string) (int64, error) {
 func stepsListCmd(cfg *config.Config) *cobra.Command {
 	var after int64
 	var limit int
-	var follow, asJSON bool
+	var follow, asJSON, last bool
 	var cmd *cobra.Command
 	cmd = &cobra.Command{
 		Use:   "list DESKTOP",
@@ -57,10 +57,16 @@ func stepsListCmd(cfg *config.Config) *cobra.Command {
 				return err
 			}
 			p := newStepPrinter(cmd.OutOrStdout(), asJSON)
+			if follow && last {
+				return fmt.Errorf("--last and --follow: pick one")
+			}
 			if follow {
 				return followSteps(ctx, c, base, after, p, cmd.ErrOrStderr())
 			}
 			q := url.Values{"after": {strconv.FormatInt(after, 10)}, "limit": {strconv.Itoa(limit)}}
+			if last {
+				q.Set("newest", "true")
+			}
 			var out struct {
 				Steps []*steps.Step `json:"steps"`
 			}
@@ -72,7 +78,7 @@ func stepsListCmd(cfg *config.Config) *cobra.Command {
 					return err
 				}
 			}
-			if len(out.Steps) == limit {
+			if len(out.Steps) == limit && !last {
 				fmt.Fprintf(cmd.ErrOrStderr(), "(there may be more: --after %d)\n", out.Steps[len(out.Steps)-1].Seq)
 			}
 			return nil
@@ -83,6 +89,7 @@ func stepsListCmd(cfg *config.Config) *cobra.Command {
 	f.IntVar(&limit, "limit", 100, "at most this many steps (1 to 1000; not with --follow)")
 	f.BoolVarP(&follow, "follow", "f", false, "keep printing each new step as it is recorded, until interrupted")
 	f.BoolVar(&asJSON, "json", false, "print each step as a line of JSON")
+	f.BoolVar(&last, "last", false, "the newest --limit steps (what was done last), still oldest first")
 	return cmd
 }
 

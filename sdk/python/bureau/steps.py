@@ -29,9 +29,17 @@ class Steps:
     def __init__(self, http: Transport):
         self._h = http
 
-    def list(self, desktop: "str | Desktop", after: int = 0, limit: int = 100) -> list[m.Step]:
-        """The steps numbered above after, oldest first (at most limit, 1 to 1000)."""
-        steps = self._h.call("listSteps", _params(desktop), {"after": after, "limit": limit})["steps"] or []
+    def list(self, desktop: "str | Desktop", after: int = 0, limit: int = 100,
+             newest: bool = False, before: int = 0) -> list[m.Step]:
+        """The steps numbered above after (and below before, when set), oldest
+        first: the oldest limit of them (1 to 1000), or with newest=True the
+        newest (what was done last)."""
+        q: dict[str, Any] = {"after": after, "limit": limit}
+        if newest:
+            q["newest"] = True
+        if before:
+            q["before"] = before
+        steps = self._h.call("listSteps", _params(desktop), q)["steps"] or []
         return [m.Step.from_dict(s) for s in steps]
 
     def follow(self, desktop: "str | Desktop", after: int = 0, timeout: float | None = None) -> Iterator[m.Step]:

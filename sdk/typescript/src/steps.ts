@@ -20,9 +20,15 @@ const EXPORT_LISTS = ["steps", "messages", "input"] as const;
 export class Steps {
   constructor(private readonly h: Transport) {}
 
-  /** The steps numbered above `after` (default 0), oldest first: at most `limit` (default 100, up to 1000). */
-  async list(desktop: DesktopRef, o: { after?: number; limit?: number; signal?: AbortSignal } = {}): Promise<m.Step[]> {
-    const r = await this.h.call<{ steps: m.Step[] }>("listSteps", { params: { id: idOf(desktop) }, query: { after: o.after ?? 0, limit: o.limit ?? 100 }, signal: o.signal });
+  /**
+   * The steps numbered above `after` (default 0) and below `before` (when set), oldest first: the oldest
+   * `limit` of them (default 100, up to 1000), or with `newest: true` the newest (what was done last).
+   */
+  async list(desktop: DesktopRef, o: { after?: number; before?: number; limit?: number; newest?: boolean; signal?: AbortSignal } = {}): Promise<m.Step[]> {
+    const query: Record<string, string | number | boolean> = { after: o.after ?? 0, limit: o.limit ?? 100 };
+    if (o.newest) query.newest = true;
+    if (o.before) query.before = o.before;
+    const r = await this.h.call<{ steps: m.Step[] }>("listSteps", { params: { id: idOf(desktop) }, query, signal: o.signal });
     return r.steps ?? [];
   }
 
