@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"syscall"
 	"time"
 
@@ -64,6 +65,9 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 	if cfg.TCGCacheMiB < 0 {
 		return fmt.Errorf("tcg cache %d MiB: want 0 (QEMU's default) or more", cfg.TCGCacheMiB)
+	}
+	if !slices.Contains(api.StepThumbnailModes, cfg.StepThumbnails) {
+		return fmt.Errorf("BUREAU_STEP_THUMBNAILS %q: want one of %v", cfg.StepThumbnails, api.StepThumbnailModes)
 	}
 	accel, why, err := hv.ChooseAccelerator(cfg.Accelerator)
 	if err != nil {
@@ -171,7 +175,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		Consoles: consoles, Web: web.Static, Hosts: hostList,
 		Desktops: m, Computer: computer.New(h, h, h), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
 		SecretsChanged: func(owner, desktopID string) { sync.Changed(context.WithoutCancel(ctx), owner, desktopID) },
-		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, Tokens: tokens, Images: imageService(cfg, st, log), Steps: stepLog, Log: log,
+		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, Tokens: tokens, Images: imageService(cfg, st, log), Steps: stepLog, StepThumbnails: cfg.StepThumbnails, Log: log,
 		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest, ConsoleBytes: met.ConsoleBytes, ObserveLiveURL: met.ObserveLiveURL,
 		Info: map[string]string{"version": version, "accelerator": string(accel), "accelerator_reason": why,
 			"database": st.Dialect(), "default_image": cfg.DefaultImage, "go": runtime.Version()},

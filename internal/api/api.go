@@ -123,8 +123,11 @@ type Deps struct {
 	// Hosts are the libvirt hosts desktops run on.
 	Hosts  Hosts
 	Images Images
-	// Steps is each desktop's step log (nil: none kept).
-	Steps Steps
+	// Steps is each desktop's step log (nil: none kept); StepThumbnails
+	// which pictures of the screen its steps keep (StepThumbnailModes;
+	// "" is "both").
+	Steps          Steps
+	StepThumbnails string
 	// Web is the browser front end (web.Static): the web console and the
 	// console page.
 	Web fs.FS

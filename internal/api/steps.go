@@ -33,6 +33,9 @@ const (
 	stepErrorKey = "bureau.step.error"
 )
 
+// StepThumbnailModes are the values of Deps.StepThumbnails.
+var StepThumbnailModes = []string{"both", "after", "off"}
+
 // thumbWidth is the width of a step's thumbnails (JPEG).
 const (
 	thumbWidth   = 320
@@ -65,7 +68,10 @@ func (s *server) stepped(kind string, h gin.HandlerFunc) gin.HandlerFunc {
 		}
 		input := s.stepInput(c, kind)
 		start := time.Now()
-		before := s.thumbnail(c, d)
+		var before []byte
+		if s.StepThumbnails == "" || s.StepThumbnails == "both" {
+			before = s.thumbnail(c, d)
+		}
 		c.Set(stepReplyKey, nil)
 		h(c)
 		st := &steps.Step{DesktopID: d.ID, At: start, DurationMS: time.Since(start).Milliseconds(),
@@ -83,7 +89,10 @@ func (s *server) stepped(kind string, h gin.HandlerFunc) gin.HandlerFunc {
 		go func() {
 			ctx, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
-			after := s.thumbnailOf(ctx, domain)
+			var after []byte
+			if s.StepThumbnails != "off" {
+				after = s.thumbnailOf(ctx, domain)
+			}
 			if err := s.Steps.Record(ctx, st, before, after); err != nil {
 				s.Log.Warn("recording a step", "desktop", st.DesktopID, "kind", kind, "err", err)
 			}
