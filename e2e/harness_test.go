@@ -86,7 +86,9 @@ func newServerIn(t *testing.T, dataDir string) *server {
 			if b, err := os.ReadFile(s.logPath); err == nil {
 				keep := filepath.Join(os.TempDir(), "bureau-e2e-"+strings.ReplaceAll(t.Name(), "/", "-")+".log")
 				os.WriteFile(keep, b, 0o644)
-				t.Logf("server log (last 4 KiB; all of it in %s):\n%s", keep, tailBytes(b, 4096))
+				// Short, so that a CI page showing the end of the output
+				// still shows the test's own failure messages above it.
+				t.Logf("server log: all of it in %s; its last warnings and errors:\n%s", keep, tailBytes(warnings(b), 1536))
 			}
 		}
 		s.removeVMs()
@@ -355,4 +357,15 @@ func tailBytes(b []byte, n int) []byte {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// warnings keeps a server log's WARN and ERROR lines.
+func warnings(log []byte) []byte {
+	var out []byte
+	for _, l := range bytes.Split(log, []byte("\n")) {
+		if bytes.Contains(l, []byte(`"level":"WARN"`)) || bytes.Contains(l, []byte(`"level":"ERROR"`)) {
+			out = append(append(out, l...), '\n')
+		}
+	}
+	return out
 }
