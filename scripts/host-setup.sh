@@ -6,7 +6,7 @@ set -euo pipefail
 
 PKGS=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients libvirt-dev pkg-config
       dnsmasq-base nftables acl mmdebstrap extlinux syslinux-common fdisk e2fsprogs gcc make git curl ca-certificates
-      chromium)  # chromium: the e2e browser check of the console page (e2e/browser, with node)
+      chromium ffmpeg)  # chromium: the e2e browser check of the console page (e2e/browser, with node); ffmpeg: recordings
 [ "${BUREAU_WITH_POSTGRES:-0}" = 1 ] && PKGS+=(postgresql)
 # node runs the browser check; hosts that bring their own keep it.
 command -v node >/dev/null && command -v npm >/dev/null || PKGS+=(nodejs npm)

@@ -28,6 +28,7 @@ import (
 	"github.com/bureau/bureau/internal/manager"
 	"github.com/bureau/bureau/internal/metrics"
 	"github.com/bureau/bureau/internal/preview"
+	"github.com/bureau/bureau/internal/recording"
 	"github.com/bureau/bureau/internal/secrets"
 	"github.com/bureau/bureau/internal/steps"
 	"github.com/bureau/bureau/internal/storage"
@@ -162,7 +163,17 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	consoles := console.New(st, log)
 	stepLog := steps.New(st, filepath.Join(cfg.DataDir, "steps"), cfg.StepsKeep, log)
 	stepLog.Recorded = met.StepRecorded
-	go followDesktops(ctx, m, consoles, agents, sync, stepLog)
+	recorder := recording.New(recording.Config{Dir: filepath.Join(cfg.DataDir, "recordings"),
+		MaxSeconds: cfg.RecordingMaxSeconds, KeepBytes: int64(cfg.RecordingsKeepMiB) << 20}, st, h, m, log)
+	if err := recorder.Recover(ctx); err != nil {
+		return err
+	}
+	if !recorder.Available() {
+		log.Warn("no ffmpeg on this host: recordings cannot be made (apt-get install ffmpeg)")
+	}
+	met.CountRecordings(recorder.Recording)
+	defer recorder.Close(context.WithoutCancel(ctx))
+	go followDesktops(ctx, m, consoles, agents, sync, desktopFollowers{steps: stepLog, recordings: recorder})
 	if list, err := m.List(ctx, desktop.Filter{}); err == nil {
 		for _, d := range list {
 			if d.State == desktop.StateRunning {
@@ -175,7 +186,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		Consoles: consoles, Web: web.Static, Hosts: hostList,
 		Desktops: m, Computer: computer.New(h, h, h), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
 		SecretsChanged: func(owner, desktopID string) { sync.Changed(context.WithoutCancel(ctx), owner, desktopID) },
-		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, Tokens: tokens, Images: imageService(cfg, st, log), Steps: stepLog, StepThumbnails: cfg.StepThumbnails, Log: log,
+		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, Tokens: tokens, Images: imageService(cfg, st, log), Steps: stepLog, StepThumbnails: cfg.StepThumbnails, Recordings: recorder, Log: log,
 		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest, ConsoleBytes: met.ConsoleBytes, ObserveLiveURL: met.ObserveLiveURL,
 		Info: map[string]string{"version": version, "accelerator": string(accel), "accelerator_reason": why,
 			"database": st.Dialect(), "default_image": cfg.DefaultImage, "go": runtime.Version()},
@@ -200,11 +211,18 @@ func serve(ctx context.Context, cfg *config.Config) error {
 }
 
 // followDesktops ends console sessions and revokes console tokens as
-// desktops stop, hibernate or go away (and drops the step logs of deleted
-// ones), drops bureau-agent sessions of
+// desktops stop, hibernate or go away (ends their recordings, and drops
+// the step logs and recordings of deleted ones), drops bureau-agent sessions of
 // desktops that leave the running state, hands the secrets of their
 // services to desktops that start, and prunes dead tokens hourly.
-func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.Service, agents *agentclient.Client, sync *workspace.SecretSync, stepLog *steps.Log) {
+// desktopFollowers keep what bureau holds per desktop beside the
+// desktop itself: its step log and its recordings.
+type desktopFollowers struct {
+	steps      *steps.Log
+	recordings *recording.Service
+}
+
+func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.Service, agents *agentclient.Client, sync *workspace.SecretSync, f desktopFollowers) {
 	sub := m.Subscribe(ctx, "")
 	was := map[string]desktop.State{} // each desktop's last state seen
 	prune := time.NewTicker(time.Hour)
@@ -216,6 +234,7 @@ func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.S
 		case ch := <-sub.C:
 			if ch.Desktop != nil {
 				consoles.DesktopChanged(ctx, ch.Desktop)
+				f.recordings.DesktopChanged(ctx, ch.Desktop)
 				// Whatever is not plainly running (stopping, rebooting,
 				// reverting, hibernating…) ends the agent's session: the
 				// next call dials the guest as it then is.
@@ -227,8 +246,11 @@ func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.S
 				was[ch.Desktop.ID] = ch.Desktop.State
 				if ch.Desktop.DeletedAt != nil {
 					delete(was, ch.Desktop.ID)
-					if err := stepLog.Forget(ctx, ch.Desktop.ID); err != nil {
+					if err := f.steps.Forget(ctx, ch.Desktop.ID); err != nil {
 						slog.Warn("dropping a deleted desktop's step log", "desktop", ch.Desktop.ID, "err", err)
+					}
+					if err := f.recordings.Forget(ctx, ch.Desktop.ID); err != nil {
+						slog.Warn("removing a deleted desktop's recordings", "desktop", ch.Desktop.ID, "err", err)
 					}
 				}
 			}

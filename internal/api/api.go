@@ -128,6 +128,8 @@ type Deps struct {
 	// "" is "both").
 	Steps          Steps
 	StepThumbnails string
+	// Recordings records desktops' screens (nil: none made).
+	Recordings Recordings
 	// Web is the browser front end (web.Static): the web console and the
 	// console page.
 	Web fs.FS
@@ -234,6 +236,7 @@ func New(d Deps) *gin.Engine {
 	v1.GET("/desktops/:id/clipboard", s.handle(s.getClipboard))
 	v1.PUT("/desktops/:id/clipboard", s.stepped(steps.KindClipboard, s.handle(s.putClipboard)))
 	s.stepsRoutes(v1)
+	s.recordingsRoutes(v1)
 	v1.POST("/desktops/:id/resolution", s.handle(s.setResolution))
 	v1.POST("/desktops/:id/console", s.handle(s.createConsole))
 	v1.GET("/desktops/:id/console", s.handle(s.listConsoles))

@@ -27,6 +27,7 @@ import (
 	"github.com/bureau/bureau/internal/manager"
 	"github.com/bureau/bureau/internal/preview"
 	"github.com/bureau/bureau/internal/secrets"
+	"github.com/bureau/bureau/internal/recording"
 	"github.com/bureau/bureau/internal/steps"
 	"github.com/bureau/bureau/internal/store"
 	"github.com/bureau/bureau/web"
@@ -387,6 +388,7 @@ type env struct {
 	guest             *fakeGuest
 	hosts             *fakeHosts
 	steps             *steps.Log
+	recordings        *recording.Service
 }
 
 func (e *env) secretsChanged(owner, desktopID string) {
@@ -438,11 +440,12 @@ func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 	}
 	urls := preview.New(st, []byte("test key"))
 	e.steps = steps.New(st, t.TempDir(), 0, slog.New(slog.DiscardHandler))
+	e.recordings = recording.New(recording.Config{Dir: t.TempDir(), MaxSeconds: 60, KeepBytes: 1 << 30}, st, &pngScreens{}, e.desktops, slog.New(slog.DiscardHandler))
 	e.srv = httptest.NewServer(withSpecCheck(t, New(Deps{Processes: inGuest, Ports: inGuest, Terminals: inGuest, Services: inGuest, SecretValues: sec, Secrets: sec, SecretsChanged: e.secretsChanged, Previews: urls, URLs: urls, PreviewDomain: "localhost", Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
 		ConsoleBytes: func(dir string, n int) {
 			v, _ := e.consoleBytes.LoadOrStore(dir, new(atomic.Int64))
 			v.(*atomic.Int64).Add(int64(n))
-		}, Computer: fakeComputer{}, Guest: fg, Clipboard: fg, Tokens: tokens, Images: imgs, Hosts: e.hosts, Steps: e.steps,
+		}, Computer: fakeComputer{}, Guest: fg, Clipboard: fg, Tokens: tokens, Images: imgs, Hosts: e.hosts, Steps: e.steps, Recordings: e.recordings,
 		Live: e.live, Stats: fakeStats{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "bureau_up 1\n") }),
 		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}, HostDirs: []string{hostDir}})))
 	t.Cleanup(e.srv.Close)

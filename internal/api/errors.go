@@ -9,6 +9,7 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/hosts"
 	"github.com/bureau/bureau/internal/images"
+	"github.com/bureau/bureau/internal/recording"
 	"github.com/gin-gonic/gin"
 )
 
@@ -84,6 +85,10 @@ func classify(err error) (int, errorBody) {
 		return http.StatusConflict, errorBody{Code: "exists", Message: err.Error()}
 	case errors.As(err, &cf), errors.As(err, &dc):
 		return http.StatusConflict, errorBody{Code: "conflict", Message: err.Error()}
+	case errors.Is(err, recording.ErrBusy), errors.Is(err, recording.ErrNotDone):
+		return http.StatusConflict, errorBody{Code: "conflict", Message: err.Error()}
+	case errors.Is(err, recording.ErrNoFFmpeg):
+		return http.StatusServiceUnavailable, errorBody{Code: "unavailable", Message: err.Error()}
 	case errors.Is(err, desktop.ErrNameTaken):
 		return http.StatusConflict, errorBody{Code: "name_taken", Message: err.Error()}
 	case errors.Is(err, desktop.ErrBusy):

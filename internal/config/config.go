@@ -59,6 +59,11 @@ type Config struct {
 	// screen a step keeps: "both" (before and after), "after" (saves the
 	// picture taken before each call, ~30 ms on the call's path) or "off".
 	StepThumbnails string
+	// RecordingMaxSeconds (BUREAU_RECORDING_MAX_SECONDS) bounds one
+	// recording; RecordingsKeepMiB (BUREAU_RECORDINGS_KEEP_MIB) is what a
+	// desktop's recordings may take on disk (the oldest go first).
+	RecordingMaxSeconds int
+	RecordingsKeepMiB   int
 	// AgentBinary (BUREAU_AGENT_BIN) is the bureau-agent bureau installs
 	// in desktops and updates them to; "" is bureau-agent next to the
 	// bureau binary.
@@ -96,19 +101,21 @@ func FromEnv() Config {
 		Token:        os.Getenv("BUREAU_TOKEN"),
 		TCGCacheMiB:  envInt("BUREAU_TCG_CACHE_MIB", 256),
 
-		ReconcileSeconds:  envInt("BUREAU_RECONCILE_SECONDS", 60),
-		NapAfterSeconds:   envInt("BUREAU_NAP_AFTER_SECONDS", 120),
-		SleepAfterSeconds: envInt("BUREAU_SLEEP_AFTER_SECONDS", 600),
-		IdleCheckSeconds:  envInt("BUREAU_IDLE_CHECK_SECONDS", 15),
-		HostCheckSeconds:  envInt("BUREAU_HOST_CHECK_SECONDS", 10),
-		StepsKeep:         envInt("BUREAU_STEPS_KEEP", 5000),
-		StepThumbnails:    env("BUREAU_STEP_THUMBNAILS", "both"),
-		MemoryLowMiB:      envInt("BUREAU_MEMORY_LOW_MIB", 2048),
-		SaveAsIs:          os.Getenv("BUREAU_SAVE_AS_IS") == "1",
-		WarmSpares:        envInt("BUREAU_WARM_SPARES", 1),
-		AgentBinary:       os.Getenv("BUREAU_AGENT_BIN"),
-		AgentViaStream:    os.Getenv("BUREAU_AGENT_VIA_STREAM") == "1",
-		PreviewDomain:     strings.TrimPrefix(strings.ToLower(env("BUREAU_PREVIEW_DOMAIN", "localhost")), "*."),
+		ReconcileSeconds:    envInt("BUREAU_RECONCILE_SECONDS", 60),
+		NapAfterSeconds:     envInt("BUREAU_NAP_AFTER_SECONDS", 120),
+		SleepAfterSeconds:   envInt("BUREAU_SLEEP_AFTER_SECONDS", 600),
+		IdleCheckSeconds:    envInt("BUREAU_IDLE_CHECK_SECONDS", 15),
+		HostCheckSeconds:    envInt("BUREAU_HOST_CHECK_SECONDS", 10),
+		StepsKeep:           envInt("BUREAU_STEPS_KEEP", 5000),
+		StepThumbnails:      env("BUREAU_STEP_THUMBNAILS", "both"),
+		RecordingMaxSeconds: envInt("BUREAU_RECORDING_MAX_SECONDS", 3600),
+		RecordingsKeepMiB:   envInt("BUREAU_RECORDINGS_KEEP_MIB", 2048),
+		MemoryLowMiB:        envInt("BUREAU_MEMORY_LOW_MIB", 2048),
+		SaveAsIs:            os.Getenv("BUREAU_SAVE_AS_IS") == "1",
+		WarmSpares:          envInt("BUREAU_WARM_SPARES", 1),
+		AgentBinary:         os.Getenv("BUREAU_AGENT_BIN"),
+		AgentViaStream:      os.Getenv("BUREAU_AGENT_VIA_STREAM") == "1",
+		PreviewDomain:       strings.TrimPrefix(strings.ToLower(env("BUREAU_PREVIEW_DOMAIN", "localhost")), "*."),
 
 		NetworkSubnet: env("BUREAU_NETWORK_SUBNET", "10.120.0.0/16"),
 	}

@@ -105,6 +105,14 @@ func (m *Metrics) ObserveLiveURL(desktopID string, port, status int, toApp, toCl
 	m.urlBytes.WithLabelValues(desktopID, p, "to_client").Add(float64(toClient))
 }
 
+// CountRecordings reports the recordings under way (n is asked at
+// scrape time).
+func (m *Metrics) CountRecordings(n func() int) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "bureau_recordings_active", Help: "Recordings of desktops' screens under way.",
+	}, func() float64 { return float64(n()) }))
+}
+
 // StepRecorded counts a step of a desktop's step log.
 func (m *Metrics) StepRecorded(kind string, ok bool) {
 	result := "ok"

@@ -1,0 +1,165 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/recording"
+	"github.com/gin-gonic/gin"
+)
+
+// Recordings records desktops' screens.
+type Recordings interface {
+	Start(ctx context.Context, d *desktop.Desktop, o recording.Options, actor string) (*recording.Recording, error)
+	Stop(ctx context.Context, desktopID, why string) (*recording.Recording, error)
+	List(ctx context.Context, desktopID string) ([]*recording.Recording, error)
+	Get(ctx context.Context, desktopID, id string) (*recording.Recording, error)
+	Video(ctx context.Context, desktopID, id string) (*os.File, *recording.Recording, error)
+	Delete(ctx context.Context, desktopID, id string) error
+}
+
+func (s *server) recordingsRoutes(v1 *gin.RouterGroup) {
+	v1.GET("/desktops/:id/recordings", s.handle(s.listRecordings))
+	v1.POST("/desktops/:id/recordings", s.handle(s.startRecording))
+	v1.GET("/desktops/:id/recordings/:rid", s.handle(s.getRecording))
+	v1.POST("/desktops/:id/recordings/:rid/stop", s.handle(s.stopRecording))
+	v1.GET("/desktops/:id/recordings/:rid/video", s.recordingVideo)
+	v1.DELETE("/desktops/:id/recordings/:rid", s.handle(s.deleteRecording))
+}
+
+var errNoRecordings = fmt.Errorf("this bureau makes no recordings: %w", desktop.ErrNotFound)
+
+// recordingsOf returns the caller's desktop named in the path.
+func (s *server) recordingsOf(c *gin.Context) (*desktop.Desktop, error) {
+	d, err := s.owned(c)
+	if err == nil && s.Recordings == nil {
+		err = errNoRecordings
+	}
+	return d, err
+}
+
+// recordingView is a recording as the API shows it.
+type recordingView struct {
+	*recording.Recording
+	DurationMS int64  `json:"duration_ms"`
+	VideoURL   string `json:"video_url,omitempty"`
+}
+
+func viewOf(r *recording.Recording) recordingView {
+	v := recordingView{Recording: r, DurationMS: r.DurationMS()}
+	if r.State != recording.StateRecording && r.SizeBytes > 0 {
+		v.VideoURL = "/api/v1/desktops/" + r.DesktopID + "/recordings/" + r.ID + "/video"
+	}
+	return v
+}
+
+func (s *server) listRecordings(c *gin.Context) (reply, error) {
+	d, err := s.recordingsOf(c)
+	if err != nil {
+		return reply{}, err
+	}
+	list, err := s.Recordings.List(c.Request.Context(), d.ID)
+	if err != nil {
+		return reply{}, err
+	}
+	out := make([]recordingView, 0, len(list))
+	for _, r := range list {
+		out = append(out, viewOf(r))
+	}
+	return reply{http.StatusOK, gin.H{"recordings": out}}, nil
+}
+
+// startRecording records the desktop's screen (woken first if it was
+// napping or hibernated) until stopped, max_seconds, or the desktop stops.
+func (s *server) startRecording(c *gin.Context) (reply, error) {
+	if _, err := s.recordingsOf(c); err != nil {
+		return reply{}, err
+	}
+	var o recording.Options
+	if err := decodeOptional(c, &o); err != nil {
+		return reply{}, err
+	}
+	d, err := s.running(c, "record")
+	if err != nil {
+		return reply{}, err
+	}
+	r, err := s.Recordings.Start(c.Request.Context(), d, o, actor(c))
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusCreated, viewOf(r)}, nil
+}
+
+func (s *server) getRecording(c *gin.Context) (reply, error) {
+	d, err := s.recordingsOf(c)
+	if err != nil {
+		return reply{}, err
+	}
+	r, err := s.Recordings.Get(c.Request.Context(), d.ID, c.Param("rid"))
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusOK, viewOf(r)}, nil
+}
+
+// stopRecording ends a recording under way and answers once its file is
+// complete (a recording already ended is answered as it is).
+func (s *server) stopRecording(c *gin.Context) (reply, error) {
+	d, err := s.recordingsOf(c)
+	if err != nil {
+		return reply{}, err
+	}
+	ctx := c.Request.Context()
+	r, err := s.Recordings.Get(ctx, d.ID, c.Param("rid"))
+	if err != nil {
+		return reply{}, err
+	}
+	if r.State == recording.StateRecording {
+		if r, err = s.Recordings.Stop(ctx, d.ID, "stopped by "+actor(c)); err != nil {
+			return reply{}, err
+		}
+	}
+	return reply{http.StatusOK, viewOf(r)}, nil
+}
+
+// recordingVideo serves a finished recording (WebM), with ranges so a
+// player can seek; download=true offers it as a file.
+func (s *server) recordingVideo(c *gin.Context) {
+	d, err := s.recordingsOf(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	f, r, err := s.Recordings.Video(c.Request.Context(), d.ID, c.Param("rid"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	defer f.Close()
+	name := fmt.Sprintf("%s-%s.webm", d.Name, r.StartedAt.Format("20060102-150405"))
+	if c.Query("download") == "true" {
+		c.Header("Content-Disposition", `attachment; filename="`+name+`"`)
+	}
+	c.Header("Content-Type", "video/webm")
+	c.Header("Cache-Control", "private, max-age=3600")
+	modified := r.StartedAt
+	if r.EndedAt != nil {
+		modified = *r.EndedAt
+	}
+	http.ServeContent(c.Writer, c.Request, name, modified.Truncate(time.Second), f)
+}
+
+func (s *server) deleteRecording(c *gin.Context) (reply, error) {
+	d, err := s.recordingsOf(c)
+	if err != nil {
+		return reply{}, err
+	}
+	if err := s.Recordings.Delete(c.Request.Context(), d.ID, c.Param("rid")); err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusNoContent, nil}, nil
+}
