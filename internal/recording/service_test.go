@@ -53,7 +53,9 @@ func (m *memStore) InsertRecording(_ context.Context, r *Recording) error {
 	m.recs[r.ID] = &cp
 	return nil
 }
-func (m *memStore) UpdateRecording(ctx context.Context, r *Recording) error { return m.InsertRecording(ctx, r) }
+func (m *memStore) UpdateRecording(ctx context.Context, r *Recording) error {
+	return m.InsertRecording(ctx, r)
+}
 func (m *memStore) GetRecording(_ context.Context, desktopID, id string) (*Recording, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
