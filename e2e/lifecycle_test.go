@@ -242,7 +242,7 @@ type runningCheck struct {
 // resize_clone_reimage is two more boots: what the database keeps of a
 // clone and a reimage is in the store's unit tests, which run on
 // PostgreSQL too.
-var guestOnly = map[string]bool{"computer_use": true, "console": true, "mcp_typescript": true,
+var guestOnly = map[string]bool{"computer_use": true, "console": true, "mcp_typescript": true, "recordings": true,
 	"sdk_python": true, "sdk_typescript": true, "resize_clone_reimage": true}
 
 // runningChecks is filled by init functions of feature test files.

@@ -34,9 +34,21 @@ func (s *server) computerAction(c *gin.Context) (reply, error) {
 	if err := decode(c, &req); err != nil {
 		return reply{}, err
 	}
+	record, err := boolQuery(c, "record")
+	if err != nil {
+		return reply{}, err
+	}
 	d, err := s.running(c, "use")
 	if err != nil {
 		return reply{}, err
+	}
+	if record {
+		rid, done, err := s.recordBatch(c, d)
+		if err != nil {
+			return reply{}, err
+		}
+		defer done()
+		c.Header("X-Bureau-Recording", rid)
 	}
 	res, err := s.Computer.Run(c.Request.Context(), d.DomainName(), req)
 	return reply{http.StatusOK, res}, err

@@ -20,6 +20,37 @@ type Recordings interface {
 	Get(ctx context.Context, desktopID, id string) (*recording.Recording, error)
 	Video(ctx context.Context, desktopID, id string) (*os.File, *recording.Recording, error)
 	Delete(ctx context.Context, desktopID, id string) error
+	Active(desktopID string) *recording.Recording
+}
+
+// batchTail is how long a recording made for one computer-use batch goes
+// on after it (the screen's answer to the last action).
+const batchTail = time.Second
+
+// recordBatch makes sure the desktop is recorded while a computer-use
+// batch runs: it starts a recording unless one is under way, and returns
+// its id and what to call once the batch is done.
+func (s *server) recordBatch(c *gin.Context, d *desktop.Desktop) (string, func(), error) {
+	if s.Recordings == nil {
+		return "", nil, errNoRecordings
+	}
+	if r := s.Recordings.Active(d.ID); r != nil {
+		return r.ID, func() {}, nil
+	}
+	r, err := s.Recordings.Start(c.Request.Context(), d, recording.Options{}, actor(c))
+	if err != nil {
+		return "", nil, err
+	}
+	ctx := context.WithoutCancel(c.Request.Context())
+	return r.ID, func() {
+		time.AfterFunc(batchTail, func() {
+			if cur := s.Recordings.Active(d.ID); cur != nil && cur.ID == r.ID {
+				if _, err := s.Recordings.Stop(ctx, d.ID, "the computer-use batch ended"); err != nil {
+					s.Log.Warn("ending a batch's recording", "desktop", d.ID, "err", err)
+				}
+			}
+		})
+	}, nil
 }
 
 func (s *server) recordingsRoutes(v1 *gin.RouterGroup) {

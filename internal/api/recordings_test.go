@@ -101,3 +101,49 @@ func TestRecordings(t *testing.T) {
 		t.Errorf("after delete: %d", code)
 	}
 }
+
+// record=true on a computer-use call records the batch, and leaves a
+// recording already under way alone.
+func TestRecordABatch(t *testing.T) {
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("no ffmpeg on this host")
+	}
+	e := newEnv(t)
+	id := runningDesktop(t, e, e.alice)
+	call := func() string {
+		req, _ := http.NewRequest("POST", e.srv.URL+"/api/v1/desktops/"+id+"/computer?record=true", strings.NewReader(`{"action":"mouse_move","coordinate":[5,5]}`))
+		req.Header.Set("Authorization", "Bearer "+e.alice)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("computer?record=true: %v %v", resp.StatusCode, err)
+		}
+		resp.Body.Close()
+		return resp.Header.Get("X-Bureau-Recording")
+	}
+	rid := call()
+	if !strings.HasPrefix(rid, "rec_") {
+		t.Fatalf("X-Bureau-Recording %q", rid)
+	}
+	var r map[string]any
+	waitFor(t, "the batch's recording ends", func() bool {
+		_, r = e.do(t, e.alice, "GET", "/api/v1/desktops/"+id+"/recordings/"+rid, "")
+		return r["state"] == "done"
+	})
+	if r["ended_why"] != "the computer-use batch ended" {
+		t.Errorf("ended: %v", r)
+	}
+	_, started := e.do(t, e.alice, "POST", "/api/v1/desktops/"+id+"/recordings", "")
+	if got := call(); got != started["id"] {
+		t.Errorf("a batch during a recording made its own: %q, want %v", got, started["id"])
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if _, cur := e.do(t, e.alice, "GET", "/api/v1/desktops/"+id+"/recordings/"+recID(started), ""); cur["state"] != "recording" {
+		t.Errorf("the recording under way was stopped by the batch: %v", cur)
+	}
+	e.do(t, e.alice, "POST", "/api/v1/desktops/"+id+"/recordings/"+recID(started)+"/stop", "")
+	if code, _ := e.do(t, e.alice, "POST", "/api/v1/desktops/"+id+"/computer?record=maybe", `{"action":"mouse_move","coordinate":[5,5]}`); code != 422 {
+		t.Errorf("record=maybe: %d", code)
+	}
+}
+
+func recID(m map[string]any) string { s, _ := m["id"].(string); return s }

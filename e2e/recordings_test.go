@@ -1,0 +1,96 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/recording"
+)
+
+func init() { runningChecks = append(runningChecks, runningCheck{"recordings", testRecordings}) }
+
+// recordingView is a recording as the API shows it.
+type recordingView struct {
+	recording.Recording
+	DurationMS int64  `json:"duration_ms"`
+	VideoURL   string `json:"video_url"`
+}
+
+// testRecordings: a window opening and text typed into it are recorded
+// as a WebM video as long as the recording, with the changes in it, that
+// Chromium plays to its end in the web console.
+func testRecordings(t *testing.T, s *server, token string, d *desktop.Desktop) {
+	base := "/api/v1/desktops/" + d.ID + "/recordings"
+	s.guest(d, "pkill -x xterm")
+	var r recordingView
+	if code := s.call(token, "POST", base, map[string]any{"fps": 5}, &r); code != 201 || r.State != recording.StateRecording || r.Width < 640 {
+		t.Fatalf("start: %d %+v", code, r)
+	}
+	s.expectError(token, "POST", base, nil, 409, "conflict")
+	s.catWindow(d, "60x10+200+200", "/tmp/recorded.txt")
+	s.call(token, "POST", "/api/v1/desktops/"+d.ID+"/computer", map[string]any{"action": "type", "text": "recorded from the hypervisor"}, nil)
+	time.Sleep(time.Second)
+	s.guest(d, "pkill -x xterm")
+	time.Sleep(time.Second)
+	var done recordingView
+	if code := s.call(token, "POST", base+"/"+r.ID+"/stop", nil, &done); code != 200 || done.State != recording.StateDone ||
+		done.Frames < 3 || done.SizeBytes == 0 || done.VideoURL == "" {
+		t.Fatalf("stop: %d %+v", code, done)
+	}
+	t.Logf("recorded %s: %d changed frames, %d KiB", (time.Duration(done.DurationMS) * time.Millisecond).Round(100*time.Millisecond), done.Frames, done.SizeBytes>>10)
+
+	var video []byte
+	if code := s.call(token, "GET", done.VideoURL, nil, &video); code != 200 || !bytes.HasPrefix(video, []byte{0x1a, 0x45, 0xdf, 0xa3}) {
+		t.Fatalf("video: %d (%d bytes)", code, len(video))
+	}
+	path := filepath.Join(t.TempDir(), "rec.webm")
+	os.WriteFile(path, video, 0o644)
+	out, err := exec.Command("ffprobe", "-v", "error", "-show_entries", "format=duration:stream=width,height", "-of", "json", path).Output()
+	if err != nil {
+		t.Fatalf("ffprobe: %v", err)
+	}
+	var probe struct {
+		Streams []struct{ Width, Height int }
+		Format  struct{ Duration string }
+	}
+	json.Unmarshal(out, &probe)
+	secs, _ := strconv.ParseFloat(probe.Format.Duration, 64)
+	if want := float64(done.DurationMS) / 1000; secs < want-1.5 || secs > want+1 || len(probe.Streams) != 1 || probe.Streams[0].Width != r.Width {
+		t.Errorf("the video: %s for a recording of %.1fs", out, want)
+	}
+
+	// The web console plays it to its end.
+	shot := filepath.Join(os.TempDir(), "bureau-e2e-recording.png")
+	cmd := exec.Command("node", "recordings.mjs")
+	cmd.Dir = "browser"
+	cmd.Env = append(os.Environ(), "BUREAU_URL="+s.url, "TOKEN="+token, "DESKTOP="+d.ID, "RID="+r.ID, "SCREENSHOT="+shot)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("browser: %v\n%s", err, stderr.String())
+	}
+	var played struct {
+		Played, Ended bool
+		Duration      float64
+		Width         int
+		Errors        []string
+	}
+	json.Unmarshal(stdout.Bytes(), &played)
+	if !played.Played || !played.Ended || played.Width != r.Width || played.Duration < secs-1 || len(played.Errors) > 0 {
+		t.Errorf("the console's Recordings tab (see %s): %s", shot, strings.TrimSpace(stdout.String()))
+	}
+
+	if code := s.call(token, "DELETE", base+"/"+r.ID, nil, nil); code != 204 {
+		t.Errorf("delete: %d", code)
+	}
+}
