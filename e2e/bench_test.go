@@ -68,6 +68,7 @@ func TestBench(t *testing.T) {
 	benchComputer(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
 	benchAgent(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
 	benchURL(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
+	benchRecording(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
 	benchPersistence(t, s, d.ID, run, add, func(name, v string) { rows = append(rows, row{name, v}) })
 	if os.Getenv("BUREAU_BENCH_SHORT") != "1" { // make test's warm check walks the tiers
 		benchTiers(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
