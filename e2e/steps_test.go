@@ -59,10 +59,6 @@ func testStepLog(t *testing.T, s *server, token string, d *desktop.Desktop) {
 		t.Fatalf("write the marker: %d", code)
 	}
 	s.waitSteps(token, d.ID, from, 1)
-	if code := s.call(token, "POST", base+"/snapshots", map[string]any{"name": "before-steps"}, nil); code != http.StatusCreated {
-		t.Fatalf("snapshot: %d", code)
-	}
-	defer s.call(token, "DELETE", base+"/snapshots/before-steps", nil, nil)
 
 	// A follower sees the next steps as they happen.
 	req, _ := http.NewRequest("GET", s.url+base+"/steps?follow=true&after="+strconv.FormatInt(from+1, 10), nil)
@@ -93,7 +89,8 @@ func testStepLog(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	var ex struct {
 		ExitCode int `json:"exit_code"`
 	}
-	if code := s.call(token, "POST", base+"/exec", map[string]any{"cmd": "echo after > " + marker}, &ex); code != 200 || ex.ExitCode != 0 {
+	// A checkpoint (with the RAM) just before the exec.
+	if code := s.call(token, "POST", base+"/exec?checkpoint=memory", map[string]any{"cmd": "echo after > " + marker}, &ex); code != 200 || ex.ExitCode != 0 {
 		t.Fatalf("exec: %d %+v", code, ex)
 	}
 	s.expectError(token, "POST", base+"/exec", map[string]any{"cmd": "true", "user": "Not A User"}, 422, "invalid")
@@ -102,7 +99,10 @@ func testStepLog(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	if move.Kind != steps.KindComputer || !move.Before || !move.After || move.Status != 200 || !strings.Contains(string(move.Input), "mouse_move") {
 		t.Errorf("the computer step: %+v", move)
 	}
-	if change.Kind != steps.KindExec || change.Status != 200 || !strings.Contains(string(change.Input), "echo after") ||
+	if change.Checkpoint != "" {
+		defer s.call(token, "DELETE", base+"/snapshots/"+change.Checkpoint, nil, nil)
+	}
+	if change.Kind != steps.KindExec || change.Status != 200 || !strings.Contains(string(change.Input), "echo after") || !strings.HasPrefix(change.Checkpoint, "checkpoint-") ||
 		!strings.Contains(string(change.Result), `"exit_code":0`) || !strings.HasPrefix(change.Actor, "alice/") {
 		t.Errorf("the exec step: %+v input %s result %s", change, change.Input, change.Result)
 	}
@@ -183,13 +183,14 @@ func testStepLog(t *testing.T, s *server, token string, d *desktop.Desktop) {
 		t.Errorf("the console's Steps tab (see %s): %s", shot, stdout.String())
 	}
 
-	// Revert to before the exec: the marker is as the snapshot had it.
+	// Revert to before the exec: its checkpoint, where the marker was as
+	// the file write left it.
 	var rv struct {
 		Snapshot desktop.Snapshot `json:"snapshot"`
 		Holds    int64            `json:"holds_through_step"`
 	}
 	if code := s.call(token, "POST", base+"/steps/"+strconv.FormatInt(change.Seq, 10)+"/revert", nil, &rv); code != http.StatusAccepted ||
-		rv.Snapshot.Name != "before-steps" || rv.Holds != from+1 {
+		rv.Snapshot.Name != change.Checkpoint || rv.Holds != move.Seq {
 		t.Fatalf("revert to before step %d: %d %+v", change.Seq, code, rv)
 	}
 	s.waitState(token, d.ID, desktop.StateRunning, 5*time.Minute)

@@ -14,6 +14,7 @@ import (
 	"github.com/bureau/bureau/internal/computer"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/guest"
+	"github.com/bureau/bureau/internal/manager"
 	"github.com/bureau/bureau/internal/steps"
 	"github.com/gin-gonic/gin"
 )
@@ -67,6 +68,11 @@ func (s *server) stepped(kind string, h gin.HandlerFunc) gin.HandlerFunc {
 			return
 		}
 		input := s.stepInput(c, kind)
+		checkpoint, err := s.checkpoint(c, d, kind)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
 		start := time.Now()
 		var before []byte
 		if s.StepThumbnails == "" || s.StepThumbnails == "both" {
@@ -75,7 +81,7 @@ func (s *server) stepped(kind string, h gin.HandlerFunc) gin.HandlerFunc {
 		c.Set(stepReplyKey, nil)
 		h(c)
 		st := &steps.Step{DesktopID: d.ID, At: start, DurationMS: time.Since(start).Milliseconds(),
-			Actor: actor(c), Kind: kind, Input: input, Status: c.Writer.Status()}
+			Actor: actor(c), Kind: kind, Input: input, Status: c.Writer.Status(), Checkpoint: checkpoint}
 		if msg, ok := c.Get(stepErrorKey); ok {
 			st.Error = msg.(string)
 		}
@@ -98,6 +104,30 @@ func (s *server) stepped(kind string, h gin.HandlerFunc) gin.HandlerFunc {
 			}
 		}()
 	}
+}
+
+// checkpoint takes the snapshot a call asked for with checkpoint=true (its
+// disks) or checkpoint=memory (and its RAM, so running programs come back
+// too) before it runs: "revert to before this step" then reverts to it.
+// It answers the snapshot's name ("" when none was asked for).
+func (s *server) checkpoint(c *gin.Context, d *desktop.Desktop, kind string) (string, error) {
+	var memory bool
+	switch c.Query("checkpoint") {
+	case "", "false":
+		return "", nil
+	case "true", "disk":
+	case "memory":
+		memory = true
+	default:
+		return "", &desktop.ValidationError{Field: "checkpoint", Message: "must be true (the disks), memory (the disks and RAM) or false"}
+	}
+	name := fmt.Sprintf("checkpoint-%d", time.Now().UnixMilli())
+	_, err := s.Desktops.CreateSnapshot(c.Request.Context(), d.ID, manager.SnapshotRequest{Name: name,
+		Description: "before a " + kind + " step by " + actor(c), Memory: &memory, Actor: actor(c), Unlimited: isAdmin(c)})
+	if err != nil {
+		return "", fmt.Errorf("the checkpoint asked for before this call: %w", err)
+	}
+	return name, nil
 }
 
 // noteStepResult leaves what a call answered for the step it is (if it

@@ -68,7 +68,8 @@ func (s *server) exportSteps(c *gin.Context) (reply, error) {
 }
 
 // revertToStep puts the desktop back as it was before a step: reverted to
-// the newest snapshot taken before the step began. It answers which
+// the checkpoint taken for it, or else the newest snapshot taken before
+// the step began. It answers which
 // snapshot that was and the last step it holds.
 func (s *server) revertToStep(c *gin.Context) (reply, error) {
 	d, seq, err := s.stepOf(c)
@@ -86,6 +87,10 @@ func (s *server) revertToStep(c *gin.Context) (reply, error) {
 	}
 	var cp *desktop.Snapshot
 	for _, sn := range snaps {
+		if sn.Name == st.Checkpoint { // the one taken for this step
+			cp = sn
+			break
+		}
 		if !sn.CreatedAt.After(st.At) && (cp == nil || sn.CreatedAt.After(cp.CreatedAt)) {
 			cp = sn
 		}

@@ -223,3 +223,29 @@ func TestStepLogFollow(t *testing.T) {
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 0))
 }
+
+// checkpoint=true snapshots the desktop just before the call, and
+// reverting to before that step goes to it.
+func TestStepCheckpoint(t *testing.T) {
+	e := newEnv(t)
+	id := runningDesktop(t, e, e.alice)
+	base := "/api/v1/desktops/" + id
+	if code, body := e.do(t, e.alice, "POST", base+"/exec?checkpoint=maybe", `{"cmd":"true"}`); code != 422 || errField(body) != "checkpoint" {
+		t.Errorf("checkpoint=maybe: %d %v", code, body)
+	}
+	if code, _ := e.do(t, e.alice, "POST", base+"/exec?checkpoint=true", `{"cmd":"rm -rf ~/work"}`); code != 200 {
+		t.Fatalf("exec with a checkpoint: %d", code)
+	}
+	st := stepsOf(t, e, e.alice, id, 1)[0]
+	name, _ := st["checkpoint"].(string)
+	if !strings.HasPrefix(name, "checkpoint-") || e.desktops.lastSnapshot.Name != name || *e.desktops.lastSnapshot.Memory {
+		t.Fatalf("step %v, snapshot asked %+v", st, e.desktops.lastSnapshot)
+	}
+	if code, r := e.do(t, e.alice, "POST", base+"/steps/1/revert", ""); code != 202 || r["snapshot"].(map[string]any)["name"] != name {
+		t.Errorf("revert to before the step: %d %v", code, r)
+	}
+	e.do(t, e.alice, "PUT", base+"/files?path=/tmp/x&checkpoint=memory", "x")
+	if !*e.desktops.lastSnapshot.Memory {
+		t.Errorf("checkpoint=memory took %+v", e.desktops.lastSnapshot)
+	}
+}

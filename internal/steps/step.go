@@ -39,6 +39,9 @@ type Step struct {
 	Error  string `json:"error,omitempty"`
 	Before bool   `json:"thumbnail_before"`
 	After  bool   `json:"thumbnail_after"`
+	// Checkpoint is the snapshot taken just before the step (asked for
+	// with checkpoint=true or memory).
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 // Thumbs packs which thumbnails exist (stored as one number).
