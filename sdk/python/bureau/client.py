@@ -7,6 +7,7 @@ from typing import Any, Iterator
 from . import models as m
 from ._transport import Transport
 from .desktop import Desktop
+from .recordings import Recordings
 from .sse import ServerEvent, parse
 from .steps import Steps
 
@@ -28,6 +29,7 @@ class Client:
         self.hosts = Hosts(self.http)
         self.events = Events(self.http)
         self.steps = Steps(self.http)
+        self.recordings = Recordings(self.http)
 
     def info(self) -> dict:
         """What this bureau is: version, accelerator (kvm or tcg) and why."""

@@ -341,6 +341,29 @@ class Step(Model):
 
 
 @dataclass
+class Recording(Model):
+    """A Recording of a desktop's screen as the API shows it."""
+
+    SCHEMA: ClassVar[str] = 'Recording'
+    id: str | None = None
+    desktop_id: str | None = None
+    state: str | None = None
+    actor: str | None = None
+    fps: int | None = None
+    max_seconds: int | None = None
+    width: int | None = None
+    height: int | None = None
+    frames: int | None = None
+    size_bytes: int | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    duration_ms: int | None = None
+    ended_why: str | None = None
+    error: str | None = None
+    video_url: str | None = None
+
+
+@dataclass
 class Stats(Model):
     """A VMStats as the API shows it."""
 

@@ -1,5 +1,6 @@
 import { Desktop } from "./desktop.js";
 import type * as m from "./models.js";
+import { Recordings } from "./recordings.js";
 import { parseSSE, type ServerEvent } from "./sse.js";
 import { Steps } from "./steps.js";
 import { Transport } from "./transport.js";
@@ -43,6 +44,8 @@ export class Bureau {
   readonly events: Events;
   /** Each desktop's step log. */
   readonly steps: Steps;
+  /** Each desktop's screen recordings. */
+  readonly recordings: Recordings;
 
   constructor(o: ClientOptions = {}) {
     this.http = new Transport(o.url, o.token);
@@ -55,6 +58,7 @@ export class Bureau {
     this.hosts = new Hosts(this.http);
     this.events = new Events(this.http);
     this.steps = new Steps(this.http);
+    this.recordings = new Recordings(this.http);
   }
 
   /** What this bureau is: version, accelerator (kvm or tcg) and why. */

@@ -14,6 +14,7 @@ export { Clipboard, Console, Files, Processes, Secrets, Services, Snapshots, URL
 export type * from "./models.js";
 export { FIELDS } from "./models.js";
 export { EXCLUDED, OPERATIONS, type OperationId } from "./operations.js";
+export { Recordings, type RecordingRef } from "./recordings.js";
 export { eventJSON, parseSSE, type ServerEvent } from "./sse.js";
 export { Steps, type DesktopRef } from "./steps.js";
 export { AnthropicComputer, OpenAIComputer, ANTHROPIC_TOOL_VERSIONS, type ComputerCall, type ComputerCallOutput, type ToolResult, type ToolUse } from "./adapters.js";

@@ -360,6 +360,35 @@ export interface StreamToken {
   url: string;
 }
 
+/** A recording of a desktop's screen (WebM): second t of its video is `started_at` + t. */
+export interface Recording {
+  id: string;
+  desktop_id: string;
+  state: "recording" | "done" | "failed";
+  /** Who started it. */
+  actor: string;
+  fps: number;
+  max_seconds: number;
+  /** The video's width (the screen's when it began; a later size is scaled to it). */
+  width: number;
+  height: number;
+  /** The screens that changed (the first included). */
+  frames: number;
+  /** The file's size (0 while recording). */
+  size_bytes: number;
+  /** The time of the video's first frame. */
+  started_at: string;
+  ended_at?: string;
+  /** How long it covers (so far, while recording). */
+  duration_ms: number;
+  /** What ended it. */
+  ended_why?: string;
+  /** Why it failed. */
+  error?: string;
+  /** Where its video is, once finished: GET it with the same token. */
+  video_url?: string;
+}
+
 /** One thing done in a desktop: a computer-use call (its actions), an exec, a file write or delete, a clipboard write. */
 export interface Step {
   desktop_id: string;
@@ -442,6 +471,7 @@ export const FIELDS: Record<string, { schema: string; fields: string[] }> = {
   Size: { schema: "Size", fields: ["width", "height"] },
   StreamToken: { schema: "StreamToken", fields: ["token", "expires_at", "url"] },
   NetworkPolicy: { schema: "NetworkPolicy", fields: ["allow_out", "deny_out"] },
+  Recording: { schema: "Recording", fields: ["id", "desktop_id", "state", "actor", "fps", "max_seconds", "width", "height", "frames", "size_bytes", "started_at", "ended_at", "duration_ms", "ended_why", "error", "video_url"] },
   Step: { schema: "Step", fields: ["desktop_id", "seq", "at", "duration_ms", "actor", "kind", "input", "result", "status", "error", "thumbnail_before", "thumbnail_after"] },
   StepExport: { schema: "StepExport", fields: ["format", "desktop_id", "next_after", "steps", "tools", "messages", "input"] },
 };
