@@ -83,10 +83,12 @@ function renderLive() {
 function route() {
   if (!getToken()) return;
   const hash = location.hash.replace(/^#/, '') || '/';
-  const m = hash.match(/^\/desktops\/([^/]+)(?:\/([a-z]+))?$/);
+  // #/desktops/<id>[/<tab>][?<params of the tab>]
+  const m = hash.match(/^\/desktops\/([^/?]+)(?:\/([a-z]+))?(?:\?(.*))?$/);
+  const params = m?.[3] ? Object.fromEntries(new URLSearchParams(m[3])) : {};
   const key = m ? `d:${decodeURIComponent(m[1])}` : 'list';
   if (current && current.key === key) {
-    if (m && m[2]) current.setTab?.(m[2]);
+    if (m && m[2]) current.setTab?.(m[2], params);
     return;
   }
   current?.cleanup?.();
@@ -94,7 +96,7 @@ function route() {
   window.scrollTo(0, 0);
   if (m) {
     const id = decodeURIComponent(m[1]);
-    const v = detailsView(main, id, m[2]);
+    const v = detailsView(main, id, m[2], params);
     current = { key, ...v };
     const d = store.desktops.get(id);
     document.title = `${d ? d.name : 'Desktop'} · bureau`;

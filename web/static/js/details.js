@@ -1,5 +1,5 @@
 // The details page of one desktop: properties, a large screenshot and tabs for
-// events, steps, snapshots, files and console sessions.
+// events, steps, recordings, snapshots, files and console sessions.
 import { get, post, del, api, seg, describe } from './api.js';
 import { store, subscribe, upsert, onDesktopEvent } from './store.js';
 import { h, icon, clear, toast, confirmDialog, busy, fmtMiB, fmtBytes, fmtTime, fmtDuration, timeEl } from './ui.js';
@@ -7,11 +7,13 @@ import { statePill, actionButtons, consoleButtons, can, requestShot, shotOf, onS
 import { placeholder } from './list.js';
 import { servicesTab } from './services.js';
 import { stepsTab } from './steps.js';
+import { recordingsTab } from './recordings.js';
 
 const SHOT_WIDTH = 1024;
 const TABS = [
   ['events', 'Events'],
   ['steps', 'Steps'],
+  ['recordings', 'Recordings'],
   ['snapshots', 'Snapshots'],
   ['files', 'Files'],
   ['services', 'Services'],
@@ -19,7 +21,7 @@ const TABS = [
   ['network', 'Network'],
 ];
 
-export function detailsView(root, id, tab = 'events') {
+export function detailsView(root, id, tab = 'events', params = {}) {
   if (!TABS.some(([t]) => t === tab)) tab = 'events';
   const cleanups = [];
   const base = `#/desktops/${encodeURIComponent(id)}`;
@@ -118,13 +120,14 @@ export function detailsView(root, id, tab = 'events') {
   const tabButtons = TABS.map(([t, label]) => h('a.tab', { href: `${base}/${t}`, role: 'tab', dataset: { tab: t } }, label));
   tabBar.append(...tabButtons);
   let tabCleanup = null;
-  function selectTab(t) {
+  // params: the query of the tab's address (#/desktops/<id>/<tab>?…), e.g. a recording to open.
+  function selectTab(t, params = {}) {
     tabButtons.forEach((b) => b.setAttribute('aria-selected', String(b.dataset.tab === t)));
     tabCleanup?.();
     clear(tabBody);
-    tabCleanup = { events: eventsTab, steps: stepsTab, snapshots: snapshotsTab, files: filesTab, services: servicesTab, console: consoleTab, network: networkTab }[t](tabBody, id, desk) || null;
+    tabCleanup = { events: eventsTab, steps: stepsTab, recordings: recordingsTab, snapshots: snapshotsTab, files: filesTab, services: servicesTab, console: consoleTab, network: networkTab }[t](tabBody, id, desk, params) || null;
   }
-  selectTab(tab);
+  selectTab(tab, params);
   cleanups.push(() => tabCleanup?.());
 
   // ----- live updates -----
@@ -147,7 +150,7 @@ export function detailsView(root, id, tab = 'events') {
   return {
     cleanup: () => cleanups.forEach((f) => f()),
     // Switching tabs within the same desktop keeps the page.
-    setTab: (t) => { if (TABS.some(([x]) => x === t)) selectTab(t); },
+    setTab: (t, params) => { if (TABS.some(([x]) => x === t)) selectTab(t, params); },
   };
 }
 

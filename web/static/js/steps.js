@@ -2,12 +2,14 @@
 // file write or delete and clipboard write made through the API — newest
 // first, each with who did it, what it asked, what came of it and small
 // pictures of the screen before and after. Exports for replay (Anthropic,
-// OpenAI, bureau JSON) and reverts to before a step. While the tab is open it
-// asks for new steps every 2 s.
+// OpenAI, bureau JSON) and reverts to before a step; a step a recording covers
+// opens it at the step's time (Recordings tab). While the tab is open it asks
+// for new steps every 2 s.
 import { api, get, post, seg, describe } from './api.js';
 import { upsert, subscribe } from './store.js';
 import { h, icon, clear, toast, confirmDialog, busy, fmtBytes, fmtTime, fmtAgo } from './ui.js';
 import { can } from './desktop.js';
+import { recordingAt, recordingHref, fmtClock } from './recordings.js';
 
 const PAGE = 100; // steps shown at first and added by "Show older steps"
 const MAX_ROWS = 600; // beyond this, the oldest (collapsed) rows are dropped
@@ -142,7 +144,7 @@ export function pretty(v, indent = '') {
 }
 
 // ---------- the tab ----------
-export function stepsTab(box, id, desk) {
+export function stepsTab(box, id, desk, params = {}) {
   const ctl = new AbortController();
   const { signal } = ctl;
   let disposed = false;
@@ -309,7 +311,47 @@ export function stepsTab(box, id, desk) {
     } else {
       expanded.add(seq);
       openDetail(li, st);
+      loadRecordings();
     }
+  }
+
+  // ----- recordings: a step a finished recording covers opens it at its time -----
+  let recordings = null; // the desktop's recordings, once asked for
+  let recLoading = null;
+  function loadRecordings() {
+    if (recLoading) return recLoading;
+    recLoading = (async () => {
+      try {
+        const b = await get(`/desktops/${seg(id)}/recordings`, { signal });
+        recordings = Array.isArray(b) ? b : b?.recordings || [];
+      } catch {
+        return; // no recordings on this bureau, or a hiccup: no links this time
+      } finally {
+        recLoading = null;
+      }
+      if (disposed) return;
+      for (const li of list.querySelectorAll('li.step.open')) fillRecording(li);
+    })();
+    return recLoading;
+  }
+
+  /** The "Watch in recording" link of an open step, when a recording covers its time. */
+  function fillRecording(li) {
+    const slot = li.querySelector('.step-rec');
+    const st = steps.get(Number(li.dataset.seq));
+    if (!slot || !st) return;
+    const hit = recordings ? recordingAt(recordings, st.at) : null;
+    if (!hit) { clear(slot); return; }
+    if (hit.live) {
+      clear(slot, h('span.muted.small.step-rec-live', { title: 'A recording under way covers this step' },
+        h('span.rec-dot'), 'Being recorded — watch it once the recording stops'));
+      return;
+    }
+    const href = recordingHref(id, hit.rec.id, hit.t, st.seq);
+    clear(slot, h('a.btn.btn-sm.step-watch', {
+      href, dataset: { rid: hit.rec.id, t: hit.t.toFixed(2) },
+      title: `The recording started ${fmtTime(hit.rec.started_at)} shows this step ${fmtClock(hit.t)} into it`,
+    }, icon('play', 14), `Watch in recording (at ${fmtClock(hit.t)})`));
   }
 
   function openDetail(li, st) {
@@ -334,8 +376,10 @@ export function stepsTab(box, id, desk) {
       output(st),
       h('div.step-detail-foot',
         revert,
+        h('span.step-rec'),
         h('span.muted.small', `Step ${st.seq} · ${fmtTime(st.at)} · ${fmtMs(st.duration_ms)} · HTTP ${st.status} · by ${st.actor || '—'}`)),
       note));
+    fillRecording(li);
   }
 
   /** Revert is offered in the states a snapshot can be reverted from. */
@@ -498,11 +542,21 @@ export function stepsTab(box, id, desk) {
       hasOlder = first.length > 0 && first[0].seq > firstSeq;
       add(first);
       renderBody();
+      if (params.seq) showStep(Number(params.seq));
     } catch (e) {
       if (disposed || e.name === 'AbortError') return;
       clear(body, h('div.empty.empty-error.empty-sm', h('p', describe(e)),
         h('button.btn.btn-sm', { type: 'button', onclick: load }, icon('refresh', 14), 'Try again')));
     }
+  }
+
+  /** Opens step seq (#/desktops/<id>/steps?seq=N) and scrolls to it, when it is shown. */
+  function showStep(seq) {
+    const li = rows.get(seq);
+    if (!li) return;
+    if (!expanded.has(seq)) toggle(seq);
+    const top = li.getBoundingClientRect().top + window.scrollY - 72; // below the sticky top bar
+    window.scrollTo(0, Math.max(0, top));
   }
 
   async function loadOlder(btn) {
@@ -570,6 +624,7 @@ export function stepsTab(box, id, desk) {
   }
 
   load();
+  loadRecordings();
   const unsub = subscribe((reason, changed) => {
     if (changed !== id) return;
     for (const b of list.querySelectorAll('.step-revert')) if (!b.classList.contains('is-busy')) revertState(b);
