@@ -39,6 +39,16 @@ func testRecordings(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	s.expectError(token, "POST", base, nil, 409, "conflict")
 	s.catWindow(d, "60x10+200+200", "/tmp/recorded.txt")
 	s.call(token, "POST", "/api/v1/desktops/"+d.ID+"/computer", map[string]any{"action": "type", "text": "recorded from the hypervisor"}, nil)
+	// The typing is the newest step (recorded just after the call).
+	var last stepList
+	for i := 0; i < 50 && (len(last.Steps) == 0 || !strings.Contains(string(last.Steps[0].Input), "recorded from")); i++ {
+		time.Sleep(100 * time.Millisecond)
+		s.call(token, "GET", "/api/v1/desktops/"+d.ID+"/steps?newest=true&limit=1", nil, &last)
+	}
+	typed := last.Steps
+	if len(typed) != 1 || !strings.Contains(string(typed[0].Input), "recorded from") {
+		t.Fatalf("the typing step: %+v", typed)
+	}
 	time.Sleep(time.Second)
 	s.guest(d, "pkill -x xterm")
 	time.Sleep(time.Second)
@@ -74,6 +84,8 @@ func testRecordings(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	cmd := exec.Command("node", "recordings.mjs")
 	cmd.Dir = "browser"
 	cmd.Env = append(os.Environ(), "BUREAU_URL="+s.url, "TOKEN="+token, "DESKTOP="+d.ID, "RID="+r.ID, "SCREENSHOT="+shot)
+	// ... and the typing step opens the recording at its time.
+	cmd.Env = append(cmd.Env, "STEP_SEQ="+strconv.FormatInt(typed[0].Seq, 10))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -84,9 +96,16 @@ func testRecordings(t *testing.T, s *server, token string, d *desktop.Desktop) {
 		Duration      float64
 		Width         int
 		Errors        []string
+		Step          struct {
+			RID         string  `json:"rid"`
+			T           float64 `json:"t"`
+			CurrentTime float64 `json:"current_time"`
+		} `json:"step"`
 	}
 	json.Unmarshal(stdout.Bytes(), &played)
-	if !played.Played || !played.Ended || played.Width != r.Width || played.Duration < secs-1 || len(played.Errors) > 0 {
+	wantT := typed[0].At.Sub(r.StartedAt).Seconds()
+	if !played.Played || !played.Ended || played.Width != r.Width || played.Duration < secs-1 || len(played.Errors) > 0 ||
+		played.Step.RID != r.ID || played.Step.T < wantT-1 || played.Step.T > wantT+1 {
 		t.Errorf("the console's Recordings tab (see %s): %s", shot, strings.TrimSpace(stdout.String()))
 	}
 
