@@ -71,6 +71,7 @@ func NewServer(c Caller, token TokenFunc, version string) *mcp.Server {
 	t.addLifecycleTools(s)
 	t.addDesktopIOTools(s)
 	t.addFileTools(s)
+	t.addStepTools(s)
 	return s
 }
 
@@ -232,10 +233,15 @@ func (t *tools) computer(ctx context.Context, req *mcp.CallToolRequest, in compu
 type execIn struct {
 	Desktop string `json:"desktop" jsonschema:"the desktop's id"`
 	guest.ExecRequest
+	Checkpoint string `json:"checkpoint,omitempty" jsonschema:"true: snapshot the desktop's disks just before the command (memory: and its RAM), so revert_to_step can undo it"`
 }
 
 func (t *tools) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn) (*mcp.CallToolResult, Out, error) {
-	r, err := t.call(ctx, req, "POST", desktopPath(in.Desktop, "/exec"), in.ExecRequest, 0)
+	path := desktopPath(in.Desktop, "/exec")
+	if in.Checkpoint != "" {
+		path += "?checkpoint=" + url.QueryEscape(in.Checkpoint)
+	}
+	r, err := t.call(ctx, req, "POST", path, in.ExecRequest, 0)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -129,3 +129,37 @@ func TestToolsDescribeThemselves(t *testing.T) {
 		}
 	}
 }
+
+// The step log and recordings are reachable as tools, and exec can ask
+// for a checkpoint.
+func TestStepAndRecordingTools(t *testing.T) {
+	f := &fakeCaller{answers: map[string]Response{
+		"/api/v1/desktops/d1/steps":      {Status: 200, Body: []byte(`{"steps":[{"seq":7,"kind":"exec"}]}`)},
+		"/api/v1/desktops/d1/recordings": {Status: 201, Body: []byte(`{"id":"rec_0123456789abcdef","state":"recording"}`)},
+		"/api/v1/desktops/d1/exec":       {Status: 200, Body: []byte(`{"exit_code":0}`)},
+	}}
+	cs := session(t, f)
+	if text, _ := callText(t, cs, "list_steps", map[string]any{"desktop": "d1"}); !strings.Contains(text, `"seq":7`) {
+		t.Errorf("list_steps: %s", text)
+	}
+	callText(t, cs, "list_steps", map[string]any{"desktop": "d1", "after": 3, "limit": 5})
+	callText(t, cs, "revert_to_step", map[string]any{"desktop": "d1", "step": 7})
+	if text, _ := callText(t, cs, "start_recording", map[string]any{"desktop": "d1", "fps": 5}); !strings.Contains(text, "rec_") {
+		t.Errorf("start_recording: %s", text)
+	}
+	callText(t, cs, "stop_recording", map[string]any{"desktop": "d1", "recording": "rec_0123456789abcdef"})
+	callText(t, cs, "exec", map[string]any{"desktop": "d1", "cmd": "rm -rf build", "checkpoint": "true"})
+	want := []string{
+		"GET /api/v1/desktops/d1/steps?limit=20&newest=true",
+		"GET /api/v1/desktops/d1/steps?after=3&limit=5",
+		"POST /api/v1/desktops/d1/steps/7/revert",
+		"POST /api/v1/desktops/d1/recordings",
+		"POST /api/v1/desktops/d1/recordings/rec_0123456789abcdef/stop",
+		"POST /api/v1/desktops/d1/exec?checkpoint=true",
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if strings.Join(f.paths, "\n") != strings.Join(want, "\n") {
+		t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(f.paths, "\n"), strings.Join(want, "\n"))
+	}
+}
