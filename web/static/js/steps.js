@@ -290,6 +290,7 @@ export function stepsTab(box, id, desk, params = {}) {
         st.kind === 'file_delete' && inp.recursive && inp.recursive !== 'false' ? h('span.tag', 'recursive') : null,
         exitCode ? h('span.tag.tag-warn', { title: 'The command ran and exited with this code' }, `exit ${exitCode}`) : null,
         st.result?.timed_out ? h('span.tag.tag-warn', 'timed out') : null,
+        st.checkpoint ? h('span.tag', { title: `Snapshot ${st.checkpoint} was taken just before this step: reverting to before it goes there` }, 'checkpoint') : null,
         bad ? h('span.pill.pill-bad', { title: `HTTP ${st.status}` }, h('span.dot'), `failed · ${st.status}`) : null),
       bad && st.error ? h('div.step-error', { title: st.error }, st.error) : null),
     h('span.step-chevron', { 'aria-hidden': 'true' }, icon('back', 14)));
