@@ -86,6 +86,10 @@ func testStepLog(t *testing.T, s *server, token string, d *desktop.Desktop) {
 		{"action": "mouse_move", "coordinate": []int{640, 400}}, {"type": "move", "x": 600, "y": 380}}}, nil); code != 200 {
 		t.Fatalf("computer: %d", code)
 	}
+	// Calls closer than a quarter of a second are a burst, whose steps go
+	// without the pictures between them: pause as an agent thinking does.
+	pause := func() { time.Sleep(400 * time.Millisecond) }
+	pause()
 	var ex struct {
 		ExitCode int `json:"exit_code"`
 	}
@@ -93,6 +97,7 @@ func testStepLog(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	if code := s.call(token, "POST", base+"/exec?checkpoint=memory", map[string]any{"cmd": "echo after > " + marker}, &ex); code != 200 || ex.ExitCode != 0 {
 		t.Fatalf("exec: %d %+v", code, ex)
 	}
+	pause()
 	s.expectError(token, "POST", base+"/exec", map[string]any{"cmd": "true", "user": "Not A User"}, 422, "invalid")
 	list := s.waitSteps(token, d.ID, from+1, 3)
 	move, change, refused := list[0], list[1], list[2]
@@ -101,6 +106,9 @@ func testStepLog(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	}
 	if change.Checkpoint != "" {
 		defer s.call(token, "DELETE", base+"/snapshots/"+change.Checkpoint, nil, nil)
+	}
+	if !change.Before || !change.After || !refused.Before || !refused.After {
+		t.Errorf("pictures of calls a pause apart: exec %v/%v, refused exec %v/%v", change.Before, change.After, refused.Before, refused.After)
 	}
 	if change.Kind != steps.KindExec || change.Status != 200 || !strings.Contains(string(change.Input), "echo after") || !strings.HasPrefix(change.Checkpoint, "checkpoint-") ||
 		!strings.Contains(string(change.Result), `"exit_code":0`) || !strings.HasPrefix(change.Actor, "alice/") {

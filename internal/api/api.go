@@ -157,6 +157,7 @@ type server struct {
 	limits  *limiter
 	streams *auth.StreamGrants
 	redact  *redactor
+	shots   stepShots
 }
 
 // New builds the router.

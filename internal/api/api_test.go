@@ -283,15 +283,17 @@ func (f *fakeDesktops) setState(id string, st desktop.State) (*desktop.Desktop, 
 	return &cp, nil
 }
 
-type fakeComputer struct{}
+// fakeComputer counts the screenshots taken.
+type fakeComputer struct{ shots atomic.Int32 }
 
-func (fakeComputer) Run(_ context.Context, _ string, req computer.Request) (*computer.Result, error) {
+func (*fakeComputer) Run(_ context.Context, _ string, req computer.Request) (*computer.Result, error) {
 	return &computer.Result{Results: []computer.StepResult{{Action: req.Action.Action}}}, nil
 }
-func (fakeComputer) Screenshot(context.Context, string, computer.ShotOptions) (*computer.Image, error) {
+func (f *fakeComputer) Screenshot(context.Context, string, computer.ShotOptions) (*computer.Image, error) {
+	f.shots.Add(1)
 	return &computer.Image{MediaType: "image/png", Data: []byte("\x89PNG"), Width: 1, Height: 1}, nil
 }
-func (fakeComputer) Forget(string) {}
+func (*fakeComputer) Forget(string) {}
 
 // fakeGuest holds files in memory.
 type fakeGuest struct {
@@ -389,6 +391,7 @@ type env struct {
 	hosts             *fakeHosts
 	steps             *steps.Log
 	recordings        *recording.Service
+	computer          *fakeComputer
 }
 
 func (e *env) secretsChanged(owner, desktopID string) {
@@ -439,13 +442,14 @@ func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 		t.Fatal(err)
 	}
 	urls := preview.New(st, []byte("test key"))
+	e.computer = &fakeComputer{}
 	e.steps = steps.New(st, t.TempDir(), 0, slog.New(slog.DiscardHandler))
 	e.recordings = recording.New(recording.Config{Dir: t.TempDir(), MaxSeconds: 60, KeepBytes: 1 << 30}, st, &pngScreens{}, e.desktops, slog.New(slog.DiscardHandler))
 	e.srv = httptest.NewServer(withSpecCheck(t, New(Deps{Processes: inGuest, Ports: inGuest, Terminals: inGuest, Services: inGuest, SecretValues: sec, Secrets: sec, SecretsChanged: e.secretsChanged, Previews: urls, URLs: urls, PreviewDomain: "localhost", Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
 		ConsoleBytes: func(dir string, n int) {
 			v, _ := e.consoleBytes.LoadOrStore(dir, new(atomic.Int64))
 			v.(*atomic.Int64).Add(int64(n))
-		}, Computer: fakeComputer{}, Guest: fg, Clipboard: fg, Tokens: tokens, Images: imgs, Hosts: e.hosts, Steps: e.steps, Recordings: e.recordings,
+		}, Computer: e.computer, Guest: fg, Clipboard: fg, Tokens: tokens, Images: imgs, Hosts: e.hosts, Steps: e.steps, Recordings: e.recordings,
 		Live: e.live, Stats: fakeStats{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "bureau_up 1\n") }),
 		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}, HostDirs: []string{hostDir}})))
 	t.Cleanup(e.srv.Close)

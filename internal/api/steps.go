@@ -73,11 +73,11 @@ func (s *server) stepped(kind string, h gin.HandlerFunc) gin.HandlerFunc {
 			s.fail(c, err)
 			return
 		}
-		start := time.Now()
 		var before []byte
-		if s.StepThumbnails == "" || s.StepThumbnails == "both" {
-			before = s.thumbnail(c, d)
+		if s.StepThumbnails != "off" {
+			before = s.shotBefore(c.Request.Context(), d)
 		}
+		start := time.Now()
 		c.Set(stepReplyKey, nil)
 		h(c)
 		st := &steps.Step{DesktopID: d.ID, At: start, DurationMS: time.Since(start).Milliseconds(),
@@ -90,19 +90,11 @@ func (s *server) stepped(kind string, h gin.HandlerFunc) gin.HandlerFunc {
 			r = nil // the clipboard's text is not kept
 		}
 		st.Result = stepResult(r)
-		domain := d.DomainName()
-		ctx := context.WithoutCancel(c.Request.Context())
-		go func() {
-			ctx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			var after []byte
-			if s.StepThumbnails != "off" {
-				after = s.thumbnailOf(ctx, domain)
-			}
-			if err := s.Steps.Record(ctx, st, before, after); err != nil {
-				s.Log.Warn("recording a step", "desktop", st.DesktopID, "kind", kind, "err", err)
-			}
-		}()
+		if s.StepThumbnails == "off" {
+			go s.record(st, nil, nil)
+			return
+		}
+		s.shotAfter(st, before, d.DomainName())
 	}
 }
 
@@ -138,15 +130,8 @@ func noteStepResult(c *gin.Context, v any) {
 	}
 }
 
-// thumbnail is a small picture of a running desktop's screen (nil when it
-// is not running or the picture fails: a step is recorded without it).
-func (s *server) thumbnail(c *gin.Context, d *desktop.Desktop) []byte {
-	if d.State != desktop.StateRunning {
-		return nil
-	}
-	return s.thumbnailOf(c.Request.Context(), d.DomainName())
-}
-
+// thumbnailOf is a small picture of a desktop's screen (nil when the
+// picture fails: a step is recorded without it).
 func (s *server) thumbnailOf(ctx context.Context, domain string) []byte {
 	img, err := s.Computer.Screenshot(ctx, domain, computer.ShotOptions{Format: "jpeg", Width: thumbWidth, Quality: thumbQuality})
 	if err != nil {

@@ -35,6 +35,7 @@ func TestStepLogRecordsWhatAnAgentDoes(t *testing.T) {
 	if code, body := e.do(t, e.alice, "POST", base+"/computer", `{"actions":[{"action":"left_click","coordinate":[10,20]},{"action":"type","text":"hello"}]}`); code != 200 {
 		t.Fatalf("computer: %d %v", code, body)
 	}
+	time.Sleep(settleFor + 100*time.Millisecond) // its picture after
 	if code, body := e.do(t, e.alice, "POST", base+"/exec", `{"cmd":"echo hi","env":{"TOKEN":"s3cret-value"}}`); code != 200 {
 		t.Fatalf("exec: %d %v", code, body)
 	}
@@ -247,5 +248,43 @@ func TestStepCheckpoint(t *testing.T) {
 	e.do(t, e.alice, "PUT", base+"/files?path=/tmp/x&checkpoint=memory", "x")
 	if !*e.desktops.lastSnapshot.Memory {
 		t.Errorf("checkpoint=memory took %+v", e.desktops.lastSnapshot)
+	}
+}
+
+// Calls in quick succession do not wait for pictures: a burst's steps go
+// without the pictures between them, the next call after a short pause
+// reuses the last picture as its before, and only one after a long pause
+// takes a fresh one.
+func TestStepPicturesStayOffTheCallsPath(t *testing.T) {
+	e := newEnv(t)
+	id := runningDesktop(t, e, e.alice)
+	move := func() {
+		if code, _ := e.do(t, e.alice, "POST", "/api/v1/desktops/"+id+"/computer", `{"action":"mouse_move","coordinate":[1,1]}`); code != 200 {
+			t.Fatal(code)
+		}
+	}
+	move() // a fresh before (nothing to reuse)
+	for i := 0; i < 4; i++ {
+		move() // a burst
+	}
+	list := stepsOf(t, e, e.alice, id, 5)
+	if n := e.computer.shots.Load(); n != 2 {
+		t.Errorf("%d screenshots for a burst of 5 calls, want 2 (before the first, after the last)", n)
+	}
+	for i, st := range list {
+		before, after := st["thumbnail_before"] == true, st["thumbnail_after"] == true
+		if before != (i == 0) || after != (i == 4) {
+			t.Errorf("step %d: before %v after %v", i+1, before, after)
+		}
+	}
+	time.Sleep(settleFor + 200*time.Millisecond)
+	e.computer.shots.Store(0)
+	move() // within reuseWithin of the last picture: reused
+	time.Sleep(settleFor + 200*time.Millisecond)
+	if n := e.computer.shots.Load(); n != 1 {
+		t.Errorf("%d screenshots for a call after a short pause, want 1 (its after)", n)
+	}
+	if st := stepsOf(t, e, e.alice, id, 6)[5]; st["thumbnail_before"] != true || st["thumbnail_after"] != true {
+		t.Errorf("the call after a short pause: %v", st)
 	}
 }

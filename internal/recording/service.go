@@ -159,12 +159,12 @@ func (s *Service) begin(ctx context.Context, d *desktop.Desktop, o Options, acto
 	sess.rec, sess.enc, sess.domain = r, enc, d.DomainName()
 	sess.release = s.viewers.AddViewer(d.ID)
 	s.mu.Unlock()
+	cp := *r // before run changes r
 	go s.run(sess, first)
 	if s.cfg.Changed != nil {
 		s.cfg.Changed()
 	}
-	s.log.Info("recording", "desktop", d.ID, "recording", r.ID, "fps", o.FPS, "size", fmt.Sprintf("%dx%d", w, h))
-	cp := *r
+	s.log.Info("recording", "desktop", d.ID, "recording", cp.ID, "fps", o.FPS, "size", fmt.Sprintf("%dx%d", w, h))
 	return &cp, nil
 }
 
