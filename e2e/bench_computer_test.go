@@ -26,12 +26,13 @@ func benchComputer(t *testing.T, s *server, d *desktop.Desktop, addRow func(name
 		s.call(adminToken, "POST", path, map[string]any{"action": "screenshot", "display": map[string]int{"width": 1024, "height": 640}}, nil)
 	})
 	addRow("settled screenshot scaled to 1024×640 (action) p50", pct(shot, 50).String())
-	// What the step log adds to a call: one 320-pixel JPEG of the screen
-	// before it (the one after is taken once the call has answered).
+	// What one of the step log's pictures costs: a 320-pixel JPEG of the
+	// screen (taken between calls, off the path of calls in quick
+	// succession; the mouse_move row above is such a burst).
 	thumb := timeN(n, func() {
 		s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/screenshot?format=jpeg&width=320&quality=60", nil, nil)
 	})
-	addRow("a step's thumbnail (320-px JPEG screenshot, on each logged call's path) p50", pct(thumb, 50).String())
+	addRow("a step's picture (320-px JPEG screenshot, taken between calls) p50", pct(thumb, 50).String())
 	ex := timeN(n, func() {
 		s.call(adminToken, "POST", "/api/v1/desktops/"+d.ID+"/exec", map[string]any{"argv": []string{"true"}}, nil)
 	})
