@@ -338,6 +338,7 @@ class Step(Model):
     error: str | None = None
     thumbnail_before: bool | None = None
     thumbnail_after: bool | None = None
+    checkpoint: str | None = None
 
 
 @dataclass

@@ -410,6 +410,8 @@ export interface Step {
   error?: string;
   thumbnail_before: boolean;
   thumbnail_after: boolean;
+  /** The snapshot taken just before the step (the call asked for a checkpoint). */
+  checkpoint?: string;
 }
 
 /** The step log for replay: `steps` (format bureau), `tools` and `messages` (anthropic) or `tools` and `input` (openai). */
@@ -472,6 +474,6 @@ export const FIELDS: Record<string, { schema: string; fields: string[] }> = {
   StreamToken: { schema: "StreamToken", fields: ["token", "expires_at", "url"] },
   NetworkPolicy: { schema: "NetworkPolicy", fields: ["allow_out", "deny_out"] },
   Recording: { schema: "Recording", fields: ["id", "desktop_id", "state", "actor", "fps", "max_seconds", "width", "height", "frames", "size_bytes", "started_at", "ended_at", "duration_ms", "ended_why", "error", "video_url"] },
-  Step: { schema: "Step", fields: ["desktop_id", "seq", "at", "duration_ms", "actor", "kind", "input", "result", "status", "error", "thumbnail_before", "thumbnail_after"] },
+  Step: { schema: "Step", fields: ["desktop_id", "seq", "at", "duration_ms", "actor", "kind", "input", "result", "status", "error", "thumbnail_before", "thumbnail_after", "checkpoint"] },
   StepExport: { schema: "StepExport", fields: ["format", "desktop_id", "next_after", "steps", "tools", "messages", "input"] },
 };
