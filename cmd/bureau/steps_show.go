@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bureau/bureau/internal/computer"
 	"github.com/bureau/bureau/internal/steps"
 )
 
@@ -46,25 +47,9 @@ func (p *stepPrinter) print(st *steps.Step) error {
 	return err
 }
 
-// stepAction is what a summary reads of a computer-use action, in either
+// stepAction is a computer-use action as a step records it, in either
 // shape (Anthropic's "action", OpenAI's "type").
-type stepAction struct {
-	Action          string               `json:"action"`
-	Type            string               `json:"type"`
-	Coordinate      []int                `json:"coordinate"`
-	StartCoordinate []int                `json:"start_coordinate"`
-	X               *int                 `json:"x"`
-	Y               *int                 `json:"y"`
-	Path            []struct{ X, Y int } `json:"path"`
-	Button          string               `json:"button"`
-	Text            string               `json:"text"`
-	Keys            []string             `json:"keys"`
-	ScrollDirection string               `json:"scroll_direction"`
-	ScrollAmount    *int                 `json:"scroll_amount"`
-	ScrollX         int                  `json:"scroll_x"`
-	ScrollY         int                  `json:"scroll_y"`
-	Region          []int                `json:"region"`
-}
+type stepAction = computer.Action
 
 // stepSummary is a step's input on one line: the actions of a computer
 // step (`left_click (640,400); type "hello"`), the command of an exec,

@@ -306,13 +306,17 @@ func openAIChord(keys []string) (chord, error) {
 	return c, nil
 }
 
-// wheelClicks turns a scroll distance in pixels into wheel clicks (about
-// 100 px each, at least one for any movement).
+// PixelsPerWheelClick is what one wheel click is worth of an OpenAI
+// scroll's pixels.
+const PixelsPerWheelClick = 100
+
+// wheelClicks turns a scroll distance in pixels into wheel clicks
+// (PixelsPerWheelClick each, at least one for any movement).
 func wheelClicks(px int) int {
 	if px == 0 {
 		return 0
 	}
-	n := int(math.Ceil(math.Abs(float64(px)) / 100))
+	n := int(math.Ceil(math.Abs(float64(px)) / PixelsPerWheelClick))
 	if px < 0 {
 		return -n
 	}

@@ -1,37 +1,18 @@
 package steps
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/bureau/bureau/internal/computer"
+)
 
 // action is a computer-use action as recorded, in either shape
-// (Anthropic's "action" or OpenAI's "type").
-type action struct {
-	Action          string   `json:"action,omitempty"`
-	Coordinate      []int    `json:"coordinate,omitempty"`
-	StartCoordinate []int    `json:"start_coordinate,omitempty"`
-	Text            string   `json:"text,omitempty"`
-	ScrollDirection string   `json:"scroll_direction,omitempty"`
-	ScrollAmount    *int     `json:"scroll_amount,omitempty"`
-	Duration        float64  `json:"duration,omitempty"`
-	Region          []int    `json:"region,omitempty"`
-	Type            string   `json:"type,omitempty"`
-	X               *int     `json:"x,omitempty"`
-	Y               *int     `json:"y,omitempty"`
-	Button          string   `json:"button,omitempty"`
-	Path            []point  `json:"path,omitempty"`
-	Keys            []string `json:"keys,omitempty"`
-	ScrollX         int      `json:"scroll_x,omitempty"`
-	ScrollY         int      `json:"scroll_y,omitempty"`
-	Ms              int      `json:"ms,omitempty"`
-}
-
-type point struct {
-	X int `json:"x"`
-	Y int `json:"y"`
-}
+// (Anthropic's "action" or OpenAI's "type"): bureau's own.
+type action = computer.Action
 
 // pixelsPerClick is what one wheel click is worth in OpenAI's pixels
 // (as bureau runs them).
-const pixelsPerClick = 100
+const pixelsPerClick = computer.PixelsPerWheelClick
 
 func ip(v int) *int { return &v }
 
@@ -68,7 +49,7 @@ func toOpenAI(a action) (action, bool) {
 		if len(a.StartCoordinate) != 2 || x == nil {
 			return a, false
 		}
-		return action{Type: "drag", Path: []point{{a.StartCoordinate[0], a.StartCoordinate[1]}, {*x, *y}}}, true
+		return action{Type: "drag", Path: []computer.Point{{X: a.StartCoordinate[0], Y: a.StartCoordinate[1]}, {X: *x, Y: *y}}}, true
 	case "type":
 		return action{Type: "type", Text: a.Text}, true
 	case "key":
@@ -101,7 +82,7 @@ func toOpenAI(a action) (action, bool) {
 		}
 		return out, true
 	case "wait":
-		return action{Type: "wait", Ms: int(a.Duration * 1000)}, true
+		return action{Type: "wait"}, true // OpenAI's wait has no length
 	case "screenshot":
 		return action{Type: "screenshot"}, true
 	}
@@ -156,7 +137,7 @@ func toAnthropic(a action) (action, bool) {
 		out.ScrollAmount = ip(max(1, (px+pixelsPerClick-1)/pixelsPerClick))
 		return out, true
 	case "wait":
-		return action{Action: "wait", Duration: float64(max(a.Ms, 1000)) / 1000}, true
+		return action{Action: "wait", Duration: 1}, true // as bureau runs OpenAI's wait
 	case "screenshot":
 		return action{Action: "screenshot"}, true
 	}
