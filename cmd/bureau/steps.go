@@ -214,11 +214,7 @@ func stepsThumbnailCmd(cfg *config.Config) *cobra.Command {
 				_, err = io.Copy(cmd.OutOrStdout(), body)
 				return err
 			}
-			b, err := io.ReadAll(body)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(out, b, 0o644)
+			return writeFileAtomic(out, body)
 		}),
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the JPEG to this file (- for standard output)")

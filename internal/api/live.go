@@ -66,15 +66,9 @@ func (s *server) streamEvents(c *gin.Context) {
 		case <-ctx.Done():
 			return
 		case <-keepalive.C:
-			if _, err := s.Tokens.Usable(ctx, caller(c).ID); errors.Is(err, desktop.ErrUnauthorized) {
-				_, body := classify(err)
-				writeEvent(w, "unauthorized", body)
-				w.Flush()
+			if !s.keepStreaming(c) {
 				return
-			} else if err != nil {
-				s.Log.Warn("event stream: checking its token", "err", err)
 			}
-			fmt.Fprint(w, ": keepalive\n\n")
 		case ch := <-sub.C:
 			if n := sub.Dropped(); n > 0 {
 				fmt.Fprintf(w, "event: dropped\ndata: {\"count\":%d}\n\n", n)
@@ -87,6 +81,23 @@ func (s *server) streamEvents(c *gin.Context) {
 		}
 		w.Flush()
 	}
+}
+
+// keepStreaming is a stream's check every streamCheckEvery: while the
+// caller's token is usable it writes a keepalive comment; once it is not,
+// a last "unauthorized" event, and the stream must end (false).
+func (s *server) keepStreaming(c *gin.Context) bool {
+	w := c.Writer
+	if _, err := s.Tokens.Usable(c.Request.Context(), caller(c).ID); errors.Is(err, desktop.ErrUnauthorized) {
+		_, body := classify(err)
+		writeEvent(w, "unauthorized", body)
+		w.Flush()
+		return false
+	} else if err != nil {
+		s.Log.Warn("event stream: checking its token", "path", c.FullPath(), "err", err)
+	}
+	fmt.Fprint(w, ": keepalive\n\n")
+	return true
 }
 
 // createStreamToken gives the caller a stream token: it opens GET

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -349,13 +348,9 @@ func (s *server) followSteps(c *gin.Context, desktopID string, after int64) {
 		case <-ctx.Done():
 			return
 		case <-keepalive.C:
-			if _, err := s.Tokens.Usable(ctx, caller(c).ID); errors.Is(err, desktop.ErrUnauthorized) {
-				_, body := classify(err)
-				writeEvent(w, "unauthorized", body)
-				w.Flush()
+			if !s.keepStreaming(c) {
 				return
 			}
-			fmt.Fprint(w, ": keepalive\n\n")
 		case st := <-f.C:
 			if n := f.Dropped(); n > 0 {
 				// Fell behind: read the gap from the log.
