@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"testing"
@@ -52,19 +50,7 @@ func TestBench(t *testing.T) {
 	coldVisible := time.Since(t0)
 	add("create → desktop visible (screen settled)", coldVisible)
 
-	// Screenshot latency: bureau's API against virsh screenshot, side by side.
-	api := timeN(reps(), func() {
-		var b []byte
-		s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/screenshot", nil, &b)
-	})
-	virsh := timeN(reps(), func() {
-		exec.Command("virsh", "-c", "qemu:///system", "screenshot", d.DomainName(), filepath.Join(t.TempDir(), "v.png")).Run()
-	})
-	rows = append(rows,
-		row{fmt.Sprintf("screenshot via API p50 / p99 (%d runs)", reps()), fmt.Sprintf("%s / %s", pct(api, 50), pct(api, 99))},
-		row{fmt.Sprintf("virsh screenshot p50 / p99 (%d runs)", reps()), fmt.Sprintf("%s / %s", pct(virsh, 50), pct(virsh, 99))},
-		row{"API / virsh p50 ratio", fmt.Sprintf("%.2f", float64(pct(api, 50))/float64(pct(virsh, 50)))})
-
+	benchScreen(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
 	benchComputer(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
 	benchAgent(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
 	benchURL(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })

@@ -19,7 +19,6 @@ import (
 	"github.com/bureau/bureau/internal/agentclient"
 	"github.com/bureau/bureau/internal/api"
 	"github.com/bureau/bureau/internal/auth"
-	"github.com/bureau/bureau/internal/computer"
 	"github.com/bureau/bureau/internal/config"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/guest"
@@ -163,6 +162,8 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	consoles := console.New(st, log)
 	stepLog := steps.New(st, filepath.Join(cfg.DataDir, "steps"), cfg.StepsKeep, log)
 	stepLog.Recorded = met.StepRecorded
+	screens, closeScreens := liveScreens(*cfg, m, h, met, log)
+	defer closeScreens()
 	recorder := recording.New(recording.Config{Dir: filepath.Join(cfg.DataDir, "recordings"),
 		MaxSeconds: cfg.RecordingMaxSeconds, KeepBytes: int64(cfg.RecordingsKeepMiB) << 20}, st, h, m, log)
 	if err := recorder.Recover(ctx); err != nil {
@@ -184,7 +185,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 
 	router := api.New(api.Deps{
 		Consoles: consoles, Web: web.Static, Hosts: hostList,
-		Desktops: m, Computer: computer.New(h, h, h), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
+		Desktops: m, Computer: newComputer(h, screens), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
 		SecretsChanged: func(owner, desktopID string) { sync.Changed(context.WithoutCancel(ctx), owner, desktopID) },
 		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, Tokens: tokens, Images: imageService(cfg, st, log), Steps: stepLog, StepThumbnails: cfg.StepThumbnails, Recordings: recorder, Log: log,
 		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest, ConsoleBytes: met.ConsoleBytes, ObserveLiveURL: met.ObserveLiveURL,

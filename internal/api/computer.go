@@ -77,11 +77,15 @@ func (s *server) screenshot(c *gin.Context) {
 	}
 	c.Header("Cache-Control", "no-store")
 	c.Header("X-Screen-Size", strconv.Itoa(img.Width)+"x"+strconv.Itoa(img.Height))
+	if img.Settled != nil && img.SettleMS != nil {
+		c.Header("X-Settled", strconv.FormatBool(*img.Settled))
+		c.Header("X-Settle-Ms", strconv.FormatInt(*img.SettleMS, 10))
+	}
 	c.Data(http.StatusOK, img.MediaType, img.Data)
 }
 
 func shotOptions(c *gin.Context) (computer.ShotOptions, error) {
-	o := computer.ShotOptions{Format: c.Query("format")}
+	o := computer.ShotOptions{Format: c.Query("format"), Source: c.Query("source")}
 	for name, dst := range map[string]*int{"quality": &o.Quality, "width": &o.Width, "height": &o.Height} {
 		v := c.Query(name)
 		if v == "" {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +37,16 @@ type Screen interface {
 	Screenshot(ctx context.Context, domain string) ([]byte, string, error)
 }
 
+// LiveScreen is a Screen kept current by the display's own change reports
+// (internal/framebuffer): settling waits on them instead of comparing
+// screenshots, and scaled or JPEG screenshots start from its pixels.
+// Either answers an error when the desktop has no live screen now; the
+// Computer then uses Screenshot.
+type LiveScreen interface {
+	Settle(ctx context.Context, domain string, quiet, limit time.Duration) ([]byte, bool, error)
+	Frame(ctx context.Context, domain string) (image.Image, error)
+}
+
 // Guest runs commands inside a VM through its guest agent.
 type Guest interface {
 	GuestExec(ctx context.Context, domain string, e desktop.Exec) (*desktop.ExecResult, error)
@@ -47,6 +58,9 @@ type Computer struct {
 	in     Input
 	screen Screen
 	guest  Guest
+	// Display, when set, is the hypervisor's own screen dump, asked for
+	// with ShotOptions.Source "display" (screen may be a live framebuffer).
+	Display Screen
 	// User owns the X session (the desktop's cloud-init user).
 	User string
 	// SettleFor is how long the screen must stay unchanged to count as

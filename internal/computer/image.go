@@ -19,8 +19,9 @@ type Image struct {
 	Width     int    `json:"width"`
 	Height    int    `json:"height"`
 	// Settled is false when the screen was still changing when the wait
-	// for it to settle ran out.
-	Settled *bool `json:"settled,omitempty"`
+	// for it to settle ran out; SettleMS is how long the wait took.
+	Settled  *bool  `json:"settled,omitempty"`
+	SettleMS *int64 `json:"settle_ms,omitempty"`
 }
 
 // ShotOptions shape a screenshot.
@@ -32,7 +33,13 @@ type ShotOptions struct {
 	Width, Height int
 	// Settle waits for the screen to stop changing first.
 	Settle bool
+	// Source "display" reads the hypervisor's screen dump instead of the
+	// live framebuffer ("" chooses: the framebuffer when there is one).
+	Source string
 }
+
+// SourceDisplay asks for the hypervisor's screen dump (ShotOptions.Source).
+const SourceDisplay = "display"
 
 // sizeTTL is how long a seen screen size is trusted; a resolution change
 // through bureau forgets it at once.
@@ -46,7 +53,7 @@ func (c *Computer) screenSize(ctx context.Context, domain string) (int, int, err
 	if ok && time.Since(s.at) < sizeTTL {
 		return s.w, s.h, nil
 	}
-	if _, err := c.capture(ctx, domain); err != nil {
+	if _, err := c.capture(ctx, domain, ""); err != nil {
 		return 0, 0, err
 	}
 	c.mu.Lock()
@@ -66,8 +73,12 @@ func (c *Computer) Forget(domain string) {
 }
 
 // capture takes one PNG screenshot and records the screen size.
-func (c *Computer) capture(ctx context.Context, domain string) ([]byte, error) {
-	b, mime, err := c.screen.Screenshot(ctx, domain)
+func (c *Computer) capture(ctx context.Context, domain, source string) ([]byte, error) {
+	screen := c.screen
+	if source == SourceDisplay && c.Display != nil {
+		screen = c.Display
+	}
+	b, mime, err := screen.Screenshot(ctx, domain)
 	if err != nil {
 		return nil, err
 	}
@@ -78,17 +89,43 @@ func (c *Computer) capture(ctx context.Context, domain string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("screenshot: %w", err)
 	}
-	c.mu.Lock()
-	c.sizes[domain] = sizeSeen{cfg.Width, cfg.Height, time.Now()}
-	c.mu.Unlock()
+	c.sawSize(domain, cfg.Width, cfg.Height)
 	return b, nil
 }
 
-// settle takes screenshots until two taken SettleFor apart are identical,
+func (c *Computer) sawSize(domain string, w, h int) {
+	c.mu.Lock()
+	c.sizes[domain] = sizeSeen{w, h, time.Now()}
+	c.mu.Unlock()
+}
+
+// settle waits for the screen to stop changing and returns it, whether it
+// settled and how long the wait took: on the live framebuffer's damage
+// reports when there is one, else by screenshots until two taken
+// SettleFor apart are identical or SettleMax runs out.
+func (c *Computer) settle(ctx context.Context, domain, source string) ([]byte, bool, time.Duration, error) {
+	start := time.Now()
+	if live, ok := c.screen.(LiveScreen); ok && source != SourceDisplay {
+		b, settled, err := live.Settle(ctx, domain, c.SettleFor, c.SettleMax)
+		if err == nil {
+			if cfg, err := png.DecodeConfig(bytes.NewReader(b)); err == nil {
+				c.sawSize(domain, cfg.Width, cfg.Height)
+			}
+			return b, settled, time.Since(start), nil
+		}
+		if ctx.Err() != nil {
+			return nil, false, 0, ctx.Err()
+		}
+	}
+	b, settled, err := c.poll(ctx, domain, source)
+	return b, settled, time.Since(start), err
+}
+
+// poll takes screenshots until two taken SettleFor apart are identical,
 // or SettleMax runs out; it returns the last one.
-func (c *Computer) settle(ctx context.Context, domain string) ([]byte, bool, error) {
+func (c *Computer) poll(ctx context.Context, domain, source string) ([]byte, bool, error) {
 	deadline := time.Now().Add(c.SettleMax)
-	last, err := c.capture(ctx, domain)
+	last, err := c.capture(ctx, domain, source)
 	if err != nil {
 		return nil, false, err
 	}
@@ -97,7 +134,7 @@ func (c *Computer) settle(ctx context.Context, domain string) ([]byte, bool, err
 		if err := sleep(ctx, min(c.SettleFor/3, time.Until(deadline))); err != nil {
 			return nil, false, err
 		}
-		b, err := c.capture(ctx, domain)
+		b, err := c.capture(ctx, domain, source)
 		if err != nil {
 			return nil, false, err
 		}
@@ -115,7 +152,7 @@ func (c *Computer) settle(ctx context.Context, domain string) ([]byte, bool, err
 // settledImage is a settled screenshot in the caller's display space,
 // or a region of it (in display coordinates) zoomed to the display size.
 func (c *Computer) settledImage(ctx context.Context, domain string, sc *scaler, region []int) (*Image, error) {
-	b, settled, err := c.settle(ctx, domain)
+	b, settled, took, err := c.settle(ctx, domain, "")
 	if err != nil {
 		return nil, err
 	}
@@ -135,19 +172,39 @@ func (c *Computer) settledImage(ctx context.Context, domain string, sc *scaler, 
 	if err != nil {
 		return nil, err
 	}
-	img.Settled = &settled
+	ms := took.Milliseconds()
+	img.Settled, img.SettleMS = &settled, &ms
 	return img, nil
 }
 
 // Screenshot takes a screenshot of domain shaped by opts.
 func (c *Computer) Screenshot(ctx context.Context, domain string, opts ShotOptions) (*Image, error) {
-	var b []byte
-	var err error
 	if opts.Settle {
-		b, _, err = c.settle(ctx, domain)
-	} else {
-		b, err = c.capture(ctx, domain)
+		b, settled, took, err := c.settle(ctx, domain, opts.Source)
+		if err != nil {
+			return nil, err
+		}
+		img, err := encode(b, opts, nil)
+		if err != nil {
+			return nil, err
+		}
+		ms := took.Milliseconds()
+		img.Settled, img.SettleMS = &settled, &ms
+		return img, nil
 	}
+	// A scaled or JPEG screenshot from the live framebuffer's pixels,
+	// without a PNG encoded and decoded between.
+	if live, ok := c.screen.(LiveScreen); ok && opts.Source != SourceDisplay && (opts.Format == "jpeg" || opts.Width != 0 || opts.Height != 0) {
+		m, err := live.Frame(ctx, domain)
+		if err == nil {
+			c.sawSize(domain, m.Bounds().Dx(), m.Bounds().Dy())
+			return encodeImage(m, opts, nil)
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	b, err := c.capture(ctx, domain, opts.Source)
 	if err != nil {
 		return nil, err
 	}
@@ -161,29 +218,41 @@ func encode(src []byte, opts ShotOptions, crop *image.Rectangle) (*Image, error)
 	if err != nil {
 		return nil, fmt.Errorf("screenshot: %w", err)
 	}
-	w, h := opts.Width, opts.Height
-	bw, bh := cfg.Width, cfg.Height
-	if crop != nil {
-		bw, bh = crop.Dx(), crop.Dy()
-	}
-	switch {
-	case w == 0 && h == 0:
-		w, h = bw, bh
-	case w == 0:
-		w = max(1, bw*h/bh)
-	case h == 0:
-		h = max(1, bh*w/bw)
-	}
-	format := opts.Format
-	if format == "" {
-		format = "png"
-	}
-	if format == "png" && crop == nil && w == cfg.Width && h == cfg.Height {
+	if w, h := fit(opts, cfg.Width, cfg.Height); (opts.Format == "" || opts.Format == "png") && crop == nil && w == cfg.Width && h == cfg.Height {
 		return &Image{MediaType: "image/png", Data: src, Width: w, Height: h}, nil
 	}
 	m, err := png.Decode(bytes.NewReader(src))
 	if err != nil {
 		return nil, fmt.Errorf("screenshot: %w", err)
+	}
+	return encodeImage(m, opts, crop)
+}
+
+// fit is the output size opts ask for from a bw×bh picture (one side
+// given keeps the aspect).
+func fit(opts ShotOptions, bw, bh int) (int, int) {
+	w, h := opts.Width, opts.Height
+	switch {
+	case w == 0 && h == 0:
+		return bw, bh
+	case w == 0:
+		return max(1, bw*h/bh), h
+	case h == 0:
+		return w, max(1, bh*w/bw)
+	}
+	return w, h
+}
+
+// encodeImage crops, scales and encodes a screen's pixels.
+func encodeImage(m image.Image, opts ShotOptions, crop *image.Rectangle) (*Image, error) {
+	bw, bh := m.Bounds().Dx(), m.Bounds().Dy()
+	if crop != nil {
+		bw, bh = crop.Dx(), crop.Dy()
+	}
+	w, h := fit(opts, bw, bh)
+	format := opts.Format
+	if format == "" {
+		format = "png"
 	}
 	if crop != nil {
 		m = subImage(m, *crop)
@@ -194,6 +263,7 @@ func encode(src []byte, opts ShotOptions, crop *image.Rectangle) (*Image, error)
 		m = dst
 	}
 	var out bytes.Buffer
+	var err error
 	switch format {
 	case "png":
 		err = (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&out, m)
@@ -227,6 +297,9 @@ func ValidateShot(o ShotOptions) error {
 	case "", "png", "jpeg":
 	default:
 		return invalid("format", "must be png or jpeg")
+	}
+	if o.Source != "" && o.Source != SourceDisplay {
+		return invalid("source", "must be display (the hypervisor's screen dump) or empty (the live framebuffer when there is one)")
 	}
 	if o.Quality != 0 && (o.Quality < 1 || o.Quality > 100 || o.Format != "jpeg") {
 		return invalid("quality", "is 1..100 and only for jpeg")

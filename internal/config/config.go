@@ -64,6 +64,11 @@ type Config struct {
 	// desktop's recordings may take on disk (the oldest go first).
 	RecordingMaxSeconds int
 	RecordingsKeepMiB   int
+	// LiveFramebuffer (BUREAU_LIVE_FRAMEBUFFER, default on; "off") keeps
+	// a live copy of a looked-at desktop's screen from its display's
+	// change reports: screenshots read it and "settled" waits on them.
+	// Off, every screenshot is a hypervisor screen dump.
+	LiveFramebuffer bool
 	// AgentBinary (BUREAU_AGENT_BIN) is the bureau-agent bureau installs
 	// in desktops and updates them to; "" is bureau-agent next to the
 	// bureau binary.
@@ -110,6 +115,7 @@ func FromEnv() Config {
 		StepThumbnails:      env("BUREAU_STEP_THUMBNAILS", "both"),
 		RecordingMaxSeconds: envInt("BUREAU_RECORDING_MAX_SECONDS", 3600),
 		RecordingsKeepMiB:   envInt("BUREAU_RECORDINGS_KEEP_MIB", 2048),
+		LiveFramebuffer:     env("BUREAU_LIVE_FRAMEBUFFER", "on") != "off",
 		MemoryLowMiB:        envInt("BUREAU_MEMORY_LOW_MIB", 2048),
 		SaveAsIs:            os.Getenv("BUREAU_SAVE_AS_IS") == "1",
 		WarmSpares:          envInt("BUREAU_WARM_SPARES", 1),

@@ -19,10 +19,35 @@ func (m *Manager) DialVNC(ctx context.Context, id string) (net.Conn, error) {
 	if d.State != desktop.StateRunning {
 		return nil, &desktop.TransitionError{Op: "open the display of", State: d.State}
 	}
+	return dialDisplay(ctx, d)
+}
+
+// DialDisplay connects bureau itself (its live framebuffer) to the display
+// of the desktop whose VM is domain, in any state its QEMU runs in.
+func (m *Manager) DialDisplay(ctx context.Context, domain string) (net.Conn, error) {
+	id, ok := desktop.IDOfDomain(domain)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a desktop's VM", domain)
+	}
+	d, err := m.live(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return dialDisplay(ctx, d)
+}
+
+// dialDisplay connects to d's VNC socket and checks that d's own QEMU
+// answers: the socket lies in a folder d's QEMU user may write to, so a
+// QEMU taken over could put another desktop's socket there.
+func dialDisplay(ctx context.Context, d *desktop.Desktop) (net.Conn, error) {
 	var dialer net.Dialer
 	conn, err := dialer.DialContext(ctx, "unix", vncSocket(d))
 	if err != nil {
-		return nil, fmt.Errorf("dial the display of desktop %s: %w", id, err)
+		return nil, fmt.Errorf("dial the display of desktop %s: %w", d.ID, err)
+	}
+	if err := peerIs(conn, d.VMUID); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("the display of desktop %s: %w", d.ID, err)
 	}
 	return conn, nil
 }

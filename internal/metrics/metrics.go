@@ -113,6 +113,14 @@ func (m *Metrics) CountRecordings(n func() int) {
 	}, func() float64 { return float64(n()) }))
 }
 
+// CountFramebuffers reports the live framebuffers bureau keeps (n is asked
+// at scrape time).
+func (m *Metrics) CountFramebuffers(n func() int) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "bureau_framebuffers_live", Help: "Desktops whose screen bureau keeps a live copy of (RFB clients on their displays).",
+	}, func() float64 { return float64(n()) }))
+}
+
 // StepRecorded counts a step of a desktop's step log.
 func (m *Metrics) StepRecorded(kind string, ok bool) {
 	result := "ok"

@@ -136,10 +136,13 @@ class Desktop:
     # The screen, mouse and keyboard.
 
     def screenshot(self, format: str = "png", *, width: int | None = None, height: int | None = None,
-                   quality: int | None = None, settle: bool = False, passive: bool = False) -> bytes:
-        """The screen as PNG (or JPEG) bytes, scaled to width/height when given."""
+                   quality: int | None = None, settle: bool = False, passive: bool = False,
+                   source: str | None = None) -> bytes:
+        """The screen as PNG (or JPEG) bytes, scaled to width/height when given;
+        source="display" reads the hypervisor's screen dump instead of the
+        live framebuffer."""
         q = {"format": format if format != "png" else None, "width": width, "height": height, "quality": quality,
-             "settle": settle or None, "passive": passive or None}
+             "settle": settle or None, "passive": passive or None, "source": source}
         with self._h.open("screenshot", {"id": self.id}, q) as r:
             return r.read()
 

@@ -561,6 +561,7 @@ class Size(Model):
 @dataclass
 class StreamToken(Model):
     """A StreamToken as the API shows it."""
+    settle_ms: int | None = None
 
     SCHEMA: ClassVar[str] = 'StreamToken'
     token: str | None = None

@@ -24,6 +24,8 @@ export interface ScreenshotOptions {
   quality?: number;
   settle?: boolean;
   passive?: boolean;
+  /** "display": the hypervisor's screen dump instead of the live framebuffer. */
+  source?: "display";
   signal?: AbortSignal;
 }
 
@@ -145,7 +147,7 @@ export class Desktop {
     const r = await this.h.open("screenshot", {
       params: { id: this.id },
       signal: o.signal,
-      query: { format: o.format, width: o.width, height: o.height, quality: o.quality, settle: o.settle || undefined, passive: o.passive || undefined },
+      query: { format: o.format, width: o.width, height: o.height, quality: o.quality, settle: o.settle || undefined, passive: o.passive || undefined, source: o.source },
     });
     return new Uint8Array(await r.arrayBuffer());
   }

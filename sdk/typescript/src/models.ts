@@ -345,6 +345,7 @@ export interface ScreenImage {
   width: number;
   height: number;
   settled?: boolean;
+  settle_ms?: number;
 }
 
 /** A Size as the API shows it. */
@@ -469,7 +470,7 @@ export const FIELDS: Record<string, { schema: string; fields: string[] }> = {
   Clipboard: { schema: "Clipboard", fields: ["text", "types"] },
   ComputerResult: { schema: "ComputerResult", fields: ["results", "screenshot", "display", "screen"] },
   StepResult: { schema: "StepResult", fields: ["action", "duration_ms", "image", "cursor", "typed_via", "chars", "keyboard"] },
-  ScreenImage: { schema: "ScreenImage", fields: ["media_type", "data", "width", "height", "settled"] },
+  ScreenImage: { schema: "ScreenImage", fields: ["media_type", "data", "width", "height", "settled", "settle_ms"] },
   Size: { schema: "Size", fields: ["width", "height"] },
   StreamToken: { schema: "StreamToken", fields: ["token", "expires_at", "url"] },
   NetworkPolicy: { schema: "NetworkPolicy", fields: ["allow_out", "deny_out"] },

@@ -1,0 +1,95 @@
+package computer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"testing"
+	"time"
+)
+
+// fakeLive is a live framebuffer in front of a fakeVM's screen dumps.
+type fakeLive struct {
+	*fakeVM
+	frame   image.Image
+	png     []byte
+	down    bool // no live framebuffer now
+	settles int
+	frames  int
+}
+
+func (l *fakeLive) Settle(_ context.Context, _ string, quiet, _ time.Duration) ([]byte, bool, error) {
+	if l.down {
+		return nil, false, errors.New("no live framebuffer")
+	}
+	l.settles++
+	time.Sleep(quiet)
+	return l.png, true, nil
+}
+
+func (l *fakeLive) Frame(context.Context, string) (image.Image, error) {
+	if l.down {
+		return nil, errors.New("no live framebuffer")
+	}
+	l.frames++
+	return l.frame, nil
+}
+
+func newLive(t *testing.T) (*Computer, *fakeLive) {
+	f := &fakeVM{frames: [][]byte{pngFrame(t, 1280, 800, color.White)}}
+	m := image.NewRGBA(image.Rect(0, 0, 1280, 800))
+	l := &fakeLive{fakeVM: f, frame: m, png: pngFrame(t, 1280, 800, color.Black)}
+	c := New(f, l, f)
+	c.Display = f
+	c.SettleFor, c.SettleMax = 20*time.Millisecond, 500*time.Millisecond
+	return c, l
+}
+
+func TestSettleWaitsOnTheLiveScreen(t *testing.T) {
+	c, l := newLive(t)
+	img, err := c.Screenshot(context.Background(), "d", ShotOptions{Settle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.settles != 1 || l.shots != 0 || !bytes.Equal(img.Data, l.png) {
+		t.Fatalf("settled through the live screen %d times, %d dumps taken", l.settles, l.shots)
+	}
+	if img.Settled == nil || !*img.Settled || img.SettleMS == nil || *img.SettleMS < 20 {
+		t.Fatalf("settled=%v settle_ms=%v, want true and at least the 20 ms asked", img.Settled, img.SettleMS)
+	}
+	// source=display: the dumps are compared instead.
+	img, err = c.Screenshot(context.Background(), "d", ShotOptions{Settle: true, Source: SourceDisplay})
+	if err != nil || l.settles != 1 || l.shots < 2 || !*img.Settled {
+		t.Fatalf("display settle: err %v, live settles %d, dumps %d", err, l.settles, l.shots)
+	}
+	// No live screen: dumps, as before.
+	l.down = true
+	shots := l.shots
+	if _, err := c.Screenshot(context.Background(), "d", ShotOptions{Settle: true}); err != nil || l.shots < shots+2 {
+		t.Fatalf("settle without a live screen: err %v, %d dumps", err, l.shots-shots)
+	}
+}
+
+func TestScaledAndJPEGShotsStartFromLivePixels(t *testing.T) {
+	c, l := newLive(t)
+	img, err := c.Screenshot(context.Background(), "d", ShotOptions{Format: "jpeg", Width: 320})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.frames != 1 || l.shots != 0 || img.Width != 320 || img.Height != 200 {
+		t.Fatalf("frames %d, dumps %d, %dx%d", l.frames, l.shots, img.Width, img.Height)
+	}
+	if _, err := jpeg.Decode(bytes.NewReader(img.Data)); err != nil {
+		t.Fatalf("not a JPEG: %v", err)
+	}
+	// A plain PNG is the screen's own encoding, not re-encoded here.
+	if img, err := c.Screenshot(context.Background(), "d", ShotOptions{}); err != nil || l.frames != 1 || l.shots != 1 || img.MediaType != "image/png" {
+		t.Fatalf("plain shot: err %v, frames %d, shots %d", err, l.frames, l.shots)
+	}
+	if err := ValidateShot(ShotOptions{Source: "elsewhere"}); err == nil {
+		t.Fatal("an unknown source was accepted")
+	}
+}
