@@ -109,7 +109,29 @@ func testRecordings(t *testing.T, s *server, token string, d *desktop.Desktop) {
 		t.Errorf("the console's Recordings tab (see %s): %s", shot, strings.TrimSpace(stdout.String()))
 	}
 
-	if code := s.call(token, "DELETE", base+"/"+r.ID, nil, nil); code != 204 {
+	// Kept, it is among the owner's recordings, its video the same; the
+	// owner's route deletes it (the desktop is shared: it stays).
+	var kept recordingView
+	if code := s.call(token, "PATCH", base+"/"+r.ID, map[string]any{"kept": true}, &kept); code != 200 || !kept.Kept || kept.Owner != d.Owner {
+		t.Errorf("keep: %d %+v", code, kept)
+	}
+	var mine struct{ Recordings []recordingView }
+	s.call(token, "GET", "/api/v1/recordings", nil, &mine)
+	found := false
+	for _, x := range mine.Recordings {
+		found = found || x.ID == r.ID && x.Kept && !x.DesktopDeleted && x.DesktopName == d.Name
+	}
+	if !found {
+		t.Errorf("the owner's recordings: %+v", mine.Recordings)
+	}
+	var again []byte
+	if code := s.call(token, "GET", "/api/v1/recordings/"+r.ID+"/video", nil, &again); code != 200 || !bytes.Equal(again, video) {
+		t.Errorf("the video by the owner's route: %d (%d bytes, want %d)", code, len(again), len(video))
+	}
+	if code := s.call(token, "DELETE", "/api/v1/recordings/"+r.ID, nil, nil); code != 204 {
 		t.Errorf("delete: %d", code)
+	}
+	if code := s.call(token, "GET", base+"/"+r.ID, nil, nil); code != 404 {
+		t.Errorf("after the delete: %d", code)
 	}
 }

@@ -206,10 +206,77 @@ func testStepLog(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	if out, _ := s.guest(d, "cat "+marker); out != "before" {
 		t.Errorf("marker after reverting to before step %d: %q", change.Seq, out)
 	}
+	testAutoCheckpoints(t, s, token, d)
 
 	var metrics []byte
 	s.call(adminToken, "GET", "/metrics", nil, &metrics)
 	if !strings.Contains(string(metrics), `bureau_steps_total{kind="exec",result="ok"}`) {
 		t.Error("no step counts in /metrics")
+	}
+}
+
+// testAutoCheckpoints: with a checkpoint policy (every 2nd step, the
+// newest 1 kept, with the RAM so a revert needs no boot) the steps carry
+// automatic checkpoints, only the newest stays, and reverting to a step
+// goes back to exactly before it.
+func testAutoCheckpoints(t *testing.T, s *server, token string, d *desktop.Desktop) {
+	base := "/api/v1/desktops/" + d.ID
+	var last stepList
+	s.call(token, "GET", base+"/steps?newest=true&limit=1", nil, &last)
+	var from int64
+	if len(last.Steps) > 0 {
+		from = last.Steps[0].Seq
+	}
+	if code := s.call(token, "PUT", base+"/checkpoints", map[string]any{"every_steps": 2, "keep": 1, "memory": true}, nil); code != 200 {
+		t.Fatalf("set the checkpoint policy: %d", code)
+	}
+	defer s.call(token, "PUT", base+"/checkpoints", map[string]any{}, nil)
+	marker := "/home/agent/auto-marker.txt"
+	for _, word := range []string{"one", "two", "three"} {
+		var ex struct {
+			ExitCode int `json:"exit_code"`
+		}
+		if code := s.call(token, "POST", base+"/exec", map[string]any{"cmd": "echo " + word + " > " + marker}, &ex); code != 200 || ex.ExitCode != 0 {
+			t.Fatalf("exec %s: %d %+v", word, code, ex)
+		}
+	}
+	list := s.waitSteps(token, d.ID, from, 3)
+	first, second, third := list[0], list[1], list[2]
+	if third.Checkpoint != "" {
+		defer s.call(token, "DELETE", base+"/snapshots/"+third.Checkpoint, nil, nil)
+	}
+	if !strings.HasPrefix(first.Checkpoint, "auto-") || second.Checkpoint != "" || !strings.HasPrefix(third.Checkpoint, "auto-") ||
+		first.CheckpointError != "" || third.CheckpointError != "" {
+		t.Fatalf("checkpoints of 3 steps under every_steps 2: %q %q %q (errors %q %q)", first.Checkpoint, second.Checkpoint, third.Checkpoint,
+			first.CheckpointError, third.CheckpointError)
+	}
+	var snaps struct {
+		Snapshots []desktop.Snapshot `json:"snapshots"`
+	}
+	s.call(token, "GET", base+"/snapshots", nil, &snaps)
+	var auto []string
+	for _, sn := range snaps.Snapshots {
+		if strings.HasPrefix(sn.Name, "auto-") {
+			auto = append(auto, sn.Name)
+			if !sn.Memory {
+				t.Errorf("an automatic checkpoint of a memory policy: %+v", sn)
+			}
+		}
+	}
+	if len(auto) != 1 || auto[0] != third.Checkpoint {
+		t.Errorf("automatic checkpoints kept %v, want only %s", auto, third.Checkpoint)
+	}
+	var rv struct {
+		Snapshot desktop.Snapshot `json:"snapshot"`
+		Holds    int64            `json:"holds_through_step"`
+	}
+	if code := s.call(token, "POST", base+"/steps/"+strconv.FormatInt(third.Seq, 10)+"/revert", nil, &rv); code != http.StatusAccepted ||
+		rv.Snapshot.Name != third.Checkpoint || rv.Holds != second.Seq {
+		t.Fatalf("revert to before step %d: %d %+v", third.Seq, code, rv)
+	}
+	s.waitState(token, d.ID, desktop.StateRunning, 5*time.Minute)
+	s.waitAgent(d, 2*time.Minute)
+	if out, _ := s.guest(d, "cat "+marker); out != "two" {
+		t.Errorf("marker after reverting to before step %d: %q, want two", third.Seq, out)
 	}
 }

@@ -147,18 +147,23 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 	stop.Flags().BoolVar(&force, "force", false, "power off at once")
 	stop.Flags().IntVar(&timeout, "timeout", 0, "seconds to wait for the guest before forcing (default 90)")
 
-	var deleteData bool
+	var deleteData, keepRecordings bool
 	del := &cobra.Command{
-		Use:   "delete ID|NAME",
-		Short: "Delete a desktop (its data disk is kept unless --delete-data)",
-		Args:  cobra.ExactArgs(1),
+		Use:     "delete ID|NAME",
+		Aliases: []string{"rm"},
+		Short:   "Delete a desktop (its data disk is kept unless --delete-data; its recordings go but the kept ones unless --keep-recordings)",
+		Args:    cobra.ExactArgs(1),
 		RunE: withClient(func(ctx context.Context, c *client, args []string) error {
 			d, err := lookup(ctx, c, args[0])
 			if err != nil {
 				return err
 			}
 			var res manager.DeleteResult
-			if err := c.do(ctx, "DELETE", fmt.Sprintf("/api/v1/desktops/%s?delete_data=%t", d.ID, deleteData), nil, &res); err != nil {
+			path := fmt.Sprintf("/api/v1/desktops/%s?delete_data=%t", d.ID, deleteData)
+			if keepRecordings {
+				path += "&keep_recordings=true"
+			}
+			if err := c.do(ctx, "DELETE", path, nil, &res); err != nil {
 				return err
 			}
 			if res.DataDiskKept != "" {
@@ -170,6 +175,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		}),
 	}
 	del.Flags().BoolVar(&deleteData, "delete-data", false, "also delete the data disk (the user's /home)")
+	del.Flags().BoolVar(&keepRecordings, "keep-recordings", false, "keep all its screen recordings (bureau recording list --all reaches them)")
 
 	events := &cobra.Command{
 		Use:   "events ID|NAME",
@@ -197,7 +203,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		op("pause", "Freeze a running desktop (RAM stays in host memory)", none),
 		op("resume", "Resume a paused or hibernated desktop", none),
 		op("hibernate", "Save a desktop's RAM to disk and free its CPU and memory", none),
-		snapshotCmd(cfg), reimageCmd(cfg), resizeCmd(cfg), idleCmd(cfg), idleTiersCmd(cfg), keyboardCmd(cfg), networkCmd(cfg))
+		snapshotCmd(cfg), reimageCmd(cfg), resizeCmd(cfg), idleCmd(cfg), idleTiersCmd(cfg), keyboardCmd(cfg), networkCmd(cfg), checkpointsCmd(cfg))
 	cmd.AddCommand(guestCmds(cfg)...)
 	return cmd
 }

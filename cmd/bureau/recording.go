@@ -21,9 +21,9 @@ import (
 // (WebM, made from the hypervisor's side).
 func recordingCmd(cfg *config.Config) *cobra.Command {
 	cmd := &cobra.Command{Use: "recording", Aliases: []string{"recordings", "rec"},
-		Short: "Record a desktop's screen (WebM): start, stop, list, download and delete its recordings"}
+		Short: "Record a desktop's screen (WebM): start, stop, list, keep, download and delete its recordings"}
 	cmd.AddCommand(recordingStartCmd(cfg), recordingStopCmd(cfg), recordingListCmd(cfg), recordingGetCmd(cfg),
-		recordingDownloadCmd(cfg), recordingRmCmd(cfg))
+		recordingDownloadCmd(cfg), recordingRmCmd(cfg), recordingKeepCmd(cfg, true), recordingKeepCmd(cfg, false))
 	return cmd
 }
 
@@ -141,16 +141,22 @@ func recordingUnderWay(ctx context.Context, c *client, base, ref string) (string
 }
 
 func recordingListCmd(cfg *config.Config) *cobra.Command {
-	var asJSON bool
+	var asJSON, all bool
 	var cmd *cobra.Command
 	cmd = &cobra.Command{
-		Use:   "list DESKTOP",
-		Short: "List a desktop's recordings, oldest first (the one under way included)",
-		Args:  cobra.ExactArgs(1),
+		Use:   "list DESKTOP | --all",
+		Short: "List a desktop's recordings, or with --all every one of yours (deleted desktops' kept ones included), oldest first",
+		Args:  cobra.MaximumNArgs(1),
 		RunE: runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
-			base, err := recordingsBase(ctx, c, args[0])
-			if err != nil {
-				return err
+			if all == (len(args) == 1) {
+				return fmt.Errorf("give a desktop, or --all for every recording of yours")
+			}
+			base := ownedRecordings
+			if !all {
+				var err error
+				if base, err = recordingsBase(ctx, c, args[0]); err != nil {
+					return err
+				}
 			}
 			list, raw, err := listRecordings(ctx, c, base)
 			if err != nil {
@@ -160,15 +166,21 @@ func recordingListCmd(cfg *config.Config) *cobra.Command {
 				return printRaw(cmd.OutOrStdout(), raw)
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tSTATE\tSTARTED\tDURATION\tFRAMES\tSIZE\tWHY")
+			desk := func(*recordingView) string { return "" }
+			if all {
+				fmt.Fprint(w, "DESKTOP\t")
+				desk = func(r *recordingView) string { return recordingDesktop(r) + "\t" }
+			}
+			fmt.Fprintln(w, "ID\tSTATE\tSTARTED\tDURATION\tFRAMES\tSIZE\tKEPT\tWHY")
 			for _, r := range list {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.State, r.StartedAt.Local().Format(time.DateTime),
-					recordingDuration(r.DurationMS), r.Frames, recordingSize(&r), recordingWhy(&r))
+				fmt.Fprintf(w, "%s%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", desk(&r), r.ID, r.State, r.StartedAt.Local().Format(time.DateTime),
+					recordingDuration(r.DurationMS), r.Frames, recordingSize(&r), yesOrNot(r.Kept), recordingWhy(&r))
 			}
 			return w.Flush()
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer ({\"recordings\": […]}) as JSON")
+	cmd.Flags().BoolVar(&all, "all", false, "every recording of yours (an admin's: everyone's), those of deleted desktops included")
 	return cmd
 }
 
@@ -220,16 +232,16 @@ func recordingWhy(r *recordingView) string {
 func recordingGetCmd(cfg *config.Config) *cobra.Command {
 	var cmd *cobra.Command
 	cmd = &cobra.Command{
-		Use:   "get DESKTOP RID",
-		Short: "Print a recording (JSON)",
-		Args:  cobra.ExactArgs(2),
+		Use:   "get [DESKTOP] RID",
+		Short: "Print a recording (JSON); by RID alone, one of a deleted desktop too",
+		Args:  cobra.RangeArgs(1, 2),
 		RunE: runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
-			base, err := recordingsBase(ctx, c, args[0])
+			path, err := recordingPath(ctx, c, args)
 			if err != nil {
 				return err
 			}
 			var raw json.RawMessage
-			if err := c.do(ctx, "GET", base+"/"+url.PathEscape(args[1]), nil, &raw); err != nil {
+			if err := c.do(ctx, "GET", path, nil, &raw); err != nil {
 				return err
 			}
 			return printRaw(cmd.OutOrStdout(), raw)
@@ -242,18 +254,18 @@ func recordingDownloadCmd(cfg *config.Config) *cobra.Command {
 	var out string
 	var cmd *cobra.Command
 	cmd = &cobra.Command{
-		Use:   "download DESKTOP RID -o FILE",
-		Short: "Save a finished recording's video (WebM)",
-		Args:  cobra.ExactArgs(2),
+		Use:   "download [DESKTOP] RID -o FILE",
+		Short: "Save a finished recording's video (WebM); by RID alone, one of a deleted desktop too",
+		Args:  cobra.RangeArgs(1, 2),
 		RunE: runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
 			if out == "" {
 				return fmt.Errorf("say where to write it: -o FILE (- for standard output)")
 			}
-			base, err := recordingsBase(ctx, c, args[0])
+			path, err := recordingPath(ctx, c, args)
 			if err != nil {
 				return err
 			}
-			body, err := c.stream(ctx, "GET", base+"/"+url.PathEscape(args[1])+"/video")
+			body, err := c.stream(ctx, "GET", path+"/video")
 			if err != nil {
 				return err
 			}
@@ -298,19 +310,19 @@ func writeFileAtomic(path string, r io.Reader) (err error) {
 func recordingRmCmd(cfg *config.Config) *cobra.Command {
 	var cmd *cobra.Command
 	cmd = &cobra.Command{
-		Use:     "rm DESKTOP RID",
+		Use:     "rm [DESKTOP] RID",
 		Aliases: []string{"delete"},
-		Short:   "Delete a recording (stopping it first if under way) and its video",
-		Args:    cobra.ExactArgs(2),
+		Short:   "Delete a recording (stopping it first if under way) and its video; by RID alone, one of a deleted desktop too",
+		Args:    cobra.RangeArgs(1, 2),
 		RunE: runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
-			base, err := recordingsBase(ctx, c, args[0])
+			path, err := recordingPath(ctx, c, args)
 			if err != nil {
 				return err
 			}
-			if err := c.do(ctx, "DELETE", base+"/"+url.PathEscape(args[1]), nil, nil); err != nil {
+			if err := c.do(ctx, "DELETE", path, nil, nil); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "recording %s deleted\n", args[1])
+			fmt.Fprintf(cmd.OutOrStdout(), "recording %s deleted\n", args[len(args)-1])
 			return nil
 		}),
 	}

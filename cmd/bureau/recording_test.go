@@ -102,15 +102,16 @@ func TestRecordingList(t *testing.T) {
 	f := newFakeBureau(t)
 	failed := rec("rec_000000000000000c", "failed", 0, 0)
 	failed["ended_why"], failed["error"] = "", "ffmpeg: exit status 1\nno space left on device"
-	f.json("GET "+recs, 200, map[string]any{"recordings": []any{
-		rec("rec_000000000000000a", "done", 83, 3<<20+300<<10), failed, rec("rec_000000000000000b", "recording", 4, 0)}})
+	kept := rec("rec_000000000000000a", "done", 83, 3<<20+300<<10)
+	kept["kept"] = true
+	f.json("GET "+recs, 200, map[string]any{"recordings": []any{kept, failed, rec("rec_000000000000000b", "recording", 4, 0)}})
 	out, _, err := f.run("recording", "list", "agent-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `ID                    STATE      STARTED              DURATION  FRAMES  SIZE     WHY
-rec_000000000000000a  done       2025-03-04 05:06:07  1m23s     166     3.3 MiB  stopped by alice/tok_1
-rec_000000000000000c  failed     2025-03-04 05:06:07  0s        0       0 B      error: ffmpeg: exit status 1 no space left on device
+	want := `ID                    STATE      STARTED              DURATION  FRAMES  SIZE     KEPT  WHY
+rec_000000000000000a  done       2025-03-04 05:06:07  1m23s     166     3.3 MiB  yes   stopped by alice/tok_1
+rec_000000000000000c  failed     2025-03-04 05:06:07  0s        0       0 B            error: ffmpeg: exit status 1 no space left on device
 rec_000000000000000b  recording  2025-03-04 05:06:07  4s        8       -
 `
 	if trimLines(out) != want {

@@ -165,7 +165,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	screens, closeScreens := liveScreens(*cfg, m, h, met, log)
 	defer closeScreens()
 	recorder := recording.New(recording.Config{Dir: filepath.Join(cfg.DataDir, "recordings"),
-		MaxSeconds: cfg.RecordingMaxSeconds, KeepBytes: int64(cfg.RecordingsKeepMiB) << 20}, st, h, m, log)
+		MaxSeconds: cfg.RecordingMaxSeconds, KeepBytes: int64(cfg.RecordingsKeepMiB) << 20}, st, screens, m, log)
 	if err := recorder.Recover(ctx); err != nil {
 		return err
 	}
@@ -213,7 +213,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 
 // followDesktops ends console sessions and revokes console tokens as
 // desktops stop, hibernate or go away (ends their recordings, and drops
-// the step logs and recordings of deleted ones), drops bureau-agent sessions of
+// the step logs and the recordings not kept of deleted ones), drops bureau-agent sessions of
 // desktops that leave the running state, hands the secrets of their
 // services to desktops that start, and prunes dead tokens hourly.
 // desktopFollowers keep what bureau holds per desktop beside the

@@ -227,7 +227,7 @@ func stepsRevertCmd(cfg *config.Config) *cobra.Command {
 	var cmd *cobra.Command
 	cmd = &cobra.Command{
 		Use:   "revert DESKTOP SEQ",
-		Short: "Put a desktop back as it was before a step: revert it to the newest snapshot taken before the step began",
+		Short: "Put a desktop back as it was before a step: revert it to the step's checkpoint, or else the newest snapshot taken before the step began",
 		Args:  cobra.ExactArgs(2),
 		RunE: runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
 			seq, err := parseSeq(args[1])
@@ -242,6 +242,7 @@ func stepsRevertCmd(cfg *config.Config) *cobra.Command {
 				Desktop          apiv1.Desktop  `json:"desktop"`
 				Snapshot         apiv1.Snapshot `json:"snapshot"`
 				HoldsThroughStep int64          `json:"holds_through_step"`
+				Note             string         `json:"note,omitempty"`
 			}
 			if err := c.do(ctx, "POST", fmt.Sprintf("%s/%d/revert", base, seq), nil, &res); err != nil {
 				return err
@@ -249,6 +250,9 @@ func stepsRevertCmd(cfg *config.Config) *cobra.Command {
 			w := cmd.OutOrStdout()
 			if !asJSON {
 				fmt.Fprintln(w, revertLine(d.Name, seq, res.Snapshot, res.HoldsThroughStep))
+				if res.Note != "" {
+					fmt.Fprintln(w, res.Note)
+				}
 			}
 			if err := settle(ctx, c, &res.Desktop, wait, cmd.ErrOrStderr()); err != nil {
 				return err

@@ -158,6 +158,8 @@ type server struct {
 	streams *auth.StreamGrants
 	redact  *redactor
 	shots   stepShots
+	// checkpoints takes each desktop's automatic checkpoints one at a time.
+	checkpoints checkpointLocks
 }
 
 // New builds the router.

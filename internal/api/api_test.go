@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,8 @@ type fakeDesktops struct {
 	// snapshots made, per desktop; lastRevert the snapshot last reverted to.
 	snapshots  map[string][]*desktop.Snapshot
 	lastRevert string
+	// snapshotErr, when set, fails CreateSnapshot.
+	snapshotErr error
 }
 
 func (f *fakeDesktops) DialVNC(_ context.Context, id string) (net.Conn, error) {
@@ -169,7 +172,11 @@ func (f *fakeDesktops) CreateSnapshot(_ context.Context, id string, req manager.
 	if _, err := f.op(id); err != nil {
 		return nil, err
 	}
-	sn := &desktop.Snapshot{DesktopID: id, Name: req.Name, Scope: req.Scope, CreatedAt: time.Now().UTC()}
+	if f.snapshotErr != nil {
+		return nil, f.snapshotErr
+	}
+	sn := &desktop.Snapshot{DesktopID: id, Name: req.Name, Description: req.Description, Scope: req.Scope,
+		Memory: req.Memory != nil && *req.Memory, CreatedAt: time.Now().UTC()}
 	f.mu.Lock()
 	if f.snapshots == nil {
 		f.snapshots = map[string][]*desktop.Snapshot{}
@@ -192,9 +199,17 @@ func (f *fakeDesktops) RevertSnapshot(_ context.Context, id, name, _ string) (*d
 	f.mu.Unlock()
 	return f.setState(id, desktop.StateReverting)
 }
-func (f *fakeDesktops) DeleteSnapshot(_ context.Context, id, _, _ string) error {
-	_, err := f.op(id)
-	return err
+func (f *fakeDesktops) DeleteSnapshot(_ context.Context, id, name, _ string) error {
+	if _, err := f.op(id); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.snapshots == nil {
+		return nil
+	}
+	f.snapshots[id] = slices.DeleteFunc(f.snapshots[id], func(sn *desktop.Snapshot) bool { return sn.Name == name })
+	return nil
 }
 func (f *fakeDesktops) Reimage(_ context.Context, id, _, _ string) (*desktop.Desktop, error) {
 	return f.setState(id, desktop.StateReimaging)

@@ -158,10 +158,20 @@ func (s *server) deleteDesktop(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	res, err := s.Desktops.Delete(c.Request.Context(), c.Param("id"), actor(c), deleteData)
+	keepRecordings, err := boolQuery(c, "keep_recordings")
 	if err != nil {
 		return reply{}, err
 	}
+	keptNow, err := s.keepRecordingsOnDelete(c, keepRecordings)
+	if err != nil {
+		return reply{}, err
+	}
+	res, err := s.Desktops.Delete(c.Request.Context(), c.Param("id"), actor(c), deleteData)
+	if err != nil {
+		s.unkeepRecordings(c, keptNow)
+		return reply{}, err
+	}
+	s.forgetRecordings(c)
 	if s.Secrets != nil {
 		// The desktop's own secrets go with it (its owner's stay).
 		if err := s.Secrets.ForgetDesktop(c.Request.Context(), c.Param("id")); err != nil {

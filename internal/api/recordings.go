@@ -21,6 +21,16 @@ type Recordings interface {
 	Video(ctx context.Context, desktopID, id string) (*os.File, *recording.Recording, error)
 	Delete(ctx context.Context, desktopID, id string) error
 	Active(desktopID string) *recording.Recording
+	// SetKept marks a recording kept (it outlives its desktop) or not;
+	// KeepAll keeps all of a desktop's, Unkeep undoes that.
+	SetKept(ctx context.Context, desktopID, id string, kept bool) (*recording.Recording, error)
+	KeepAll(ctx context.Context, desktopID string) ([]string, error)
+	Unkeep(ctx context.Context, desktopID string, ids []string) error
+	// Forget removes a deleted desktop's recordings but the kept ones.
+	Forget(ctx context.Context, desktopID string) error
+	// Find and ListOwned reach recordings whose desktop may be gone.
+	Find(ctx context.Context, id string) (*recording.Recording, error)
+	ListOwned(ctx context.Context, owner string) ([]*recording.Recording, error)
 }
 
 // batchTail is how long a recording made for one computer-use batch goes
@@ -59,7 +69,9 @@ func (s *server) recordingsRoutes(v1 *gin.RouterGroup) {
 	v1.GET("/desktops/:id/recordings/:rid", s.handle(s.getRecording))
 	v1.POST("/desktops/:id/recordings/:rid/stop", s.handle(s.stopRecording))
 	v1.GET("/desktops/:id/recordings/:rid/video", s.recordingVideo)
+	v1.PATCH("/desktops/:id/recordings/:rid", s.handle(s.keepRecording))
 	v1.DELETE("/desktops/:id/recordings/:rid", s.handle(s.deleteRecording))
+	s.ownedRecordingsRoutes(v1)
 }
 
 var errNoRecordings = fmt.Errorf("this bureau makes no recordings: %w", desktop.ErrNotFound)
@@ -80,9 +92,19 @@ type recordingView struct {
 	VideoURL   string `json:"video_url,omitempty"`
 }
 
+// viewIn is viewOf for the routes of r's desktop d, which found it alive.
+func viewIn(d *desktop.Desktop, r *recording.Recording) recordingView {
+	r.DesktopName, r.DesktopDeleted = d.Name, d.DeletedAt != nil
+	return viewOf(r)
+}
+
 func viewOf(r *recording.Recording) recordingView {
 	v := recordingView{Recording: r, DurationMS: r.DurationMS()}
-	if r.State != recording.StateRecording && r.SizeBytes > 0 {
+	switch {
+	case r.State == recording.StateRecording || r.SizeBytes == 0:
+	case r.DesktopDeleted: // only the owner's routes reach it now
+		v.VideoURL = "/api/v1/recordings/" + r.ID + "/video"
+	default:
 		v.VideoURL = "/api/v1/desktops/" + r.DesktopID + "/recordings/" + r.ID + "/video"
 	}
 	return v
@@ -99,7 +121,7 @@ func (s *server) listRecordings(c *gin.Context) (reply, error) {
 	}
 	out := make([]recordingView, 0, len(list))
 	for _, r := range list {
-		out = append(out, viewOf(r))
+		out = append(out, viewIn(d, r))
 	}
 	return reply{http.StatusOK, gin.H{"recordings": out}}, nil
 }
@@ -122,7 +144,7 @@ func (s *server) startRecording(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{http.StatusCreated, viewOf(r)}, nil
+	return reply{http.StatusCreated, viewIn(d, r)}, nil
 }
 
 func (s *server) getRecording(c *gin.Context) (reply, error) {
@@ -134,7 +156,7 @@ func (s *server) getRecording(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{http.StatusOK, viewOf(r)}, nil
+	return reply{http.StatusOK, viewIn(d, r)}, nil
 }
 
 // stopRecording ends a recording under way and answers once its file is
@@ -154,24 +176,33 @@ func (s *server) stopRecording(c *gin.Context) (reply, error) {
 			return reply{}, err
 		}
 	}
-	return reply{http.StatusOK, viewOf(r)}, nil
+	return reply{http.StatusOK, viewIn(d, r)}, nil
 }
 
-// recordingVideo serves a finished recording (WebM), with ranges so a
-// player can seek; download=true offers it as a file.
+// recordingVideo serves a finished recording (WebM).
 func (s *server) recordingVideo(c *gin.Context) {
 	d, err := s.recordingsOf(c)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	f, r, err := s.Recordings.Video(c.Request.Context(), d.ID, c.Param("rid"))
+	s.serveVideo(c, d.ID, c.Param("rid"))
+}
+
+// serveVideo serves a desktop's finished recording (WebM), with ranges so
+// a player can seek; download=true offers it as a file.
+func (s *server) serveVideo(c *gin.Context, desktopID, rid string) {
+	f, r, err := s.Recordings.Video(c.Request.Context(), desktopID, rid)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
 	defer f.Close()
-	name := fmt.Sprintf("%s-%s.webm", d.Name, r.StartedAt.Format("20060102-150405"))
+	desk := r.DesktopName
+	if desk == "" {
+		desk = r.DesktopID
+	}
+	name := fmt.Sprintf("%s-%s.webm", desk, r.StartedAt.Format("20060102-150405"))
 	if c.Query("download") == "true" {
 		c.Header("Content-Disposition", `attachment; filename="`+name+`"`)
 	}
@@ -193,4 +224,27 @@ func (s *server) deleteRecording(c *gin.Context) (reply, error) {
 		return reply{}, err
 	}
 	return reply{http.StatusNoContent, nil}, nil
+}
+
+// keepRecording marks a recording kept ({"kept": true}: it stays when the
+// desktop is deleted, and the size budget never removes it) or not.
+func (s *server) keepRecording(c *gin.Context) (reply, error) {
+	d, err := s.recordingsOf(c)
+	if err != nil {
+		return reply{}, err
+	}
+	var req struct {
+		Kept *bool `json:"kept"`
+	}
+	if err := decode(c, &req); err != nil {
+		return reply{}, err
+	}
+	if req.Kept == nil {
+		return reply{}, &desktop.ValidationError{Field: "kept", Message: "give true (keep it when the desktop is deleted) or false"}
+	}
+	r, err := s.Recordings.SetKept(c.Request.Context(), d.ID, c.Param("rid"), *req.Kept)
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusOK, viewIn(d, r)}, nil
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/bureau/bureau/internal/computer"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/guest"
-	"github.com/bureau/bureau/internal/manager"
 	"github.com/bureau/bureau/internal/steps"
 	"github.com/gin-gonic/gin"
 )
@@ -25,6 +24,12 @@ type Steps interface {
 	Get(ctx context.Context, desktopID string, seq int64) (*steps.Step, error)
 	Thumbnail(ctx context.Context, desktopID string, seq int64, w steps.Which) ([]byte, error)
 	Follow(desktopID string) (f *steps.Follower, stop func())
+	// Each desktop's automatic checkpoint policy, and which of its steps
+	// are due a checkpoint under it.
+	CheckpointPolicy(ctx context.Context, desktopID string) (steps.CheckpointPolicy, error)
+	SetCheckpointPolicy(ctx context.Context, desktopID string, p steps.CheckpointPolicy) (steps.CheckpointPolicy, error)
+	CheckpointDue(desktopID, kind string, p steps.CheckpointPolicy, asked bool) bool
+	CheckpointMissed(desktopID string)
 }
 
 // Keys under which handle and fail leave a call's outcome for its step.
@@ -49,6 +54,8 @@ func (s *server) stepsRoutes(v1 *gin.RouterGroup) {
 	v1.GET("/desktops/:id/steps/:seq", s.handle(s.getStep))
 	v1.GET("/desktops/:id/steps/:seq/thumbnails/:which", s.handle(s.stepThumbnail))
 	v1.POST("/desktops/:id/steps/:seq/revert", s.handle(s.revertToStep))
+	v1.GET("/desktops/:id/checkpoints", s.handle(s.getCheckpointPolicy))
+	v1.PUT("/desktops/:id/checkpoints", s.handle(s.putCheckpointPolicy))
 }
 
 // stepped records a call to h as a step of its desktop: who made it,
@@ -67,7 +74,7 @@ func (s *server) stepped(kind string, h gin.HandlerFunc) gin.HandlerFunc {
 			return
 		}
 		input := s.stepInput(c, kind)
-		checkpoint, err := s.checkpoint(c, d, kind)
+		checkpoint, missed, err := s.checkpoint(c, d, kind)
 		if err != nil {
 			s.fail(c, err)
 			return
@@ -80,7 +87,7 @@ func (s *server) stepped(kind string, h gin.HandlerFunc) gin.HandlerFunc {
 		c.Set(stepReplyKey, nil)
 		h(c)
 		st := &steps.Step{DesktopID: d.ID, At: start, DurationMS: time.Since(start).Milliseconds(),
-			Actor: actor(c), Kind: kind, Input: input, Status: c.Writer.Status(), Checkpoint: checkpoint}
+			Actor: actor(c), Kind: kind, Input: input, Status: c.Writer.Status(), Checkpoint: checkpoint, CheckpointError: missed}
 		if msg, ok := c.Get(stepErrorKey); ok {
 			st.Error = msg.(string)
 		}
@@ -95,30 +102,6 @@ func (s *server) stepped(kind string, h gin.HandlerFunc) gin.HandlerFunc {
 		}
 		s.shotAfter(st, before, d.DomainName())
 	}
-}
-
-// checkpoint takes the snapshot a call asked for with checkpoint=true (its
-// disks) or checkpoint=memory (and its RAM, so running programs come back
-// too) before it runs: "revert to before this step" then reverts to it.
-// It answers the snapshot's name ("" when none was asked for).
-func (s *server) checkpoint(c *gin.Context, d *desktop.Desktop, kind string) (string, error) {
-	var memory bool
-	switch c.Query("checkpoint") {
-	case "", "false":
-		return "", nil
-	case "true", "disk":
-	case "memory":
-		memory = true
-	default:
-		return "", &desktop.ValidationError{Field: "checkpoint", Message: "must be true (the disks), memory (the disks and RAM) or false"}
-	}
-	name := fmt.Sprintf("checkpoint-%d", time.Now().UnixMilli())
-	_, err := s.Desktops.CreateSnapshot(c.Request.Context(), d.ID, manager.SnapshotRequest{Name: name,
-		Description: "before a " + kind + " step by " + actor(c), Memory: &memory, Actor: actor(c), Unlimited: isAdmin(c)})
-	if err != nil {
-		return "", fmt.Errorf("the checkpoint asked for before this call: %w", err)
-	}
-	return name, nil
 }
 
 // noteStepResult leaves what a call answered for the step it is (if it

@@ -68,9 +68,10 @@ func (s *server) exportSteps(c *gin.Context) (reply, error) {
 }
 
 // revertToStep puts the desktop back as it was before a step: reverted to
-// the checkpoint taken for it, or else the newest snapshot taken before
-// the step began. It answers which
-// snapshot that was and the last step it holds.
+// the checkpoint taken for it, or else (none was, or it was deleted) the
+// newest snapshot taken before the step began. It answers which snapshot
+// that was, the last step it holds, and a note when the step's own
+// checkpoint is gone.
 func (s *server) revertToStep(c *gin.Context) (reply, error) {
 	d, seq, err := s.stepOf(c)
 	if err != nil {
@@ -95,6 +96,9 @@ func (s *server) revertToStep(c *gin.Context) (reply, error) {
 			cp = sn
 		}
 	}
+	if cp == nil && st.Checkpoint != "" {
+		return reply{}, &conflict{fmt.Sprintf("step %d's checkpoint %q is gone and no snapshot of this desktop taken before the step began is left", seq, st.Checkpoint)}
+	}
 	if cp == nil {
 		return reply{}, &conflict{fmt.Sprintf(
 			"no snapshot of this desktop was taken before step %d began: take one (POST /desktops/%s/snapshots) before the steps you may want to undo", seq, d.ID)}
@@ -112,5 +116,11 @@ func (s *server) revertToStep(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{http.StatusAccepted, gin.H{"desktop": reverted, "snapshot": cp, "holds_through_step": holds}}, nil
+	out := gin.H{"desktop": reverted, "snapshot": cp, "holds_through_step": holds}
+	if st.Checkpoint != "" && cp.Name != st.Checkpoint {
+		// Deleted (an automatic one pruned, say): the snapshot before it.
+		out["note"] = fmt.Sprintf("step %d's checkpoint %q is gone: reverted to %q, the newest snapshot taken before the step began (it holds the steps through %d)",
+			seq, st.Checkpoint, cp.Name, holds)
+	}
+	return reply{http.StatusAccepted, out}, nil
 }

@@ -341,6 +341,33 @@ func (m *Manager) lock(id, op string) error {
 	return nil
 }
 
+// lockWithin is lock, waiting up to wait (or until ctx ends) for the
+// operation holding the desktop to let go.
+func (m *Manager) lockWithin(ctx context.Context, id, op string, wait time.Duration) error {
+	if wait <= 0 {
+		return m.lock(id, op)
+	}
+	timeout := time.NewTimer(wait)
+	defer timeout.Stop()
+	for {
+		m.mu.Lock()
+		cur, ok := m.busy[id]
+		if !ok {
+			m.busy[id] = &inFlight{op: op, done: make(chan struct{})}
+			m.mu.Unlock()
+			return nil
+		}
+		m.mu.Unlock()
+		select {
+		case <-cur.done:
+		case <-timeout.C:
+			return fmt.Errorf("%w (%s, still after %s)", desktop.ErrBusy, cur.op, wait)
+		case <-ctx.Done():
+			return fmt.Errorf("%w (%s): %w", desktop.ErrBusy, cur.op, ctx.Err())
+		}
+	}
+}
+
 func (m *Manager) unlock(id string) {
 	m.mu.Lock()
 	if f := m.busy[id]; f != nil {

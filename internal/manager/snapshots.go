@@ -22,6 +22,9 @@ type SnapshotRequest struct {
 	Actor  string
 	// Unlimited skips the owner's quota (admins).
 	Unlimited bool
+	// Wait is how long to wait for another operation on the desktop (a
+	// snapshot, a revert…) to end; 0 answers ErrBusy at once.
+	Wait time.Duration
 }
 
 // snapshotFiles are the disk files a scope covers.
@@ -47,14 +50,14 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 	if err := desktop.ValidateSnapshot(req.Name, req.Scope, req.Memory != nil && *req.Memory); err != nil {
 		return nil, err
 	}
+	if err := m.lockWithin(ctx, id, "snapshot", req.Wait); err != nil {
+		return nil, err
+	}
+	defer m.unlock(id)
 	// A client that goes away mid-snapshot must not leave a snapshot in the
 	// disks that the list does not show: the snapshot finishes either way.
 	ctx, cancel := m.detach(ctx)
 	defer cancel()
-	if err := m.lock(id, "snapshot"); err != nil {
-		return nil, err
-	}
-	defer m.unlock(id)
 	d, err := m.live(ctx, id)
 	if err != nil {
 		return nil, err

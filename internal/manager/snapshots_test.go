@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
 )
@@ -142,5 +143,15 @@ func TestSnapshotRefusals(t *testing.T) {
 	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "y"}); !errors.Is(err, desktop.ErrBusy) {
 		t.Errorf("snapshot while busy: %v", err)
 	}
-	h.m.unlock(d.ID)
+	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "y", Wait: 20 * time.Millisecond}); !errors.Is(err, desktop.ErrBusy) {
+		t.Errorf("snapshot while busy for longer than it waits: %v", err)
+	}
+	// One that may wait is taken once the other operation ends.
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		h.m.unlock(d.ID)
+	}()
+	if sn, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "y", Wait: 5 * time.Second}); err != nil || sn.Name != "y" {
+		t.Errorf("a snapshot waiting for an operation: %v %+v", err, sn)
+	}
 }

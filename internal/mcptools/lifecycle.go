@@ -16,7 +16,8 @@ func (t *tools) addLifecycleTools(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "reboot_desktop", Description: "Reboot a running desktop (the guest restarts; running programs end, files and installed packages stay). Returns the desktop; poll get_desktop until it runs again."}, t.power("reboot"))
 	mcp.AddTool(s, &mcp.Tool{Name: "delete_desktop", Description: "Delete a desktop: its VM, OS disk and snapshots go. Its persistent data disk (the home directory) is KEPT on the host unless delete_data is true " +
 		"(default false); the answer's data_deleted says which (an admin also sees data_disk_kept, its path on the host). " +
-		"Only set delete_data when the user explicitly asked to destroy the data: it cannot be undone.",
+		"Only set delete_data when the user explicitly asked to destroy the data: it cannot be undone. " +
+		"Its screen recordings go too, but those marked kept; keep_recordings keeps them all.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}}, t.deleteDesktop)
 	mcp.AddTool(s, &mcp.Tool{Name: "create_snapshot", Description: "Take a snapshot of a running, paused or stopped desktop and return it (name, scope, memory, size_bytes). " +
 		"scope is \"all\" (default: both disks), \"os\" (the OS disk only) or \"data\" (the home directory only). " +
@@ -33,10 +34,15 @@ func (t *tools) addLifecycleTools(s *mcp.Server) {
 func ptr[T any](v T) *T { return &v }
 
 func (t *tools) deleteDesktop(ctx context.Context, req *mcp.CallToolRequest, in struct {
-	Desktop    string `json:"desktop" jsonschema:"the desktop's id"`
-	DeleteData bool   `json:"delete_data,omitempty" jsonschema:"also destroy the data disk (default false: it is kept)"`
+	Desktop        string `json:"desktop" jsonschema:"the desktop's id"`
+	DeleteData     bool   `json:"delete_data,omitempty" jsonschema:"also destroy the data disk (default false: it is kept)"`
+	KeepRecordings bool   `json:"keep_recordings,omitempty" jsonschema:"keep all its screen recordings (default false: only those marked kept stay)"`
 }) (*mcp.CallToolResult, Out, error) {
-	r, err := t.call(ctx, req, "DELETE", desktopPath(in.Desktop, "?delete_data="+strconv.FormatBool(in.DeleteData)), nil, 0)
+	q := "?delete_data=" + strconv.FormatBool(in.DeleteData)
+	if in.KeepRecordings {
+		q += "&keep_recordings=true"
+	}
+	r, err := t.call(ctx, req, "DELETE", desktopPath(in.Desktop, q), nil, 0)
 	if err != nil {
 		return nil, nil, err
 	}

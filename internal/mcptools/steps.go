@@ -15,6 +15,10 @@ func (t *tools) addStepTools(s *mcp.Server) {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.listSteps)
 	mcp.AddTool(s, &mcp.Tool{Name: "revert_to_step", Description: "Put a desktop back as it was before a step of its step log: it is reverted to the checkpoint taken for that step " +
 		"(exec with checkpoint) or else to the newest snapshot taken before the step began; every step after that point is undone. The revert runs on: wait for the desktop to be running."}, t.revertToStep)
+	mcp.AddTool(s, &mcp.Tool{Name: "set_checkpoint_policy", Description: "Make bureau snapshot a desktop by itself just before steps of its step log, so revert_to_step " +
+		"goes back to exactly before them: every_steps N checkpoints the next step and then every Nth; before names step kinds always checkpointed " +
+		"(computer, exec, file_write, file_delete, clipboard); memory keeps the RAM too; keep is how many automatic checkpoints stay (default 5; older ones are deleted, " +
+		"never other snapshots). Replaces the whole policy (nothing given turns it off) and answers it."}, t.setCheckpointPolicy)
 	mcp.AddTool(s, &mcp.Tool{Name: "start_recording", Description: "Start recording a desktop's screen as a video (until stop_recording, max_seconds or the desktop stops). " +
 		"A person can watch it in bureau's web console, where each step of the step log opens the video at its time."}, t.startRecording)
 	mcp.AddTool(s, &mcp.Tool{Name: "stop_recording", Description: "Stop a desktop's recording (the one start_recording returned); answers once the video is complete."}, t.stopRecording)
@@ -50,6 +54,26 @@ type stepIn struct {
 
 func (t *tools) revertToStep(ctx context.Context, req *mcp.CallToolRequest, in stepIn) (*mcp.CallToolResult, Out, error) {
 	r, err := t.call(ctx, req, "POST", desktopPath(in.Desktop, "/steps/"+strconv.FormatInt(in.Step, 10)+"/revert"), nil, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return jsonResult(r)
+}
+
+type checkpointPolicyIn struct {
+	Desktop    string   `json:"desktop" jsonschema:"the desktop's id"`
+	EverySteps int      `json:"every_steps,omitempty" jsonschema:"a checkpoint before the next step and then every this many steps (0: none by count)"`
+	Before     []string `json:"before,omitempty" jsonschema:"step kinds that always get a checkpoint: computer, exec, file_write, file_delete, clipboard"`
+	Memory     bool     `json:"memory,omitempty" jsonschema:"snapshot the RAM as well as the disks (running programs come back on revert)"`
+	Keep       int      `json:"keep,omitempty" jsonschema:"how many automatic checkpoints are kept, 1 to 50 (default 5)"`
+}
+
+func (t *tools) setCheckpointPolicy(ctx context.Context, req *mcp.CallToolRequest, in checkpointPolicyIn) (*mcp.CallToolResult, Out, error) {
+	body := map[string]any{"every_steps": in.EverySteps, "before": append([]string{}, in.Before...), "memory": in.Memory}
+	if in.Keep != 0 {
+		body["keep"] = in.Keep
+	}
+	r, err := t.call(ctx, req, "PUT", desktopPath(in.Desktop, "/checkpoints"), body, 0)
 	if err != nil {
 		return nil, nil, err
 	}

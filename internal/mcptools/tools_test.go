@@ -134,9 +134,10 @@ func TestToolsDescribeThemselves(t *testing.T) {
 // for a checkpoint.
 func TestStepAndRecordingTools(t *testing.T) {
 	f := &fakeCaller{answers: map[string]Response{
-		"/api/v1/desktops/d1/steps":      {Status: 200, Body: []byte(`{"steps":[{"seq":7,"kind":"exec"}]}`)},
-		"/api/v1/desktops/d1/recordings": {Status: 201, Body: []byte(`{"id":"rec_0123456789abcdef","state":"recording"}`)},
-		"/api/v1/desktops/d1/exec":       {Status: 200, Body: []byte(`{"exit_code":0}`)},
+		"/api/v1/desktops/d1/steps":       {Status: 200, Body: []byte(`{"steps":[{"seq":7,"kind":"exec"}]}`)},
+		"/api/v1/desktops/d1/recordings":  {Status: 201, Body: []byte(`{"id":"rec_0123456789abcdef","state":"recording"}`)},
+		"/api/v1/desktops/d1/exec":        {Status: 200, Body: []byte(`{"exit_code":0}`)},
+		"/api/v1/desktops/d1/checkpoints": {Status: 200, Body: []byte(`{"every_steps":5,"before":["file_delete"],"memory":false,"keep":5}`)},
 	}}
 	cs := session(t, f)
 	if text, _ := callText(t, cs, "list_steps", map[string]any{"desktop": "d1"}); !strings.Contains(text, `"seq":7`) {
@@ -149,6 +150,9 @@ func TestStepAndRecordingTools(t *testing.T) {
 	}
 	callText(t, cs, "stop_recording", map[string]any{"desktop": "d1", "recording": "rec_0123456789abcdef"})
 	callText(t, cs, "exec", map[string]any{"desktop": "d1", "cmd": "rm -rf build", "checkpoint": "true"})
+	if text, isErr := callText(t, cs, "set_checkpoint_policy", map[string]any{"desktop": "d1", "every_steps": 5, "before": []string{"file_delete"}}); isErr || !strings.Contains(text, `"keep":5`) {
+		t.Errorf("set_checkpoint_policy: %t %s", isErr, text)
+	}
 	want := []string{
 		"GET /api/v1/desktops/d1/steps?limit=20&newest=true",
 		"GET /api/v1/desktops/d1/steps?after=3&limit=5",
@@ -156,6 +160,7 @@ func TestStepAndRecordingTools(t *testing.T) {
 		"POST /api/v1/desktops/d1/recordings",
 		"POST /api/v1/desktops/d1/recordings/rec_0123456789abcdef/stop",
 		"POST /api/v1/desktops/d1/exec?checkpoint=true",
+		"PUT /api/v1/desktops/d1/checkpoints",
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -40,6 +40,15 @@ type Recording struct {
 	// max_seconds…); Error why it failed.
 	EndedWhy string `json:"ended_why,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Owner and DesktopName are the desktop's when it began: a kept
+	// recording outlives its desktop.
+	Owner       string `json:"owner"`
+	DesktopName string `json:"desktop_name"`
+	// Kept recordings stay when their desktop is deleted, and the size
+	// budget never removes them: only their owner does.
+	Kept bool `json:"kept"`
+	// DesktopDeleted says its desktop is gone (as read from the store).
+	DesktopDeleted bool `json:"desktop_deleted"`
 }
 
 // DurationMS is how long it covers (so far, while recording).

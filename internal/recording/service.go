@@ -26,7 +26,13 @@ type Store interface {
 	InsertRecording(ctx context.Context, r *Recording) error
 	UpdateRecording(ctx context.Context, r *Recording) error
 	GetRecording(ctx context.Context, desktopID, id string) (*Recording, error)
+	// FindRecording finds one by its id alone (its desktop may be gone).
+	FindRecording(ctx context.Context, id string) (*Recording, error)
 	ListRecordings(ctx context.Context, desktopID string) ([]*Recording, error)
+	// OwnerRecordings lists an owner's ("": everyone's), deleted
+	// desktops' included.
+	OwnerRecordings(ctx context.Context, owner string) ([]*Recording, error)
+	SetRecordingKept(ctx context.Context, id string, kept bool) error
 	DeleteRecording(ctx context.Context, id string) error
 	// UnfinishedRecordings are those still marked recording (bureau died).
 	UnfinishedRecordings(ctx context.Context) ([]*Recording, error)
@@ -140,7 +146,7 @@ func (s *Service) begin(ctx context.Context, d *desktop.Desktop, o Options, acto
 		return nil, err
 	}
 	r := &Recording{ID: newID(), DesktopID: d.ID, State: StateRecording, Actor: actor, FPS: o.FPS,
-		MaxSeconds: o.MaxSeconds, Width: w, Height: h, StartedAt: time.Now().UTC()}
+		MaxSeconds: o.MaxSeconds, Width: w, Height: h, StartedAt: time.Now().UTC(), Owner: d.Owner, DesktopName: d.Name}
 	if err := os.MkdirAll(filepath.Dir(s.path(r)), 0o700); err != nil {
 		return nil, fmt.Errorf("recordings folder: %w", err)
 	}
@@ -258,6 +264,9 @@ func (s *Service) Delete(ctx context.Context, desktopID, id string) error {
 	if err := os.Remove(s.path(r)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
+	if r.DesktopDeleted {
+		os.Remove(filepath.Dir(s.path(r))) // the folder goes with its desktop's last kept recording
+	}
 	return s.store.DeleteRecording(ctx, id)
 }
 
@@ -277,19 +286,35 @@ func (s *Service) DesktopChanged(ctx context.Context, d *desktop.Desktop) {
 	}()
 }
 
-// Forget removes a deleted desktop's recordings.
+// Forget removes a deleted desktop's recordings but the kept ones (the one
+// under way is ended first, its file completed): those stay, with their
+// files, until their owner deletes them.
 func (s *Service) Forget(ctx context.Context, desktopID string) error {
 	if s.Active(desktopID) != nil {
-		s.Stop(ctx, desktopID, "the desktop was deleted")
+		if _, err := s.Stop(ctx, desktopID, "the desktop was deleted"); err != nil && !errors.Is(err, desktop.ErrNotFound) {
+			return fmt.Errorf("ending the recording of deleted desktop %s: %w", desktopID, err)
+		}
 	}
 	list, err := s.store.ListRecordings(ctx, desktopID)
 	if err != nil {
 		return err
 	}
+	kept := 0
 	for _, r := range list {
+		if r.Kept {
+			kept++
+			continue
+		}
+		if err := os.Remove(s.path(r)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("recording %s: %w", r.ID, err)
+		}
 		if err := s.store.DeleteRecording(ctx, r.ID); err != nil {
 			return err
 		}
+	}
+	if kept > 0 {
+		s.log.Info("kept recordings outlive their desktop", "desktop", desktopID, "kept", kept)
+		return nil
 	}
 	return os.RemoveAll(filepath.Join(s.cfg.Dir, desktopID))
 }

@@ -53,8 +53,46 @@ func (m *memStore) InsertRecording(_ context.Context, r *Recording) error {
 	m.recs[r.ID] = &cp
 	return nil
 }
-func (m *memStore) UpdateRecording(ctx context.Context, r *Recording) error {
-	return m.InsertRecording(ctx, r)
+func (m *memStore) UpdateRecording(_ context.Context, r *Recording) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cp := *r
+	if old, ok := m.recs[r.ID]; ok { // as the store: kept is SetRecordingKept's
+		cp.Kept = old.Kept
+	}
+	m.recs[r.ID] = &cp
+	return nil
+}
+func (m *memStore) FindRecording(_ context.Context, id string) (*Recording, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r, ok := m.recs[id]; ok {
+		cp := *r
+		return &cp, nil
+	}
+	return nil, desktop.ErrNotFound
+}
+func (m *memStore) OwnerRecordings(_ context.Context, owner string) ([]*Recording, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []*Recording{}
+	for _, r := range m.recs {
+		if owner == "" || r.Owner == owner {
+			cp := *r
+			out = append(out, &cp)
+		}
+	}
+	return out, nil
+}
+func (m *memStore) SetRecordingKept(_ context.Context, id string, kept bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.recs[id]
+	if !ok {
+		return desktop.ErrNotFound
+	}
+	r.Kept = kept
+	return nil
 }
 func (m *memStore) GetRecording(_ context.Context, desktopID, id string) (*Recording, error) {
 	m.mu.Lock()
@@ -276,4 +314,44 @@ func TestRecoverAndPrune(t *testing.T) {
 	if r, _ := st.GetRecording(ctx, "d2", "gone"); r.State != StateFailed {
 		t.Errorf("one with no file: %+v", r)
 	}
+}
+
+// A recording under way can be kept; the desktop's deletion ends it,
+// completes its file and leaves it.
+func TestKeepTheRecordingUnderWay(t *testing.T) {
+	needFFmpeg(t)
+	ctx := context.Background()
+	s, _, _, _ := newService(t, 60, 0)
+	d := *running
+	d.Owner = "alice"
+	r, err := s.Start(ctx, &d, Options{FPS: 5}, "alice/tok_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetKept(ctx, "d1", r.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Get(ctx, "d1", r.ID); !got.Kept || got.State != StateRecording {
+		t.Errorf("under way, kept: %+v", got)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := s.Forget(ctx, "d1"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Find(ctx, r.ID)
+	if err != nil || !got.Kept || got.State != StateDone || got.EndedWhy != "the desktop was deleted" || got.SizeBytes == 0 ||
+		got.Owner != "alice" || got.DesktopName != "one" {
+		t.Fatalf("after the desktop was deleted: %+v %v", got, err)
+	}
+	if list, _ := s.ListOwned(ctx, "alice"); len(list) != 1 || list[0].ID != r.ID {
+		t.Errorf("alice's recordings: %+v", list)
+	}
+	if list, _ := s.ListOwned(ctx, "bob"); len(list) != 0 {
+		t.Errorf("bob's recordings: %+v", list)
+	}
+	f, _, err := s.Video(ctx, "d1", r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 }

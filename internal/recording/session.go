@@ -151,7 +151,9 @@ func (s *Service) end(x *session, why string, failure error) {
 	s.prune(ctx, r.DesktopID)
 }
 
-// prune removes a desktop's oldest finished recordings beyond its budget.
+// prune removes a desktop's oldest finished recordings beyond its budget
+// (but the newest). Kept recordings are neither counted nor removed: only
+// their owner deletes them.
 func (s *Service) prune(ctx context.Context, desktopID string) {
 	if s.cfg.KeepBytes <= 0 {
 		return
@@ -161,10 +163,16 @@ func (s *Service) prune(ctx context.Context, desktopID string) {
 		return
 	}
 	var total int64
+	newest := true
 	for i := len(list) - 1; i >= 0; i-- { // newest first
 		r := list[i]
+		if r.Kept {
+			continue
+		}
 		total += r.SizeBytes
-		if total > s.cfg.KeepBytes && i < len(list)-1 && r.State != StateRecording {
+		older := !newest
+		newest = false
+		if total > s.cfg.KeepBytes && older && r.State != StateRecording {
 			s.log.Info("removing an old recording (size budget)", "desktop", desktopID, "recording", r.ID)
 			os.Remove(s.path(r))
 			s.store.DeleteRecording(ctx, r.ID)

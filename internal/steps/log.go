@@ -20,6 +20,11 @@ type Store interface {
 	ListSteps(ctx context.Context, desktopID string, p Page) ([]*Step, error)
 	GetStep(ctx context.Context, desktopID string, seq int64) (*Step, error)
 	DeleteSteps(ctx context.Context, desktopID string, through int64) error
+	// CheckpointPolicy is a desktop's (DefaultCheckpointPolicy when none
+	// was set).
+	CheckpointPolicy(ctx context.Context, desktopID string) (CheckpointPolicy, error)
+	SetCheckpointPolicy(ctx context.Context, desktopID string, p CheckpointPolicy) error
+	DeleteCheckpointPolicy(ctx context.Context, desktopID string) error
 }
 
 // ErrTaken: the store already has a step of that number.
@@ -42,6 +47,8 @@ type Log struct {
 	mu   sync.Mutex
 	last map[string]int64
 	subs map[string]map[*Follower]struct{}
+	// cadence says which steps are due an automatic checkpoint.
+	cadence Cadence
 }
 
 // New builds a log keeping the newest keep steps of each desktop, with
@@ -164,7 +171,11 @@ func (l *Log) Forget(ctx context.Context, desktopID string) error {
 	l.mu.Lock()
 	delete(l.last, desktopID)
 	l.mu.Unlock()
+	l.cadence.Reset(desktopID)
 	if err := l.store.DeleteSteps(ctx, desktopID, -1); err != nil {
+		return err
+	}
+	if err := l.store.DeleteCheckpointPolicy(ctx, desktopID); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(filepath.Join(l.dir, desktopID)); err != nil {

@@ -20,6 +20,8 @@ type memStore struct {
 	steps map[string][]*Step
 	// taken makes the next AddStep of that number fail (another writer).
 	taken int64
+	// policies are desktops' checkpoint policies.
+	policies map[string]CheckpointPolicy
 }
 
 func newMem() *memStore { return &memStore{steps: map[string][]*Step{}} }

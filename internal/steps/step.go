@@ -40,8 +40,12 @@ type Step struct {
 	Before bool   `json:"thumbnail_before"`
 	After  bool   `json:"thumbnail_after"`
 	// Checkpoint is the snapshot taken just before the step (asked for
-	// with checkpoint=true or memory).
+	// with checkpoint=true or memory, or by the desktop's checkpoint
+	// policy).
 	Checkpoint string `json:"checkpoint,omitempty"`
+	// CheckpointError says why the automatic checkpoint this step was due
+	// was not taken (the call went ahead without it).
+	CheckpointError string `json:"checkpoint_error,omitempty"`
 }
 
 // Thumbs packs which thumbnails exist (stored as one number).

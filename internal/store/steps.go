@@ -9,13 +9,13 @@ import (
 	"github.com/bureau/bureau/internal/steps"
 )
 
-const stepColumns = `desktop_id, seq, at, duration_ms, actor, kind, input, result, status, error, thumbs, checkpoint`
+const stepColumns = `desktop_id, seq, at, duration_ms, actor, kind, input, result, status, error, thumbs, checkpoint, checkpoint_error`
 
 // AddStep records a step.
 func (s *Store) AddStep(ctx context.Context, st *steps.Step) error {
-	_, err := s.exec(ctx, `INSERT INTO steps (`+stepColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := s.exec(ctx, `INSERT INTO steps (`+stepColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		st.DesktopID, st.Seq, millis(st.At), st.DurationMS, st.Actor, st.Kind,
-		string(st.Input), string(st.Result), st.Status, st.Error, st.Thumbs(), st.Checkpoint)
+		string(st.Input), string(st.Result), st.Status, st.Error, st.Thumbs(), st.Checkpoint, st.CheckpointError)
 	if isUniqueViolation(err) || isPrimaryKeyViolation(err) {
 		return fmt.Errorf("step %d of %s: %w", st.Seq, st.DesktopID, steps.ErrTaken)
 	}
@@ -55,7 +55,7 @@ func (s *Store) ListSteps(ctx context.Context, desktopID string, p steps.Page) (
 		var at int64
 		var input, result string
 		var thumbs int
-		if err := rows.Scan(&st.DesktopID, &st.Seq, &at, &st.DurationMS, &st.Actor, &st.Kind, &input, &result, &st.Status, &st.Error, &thumbs, &st.Checkpoint); err != nil {
+		if err := rows.Scan(&st.DesktopID, &st.Seq, &at, &st.DurationMS, &st.Actor, &st.Kind, &input, &result, &st.Status, &st.Error, &thumbs, &st.Checkpoint, &st.CheckpointError); err != nil {
 			return nil, fmt.Errorf("list steps: %w", err)
 		}
 		st.At, st.Input, st.Result = fromMillis(at), []byte(input), []byte(result)

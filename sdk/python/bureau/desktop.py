@@ -102,9 +102,13 @@ class Desktop:
                                   ("network", network), ("keyboard_layout", keyboard_layout)) if v is not None}
         return self._op("updateDesktop", body=body)
 
-    def delete(self, delete_data: bool = False) -> m.DeleteResult:
-        """Deletes the desktop; its data disk is kept unless delete_data."""
-        r = m.DeleteResult.from_dict(self._h.call("deleteDesktop", {"id": self.id}, {"delete_data": delete_data or None}))
+    def delete(self, delete_data: bool = False, keep_recordings: bool = False) -> m.DeleteResult:
+        """Deletes the desktop; its data disk is kept unless delete_data. Its
+        recordings go but the kept ones, or all stay with keep_recordings
+        (client.recordings.list_all() reaches them)."""
+        r = m.DeleteResult.from_dict(self._h.call("deleteDesktop", {"id": self.id},
+                                                  {"delete_data": delete_data or None,
+                                                   "keep_recordings": keep_recordings or None}))
         self.data = r.desktop
         return r
 

@@ -339,6 +339,21 @@ class Step(Model):
     thumbnail_before: bool | None = None
     thumbnail_after: bool | None = None
     checkpoint: str | None = None
+    checkpoint_error: str | None = None
+
+
+@dataclass
+class CheckpointPolicy(Model):
+    """A desktop's automatic checkpoint policy: a snapshot (auto-<unix ms>)
+    just before the first step and every every_steps-th after the last
+    checkpoint, and before every step of a kind in before; the newest keep
+    automatic checkpoints stay."""
+
+    SCHEMA: ClassVar[str] = 'CheckpointPolicy'
+    every_steps: int | None = None
+    before: list | None = None
+    memory: bool | None = None
+    keep: int | None = None
 
 
 @dataclass
@@ -348,6 +363,10 @@ class Recording(Model):
     SCHEMA: ClassVar[str] = 'Recording'
     id: str | None = None
     desktop_id: str | None = None
+    desktop_name: str | None = None
+    desktop_deleted: bool | None = None
+    owner: str | None = None
+    kept: bool | None = None
     state: str | None = None
     actor: str | None = None
     fps: int | None = None
@@ -542,6 +561,7 @@ class ScreenImage(Model):
     width: int | None = None
     height: int | None = None
     settled: bool | None = None
+    settle_ms: int | None = None
 
     def bytes(self) -> bytes:
         """The image's bytes (PNG or JPEG, as media_type says)."""
@@ -561,7 +581,6 @@ class Size(Model):
 @dataclass
 class StreamToken(Model):
     """A StreamToken as the API shows it."""
-    settle_ms: int | None = None
 
     SCHEMA: ClassVar[str] = 'StreamToken'
     token: str | None = None

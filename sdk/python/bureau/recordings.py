@@ -2,7 +2,11 @@
 side (boot, login screen, any window manager), only the frames that changed
 encoded, each at the time it was seen (second t of the video is
 ``started_at`` + t, so a step of the step log is found in it by its time).
-Reached as ``client.recordings``; recordings are ``models.Recording``."""
+Reached as ``client.recordings``; recordings are ``models.Recording``.
+
+A recording marked kept (``keep``) stays when its desktop is deleted, and
+the server's size budget never removes it: the ``*_by_id`` methods and
+``list_all`` reach it then, until its owner deletes it."""
 
 from __future__ import annotations
 
@@ -74,8 +78,49 @@ class Recordings:
         open binary file; returns its size. A path is written beside itself
         and renamed once complete, so a download that fails leaves nothing
         half-written. Conflict while it is still recording."""
-        with self._h.open("getRecordingVideo", _params(desktop, rid=_rid(rid)),
-                          headers={"Accept": "video/webm"}) as r:
+        return self._save("getRecordingVideo", _params(desktop, rid=_rid(rid)), to)
+
+    def delete(self, desktop: "str | Desktop", rid: "str | m.Recording") -> None:
+        """Deletes a recording (stopping it first if under way) and its video."""
+        self._h.call("deleteRecording", _params(desktop, rid=_rid(rid)))
+
+    def keep(self, desktop: "str | Desktop", rid: "str | m.Recording", kept: bool = True) -> m.Recording:
+        """Marks a recording kept (it stays when the desktop is deleted, and
+        the size budget never removes it), or not with kept=False."""
+        return m.Recording.from_dict(self._h.call("keepRecording", _params(desktop, rid=_rid(rid)),
+                                                  json_body={"kept": kept}))
+
+    def unkeep(self, desktop: "str | Desktop", rid: "str | m.Recording") -> m.Recording:
+        """Lets a recording go with its desktop again."""
+        return self.keep(desktop, rid, kept=False)
+
+    def list_all(self) -> list[m.Recording]:
+        """Every recording of the caller's (an admin's: everyone's), oldest
+        first: live desktops' and the kept ones of deleted desktops
+        (desktop_deleted)."""
+        recs = self._h.call("listOwnedRecordings")["recordings"] or []
+        return [m.Recording.from_dict(r) for r in recs]
+
+    def get_by_id(self, rid: "str | m.Recording") -> m.Recording:
+        """A recording by its id alone (its desktop may be deleted)."""
+        return m.Recording.from_dict(self._h.call("getOwnedRecording", {"rid": _rid(rid)}))
+
+    def video_by_id(self, rid: "str | m.Recording") -> bytes:
+        """video, by the recording's id alone (its desktop may be deleted)."""
+        with self._h.open("getOwnedRecordingVideo", {"rid": _rid(rid)}, headers={"Accept": "video/webm"}) as r:
+            return r.read()
+
+    def download_by_id(self, rid: "str | m.Recording", to: str | os.PathLike | BinaryIO) -> int:
+        """download, by the recording's id alone (its desktop may be deleted)."""
+        return self._save("getOwnedRecordingVideo", {"rid": _rid(rid)}, to)
+
+    def delete_by_id(self, rid: "str | m.Recording") -> None:
+        """Deletes a recording, kept or not, by its id alone (its desktop may
+        be deleted)."""
+        self._h.call("deleteOwnedRecording", {"rid": _rid(rid)})
+
+    def _save(self, op: str, params: dict, to: str | os.PathLike | BinaryIO) -> int:
+        with self._h.open(op, params, headers={"Accept": "video/webm"}) as r:
             if hasattr(to, "write"):
                 return _whole(r, _copy(r, to))
             path = os.fspath(to)
@@ -93,10 +138,6 @@ class Recordings:
                     pass
                 raise
             return n
-
-    def delete(self, desktop: "str | Desktop", rid: "str | m.Recording") -> None:
-        """Deletes a recording (stopping it first if under way) and its video."""
-        self._h.call("deleteRecording", _params(desktop, rid=_rid(rid)))
 
 
 def _whole(r: Any, n: int) -> int:

@@ -94,12 +94,30 @@ class Steps:
 
     def revert(self, desktop: "str | Desktop", seq: int) -> dict:
         """Puts the desktop back as it was before step seq: reverts it to the
-        newest snapshot taken before the step began (under way when this
-        returns; wait_until("running")). Returns ``{"desktop", "snapshot",
-        "holds_through_step"}``: the steps after that one are undone.
-        Conflict when no snapshot was taken before the step. A Desktop
-        passed in gets the new record."""
+        step's checkpoint, or else the newest snapshot taken before the step
+        began (under way when this returns; wait_until("running")). Returns
+        ``{"desktop", "snapshot", "holds_through_step"}`` (and ``"note"``
+        when the step's own checkpoint is gone): the steps after that
+        snapshot are undone. Conflict when no snapshot was taken before the
+        step. A Desktop passed in gets the new record."""
         r = self._h.call("revertToStep", _params(desktop, seq=seq))
         if not isinstance(desktop, str):
             desktop._set(r.get("desktop"))
         return r
+
+    def checkpoints(self, desktop: "str | Desktop") -> m.CheckpointPolicy:
+        """The desktop's automatic checkpoint policy (off unless set)."""
+        return m.CheckpointPolicy.from_dict(self._h.call("getCheckpointPolicy", _params(desktop)))
+
+    def set_checkpoints(self, desktop: "str | Desktop", every_steps: int = 0, before: "list[str] | tuple" = (),
+                        memory: bool = False, keep: int = 5) -> m.CheckpointPolicy:
+        """Sets the desktop's automatic checkpoint policy whole (the defaults
+        turn it off): a snapshot just before the next step and then every
+        every_steps-th, and before every step of a kind in before ("computer",
+        "exec", "file_write", "file_delete", "clipboard"), with the RAM when
+        memory; the newest keep (1 to 50) automatic checkpoints are kept, older
+        ones deleted (never other snapshots). Each is recorded in its step's
+        ``checkpoint``, so revert(desktop, seq) goes back to exactly before the
+        step. Invalid for an unknown kind or a keep out of range."""
+        body = {"every_steps": every_steps, "before": list(before), "memory": memory, "keep": keep}
+        return m.CheckpointPolicy.from_dict(self._h.call("setCheckpointPolicy", _params(desktop), json_body=body))

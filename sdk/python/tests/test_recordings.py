@@ -127,6 +127,46 @@ class TestRecordings(unittest.TestCase):
                 self.assertEqual(f.read(), VIDEO)
             self.assertEqual(os.listdir(d), ["rec.webm"])
 
+    def test_keep_and_the_owners_routes(self):
+        def patch(_handler, body):
+            out = rec("rec_000000000000000a")
+            out["kept"] = json.loads(body)["kept"]
+            return 200, {"Content-Type": "application/json"}, json.dumps(out).encode()
+        self.fake.routes[("PATCH", R + "/rec_000000000000000a")] = patch
+        self.assertTrue(self.c.recordings.keep("d1", "rec_000000000000000a").kept)
+        self.assertEqual(json.loads(self.fake.seen[-1][3]), {"kept": True})
+        self.assertFalse(self.c.recordings.unkeep("d1", "rec_000000000000000a").kept)
+        self.assertEqual(json.loads(self.fake.seen[-1][3]), {"kept": False})
+
+        O = "/api/v1/recordings"
+        gone = dict(rec("rec_000000000000000b"), kept=True, owner="alice", desktop_name="old", desktop_deleted=True,
+                    video_url=O + "/rec_000000000000000b/video")
+        self.fake.json("GET", O, 200, {"recordings": [gone], "size_bytes": 1000, "kept_size_bytes": 1000})
+        got = self.c.recordings.list_all()
+        self.assertEqual([(r.id, r.kept, r.desktop_deleted, r.desktop_name) for r in got],
+                         [("rec_000000000000000b", True, True, "old")])
+        self.fake.json("GET", O + "/rec_000000000000000b", 200, gone)
+        self.assertTrue(self.c.recordings.get_by_id(got[0]).desktop_deleted)
+        with self.assertRaises(NotFound):
+            self.c.recordings.get_by_id("rec_000000000000000f")
+        self.fake.routes[("GET", O + "/rec_000000000000000b/video")] = lambda _r, _b: (200, {"Content-Type": "video/webm"}, VIDEO)
+        self.assertEqual(self.c.recordings.video_by_id("rec_000000000000000b"), VIDEO)
+        buf = io.BytesIO()
+        self.assertEqual(self.c.recordings.download_by_id("rec_000000000000000b", buf), len(VIDEO))
+        self.assertEqual(buf.getvalue(), VIDEO)
+        self.fake.routes[("DELETE", O + "/rec_000000000000000b")] = lambda _r, _b: (204, {}, b"")
+        self.assertIsNone(self.c.recordings.delete_by_id("rec_000000000000000b"))
+        self.assertEqual(self.fake.seen[-1][:2], ("DELETE", O + "/rec_000000000000000b"))
+
+    def test_delete_the_desktop_keeping_recordings(self):
+        self.fake.json("GET", "/api/v1/desktops/d1", 200, {"id": "d1", "name": "one", "state": "running"})
+        self.fake.json("DELETE", "/api/v1/desktops/d1", 200, {"desktop": {"id": "d1", "state": "deleted"}, "data_deleted": False})
+        d = self.c.desktop("d1")
+        d.delete(keep_recordings=True)
+        self.assertEqual(self.fake.seen[-1][:2], ("DELETE", "/api/v1/desktops/d1?keep_recordings=true"))
+        d.delete()
+        self.assertEqual(self.fake.seen[-1][:2], ("DELETE", "/api/v1/desktops/d1"))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -4,7 +4,7 @@ import json
 import unittest
 from urllib.parse import parse_qs, urlsplit
 
-from bureau import Client, Conflict, Invalid, NotFound, ServerError, Unauthorized
+from bureau import Client, Conflict, Invalid, NotFound, ServerError, Unauthorized, models
 
 from .fake import FakeBureau
 
@@ -126,6 +126,22 @@ class TestSteps(unittest.TestCase):
         self.fake.json("POST", D + "/steps/1/revert", 409, {"error": {"code": "conflict", "message": "no snapshot of this desktop was taken before step 1 began"}})
         with self.assertRaises(Conflict):
             self.c.steps.revert("d1", 1)
+
+    def test_checkpoint_policy(self):
+        self.fake.json("GET", D + "/checkpoints", 200, {"every_steps": 0, "before": [], "memory": False, "keep": 5})
+        p = self.c.steps.checkpoints(self.c.desktop("d1"))
+        self.assertEqual((p.every_steps, p.before, p.memory, p.keep), (0, [], False, 5))
+        self.fake.routes[("PUT", D + "/checkpoints")] = lambda _r, b: (200, {"Content-Type": "application/json"}, b)
+        p = self.c.steps.set_checkpoints("d1", every_steps=10, before=("exec", "file_delete"), keep=3)
+        self.assertEqual((p.every_steps, p.before, p.keep), (10, ["exec", "file_delete"], 3))
+        method, _, _, body = self.fake.seen[-1]
+        self.assertEqual((method, json.loads(body)), ("PUT", {"every_steps": 10, "before": ["exec", "file_delete"], "memory": False, "keep": 3}))
+        self.fake.json("PUT", D + "/checkpoints", 422, {"error": {"code": "invalid", "message": 'before: unknown step kind "rm"', "field": "before"}})
+        with self.assertRaises(Invalid) as cm:
+            self.c.steps.set_checkpoints("d1", before=["rm"])
+        self.assertEqual(cm.exception.field, "before")
+        # A step says why its automatic checkpoint was not taken.
+        self.assertEqual(models.Step.from_dict({**step(3), "checkpoint_error": "quota exceeded"}).checkpoint_error, "quota exceeded")
 
 
 if __name__ == "__main__":

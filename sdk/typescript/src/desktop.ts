@@ -111,9 +111,13 @@ export class Desktop {
   update(s: { idle_timeout_seconds?: number; nap_after_seconds?: number; sleep_after_seconds?: number; restart_on_crash?: boolean; network?: m.NetworkPolicy; keyboard_layout?: string }): Promise<this> {
     return this.op("updateDesktop", { json: pick(s) });
   }
-  /** Deletes the desktop; its data disk is kept unless deleteData. */
-  async delete(o: { deleteData?: boolean } = {}): Promise<m.DeleteResult> {
-    const r = await this.h.call<m.DeleteResult>("deleteDesktop", { params: { id: this.id }, query: { delete_data: o.deleteData || undefined } });
+  /**
+   * Deletes the desktop; its data disk is kept unless deleteData. Its recordings go but the kept ones, or all stay
+   * with keepRecordings (`recordings.listAll()` reaches them).
+   */
+  async delete(o: { deleteData?: boolean; keepRecordings?: boolean } = {}): Promise<m.DeleteResult> {
+    const query = { delete_data: o.deleteData || undefined, keep_recordings: o.keepRecordings || undefined };
+    const r = await this.h.call<m.DeleteResult>("deleteDesktop", { params: { id: this.id }, query });
     this.data = r.desktop;
     return r;
   }

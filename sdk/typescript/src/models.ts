@@ -365,6 +365,14 @@ export interface StreamToken {
 export interface Recording {
   id: string;
   desktop_id: string;
+  /** The desktop's name (its last one once deleted). */
+  desktop_name: string;
+  /** Its desktop is deleted: only the `*ById` methods and `listAll` reach it. */
+  desktop_deleted: boolean;
+  /** The desktop's owner, who keeps the recording. */
+  owner: string;
+  /** It stays when the desktop is deleted, and the size budget never removes it: only its owner deletes it. */
+  kept: boolean;
   state: "recording" | "done" | "failed";
   /** Who started it. */
   actor: string;
@@ -411,8 +419,23 @@ export interface Step {
   error?: string;
   thumbnail_before: boolean;
   thumbnail_after: boolean;
-  /** The snapshot taken just before the step (the call asked for a checkpoint). */
+  /** The snapshot taken just before the step: asked for with `checkpoint` (`checkpoint-<unix ms>`) or by the desktop's checkpoint policy (`auto-<unix ms>`). */
   checkpoint?: string;
+  /** Why the automatic checkpoint due before this step was not taken (the call went on without it). */
+  checkpoint_error?: string;
+}
+
+/**
+ * A desktop's automatic checkpoint policy: a snapshot (`auto-<unix ms>`) just before the first step and every
+ * `every_steps`-th after the last checkpoint, and before every step of a kind in `before`; the newest `keep` stay.
+ */
+export interface CheckpointPolicy {
+  every_steps: number;
+  before: Array<"computer" | "exec" | "file_write" | "file_delete" | "clipboard">;
+  /** Snapshot the RAM as well as the disks. */
+  memory: boolean;
+  /** How many automatic checkpoints are kept (1 to 50). */
+  keep: number;
 }
 
 /** The step log for replay: `steps` (format bureau), `tools` and `messages` (anthropic) or `tools` and `input` (openai). */
@@ -432,6 +455,8 @@ export interface StepRevert {
   desktop: Desktop;
   snapshot: Snapshot;
   holds_through_step: number;
+  /** Set when the step's own checkpoint is gone: which snapshot was used instead. */
+  note?: string;
 }
 
 /** What a desktop may reach outside: IPv4 addresses, CIDRs or host names */
@@ -474,7 +499,8 @@ export const FIELDS: Record<string, { schema: string; fields: string[] }> = {
   Size: { schema: "Size", fields: ["width", "height"] },
   StreamToken: { schema: "StreamToken", fields: ["token", "expires_at", "url"] },
   NetworkPolicy: { schema: "NetworkPolicy", fields: ["allow_out", "deny_out"] },
-  Recording: { schema: "Recording", fields: ["id", "desktop_id", "state", "actor", "fps", "max_seconds", "width", "height", "frames", "size_bytes", "started_at", "ended_at", "duration_ms", "ended_why", "error", "video_url"] },
-  Step: { schema: "Step", fields: ["desktop_id", "seq", "at", "duration_ms", "actor", "kind", "input", "result", "status", "error", "thumbnail_before", "thumbnail_after", "checkpoint"] },
+  Recording: { schema: "Recording", fields: ["id", "desktop_id", "desktop_name", "desktop_deleted", "owner", "kept", "state", "actor", "fps", "max_seconds", "width", "height", "frames", "size_bytes", "started_at", "ended_at", "duration_ms", "ended_why", "error", "video_url"] },
+  Step: { schema: "Step", fields: ["desktop_id", "seq", "at", "duration_ms", "actor", "kind", "input", "result", "status", "error", "thumbnail_before", "thumbnail_after", "checkpoint", "checkpoint_error"] },
+  CheckpointPolicy: { schema: "CheckpointPolicy", fields: ["every_steps", "before", "memory", "keep"] },
   StepExport: { schema: "StepExport", fields: ["format", "desktop_id", "next_after", "steps", "tools", "messages", "input"] },
 };

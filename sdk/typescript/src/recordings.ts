@@ -69,7 +69,42 @@ export class Recordings {
    * and renamed once complete, so a download that fails leaves nothing half-written. 409 while it is still recording.
    */
   async download(desktop: DesktopRef, recording: RecordingRef, path: string, o: { signal?: AbortSignal } = {}): Promise<number> {
-    const r = await this.open(desktop, recording, o.signal);
+    return this.save(await this.open(desktop, recording, o.signal), path, o.signal);
+  }
+
+  /** Marks a recording kept (it stays when the desktop is deleted, and the size budget never removes it), or not. */
+  keep(desktop: DesktopRef, recording: RecordingRef, kept = true): Promise<m.Recording> {
+    return this.h.call("keepRecording", { params: { id: idOf(desktop), rid: idOf(recording) }, json: { kept } });
+  }
+
+  /** Lets a recording go with its desktop again. */
+  unkeep(desktop: DesktopRef, recording: RecordingRef): Promise<m.Recording> {
+    return this.keep(desktop, recording, false);
+  }
+
+  /** Every recording of the caller's (an admin's: everyone's), oldest first: kept ones of deleted desktops included. */
+  async listAll(o: { signal?: AbortSignal } = {}): Promise<m.Recording[]> {
+    const r = await this.h.call<{ recordings: m.Recording[] }>("listOwnedRecordings", { signal: o.signal });
+    return r.recordings ?? [];
+  }
+
+  /** A recording by its id alone (its desktop may be deleted). */
+  getById(recording: RecordingRef): Promise<m.Recording> {
+    return this.h.call("getOwnedRecording", { params: { rid: idOf(recording) } });
+  }
+
+  /** download, by the recording's id alone (its desktop may be deleted). */
+  async downloadById(recording: RecordingRef, path: string, o: { signal?: AbortSignal } = {}): Promise<number> {
+    const r = await this.h.open("getOwnedRecordingVideo", { params: { rid: idOf(recording) }, headers: { Accept: "video/webm" }, signal: o.signal });
+    return this.save(r, path, o.signal);
+  }
+
+  /** Deletes a recording, kept or not, by its id alone (its desktop may be deleted). */
+  async deleteById(recording: RecordingRef): Promise<void> {
+    await this.h.call("deleteOwnedRecording", { params: { rid: idOf(recording) } });
+  }
+
+  private async save(r: Response, path: string, signal?: AbortSignal): Promise<number> {
     const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.part`);
     let n = 0;
     try {
@@ -82,7 +117,7 @@ export class Recordings {
           }
         },
         createWriteStream(tmp, { flags: "wx", mode: 0o644 }),
-        { signal: o.signal },
+        { signal },
       );
       const size = r.headers.get("Content-Length");
       if (size && /^\d+$/.test(size) && Number(size) !== n) throw new Error(`the video was cut off after ${n} of its ${size} bytes`);

@@ -91,13 +91,30 @@ export class Steps {
   }
 
   /**
-   * Puts the desktop back as it was before step `seq`: reverts it to the newest snapshot taken before the step began
-   * (under way when this returns; waitUntil("running")). `holds_through_step` is the last step that snapshot holds: the
-   * steps after it are undone. 409 when no snapshot was taken before the step. A Desktop passed in gets the new record.
+   * Puts the desktop back as it was before step `seq`: reverts it to the step's checkpoint, or else the newest snapshot
+   * taken before the step began (under way when this returns; waitUntil("running")); `note` says so when the step's own
+   * checkpoint is gone. `holds_through_step` is the last step that snapshot holds: the steps after it are undone. 409
+   * when no snapshot was taken before the step. A Desktop passed in gets the new record.
    */
   async revert(desktop: DesktopRef, seq: number): Promise<m.StepRevert> {
     const r = await this.h.call<m.StepRevert>("revertToStep", { params: { id: idOf(desktop), seq } });
     if (desktop instanceof Desktop) desktop.data = r.desktop;
     return r;
+  }
+
+  /** The desktop's automatic checkpoint policy (off unless set). */
+  async checkpoints(desktop: DesktopRef): Promise<m.CheckpointPolicy> {
+    return this.h.call<m.CheckpointPolicy>("getCheckpointPolicy", { params: { id: idOf(desktop) } });
+  }
+
+  /**
+   * Sets the desktop's automatic checkpoint policy whole (what is left out takes its default: `{}` turns it off): a
+   * snapshot just before the next step and then every `every_steps`-th, and before every step of a kind in `before`,
+   * with the RAM when `memory`; the newest `keep` (1 to 50, default 5) automatic checkpoints are kept, older ones
+   * deleted (never other snapshots). Each is recorded in its step's `checkpoint`, so `revert(desktop, seq)` goes back
+   * to exactly before the step. 422 for an unknown kind or a keep out of range.
+   */
+  async setCheckpoints(desktop: DesktopRef, p: Partial<m.CheckpointPolicy>): Promise<m.CheckpointPolicy> {
+    return this.h.call<m.CheckpointPolicy>("setCheckpointPolicy", { params: { id: idOf(desktop) }, json: p });
   }
 }

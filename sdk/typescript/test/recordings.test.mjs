@@ -122,4 +122,41 @@ describe("recordings", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  test("keep, and the owner's routes", async () => {
+    routes.set(`PATCH ${R}/rec_000000000000000a`, () => [200, { "Content-Type": "application/json" }, JSON.stringify({ ...rec("rec_000000000000000a"), kept: JSON.parse(seen.at(-1).body).kept })]);
+    assert.equal((await b().recordings.keep("d1", "rec_000000000000000a")).kept, true);
+    assert.deepEqual([seen.at(-1).method, JSON.parse(seen.at(-1).body)], ["PATCH", { kept: true }]);
+    assert.equal((await b().recordings.unkeep("d1", { id: "rec_000000000000000a" })).kept, false);
+    assert.deepEqual(JSON.parse(seen.at(-1).body), { kept: false });
+
+    const O = "/api/v1/recordings";
+    const gone = { ...rec("rec_000000000000000b"), kept: true, owner: "alice", desktop_name: "old", desktop_deleted: true, video_url: `${O}/rec_000000000000000b/video` };
+    json("GET", O, 200, { recordings: [gone], size_bytes: 1000, kept_size_bytes: 1000 });
+    const all = await b().recordings.listAll();
+    assert.deepEqual(all.map((r) => [r.id, r.kept, r.desktop_deleted, r.desktop_name]), [["rec_000000000000000b", true, true, "old"]]);
+    json("GET", `${O}/rec_000000000000000b`, 200, gone);
+    assert.equal((await b().recordings.getById(all[0])).desktop_deleted, true);
+    assert.equal((await rejection(b().recordings.getById("rec_000000000000000f"))).status, 404);
+    routes.set(`GET ${O}/rec_000000000000000b/video`, () => [200, { "Content-Type": "video/webm" }, VIDEO]);
+    const dir = mkdtempSync(join(tmpdir(), "bureau-rec-"));
+    try {
+      const path = join(dir, "kept.webm");
+      assert.equal(await b().recordings.downloadById("rec_000000000000000b", path), VIDEO.length);
+      assert.deepEqual(readFileSync(path), VIDEO);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    routes.set(`DELETE ${O}/rec_000000000000000b`, () => [204, {}, ""]);
+    await b().recordings.deleteById("rec_000000000000000b");
+    assert.deepEqual([seen.at(-1).method, seen.at(-1).url], ["DELETE", `${O}/rec_000000000000000b`]);
+  });
+
+  test("delete a desktop keeping its recordings", async () => {
+    json("DELETE", "/api/v1/desktops/d1", 200, { desktop: { id: "d1", state: "deleted" }, data_deleted: false });
+    await b().desktop("d1").delete({ keepRecordings: true });
+    assert.equal(seen.at(-1).url, "/api/v1/desktops/d1?keep_recordings=true");
+    await b().desktop("d1").delete();
+    assert.equal(seen.at(-1).url, "/api/v1/desktops/d1");
+  });
 });

@@ -11,9 +11,10 @@ const seen = [];
 
 before(async () => {
   server = http.createServer((req, res) => {
-    req.resume();
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
-      seen.push({ method: req.method, url: req.url, headers: req.headers });
+      seen.push({ method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(chunks).toString() });
       const u = new URL(req.url, "http://x");
       const route = routes.get(`${req.method} ${u.pathname}`);
       const [status, headers, out] = route ? route(u.searchParams) : [404, { "Content-Type": "application/json" }, JSON.stringify({ error: { code: "not_found", message: "no route" } })];
@@ -110,5 +111,17 @@ describe("steps", () => {
     json("POST", `${D}/steps/1/revert`, 409, { error: { code: "conflict", message: "no snapshot of this desktop was taken before step 1 began" } });
     const e = await rejection(b().steps.revert("d1", 1));
     assert.deepEqual([e.status, e.code], [409, "conflict"]);
+  });
+
+  test("checkpoint policy", async () => {
+    json("GET", `${D}/checkpoints`, 200, { every_steps: 0, before: [], memory: false, keep: 5 });
+    assert.deepEqual(await b().steps.checkpoints(b().desktop("d1")), { every_steps: 0, before: [], memory: false, keep: 5 });
+    json("PUT", `${D}/checkpoints`, 200, { every_steps: 10, before: ["exec"], memory: false, keep: 3 });
+    const p = await b().steps.setCheckpoints("d1", { every_steps: 10, before: ["exec"], keep: 3 });
+    assert.deepEqual([p.every_steps, p.before, p.keep], [10, ["exec"], 3]);
+    assert.deepEqual([seen.at(-1).method, seen.at(-1).url, JSON.parse(seen.at(-1).body)], ["PUT", `${D}/checkpoints`, { every_steps: 10, before: ["exec"], keep: 3 }]);
+    json("PUT", `${D}/checkpoints`, 422, { error: { code: "invalid", message: 'before: unknown step kind "rm"', field: "before" } });
+    const e = await rejection(b().steps.setCheckpoints("d1", { before: ["rm"] }));
+    assert.deepEqual([e.status, e.field], [422, "before"]);
   });
 });

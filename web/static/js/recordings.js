@@ -174,7 +174,7 @@ export function recordingsTab(box, id, desk, params = {}) {
     if (!recs.length) {
       clear(body, h('div.empty.empty-sm.rec-empty',
         h('p', h('strong', 'No recordings yet.')),
-        h('p.muted', 'Start one above, or ask for one with a computer-use call (record=true). Recordings are kept until deleted, the desktop is deleted, or newer ones need the room.')));
+        h('p.muted', 'Start one above, or ask for one with a computer-use call (record=true). Recordings are kept until deleted, the desktop is deleted, or newer ones need the room — unless marked Kept: those stay until you delete them.')));
       return;
     }
     const newest = [...recs].reverse();
@@ -197,6 +197,12 @@ export function recordingsTab(box, id, desk, params = {}) {
       onclick: (e) => { e.stopPropagation(); remove(r, rm); },
     }, icon('trash', 14));
     if (deleting.has(r.id)) { rm.disabled = true; rm.classList.add('is-busy'); }
+    const keepBtn = h(`button.btn.btn-sm.rec-keep${r.kept ? '.btn-primary' : ''}`, {
+      type: 'button', 'aria-pressed': String(!!r.kept),
+      title: r.kept ? 'Kept: it stays when the desktop is deleted and is never removed for room. Click to let it go with the desktop.'
+        : 'Keep it: it stays when the desktop is deleted and is never removed for room',
+      onclick: (e) => { e.stopPropagation(); keep(r, keepBtn); },
+    }, r.kept ? 'Kept' : 'Keep');
     const ended = r.error
       ? h('span.rec-error', { title: r.error }, r.error)
       : live ? h('span.muted', 'under way') : (r.ended_why || '—');
@@ -217,7 +223,7 @@ export function recordingsTab(box, id, desk, params = {}) {
     h('td.row-actions',
       can ? h('button.btn.btn-sm.rec-play', { type: 'button', title: 'Play', onclick: (e) => { e.stopPropagation(); open(r.id, { autoplay: true, user: true }); } }, icon('play', 14), 'Play') : null,
       can ? (() => { const b = h('button.btn.btn-sm', { type: 'button', title: 'Download the WebM file', 'aria-label': 'Download', onclick: (e) => { e.stopPropagation(); download(r, b); } }, icon('download', 14)); return b; })() : null,
-      stopBtn, rm));
+      stopBtn, keepBtn, rm));
   }
 
   // ----- loading and polling -----
@@ -305,6 +311,17 @@ export function recordingsTab(box, id, desk, params = {}) {
       stopping = '';
       load();
     }
+  }
+
+  async function keep(r, btn) {
+    try {
+      await busy(btn, () => api('PATCH', `/desktops/${seg(id)}/recordings/${seg(r.id)}`, { kept: !r.kept }, { signal }));
+      toast(r.kept ? 'The recording goes with the desktop again.' : 'Recording kept: it stays when the desktop is deleted.', 'success');
+    } catch (e) {
+      if (disposed || e.name === 'AbortError') return;
+      toast(`Could not change the recording: ${describe(e)}`, 'error');
+    }
+    if (!disposed) load();
   }
 
   async function remove(r, btn) {

@@ -10,6 +10,7 @@ import { upsert, subscribe } from './store.js';
 import { h, icon, clear, toast, confirmDialog, busy, fmtBytes, fmtTime, fmtAgo } from './ui.js';
 import { can } from './desktop.js';
 import { recordingAt, recordingHref, fmtClock } from './recordings.js';
+import { checkpointsBox } from './checkpoints.js';
 
 const PAGE = 100; // steps shown at first and added by "Show older steps"
 const MAX_ROWS = 600; // beyond this, the oldest (collapsed) rows are dropped
@@ -180,7 +181,8 @@ export function stepsTab(box, id, desk, params = {}) {
       h('p.muted', 'Everything done in this desktop through the API — computer use, commands, file changes and clipboard writes — newest first. Click a step for the screen before and after, what it asked and what came of it.'),
       h('div.steps-tools',
         filterSel,
-        h('div.btn-group', { role: 'group', 'aria-label': 'Export' }, h('span.btn-group-label', 'Export'), exportBtns))),
+        h('div.btn-group', { role: 'group', 'aria-label': 'Export' }, h('span.btn-group-label', 'Export'), exportBtns)),
+      checkpointsBox(id, signal, !desk() || can('revert', desk()))),
     status, body);
 
   // ----- thumbnails: fetched with the token, shown as blob URLs -----
@@ -290,7 +292,8 @@ export function stepsTab(box, id, desk, params = {}) {
         st.kind === 'file_delete' && inp.recursive && inp.recursive !== 'false' ? h('span.tag', 'recursive') : null,
         exitCode ? h('span.tag.tag-warn', { title: 'The command ran and exited with this code' }, `exit ${exitCode}`) : null,
         st.result?.timed_out ? h('span.tag.tag-warn', 'timed out') : null,
-        st.checkpoint ? h('span.tag', { title: `Snapshot ${st.checkpoint} was taken just before this step: reverting to before it goes there` }, 'checkpoint') : null,
+        st.checkpoint ? h('span.tag', { title: `Snapshot ${st.checkpoint} was taken just before this step: reverting to before it goes there` }, st.checkpoint.startsWith('auto-') ? 'auto checkpoint' : 'checkpoint') : null,
+        st.checkpoint_error ? h('span.tag.tag-warn', { title: st.checkpoint_error }, 'no checkpoint') : null,
         bad ? h('span.pill.pill-bad', { title: `HTTP ${st.status}` }, h('span.dot'), `failed · ${st.status}`) : null),
       bad && st.error ? h('div.step-error', { title: st.error }, st.error) : null),
     h('span.step-chevron', { 'aria-hidden': 'true' }, icon('back', 14)));
@@ -422,7 +425,8 @@ export function stepsTab(box, id, desk, params = {}) {
       clear(note, 'Reverting to snapshot ', h('strong', sn),
         res?.snapshot?.created_at ? ` (taken ${fmtTime(res.snapshot.created_at)})` : '',
         '. It holds the desktop as it was ',
-        holds ? ['through step ', h('strong', `#${holds}`), `; the steps after it are undone.`] : 'before any step was recorded; every step is undone.');
+        holds ? ['through step ', h('strong', `#${holds}`), `; the steps after it are undone.`] : 'before any step was recorded; every step is undone.',
+        res?.note ? [' ', res.note] : '');
       note.hidden = false;
       toast(`Reverting ${d?.name || 'the desktop'} to snapshot ${sn} (holds through step ${holds}).`, 'success');
     } catch (e) {
