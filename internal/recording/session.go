@@ -109,6 +109,11 @@ loop:
 		failure = fill(index(time.Now()) + 1) // the video lasts until now
 	}
 	err := x.enc.finish(finishWithin)
+	if err == nil && failure == nil {
+		// The unchanged frames at the end were dropped: the file lasts
+		// as long as the stream fed.
+		err = lengthen(s.path(r), time.Duration(written)*period)
+	}
 	if failure == nil {
 		failure = err
 	}
