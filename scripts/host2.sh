@@ -8,6 +8,12 @@
 # /var/lib/bureau/desktops (separate, as on a remote host; images/ and
 # templates/ stay shared). Inside it, host1 is at
 # qemu+unix:///system?socket=DIR/host1-run/libvirt-sock. Root only.
+# host2 is also reachable over SSH, as root by key only, on 127.0.0.1:PORT+1:
+# an sshd runs inside its mount namespace, so paths resolve as on a remote
+# host (e.g. a desktop's VNC socket in host2's own /var/lib/bureau/desktops).
+# Its files are in DIR/ssh: id_ed25519 (the client key), known_hosts (host2's
+# host key, to pin), port, sshd_config, sshd.log. openssh-server is installed
+# if sshd is missing, with its system service kept off (see need_sshd).
 #   scripts/host2.sh start [DIR] [PORT]   starts it if needed, prints the URI
 #   scripts/host2.sh stop [DIR]           destroys its domains and networks, stops it
 #   scripts/host2.sh status [DIR]         prints the URI if it answers, else exits 1
@@ -25,15 +31,25 @@ case $cmd in start | stop | status) ;; *) die "usage: $0 start|stop|status [DIR]
 
 # running PID: PID exists and is not a zombie (PID 1 here reaps lazily).
 running() { local s; s=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) && [ "$s" != Z ]; }
-# pid: host2's libvirtd, if running: a libvirtd outside our mount namespace, so
-# never the system daemon even if a stale pid file's PID was reused.
-pid=$(cat "$dir/libvirtd.pid" 2>/dev/null || true)
-if ! { [ -n "$pid" ] && running "$pid" && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = libvirtd ] &&
-	[ "$(readlink "/proc/$pid/ns/mnt")" != "$(readlink /proc/self/ns/mnt)" ]; }; then pid=; fi
+# mntns PID: PID's mount namespace ("self": ours).
+mntns() { readlink "/proc/$1/ns/mnt" 2>/dev/null || true; }
+# ours PIDFILE COMM: the PID in PIDFILE if it runs COMM outside our mount
+# namespace, so never a system daemon even if a stale pid file's PID was reused.
+ours() {
+	local p
+	p=$(cat "$1" 2>/dev/null || true)
+	if [ -n "$p" ] && running "$p" && [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$2" ] &&
+		[ "$(mntns "$p")" != "$(mntns self)" ]; then echo "$p"; fi
+}
+sshdir=$dir/ssh
+# pid: host2's libvirtd, if running; spid: host2's sshd (its listener).
+pid=$(ours "$dir/libvirtd.pid" libvirtd)
+spid=$(ours "$sshdir/sshd.pid" sshd)
 # A running host2 keeps the port it was started with.
 if [ "$cmd" != start ] || [ -n "$pid" ]; then port=$(cat "$dir/port" 2>/dev/null || echo "$port"); fi
-if ! [[ $port =~ ^[0-9]{1,5}$ ]] || [ "$port" -gt 65535 ]; then die "bad port: $port"; fi
+if ! [[ $port =~ ^[0-9]{1,5}$ ]] || [ "$port" -ge 65535 ]; then die "bad port: $port"; fi
 uri=qemu+tcp://127.0.0.1:$port/system
+sshport=$((port + 1))
 answers() { timeout 10 virsh -q -c "$uri" uri >/dev/null 2>&1; }
 # hv ARGS: virsh on host2 only (never the system daemon's URI).
 hv() { timeout 60 virsh -q -c "$uri" "$@"; }
@@ -51,10 +67,129 @@ wait_up() {
 	done
 }
 
+# port_free PORT: refuses a port something listens on (else another daemon's
+# answer there would pass for ours).
+port_free() { [ -z "$(ss -Hltn "sport = :$1")" ] || die "port $1 is already in use"; }
+
+# need_sshd: sets sshd to OpenSSH's server, installing it (as host-setup.sh
+# installs packages) if missing. Installing it would also start and enable a
+# system sshd on port 22 of every address; /etc/ssh/sshd_not_to_be_run,
+# which Debian's init script and ssh.service honour, keeps that one off.
+need_sshd() {
+	sshd=$(PATH=$PATH:/usr/sbin:/sbin command -v sshd || true)
+	[ -z "$sshd" ] || return 0
+	log "installing openssh-server; its system service stays off (/etc/ssh/sshd_not_to_be_run)"
+	mkdir -p /etc/ssh
+	[ -e /etc/ssh/sshd_not_to_be_run ] || touch /etc/ssh/sshd_not_to_be_run
+	apt-get update -q >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends openssh-server >&2
+	sshd=$(PATH=$PATH:/usr/sbin:/sbin command -v sshd) || die "no sshd after installing openssh-server"
+}
+
+# start_sshd PID: runs host2's sshd in the mount namespace of host2's
+# libvirtd PID, unless it already runs there.
+start_sshd() {
+	local ns
+	ns=$(mntns "$1")
+	[ -n "$ns" ] && [ "$ns" != "$(mntns self)" ] || die "libvirtd (pid $1) is not in a mount namespace of its own"
+	if [ -n "$spid" ]; then
+		[ "$(mntns "$spid")" != "$ns" ] || return 0
+		stop_ns "$(mntns "$spid")" "" # an sshd left from an earlier host2
+	fi
+	port_free "$sshport"
+	need_sshd
+	mkdir -p "$sshdir"
+	chmod 0700 "$sshdir"
+	# Kept across restarts, as a real host keeps its host key.
+	[ -s "$sshdir/host_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C bureau-host2 -f "$sshdir/host_ed25519"
+	[ -s "$sshdir/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C bureau-host2-client -f "$sshdir/id_ed25519"
+	# restrict: no pty, agent or X11 forwarding; port-forwarding gives back
+	# the local forwarding sshd_config allows (streamlocal: VNC sockets).
+	echo "restrict,port-forwarding $(cat "$sshdir/id_ed25519.pub")" >"$sshdir/authorized_keys"
+	echo "[127.0.0.1]:$sshport $(cut -d' ' -f1,2 "$sshdir/host_ed25519.pub")" >"$sshdir/known_hosts"
+	echo "$sshport" >"$sshdir/port"
+	# -f: this file only (not /etc/ssh/sshd_config, nor its Include).
+	# StrictModes no: DIR's parents (/tmp, /var/tmp) are world-writable,
+	# which StrictModes refuses for AuthorizedKeysFile. UsePAM no: no
+	# /etc/pam.d/sshd session modules (pam_loginuid fails in containers);
+	# sshd then refuses accounts whose password is locked with "!".
+	# Connecting to a unix socket (direct-streamlocal) needs both
+	# AllowStreamLocalForwarding and AllowTcpForwarding to allow local
+	# forwarding: OpenSSH checks the socket path against the TCP forwarding
+	# permissions, which "AllowTcpForwarding no" (or PermitOpen) closes.
+	cat >"$sshdir/sshd_config" <<-EOF
+		ListenAddress 127.0.0.1:$sshport
+		HostKey $sshdir/host_ed25519
+		PidFile $sshdir/sshd.pid
+		AuthorizedKeysFile $sshdir/authorized_keys
+		StrictModes no
+		AllowUsers root
+		PermitRootLogin prohibit-password
+		AuthenticationMethods publickey
+		PasswordAuthentication no
+		KbdInteractiveAuthentication no
+		UsePAM no
+		AllowStreamLocalForwarding local
+		AllowTcpForwarding local
+		AllowAgentForwarding no
+		X11Forwarding no
+		PermitTunnel no
+		PermitUserEnvironment no
+		PrintMotd no
+		Subsystem sftp internal-sftp
+		LogLevel VERBOSE
+	EOF
+	# sshd's privilege separation chroot (compile-time /run/sshd; /run
+	# is shared with host1): an empty root-owned directory, as Debian's
+	# init script makes it.
+	[ -d /run/sshd ] || install -d -m 0755 /run/sshd
+	rm -f "$sshdir/sshd.pid"
+	# nsenter only enters the mount namespace; sshd forks into the
+	# background once listening, then writes its pid file.
+	nsenter --target "$1" --mount -- "$sshd" -f "$sshdir/sshd_config" -E "$sshdir/sshd.log" </dev/null ||
+		{ tail -n 20 "$sshdir/sshd.log" >&2 2>/dev/null || true; die "sshd did not start"; }
+	local end=$((SECONDS + 10))
+	until spid=$(ours "$sshdir/sshd.pid" sshd) && [ -n "$spid" ] && [ -n "$(ss -Hltn "sport = :$sshport")" ]; do
+		if [ $SECONDS -ge $end ]; then
+			tail -n 20 "$sshdir/sshd.log" >&2 2>/dev/null || true
+			die "sshd does not listen on 127.0.0.1:$sshport"
+		fi
+		sleep 0.1
+	done
+	log "ssh: ssh -i $sshdir/id_ed25519 -o UserKnownHostsFile=$sshdir/known_hosts -p $sshport root@127.0.0.1"
+}
+
+# stop_ns NS KEEP: stops every process in host2's mount namespace NS but
+# KEEP (its libvirtd): the sshd, its sessions and whatever they started.
+stop_ns() {
+	[ -n "$1" ] && [ "$1" != "$(mntns self)" ] || die "refusing to stop processes in mount namespace '$1'"
+	local p left end=$((SECONDS + 10))
+	while :; do
+		left=
+		for p in /proc/[0-9]*; do
+			p=${p#/proc/}
+			[ "$p" != "$2" ] && [ "$(mntns "$p")" = "$1" ] && running "$p" && left="$left $p"
+		done
+		[ -n "$left" ] || return 0
+		# shellcheck disable=SC2086 # $left: several PIDs
+		if [ $SECONDS -ge $end ]; then kill -KILL $left 2>/dev/null || true; return 0; fi
+		# shellcheck disable=SC2086
+		kill -TERM $left 2>/dev/null || true
+		sleep 0.2
+	done
+}
+
 start() {
-	if [ -n "$pid" ]; then wait_up "$pid" && echo "$uri"; return; fi
-	# Else another daemon's answer there would pass for ours.
-	[ -z "$(ss -Hltn "sport = :$port")" ] || die "port $port is already in use"
+	if [ -n "$pid" ]; then
+		wait_up "$pid"
+		start_sshd "$pid"
+		echo "$uri"
+		return
+	fi
+	port_free "$port"
+	# An sshd left from an earlier host2 whose libvirtd is gone.
+	[ -z "$spid" ] || { stop_ns "$(mntns "$spid")" ""; spid=; }
+	port_free "$sshport"
 	mkdir -p "$dir"/{etc,run,lib,log,cache,sock,desktops,host1-run} /var/lib/bureau/desktops
 	chmod 0711 "$dir" # per-desktop QEMU users traverse it
 	# A stable host UUID (host1's differs: it is random per start here, or SMBIOS).
@@ -100,11 +235,20 @@ start() {
 		</dev/null >"$dir/out" 2>&1 &
 	local p=$!
 	wait_up "$p" || { kill "$p" 2>/dev/null || true; exit 1; }
+	# shellcheck disable=SC2064 # $p now
+	trap "kill $p 2>/dev/null || true" EXIT # if sshd fails to start
+	start_sshd "$p"
+	trap - EXIT
 	echo "$uri"
 }
 
 stop() {
-	[ -n "$pid" ] || { log "not running ($dir)"; rm -f "$dir/libvirtd.pid"; return 0; }
+	if [ -z "$pid" ]; then
+		[ -z "$spid" ] || stop_ns "$(mntns "$spid")" ""
+		log "not running ($dir)"
+		rm -f "$dir/libvirtd.pid" "$sshdir/sshd.pid"
+		return 0
+	fi
 	# QEMU and dnsmasq outlive libvirtd (and keep its namespace alive).
 	if answers; then
 		hv list --name | while read -r d; do [ -z "$d" ] || hv destroy "$d" </dev/null >/dev/null; done
@@ -112,13 +256,18 @@ stop() {
 	else
 		log "warning: $uri does not answer; its domains and networks may survive"
 	fi
+	# Then everything else in its namespace: the sshd, its sessions and what
+	# they started (and dnsmasq if the API did not answer); also an sshd
+	# left in an earlier host2's namespace.
+	[ -z "$spid" ] || [ "$(mntns "$spid")" = "$(mntns "$pid")" ] || stop_ns "$(mntns "$spid")" ""
+	stop_ns "$(mntns "$pid")" "$pid"
 	kill -TERM "$pid"
 	local end=$((SECONDS + 30))
 	while running "$pid"; do
 		[ $SECONDS -lt $end ] || die "libvirtd (pid $pid) still running 30 s after SIGTERM"
 		sleep 0.2
 	done
-	rm -f "$dir/libvirtd.pid"
+	rm -f "$dir/libvirtd.pid" "$sshdir/sshd.pid"
 }
 
 case $cmd in start) start ;; stop) stop ;; status) [ -n "$pid" ] && answers && echo "$uri" ;; esac
