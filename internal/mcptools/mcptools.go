@@ -179,6 +179,7 @@ type screenshotIn struct {
 	Desktop string `json:"desktop" jsonschema:"the desktop's id"`
 	Width   int    `json:"width,omitempty" jsonschema:"scale the image to this width"`
 	Height  int    `json:"height,omitempty" jsonschema:"scale the image to this height"`
+	Settle  bool   `json:"settle,omitempty" jsonschema:"wait until the screen has stopped changing (nothing changed for 300 ms, at most 3 s), e.g. after an action"`
 }
 
 func (t *tools) screenshot(ctx context.Context, req *mcp.CallToolRequest, in screenshotIn) (*mcp.CallToolResult, Out, error) {
@@ -188,6 +189,9 @@ func (t *tools) screenshot(ctx context.Context, req *mcp.CallToolRequest, in scr
 	}
 	if in.Height > 0 {
 		q.Set("height", fmt.Sprint(in.Height))
+	}
+	if in.Settle {
+		q.Set("settle", "true")
 	}
 	r, err := t.call(ctx, req, "GET", desktopPath(in.Desktop, "/screenshot?"+q.Encode()), nil, 0)
 	if err != nil {

@@ -168,3 +168,17 @@ func TestStepAndRecordingTools(t *testing.T) {
 		t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(f.paths, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func TestScreenshotCanWaitForTheScreenToSettle(t *testing.T) {
+	f := &fakeCaller{answers: map[string]Response{"/api/v1/desktops/d1/screenshot": {Status: 200, Body: []byte("\x89PNG"), ContentType: "image/png"}}}
+	cs := session(t, f)
+	for _, args := range []map[string]any{{"desktop": "d1"}, {"desktop": "d1", "settle": true, "width": 640}} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "screenshot", Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("screenshot %v: %v %+v", args, err, res)
+		}
+	}
+	if f.paths[0] != "GET /api/v1/desktops/d1/screenshot?" || f.paths[1] != "GET /api/v1/desktops/d1/screenshot?settle=true&width=640" {
+		t.Errorf("asked for %q", f.paths)
+	}
+}
