@@ -162,7 +162,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	consoles := console.New(st, log)
 	stepLog := steps.New(st, filepath.Join(cfg.DataDir, "steps"), cfg.StepsKeep, log)
 	stepLog.Recorded = met.StepRecorded
-	screens, closeScreens := liveScreens(*cfg, m, h, met, log)
+	screens, screenKeeper, closeScreens := liveScreens(*cfg, m, h, met, log)
 	defer closeScreens()
 	recorder := recording.New(recording.Config{Dir: filepath.Join(cfg.DataDir, "recordings"),
 		MaxSeconds: cfg.RecordingMaxSeconds, KeepBytes: int64(cfg.RecordingsKeepMiB) << 20}, st, screens, m, log)
@@ -174,7 +174,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 	met.CountRecordings(recorder.Recording)
 	defer recorder.Close(context.WithoutCancel(ctx))
-	go followDesktops(ctx, m, consoles, agents, sync, desktopFollowers{steps: stepLog, recordings: recorder})
+	go followDesktops(ctx, m, consoles, agents, sync, desktopFollowers{steps: stepLog, recordings: recorder, screens: screenKeeper})
 	if list, err := m.List(ctx, desktop.Filter{}); err == nil {
 		for _, d := range list {
 			if d.State == desktop.StateRunning {
@@ -217,10 +217,11 @@ func serve(ctx context.Context, cfg *config.Config) error {
 // desktops that leave the running state, hands the secrets of their
 // services to desktops that start, and prunes dead tokens hourly.
 // desktopFollowers keep what bureau holds per desktop beside the
-// desktop itself: its step log and its recordings.
+// desktop itself: its step log, its recordings and its live framebuffer.
 type desktopFollowers struct {
 	steps      *steps.Log
 	recordings *recording.Service
+	screens    screenForgetter
 }
 
 func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.Service, agents *agentclient.Client, sync *workspace.SecretSync, f desktopFollowers) {
@@ -241,6 +242,10 @@ func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.S
 				// next call dials the guest as it then is.
 				if ch.Desktop.State != desktop.StateRunning {
 					agents.Forget(ch.Desktop.DomainName())
+					// A paused QEMU keeps scanning for a viewer, and its
+					// VNC buffers come and go under the sleep tier's
+					// page-out: the framebuffer is made again on use.
+					f.screens.Forget(ch.Desktop.DomainName())
 				} else if was[ch.Desktop.ID] != desktop.StateRunning {
 					go sync.Booted(ctx, ch.Desktop.DomainName())
 				}

@@ -66,13 +66,15 @@ type iovec struct {
 }
 
 // pageOut advises the kernel to page out one range of the process, a
-// chunk at a time: the call may stop short and says how far it got.
+// chunk at a time: the call may stop short and says how far it got. A
+// chunk no longer mapped (ENOMEM: one of QEMU's own heaps, freed since the
+// maps were read, e.g. a VNC update buffer) is skipped.
 func pageOut(pidfd int, r memRange) error {
 	const chunk = 256 << 20
 	for off := uintptr(0); off < r.len; off += chunk {
 		v := iovec{base: r.start + off, len: uint64(min(chunk, r.len-off))}
 		_, _, errno := unix.Syscall6(unix.SYS_PROCESS_MADVISE, uintptr(pidfd), uintptr(unsafe.Pointer(&v)), 1, unix.MADV_PAGEOUT, 0, 0)
-		if errno != 0 && errno != unix.EINTR && errno != unix.EAGAIN {
+		if errno != 0 && errno != unix.EINTR && errno != unix.EAGAIN && errno != unix.ENOMEM {
 			return fmt.Errorf("process_madvise: %w", errno)
 		}
 	}

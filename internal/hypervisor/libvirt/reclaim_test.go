@@ -1,6 +1,13 @@
 package libvirt
 
-import "testing"
+import (
+	"errors"
+	"os"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
 
 // TestParseAnon: only private, writable, anonymous mappings of 1 MiB or
 // more (the guest's RAM, QEMU's heaps) are pushed out; files, shared
@@ -42,5 +49,38 @@ Swap:            1500000 kB
 	}
 	if _, err := parsePrivate("Rss: 1 kB\n"); err == nil {
 		t.Error("a rollup without private lines parsed")
+	}
+}
+
+// A range unmapped since the maps were read (one of QEMU's heaps freed
+// meanwhile) is skipped, not a failed reclaim; a mapped one is paged out.
+func TestPageOutSkipsARangeNoLongerMapped(t *testing.T) {
+	pidfd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		t.Skipf("pidfd_open: %v", err)
+	}
+	defer unix.Close(pidfd)
+	b, err := unix.Mmap(-1, 0, 4<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		b[i] = byte(i)
+	}
+	r := memRange{uintptr(unsafe.Pointer(&b[0])), uintptr(len(b))}
+	if err := pageOut(pidfd, r); err != nil {
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) {
+			t.Skipf("process_madvise here: %v", err)
+		}
+		t.Fatalf("a mapped range: %v", err)
+	}
+	if b[4096] != byte(4096%256) {
+		t.Fatal("paged-out memory changed")
+	}
+	if err := unix.Munmap(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := pageOut(pidfd, r); err != nil {
+		t.Fatalf("a range unmapped since: %v, want it skipped", err)
 	}
 }
