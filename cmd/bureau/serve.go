@@ -187,7 +187,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		Consoles: consoles, Web: web.Static, Hosts: hostList,
 		Desktops: m, Computer: newComputer(h, screens), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
 		SecretsChanged: func(owner, desktopID string) { sync.Changed(context.WithoutCancel(ctx), owner, desktopID) },
-		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, Tokens: tokens, Images: imageService(cfg, st, log), Steps: stepLog, StepThumbnails: cfg.StepThumbnails, Recordings: recorder, Log: log,
+		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, Tokens: tokens, Images: imageService(cfg, st, log), Steps: stepLog, StepThumbnails: cfg.StepThumbnails, Recordings: recorder, KeptRecordings: recorder, Log: log,
 		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest, ConsoleBytes: met.ConsoleBytes, ObserveLiveURL: met.ObserveLiveURL,
 		Info: map[string]string{"version": version, "accelerator": string(accel), "accelerator_reason": why,
 			"database": st.Dialect(), "default_image": cfg.DefaultImage, "go": runtime.Version()},

@@ -128,8 +128,10 @@ type Deps struct {
 	// "" is "both").
 	Steps          Steps
 	StepThumbnails string
-	// Recordings records desktops' screens (nil: none made).
-	Recordings Recordings
+	// Recordings records desktops' screens (nil: none made);
+	// KeptRecordings keeps them past their desktop (nil with it).
+	Recordings     Recordings
+	KeptRecordings KeptRecordings
 	// Web is the browser front end (web.Static): the web console and the
 	// console page.
 	Web fs.FS

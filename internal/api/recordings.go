@@ -21,6 +21,11 @@ type Recordings interface {
 	Video(ctx context.Context, desktopID, id string) (*os.File, *recording.Recording, error)
 	Delete(ctx context.Context, desktopID, id string) error
 	Active(desktopID string) *recording.Recording
+}
+
+// KeptRecordings keeps recordings past their desktop: kept ones outlive
+// its deletion and stay reachable by their owner.
+type KeptRecordings interface {
 	// SetKept marks a recording kept (it outlives its desktop) or not;
 	// KeepAll keeps all of a desktop's, Unkeep undoes that.
 	SetKept(ctx context.Context, desktopID, id string, kept bool) (*recording.Recording, error)
@@ -242,7 +247,10 @@ func (s *server) keepRecording(c *gin.Context) (reply, error) {
 	if req.Kept == nil {
 		return reply{}, &desktop.ValidationError{Field: "kept", Message: "give true (keep it when the desktop is deleted) or false"}
 	}
-	r, err := s.Recordings.SetKept(c.Request.Context(), d.ID, c.Param("rid"), *req.Kept)
+	if s.KeptRecordings == nil {
+		return reply{}, errNoRecordings
+	}
+	r, err := s.KeptRecordings.SetKept(c.Request.Context(), d.ID, c.Param("rid"), *req.Kept)
 	if err != nil {
 		return reply{}, err
 	}

@@ -22,11 +22,11 @@ func (s *server) ownedRecordingsRoutes(v1 *gin.RouterGroup) {
 // ownedRecording returns the recording named in the path if the caller
 // may see it: someone else's is "not found", so existence does not leak.
 func (s *server) ownedRecording(c *gin.Context) (*recording.Recording, error) {
-	if s.Recordings == nil {
+	if s.Recordings == nil || s.KeptRecordings == nil {
 		return nil, errNoRecordings
 	}
 	rid := c.Param("rid")
-	r, err := s.Recordings.Find(c.Request.Context(), rid)
+	r, err := s.KeptRecordings.Find(c.Request.Context(), rid)
 	if err != nil {
 		return nil, err
 	}
@@ -39,10 +39,10 @@ func (s *server) ownedRecording(c *gin.Context) (*recording.Recording, error) {
 // listOwnedRecordings lists the caller's recordings (an admin's: all),
 // oldest first, with what they take on disk and what of it is kept.
 func (s *server) listOwnedRecordings(c *gin.Context) (reply, error) {
-	if s.Recordings == nil {
+	if s.KeptRecordings == nil {
 		return reply{}, errNoRecordings
 	}
-	list, err := s.Recordings.ListOwned(c.Request.Context(), ownerFilter(c))
+	list, err := s.KeptRecordings.ListOwned(c.Request.Context(), ownerFilter(c))
 	if err != nil {
 		return reply{}, err
 	}
@@ -90,17 +90,17 @@ func (s *server) deleteOwnedRecording(c *gin.Context) (reply, error) {
 // deletion is to leave them (keep_recordings=true); it returns those it
 // changed, for unkeepRecordings should the deletion fail.
 func (s *server) keepRecordingsOnDelete(c *gin.Context, keep bool) ([]string, error) {
-	if !keep || s.Recordings == nil {
+	if !keep || s.KeptRecordings == nil {
 		return nil, nil
 	}
-	return s.Recordings.KeepAll(c.Request.Context(), c.Param("id"))
+	return s.KeptRecordings.KeepAll(c.Request.Context(), c.Param("id"))
 }
 
 func (s *server) unkeepRecordings(c *gin.Context, ids []string) {
 	if len(ids) == 0 {
 		return
 	}
-	if err := s.Recordings.Unkeep(context.WithoutCancel(c.Request.Context()), c.Param("id"), ids); err != nil {
+	if err := s.KeptRecordings.Unkeep(context.WithoutCancel(c.Request.Context()), c.Param("id"), ids); err != nil {
 		s.Log.Error("unkeep recordings after a failed delete", "desktop", c.Param("id"), "err", err)
 	}
 }
@@ -109,10 +109,10 @@ func (s *server) unkeepRecordings(c *gin.Context, ids []string) {
 // kept, before the delete is answered (bureau's follower of desktop
 // changes does it too, for desktops deleted otherwise).
 func (s *server) forgetRecordings(c *gin.Context) {
-	if s.Recordings == nil {
+	if s.KeptRecordings == nil {
 		return
 	}
-	if err := s.Recordings.Forget(context.WithoutCancel(c.Request.Context()), c.Param("id")); err != nil {
+	if err := s.KeptRecordings.Forget(context.WithoutCancel(c.Request.Context()), c.Param("id")); err != nil {
 		s.Log.Error("delete the desktop's recordings", "desktop", c.Param("id"), "err", err)
 	}
 }
