@@ -265,20 +265,26 @@ func recordingDownloadCmd(cfg *config.Config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			body, err := c.stream(ctx, "GET", path+"/video")
-			if err != nil {
-				return err
-			}
-			defer body.Close()
-			if out == "-" {
-				_, err = io.Copy(cmd.OutOrStdout(), body)
-				return err
-			}
-			return writeFileAtomic(out, body)
+			return download(ctx, c, path+"/video", out, cmd.OutOrStdout())
 		}),
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the video to this file (- for standard output)")
 	return cmd
+}
+
+// download writes what a GET of path answers to the file out, whole or not
+// at all (writeFileAtomic), or to stdout when out is "-".
+func download(ctx context.Context, c *client, path, out string, stdout io.Writer) error {
+	body, err := c.stream(ctx, "GET", path)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	if out == "-" {
+		_, err = io.Copy(stdout, body)
+		return err
+	}
+	return writeFileAtomic(out, body)
 }
 
 // writeFileAtomic writes r to a temporary file beside path and renames it

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"strconv"
@@ -205,16 +204,7 @@ func stepsThumbnailCmd(cfg *config.Config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			body, err := c.stream(ctx, "GET", fmt.Sprintf("%s/%d/thumbnails/%s", base, seq, which))
-			if err != nil {
-				return err
-			}
-			defer body.Close()
-			if out == "-" {
-				_, err = io.Copy(cmd.OutOrStdout(), body)
-				return err
-			}
-			return writeFileAtomic(out, body)
+			return download(ctx, c, fmt.Sprintf("%s/%d/thumbnails/%s", base, seq, which), out, cmd.OutOrStdout())
 		}),
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the JPEG to this file (- for standard output)")
