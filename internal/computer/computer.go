@@ -43,7 +43,7 @@ type Screen interface {
 // Either answers an error when the desktop has no live screen now; the
 // Computer then uses Screenshot.
 type LiveScreen interface {
-	Settle(ctx context.Context, domain string, quiet, limit time.Duration) ([]byte, bool, error)
+	Settle(ctx context.Context, domain string, quiet, limit time.Duration) (image.Image, bool, error)
 	Frame(ctx context.Context, domain string) (image.Image, error)
 }
 

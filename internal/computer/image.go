@@ -99,26 +99,53 @@ func (c *Computer) sawSize(domain string, w, h int) {
 	c.mu.Unlock()
 }
 
-// settle waits for the screen to stop changing and returns it, whether it
-// settled and how long the wait took: on the live framebuffer's damage
-// reports when there is one, else by screenshots until two taken
-// SettleFor apart are identical or SettleMax runs out.
-func (c *Computer) settle(ctx context.Context, domain, source string) ([]byte, bool, time.Duration, error) {
+// settled is a screen that was waited on: its pixels (a live screen's) or
+// PNG (a screen dump's), whether it settled and how long the wait took.
+type settled struct {
+	pixels  image.Image
+	png     []byte
+	settled bool
+	took    time.Duration
+}
+
+// encode shapes the settled screen as opts ask and says how it settled.
+func (s *settled) encode(opts ShotOptions, crop *image.Rectangle) (*Image, error) {
+	var img *Image
+	var err error
+	if s.pixels != nil {
+		img, err = encodeImage(s.pixels, opts, crop)
+	} else {
+		img, err = encode(s.png, opts, crop)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ms := s.took.Milliseconds()
+	img.Settled, img.SettleMS = &s.settled, &ms
+	return img, nil
+}
+
+// settle waits for the screen to stop changing: on the live framebuffer's
+// damage reports when there is one (its pixels, not encoded yet), else by
+// screenshots until two taken SettleFor apart are identical or SettleMax
+// runs out.
+func (c *Computer) settle(ctx context.Context, domain, source string) (*settled, error) {
 	start := time.Now()
 	if live, ok := c.screen.(LiveScreen); ok && source != SourceDisplay {
-		b, settled, err := live.Settle(ctx, domain, c.SettleFor, c.SettleMax)
+		m, ok, err := live.Settle(ctx, domain, c.SettleFor, c.SettleMax)
 		if err == nil {
-			if cfg, err := png.DecodeConfig(bytes.NewReader(b)); err == nil {
-				c.sawSize(domain, cfg.Width, cfg.Height)
-			}
-			return b, settled, time.Since(start), nil
+			c.sawSize(domain, m.Bounds().Dx(), m.Bounds().Dy())
+			return &settled{pixels: m, settled: ok, took: time.Since(start)}, nil
 		}
 		if ctx.Err() != nil {
-			return nil, false, 0, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
-	b, settled, err := c.poll(ctx, domain, source)
-	return b, settled, time.Since(start), err
+	b, ok, err := c.poll(ctx, domain, source)
+	if err != nil {
+		return nil, err
+	}
+	return &settled{png: b, settled: ok, took: time.Since(start)}, nil
 }
 
 // poll takes screenshots until two taken SettleFor apart are identical,
@@ -152,45 +179,31 @@ func (c *Computer) poll(ctx context.Context, domain, source string) ([]byte, boo
 // settledImage is a settled screenshot in the caller's display space,
 // or a region of it (in display coordinates) zoomed to the display size.
 func (c *Computer) settledImage(ctx context.Context, domain string, sc *scaler, region []int) (*Image, error) {
-	b, settled, took, err := c.settle(ctx, domain, "")
+	st, err := c.settle(ctx, domain, "")
 	if err != nil {
 		return nil, err
 	}
 	opts := ShotOptions{Width: sc.w, Height: sc.h}
-	var img *Image
 	if region == nil {
-		img, err = encode(b, opts, nil)
-	} else {
-		tl := sc.real(Point{region[0], region[1]})
-		br := sc.real(Point{region[2] - 1, region[3] - 1})
-		crop := image.Rect(tl.X, tl.Y, br.X+1, br.Y+1)
-		// Fit the region into the display, keeping its aspect.
-		scale := min(float64(sc.w)/float64(crop.Dx()), float64(sc.h)/float64(crop.Dy()))
-		opts.Width, opts.Height = max(1, int(float64(crop.Dx())*scale)), max(1, int(float64(crop.Dy())*scale))
-		img, err = encode(b, opts, &crop)
+		return st.encode(opts, nil)
 	}
-	if err != nil {
-		return nil, err
-	}
-	ms := took.Milliseconds()
-	img.Settled, img.SettleMS = &settled, &ms
-	return img, nil
+	tl := sc.real(Point{region[0], region[1]})
+	br := sc.real(Point{region[2] - 1, region[3] - 1})
+	crop := image.Rect(tl.X, tl.Y, br.X+1, br.Y+1)
+	// Fit the region into the display, keeping its aspect.
+	scale := min(float64(sc.w)/float64(crop.Dx()), float64(sc.h)/float64(crop.Dy()))
+	opts.Width, opts.Height = max(1, int(float64(crop.Dx())*scale)), max(1, int(float64(crop.Dy())*scale))
+	return st.encode(opts, &crop)
 }
 
 // Screenshot takes a screenshot of domain shaped by opts.
 func (c *Computer) Screenshot(ctx context.Context, domain string, opts ShotOptions) (*Image, error) {
 	if opts.Settle {
-		b, settled, took, err := c.settle(ctx, domain, opts.Source)
+		st, err := c.settle(ctx, domain, opts.Source)
 		if err != nil {
 			return nil, err
 		}
-		img, err := encode(b, opts, nil)
-		if err != nil {
-			return nil, err
-		}
-		ms := took.Milliseconds()
-		img.Settled, img.SettleMS = &settled, &ms
-		return img, nil
+		return st.encode(opts, nil)
 	}
 	// A scaled or JPEG screenshot from the live framebuffer's pixels,
 	// without a PNG encoded and decoded between.

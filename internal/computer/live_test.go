@@ -6,7 +6,9 @@ import (
 	"errors"
 	"image"
 	"image/color"
+	"image/draw"
 	"image/jpeg"
+	"image/png"
 	"testing"
 	"time"
 )
@@ -15,19 +17,19 @@ import (
 type fakeLive struct {
 	*fakeVM
 	frame   image.Image
-	png     []byte
-	down    bool // no live framebuffer now
+	still   image.Image // what Settle answers
+	down    bool        // no live framebuffer now
 	settles int
 	frames  int
 }
 
-func (l *fakeLive) Settle(_ context.Context, _ string, quiet, _ time.Duration) ([]byte, bool, error) {
+func (l *fakeLive) Settle(_ context.Context, _ string, quiet, _ time.Duration) (image.Image, bool, error) {
 	if l.down {
 		return nil, false, errors.New("no live framebuffer")
 	}
 	l.settles++
 	time.Sleep(quiet)
-	return l.png, true, nil
+	return l.still, true, nil
 }
 
 func (l *fakeLive) Frame(context.Context, string) (image.Image, error) {
@@ -41,7 +43,9 @@ func (l *fakeLive) Frame(context.Context, string) (image.Image, error) {
 func newLive(t *testing.T) (*Computer, *fakeLive) {
 	f := &fakeVM{frames: [][]byte{pngFrame(t, 1280, 800, color.White)}}
 	m := image.NewRGBA(image.Rect(0, 0, 1280, 800))
-	l := &fakeLive{fakeVM: f, frame: m, png: pngFrame(t, 1280, 800, color.Black)}
+	still := image.NewRGBA(image.Rect(0, 0, 1280, 800))
+	draw.Draw(still, still.Bounds(), image.NewUniform(color.RGBA{200, 10, 20, 255}), image.Point{}, draw.Src)
+	l := &fakeLive{fakeVM: f, frame: m, still: still}
 	c := New(f, l, f)
 	c.Display = f
 	c.SettleFor, c.SettleMax = 20*time.Millisecond, 500*time.Millisecond
@@ -54,15 +58,28 @@ func TestSettleWaitsOnTheLiveScreen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.settles != 1 || l.shots != 0 || !bytes.Equal(img.Data, l.png) {
+	if l.settles != 1 || l.shots != 0 {
 		t.Fatalf("settled through the live screen %d times, %d dumps taken", l.settles, l.shots)
+	}
+	// The live screen's pixels, encoded once here.
+	m, err := png.Decode(bytes.NewReader(img.Data))
+	if err != nil || m.Bounds().Dx() != 1280 {
+		t.Fatalf("settled screenshot: %v, want the live screen's 1280x800", err)
+	}
+	if r, g, b, _ := m.At(9, 9).RGBA(); r>>8 != 200 || g>>8 != 10 || b>>8 != 20 {
+		t.Fatalf("settled screenshot pixel %v, want the live screen's red", m.At(9, 9))
+	}
+	// Scaled to a display: from the same pixels, no dump taken.
+	small, err := c.Screenshot(context.Background(), "d", ShotOptions{Settle: true, Width: 640})
+	if err != nil || small.Width != 640 || small.Height != 400 || l.settles != 2 || l.shots != 0 {
+		t.Fatalf("settled and scaled: %v %dx%d, live settles %d, dumps %d", err, small.Width, small.Height, l.settles, l.shots)
 	}
 	if img.Settled == nil || !*img.Settled || img.SettleMS == nil || *img.SettleMS < 20 {
 		t.Fatalf("settled=%v settle_ms=%v, want true and at least the 20 ms asked", img.Settled, img.SettleMS)
 	}
 	// source=display: the dumps are compared instead.
 	img, err = c.Screenshot(context.Background(), "d", ShotOptions{Settle: true, Source: SourceDisplay})
-	if err != nil || l.settles != 1 || l.shots < 2 || !*img.Settled {
+	if err != nil || l.settles != 2 || l.shots < 2 || !*img.Settled {
 		t.Fatalf("display settle: err %v, live settles %d, dumps %d", err, l.settles, l.shots)
 	}
 	// No live screen: dumps, as before.

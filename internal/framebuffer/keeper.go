@@ -180,9 +180,10 @@ func (k *Keeper) synced(ctx context.Context, domain string) (*live, error) {
 }
 
 // Settle waits until the screen has not changed for quiet (counted from
-// the call at the earliest) or limit has passed, and returns it as PNG with
-// whether it settled. ErrNotLive: the caller must find out another way.
-func (k *Keeper) Settle(ctx context.Context, domain string, quiet, limit time.Duration) ([]byte, bool, error) {
+// the call at the earliest) or limit has passed, and returns its pixels (a
+// copy) with whether it settled. ErrNotLive: the caller must find out
+// another way.
+func (k *Keeper) Settle(ctx context.Context, domain string, quiet, limit time.Duration) (image.Image, bool, error) {
 	start := time.Now()
 	l, err := k.get(ctx, domain)
 	if err != nil {
@@ -204,8 +205,8 @@ func (k *Keeper) Settle(ctx context.Context, domain string, quiet, limit time.Du
 		now := time.Now()
 		settled := now.Sub(later(damaged, start)) >= quiet
 		if settled || now.Sub(start) >= limit {
-			b, err := l.encodePNG()
-			return b, settled, err
+			m, _ := l.conn.Snapshot()
+			return m, settled, nil
 		}
 		wait := min(syncEvery, quiet-now.Sub(later(damaged, start)), limit-now.Sub(start))
 		select {

@@ -102,7 +102,7 @@ func TestKeeperSettlesOnDamage(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
-	b, settled, err := k.Settle(ctx, "bureau-x", 150*time.Millisecond, 3*time.Second)
+	m, settled, err := k.Settle(ctx, "bureau-x", 150*time.Millisecond, 3*time.Second)
 	took := time.Since(start)
 	if err != nil || !settled {
 		t.Fatalf("settle: %v settled=%v", err, settled)
@@ -110,7 +110,6 @@ func TestKeeperSettlesOnDamage(t *testing.T) {
 	if took < 350*time.Millisecond || took > time.Second {
 		t.Fatalf("settled after %v, want the last change (~200 ms) + 150 ms quiet", took)
 	}
-	m, _ := png.Decode(bytes.NewReader(b))
 	if r, _, _, _ := m.At(4, 0).RGBA(); r>>8 != uint32(red.R) {
 		t.Fatal("the settled screen lacks the last change")
 	}
