@@ -4,14 +4,17 @@
 # qemu+tcp://127.0.0.1:PORT/system without authentication. Its paths are
 # compile-time, so it runs in a private mount namespace with DIR's subdirs
 # bound over /etc/libvirt (empty: no default or bureau network), /run/libvirt,
-# /var/lib/libvirt, /var/log/libvirt, /var/cache/libvirt and
-# /var/lib/bureau/desktops (separate, as on a remote host; images/ and
-# templates/ stay shared). Inside it, host1 is at
+# /var/lib/libvirt, /var/log/libvirt, /var/cache/libvirt, and the bureau data
+# directory's desktops/ and images/ (DIR/desktops and DIR/images; data
+# directory below: separate, as on a remote host, so base images reach host2 only
+# as they would a remote host, through libvirt's storage-pool API;
+# templates/ stays shared). Inside it, host1 is at
 # qemu+unix:///system?socket=DIR/host1-run/libvirt-sock. Root only.
 # host2 is also reachable over SSH, as root by key only, on 127.0.0.1:PORT+1:
 # an sshd runs inside its mount namespace, so paths resolve as on a remote
 # host (e.g. a desktop's VNC socket in host2's own /var/lib/bureau/desktops).
-# Its files are in DIR/ssh: id_ed25519 (the client key), known_hosts (host2's
+# Its files are in DIR/ssh: id_ed25519 (the client key; more keys go in
+# authorized_keys.more, read at start), known_hosts (host2's
 # host key, to pin), port, sshd_config, sshd.log. openssh-server is installed
 # if sshd is missing, with its system service kept off (see need_sshd).
 #   scripts/host2.sh start [DIR] [PORT]   starts it if needed, prints the URI
@@ -19,11 +22,14 @@
 #   scripts/host2.sh status [DIR]         prints the URI if it answers, else exits 1
 # DIR: $BUREAU_HOST2_DIR or /var/tmp/bureau-host2; PORT: $BUREAU_HOST2_PORT or
 # 16510 (stop and status use the port saved by start). Log: DIR/log/libvirtd.log.
+# $BUREAU_HOST2_DATA_DIR (default /var/lib/bureau) is the bureau data directory
+# whose desktops/ and images/ are host2's own (a test server's, say).
 set -euo pipefail
 
 cmd=${1:-}
 dir=${2:-${BUREAU_HOST2_DIR:-/var/tmp/bureau-host2}}
 port=${3:-${BUREAU_HOST2_PORT:-16510}}
+data=${BUREAU_HOST2_DATA_DIR:-/var/lib/bureau}
 log() { echo "host2: $*" >&2; }
 die() { log "$*"; exit 1; }
 [ "$(id -u)" = 0 ] || die "must run as root"
@@ -106,6 +112,9 @@ start_sshd() {
 	# restrict: no pty, agent or X11 forwarding; port-forwarding gives back
 	# the local forwarding sshd_config allows (streamlocal: VNC sockets).
 	echo "restrict,port-forwarding $(cat "$sshdir/id_ed25519.pub")" >"$sshdir/authorized_keys"
+	# More keys the host accepts (e.g. a bureau server's), kept across
+	# restarts as a real host keeps its authorized_keys.
+	if [ -s "$sshdir/authorized_keys.more" ]; then cat "$sshdir/authorized_keys.more" >>"$sshdir/authorized_keys"; fi
 	echo "[127.0.0.1]:$sshport $(cut -d' ' -f1,2 "$sshdir/host_ed25519.pub")" >"$sshdir/known_hosts"
 	echo "$sshport" >"$sshdir/port"
 	# -f: this file only (not /etc/ssh/sshd_config, nor its Include).
@@ -190,7 +199,8 @@ start() {
 	# An sshd left from an earlier host2 whose libvirtd is gone.
 	[ -z "$spid" ] || { stop_ns "$(mntns "$spid")" ""; spid=; }
 	port_free "$sshport"
-	mkdir -p "$dir"/{etc,run,lib,log,cache,sock,desktops,host1-run} /var/lib/bureau/desktops
+	case $data in /*) ;; *) die "BUREAU_HOST2_DATA_DIR must be absolute: $data" ;; esac
+	mkdir -p "$dir"/{etc,run,lib,log,cache,sock,desktops,images,host1-run} "$data/desktops" "$data/images"
 	chmod 0711 "$dir" # per-desktop QEMU users traverse it
 	# A stable host UUID (host1's differs: it is random per start here, or SMBIOS).
 	[ -s "$dir/host_uuid" ] || cat /proc/sys/kernel/random/uuid >"$dir/host_uuid"
@@ -230,8 +240,9 @@ start() {
 		mount --bind "$1/lib" /var/lib/libvirt
 		mount --bind "$1/log" /var/log/libvirt
 		mount --bind "$1/cache" /var/cache/libvirt
-		mount --bind "$1/desktops" /var/lib/bureau/desktops
-		exec libvirtd --listen -f /etc/libvirt/libvirtd.conf -p "$1/libvirtd.pid"' sh "$dir" \
+		mount --bind "$1/desktops" "$2/desktops"
+		mount --bind "$1/images" "$2/images"
+		exec libvirtd --listen -f /etc/libvirt/libvirtd.conf -p "$1/libvirtd.pid"' sh "$dir" "$data" \
 		</dev/null >"$dir/out" 2>&1 &
 	local p=$!
 	wait_up "$p" || { kill "$p" 2>/dev/null || true; exit 1; }

@@ -22,7 +22,7 @@ import (
 
 // The desktops' libvirt network and its bridge.
 const (
-	desktopNetwork = "bureau"
+	desktopNetwork = hv.DesktopNetwork
 	desktopBridge  = "bureau0"
 )
 

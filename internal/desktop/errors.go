@@ -44,3 +44,25 @@ func (e *TransitionError) Error() string {
 type ConflictError struct{ Message string }
 
 func (e *ConflictError) Error() string { return e.Message }
+
+var (
+	// ErrHostGone: the host a desktop was placed on is no longer one of
+	// bureau's hosts.
+	ErrHostGone = errors.New("the desktop's host is not one of bureau's hosts")
+	// ErrNotOnRemoteHost: an operation bureau does not do yet for a
+	// desktop on a remote host.
+	ErrNotOnRemoteHost = errors.New("not available yet for a desktop on a remote host")
+)
+
+// UnreachableError: some hosts did not answer, so what runs there is not
+// known; nothing about their desktops may be concluded from silence.
+type UnreachableError struct {
+	Hosts []string
+	Err   error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("hosts %v did not answer: %v", e.Hosts, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,6 +21,10 @@ import (
 // AgentViaStream is set) it goes through libvirt's channel stream
 // (virDomainOpenChannel), carried by the libvirt connection itself.
 func (h *Hypervisor) DialAgent(ctx context.Context, name string) (net.Conn, error) {
+	h, err := h.on(ctx, name)
+	if err != nil {
+		return nil, err
+	}
 	if h.AgentViaStream || !h.local() {
 		return h.openChannel(ctx, name)
 	}
@@ -50,7 +53,7 @@ func (h *Hypervisor) DialAgent(ctx context.Context, name string) (net.Conn, erro
 
 // local: libvirtd runs on this machine (no host in the URI).
 func (h *Hypervisor) local() bool {
-	return strings.HasPrefix(h.uri, "qemu:///") || strings.HasPrefix(h.uri, "qemu+unix:///")
+	return isLocalURI(h.uri)
 }
 
 // errNoChannel: the domain was defined before it had the channel.
@@ -75,6 +78,10 @@ func channelPath(domainXML, channel string) (string, error) {
 
 // openChannel opens the channel through a libvirt stream.
 func (h *Hypervisor) openChannel(ctx context.Context, name string) (net.Conn, error) {
+	h, err := h.on(ctx, name)
+	if err != nil {
+		return nil, err
+	}
 	conn, err := h.connect(ctx)
 	if err != nil {
 		return nil, err

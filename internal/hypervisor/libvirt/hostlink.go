@@ -21,6 +21,20 @@ type HostLink struct {
 	conn   *libvirt.Connect
 	closed atomic.Pointer[string] // why libvirt closed it
 	busy   atomic.Bool            // a Facts call has not returned
+	// inflight counts C calls on conn still running (one a caller gave up
+	// on included): the connection is closed only once they returned.
+	inflight  sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// do runs fn on the connection within ctx (see call), counted in flight
+// until fn itself returns.
+func do[T any](ctx context.Context, l *HostLink, fn func() (T, error)) (T, error) {
+	l.inflight.Add(1)
+	return call(ctx, func() (T, error) {
+		defer l.inflight.Done()
+		return fn()
+	})
 }
 
 // DialHost connects to uri (qemu+ssh://…, qemu+tls://…, qemu+tcp://…).
@@ -99,7 +113,7 @@ func (l *HostLink) Facts(ctx context.Context) (hosts.Facts, error) {
 		return hosts.Facts{}, errors.New("no answer yet to the last check")
 	}
 	begun := time.Now()
-	f, err := call(ctx, func() (hosts.Facts, error) {
+	f, err := do(ctx, l, func() (hosts.Facts, error) {
 		defer l.busy.Store(false)
 		var f hosts.Facts
 		info, err := l.conn.GetNodeInfo()
@@ -157,10 +171,17 @@ func acceleratorOf(capsXML string) (string, error) {
 // Close drops the connection in the background: libvirt's close waits
 // for a call still in flight to a host that does not answer.
 func (l *HostLink) Close() error {
-	go func() {
-		l.conn.UnregisterCloseCallback()
-		l.conn.Close()
-	}()
+	l.closeOnce.Do(func() {
+		go func() {
+			// libvirt-go frees the connection's data on close: a call
+			// still running on it, or a second close, would use freed
+			// memory (seen as a SIGSEGV in UnregisterCloseCallback after
+			// a frozen host came back).
+			l.inflight.Wait()
+			l.conn.UnregisterCloseCallback()
+			l.conn.Close()
+		}()
+	})
 	return nil
 }
 

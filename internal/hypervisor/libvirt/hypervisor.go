@@ -35,6 +35,10 @@ type Hypervisor struct {
 	// instead of streamed through libvirt (faster on a local host).
 	ScreenDir func(domain string) string
 
+	// host is the remote host this connection is to ("" for bureau's own).
+	host    string
+	remotes *remoteSet
+
 	mu   sync.Mutex
 	conn *libvirt.Connect
 
@@ -105,7 +109,12 @@ func (h *Hypervisor) connect(ctx context.Context) (*libvirt.Connect, error) {
 		if alive, err := h.conn.IsAlive(); err == nil && alive {
 			return h.conn, nil
 		}
-		h.conn.Close()
+		// Calls begun on it may still be returning (a host that froze
+		// and came back): libvirt-go frees the connection's data on
+		// close, which those would then use. A dead connection fails its
+		// calls at once, so it is closed once they had time to return.
+		dead := h.conn
+		time.AfterFunc(deadConnGrace, func() { dead.Close() })
 		h.conn = nil
 		reconnect = true
 	}
@@ -127,6 +136,9 @@ func (h *Hypervisor) connect(ctx context.Context) (*libvirt.Connect, error) {
 	}
 	return conn, nil
 }
+
+// deadConnGrace is how long a dead connection is kept before it is closed.
+const deadConnGrace = 2 * time.Minute
 
 // call runs fn with the context's deadline (or DefaultCallTimeout). libvirt's
 // C calls cannot be interrupted, so on timeout fn finishes in the background
@@ -158,6 +170,10 @@ func call[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 // withDomain looks a domain up and runs fn on it within the deadline.
 func withDomain[T any](ctx context.Context, h *Hypervisor, name string, fn func(*libvirt.Domain) (T, error)) (T, error) {
 	var zero T
+	h, err := h.on(ctx, name)
+	if err != nil {
+		return zero, err
+	}
 	conn, err := h.connect(ctx)
 	if err != nil {
 		return zero, err

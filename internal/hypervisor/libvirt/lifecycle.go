@@ -12,6 +12,10 @@ import (
 // Define creates or replaces the persistent definition of a desktop's VM.
 // Without a UUID, an existing definition keeps its own.
 func (h *Hypervisor) Define(ctx context.Context, c desktop.VMConfig) error {
+	h, err := h.on(ctx, c.Name)
+	if err != nil {
+		return err
+	}
 	conn, err := h.connect(ctx)
 	if err != nil {
 		return err
@@ -134,7 +138,14 @@ func (h *Hypervisor) State(ctx context.Context, name string) (desktop.VMState, e
 }
 
 // List returns the state of every bureau domain by name.
+// On several hosts, it lists them all; those that did not answer are named
+// in a *desktop.UnreachableError, returned with what the others listed.
 func (h *Hypervisor) List(ctx context.Context) (map[string]desktop.VMState, error) {
+	return h.listAll(ctx)
+}
+
+// listOwn lists the domains of this connection's host.
+func (h *Hypervisor) listOwn(ctx context.Context) (map[string]desktop.VMState, error) {
 	conn, err := h.connect(ctx)
 	if err != nil {
 		return nil, err

@@ -64,28 +64,53 @@ func (h *Hypervisor) EnsureNetwork(ctx context.Context, c NetworkConfig) error {
 	if err != nil {
 		return err
 	}
-	_, err = call(ctx, func() (struct{}, error) {
-		net, err := conn.LookupNetworkByName(c.Name)
-		if err != nil {
-			if net, err = conn.NetworkDefineXML(want); err != nil {
-				return struct{}{}, fmt.Errorf("define network %s: %w", c.Name, err)
-			}
-			h.log.Info("defined the desktops' network", "network", c.Name, "bridge", c.Bridge, "subnet", c.Subnet)
-		}
-		defer net.Free()
-		if err := checkNetwork(net, c); err != nil {
-			return struct{}{}, err
-		}
-		if active, err := net.IsActive(); err != nil {
-			return struct{}{}, err
-		} else if !active {
-			if err := net.Create(); err != nil {
-				return struct{}{}, fmt.Errorf("start network %s: %w", c.Name, err)
-			}
-		}
-		return struct{}{}, net.SetAutostart(true)
-	})
+	defined, err := call(ctx, func() (bool, error) { return ensureNetwork(conn, c, want) })
+	if defined {
+		h.log.Info("defined the desktops' network", "network", c.Name, "bridge", c.Bridge, "subnet", c.Subnet)
+	}
 	return err
+}
+
+// EnsureNetwork puts bureau's desktop network on the host as the local
+// host's EnsureNetwork does, named "bureau".
+func (l *HostLink) EnsureNetwork(ctx context.Context, bridge string, subnet netip.Prefix) error {
+	c, err := NewNetworkConfig(DesktopNetwork, bridge, subnet)
+	if err != nil {
+		return err
+	}
+	want, err := NetworkXML(c)
+	if err != nil {
+		return err
+	}
+	_, err = do(ctx, l, func() (bool, error) { return ensureNetwork(l.conn, c, want) })
+	return err
+}
+
+// DesktopNetwork is the name of bureau's desktop network on every host
+// (domains name their network).
+const DesktopNetwork = "bureau"
+
+// ensureNetwork defines (reported by defined), starts and autostarts c.
+func ensureNetwork(conn *libvirt.Connect, c NetworkConfig, want string) (defined bool, err error) {
+	net, err := conn.LookupNetworkByName(c.Name)
+	if err != nil {
+		if net, err = conn.NetworkDefineXML(want); err != nil {
+			return false, fmt.Errorf("define network %s: %w", c.Name, message(err))
+		}
+		defined = true
+	}
+	defer net.Free()
+	if err := checkNetwork(net, c); err != nil {
+		return defined, err
+	}
+	if active, err := net.IsActive(); err != nil {
+		return defined, err
+	} else if !active {
+		if err := net.Create(); err != nil {
+			return defined, fmt.Errorf("start network %s: %w", c.Name, message(err))
+		}
+	}
+	return defined, net.SetAutostart(true)
 }
 
 // checkNetwork refuses a network whose bridge or subnet is not c's: the

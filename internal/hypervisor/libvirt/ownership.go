@@ -18,6 +18,9 @@ import (
 // the socket. Files become 0600 and the folder 0700, so one desktop's QEMU
 // cannot read another's disks. A VM that runs as root needs nothing.
 func giveFiles(d *libvirt.Domain) error {
+	if !localDomain(d) {
+		return nil
+	}
 	s, err := d.GetXMLDesc(libvirt.DOMAIN_XML_INACTIVE | libvirt.DOMAIN_XML_SECURE)
 	if err != nil {
 		return err

@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/bureau/bureau/internal/desktop"
 )
 
 // pidDir is where libvirt's QEMU driver keeps each running domain's pid.
@@ -29,6 +31,12 @@ var ErrNoSwap = errors.New("the host has no swap (make setup adds compressed swa
 // cost this desktop nothing. It works on the host bureau
 // runs on, with cgroup v1 or v2, and needs no cgroup placement.
 func (h *Hypervisor) Reclaim(ctx context.Context, name string) (int64, error) {
+	if r, err := h.on(ctx, name); err != nil {
+		return 0, err
+	} else if r.host != "" {
+		// It works on QEMU's process through /proc: this machine's only.
+		return 0, fmt.Errorf("reclaim %s: %w", name, desktop.ErrNotOnRemoteHost)
+	}
 	if !hasSwap() {
 		return 0, ErrNoSwap
 	}

@@ -46,6 +46,13 @@ func (h *Hypervisor) RestoreAs(ctx context.Context, image string, c desktop.VMCo
 		return fmt.Errorf("restore %s: %w", c.Name, err)
 	}
 	defer os.Remove(scratch)
+	h, err := h.on(ctx, c.Name)
+	if err != nil {
+		return err
+	}
+	if h.host != "" {
+		return fmt.Errorf("restore %s: %w", c.Name, desktop.ErrNotOnRemoteHost)
+	}
 	conn, err := h.connect(ctx)
 	if err != nil {
 		return err

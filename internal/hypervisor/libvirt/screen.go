@@ -24,6 +24,10 @@ import (
 // (or when that fails) as libvirt delivers it (virDomainScreenshot;
 // image/png on QEMU ≥ 7.1), which also works on a remote host.
 func (h *Hypervisor) Screenshot(ctx context.Context, name string) ([]byte, string, error) {
+	h, err := h.on(ctx, name)
+	if err != nil {
+		return nil, "", err
+	}
 	if h.ScreenDir != nil {
 		if dir := h.ScreenDir(name); dir != "" {
 			b, err := h.screendump(ctx, name, dir)

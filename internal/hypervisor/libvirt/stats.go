@@ -36,6 +36,10 @@ func (h *Hypervisor) Stats(ctx context.Context) (map[string]*desktop.VMStats, er
 
 // DomainStats returns one running VM's resource figures.
 func (h *Hypervisor) DomainStats(ctx context.Context, name string) (*desktop.VMStats, error) {
+	h, err := h.on(ctx, name)
+	if err != nil {
+		return nil, err
+	}
 	conn, err := h.connect(ctx)
 	if err != nil {
 		return nil, err
