@@ -21,11 +21,18 @@ type host2 struct {
 	t        *testing.T
 	dir, uri string
 	script   string
+	// dataDir is the bureau data directory whose desktops/ and images/
+	// are host2's own ("" = /var/lib/bureau).
+	dataDir string
 }
 
-func startHost2(t *testing.T) *host2 {
+func startHost2(t *testing.T) *host2 { return startHost2For(t, "") }
+
+// startHost2For starts host2 with dataDir's desktops/ and images/ its own,
+// as a bureau server with that data directory finds them on a remote host.
+func startHost2For(t *testing.T, dataDir string) *host2 {
 	t.Helper()
-	h := &host2{t: t, dir: filepath.Join(os.TempDir(), "bureau-e2e-host2"), script: filepath.Join(repoRoot(t), "scripts/host2.sh")}
+	h := &host2{t: t, dir: filepath.Join(os.TempDir(), "bureau-e2e-host2"), script: filepath.Join(repoRoot(t), "scripts/host2.sh"), dataDir: dataDir}
 	t.Cleanup(func() { h.run("stop") })
 	h.uri = h.run("start")
 	return h
@@ -35,7 +42,11 @@ func startHost2(t *testing.T) *host2 {
 // last line of its output (the URI, for start).
 func (h *host2) run(verb string) string {
 	h.t.Helper()
-	out, err := exec.Command(h.script, verb, h.dir, "16511").CombinedOutput()
+	cmd := exec.Command(h.script, verb, h.dir, "16511")
+	if h.dataDir != "" {
+		cmd.Env = append(os.Environ(), "BUREAU_HOST2_DATA_DIR="+h.dataDir)
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		h.t.Fatalf("host2.sh %s: %v\n%s", verb, err, out)
 	}
@@ -98,13 +109,7 @@ func TestHosts(t *testing.T) {
 	s.expectError(adminToken, "POST", "/api/v1/hosts", map[string]any{"name": "two", "uri": "qemu+tcp://127.0.0.1:16511/system"},
 		http.StatusUnprocessableEntity, "host_unreachable")
 	h2 := startHost2(t)
-	var two apiv1.Host
-	if code := s.call(adminToken, "POST", "/api/v1/hosts", map[string]any{"name": "two", "uri": h2.uri, "labels": map[string]string{"zone": "b"}}, &two); code != http.StatusCreated {
-		t.Fatalf("add host two: %d", code)
-	}
-	if two.State != "up" || two.Accelerator != local.Accelerator || two.CPUs != local.CPUs || two.Labels["zone"] != "b" {
-		t.Errorf("host two %+v", two)
-	}
+	two := addHost2(t, s, h2, local)
 	s.expectError(adminToken, "POST", "/api/v1/hosts", map[string]any{"name": "two", "uri": h2.uri}, http.StatusConflict, "exists")
 	s.call(adminToken, "GET", "/api/v1/hosts", nil, &list)
 	if len(list.Hosts) != 2 || list.Hosts[0].Name != "local" || list.Hosts[1].Name != "two" {
@@ -132,6 +137,9 @@ func TestHosts(t *testing.T) {
 	if back.LastError != "" || !back.LastSeenAt.After(*lost.LastSeenAt) {
 		t.Errorf("host back %+v", back)
 	}
+	// Its stop took bureau's network down with it (host2.sh destroys its
+	// networks): bureau made it ready again over the new connection.
+	h2.waitReady(s)
 	// A host that stops answering without closing the connection (hung,
 	// or a link that went quiet) is found by libvirt's keepalive or the
 	// check's deadline.
@@ -157,4 +165,7 @@ func TestHosts(t *testing.T) {
 		t.Errorf("remove host two: %d", code)
 	}
 	s.expectError(adminToken, "GET", "/api/v1/hosts/two", nil, http.StatusNotFound, "not_found")
+	if out, err := exec.Command("nft", "list", "table", "inet", hostTable(s, "two")).CombinedOutput(); err == nil {
+		t.Errorf("bureau's tables stay on a removed host:\n%s", out)
+	}
 }

@@ -38,6 +38,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		NapAfter    *int     `json:"nap_after_seconds,omitempty"`
 		SleepAfter  *int     `json:"sleep_after_seconds,omitempty"`
 		Keyboard    string   `json:"keyboard_layout,omitempty"`
+		Host        string   `json:"host,omitempty"`
 		Network     struct {
 			AllowOut []string `json:"allow_out,omitempty"`
 			DenyOut  []string `json:"deny_out,omitempty"`
@@ -73,6 +74,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 	create.Flags().StringArrayVar(&body.Network.AllowOut, "allow-out", nil, "CIDR, address or host name the desktop may reach beyond the default (repeatable)")
 	create.Flags().StringArrayVar(&body.Network.DenyOut, "deny-out", nil, "CIDR, address or host name the desktop may not reach (repeatable)")
 	create.Flags().StringVar(&body.Keyboard, "keyboard-layout", "", "the guest's XKB keyboard layout (us, de, fr, gb…; default us)")
+	create.Flags().StringVar(&body.Host, "host", "", "run it on this host (admins; see bureau host list; default: bureau's own)")
 	create.Flags().DurationVar(&idle, "idle-timeout", -1, "hibernate after this long unused (e.g. 30m; 0 = never; default 30m)")
 	create.Flags().DurationVar(&nap, "nap-after", -1, "pause, memory resident, after this long unused (0 = skip; default the server's)")
 	create.Flags().DurationVar(&sleep, "sleep-after", -1, "pause and push memory to compressed swap after this long unused (0 = skip; default the server's)")

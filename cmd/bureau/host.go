@@ -17,16 +17,31 @@ import (
 func hostCmd(cfg *config.Config) *cobra.Command {
 	cmd := &cobra.Command{Use: "host", Short: "The libvirt hosts desktops run on (admin; more than one needs PostgreSQL)"}
 	var labels []string
+	var target struct {
+		SSHAddress string `json:"ssh_address,omitempty"`
+		SSHHostKey string `json:"ssh_host_key,omitempty"`
+		Bridge     string `json:"bridge,omitempty"`
+		Subnet     string `json:"subnet,omitempty"`
+	}
 	add := &cobra.Command{
 		Use:   "add NAME URI",
-		Short: "Add a host once its libvirtd answers (URI: qemu+ssh://user@host/system, qemu+tls://host/system)",
-		Args:  cobra.ExactArgs(2),
+		Short: "Add a host once its libvirtd answers and bureau made it ready (URI: qemu+ssh://user@host/system, qemu+tls://host/system)",
+		Long: `Add a host once its libvirtd answers and bureau made it ready for desktops:
+bureau signs in to it over SSH too (its firewall and consoles do not go
+through libvirt), with its own key (see "bureau host key") and the host's
+key pinned (--ssh-host-key; left out, the refusal shows the key the host
+offered, to check and pass), then puts its desktop network and firewall there.`,
+		Args: cobra.ExactArgs(2),
 		RunE: runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
 			req := struct {
-				Name   string            `json:"name"`
-				URI    string            `json:"uri"`
-				Labels map[string]string `json:"labels,omitempty"`
-			}{Name: args[0], URI: args[1]}
+				Name       string            `json:"name"`
+				URI        string            `json:"uri"`
+				Labels     map[string]string `json:"labels,omitempty"`
+				SSHAddress string            `json:"ssh_address,omitempty"`
+				SSHHostKey string            `json:"ssh_host_key,omitempty"`
+				Bridge     string            `json:"bridge,omitempty"`
+				Subnet     string            `json:"subnet,omitempty"`
+			}{Name: args[0], URI: args[1], SSHAddress: target.SSHAddress, SSHHostKey: target.SSHHostKey, Bridge: target.Bridge, Subnet: target.Subnet}
 			var err error
 			if req.Labels, err = keyValues("--label", "key=value", labels); err != nil {
 				return err
@@ -39,6 +54,25 @@ func hostCmd(cfg *config.Config) *cobra.Command {
 		}),
 	}
 	add.Flags().StringArrayVar(&labels, "label", nil, "a label key=value (repeatable)")
+	add.Flags().StringVar(&target.SSHAddress, "ssh", "", "user@host[:port] bureau signs in to (default: from a qemu+ssh URI, root, port 22)")
+	add.Flags().StringVar(&target.SSHHostKey, "ssh-host-key", "", `the host's SSH key to pin, e.g. "ssh-ed25519 AAAA…" (its /etc/ssh/ssh_host_ed25519_key.pub)`)
+	add.Flags().StringVar(&target.Bridge, "bridge", "", "the bridge of bureau's desktop network on the host (default: the local host's)")
+	add.Flags().StringVar(&target.Subnet, "subnet", "", "the desktops' subnet on the host, e.g. 10.121.0.0/16 (default: the local host's)")
+	key := &cobra.Command{
+		Use:   "key",
+		Short: "Print the SSH key bureau signs in to remote hosts with (add it to the host's authorized_keys)",
+		Args:  cobra.NoArgs,
+		RunE: runWithClient(cfg, func(ctx context.Context, c *client, _ []string) error {
+			var out struct {
+				Key string `json:"ssh_public_key"`
+			}
+			if err := c.do(ctx, "GET", "/api/v1/hosts", nil, &out); err != nil {
+				return err
+			}
+			fmt.Println(out.Key)
+			return nil
+		}),
+	}
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List hosts with their state and capacity",
@@ -49,10 +83,14 @@ func hostCmd(cfg *config.Config) *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tSTATE\tACCEL\tCPUS\tMEMORY\tFREE\tURI\tLABELS\tERROR")
+			fmt.Fprintln(w, "NAME\tSTATE\tREADY\tACCEL\tCPUS\tMEMORY\tFREE\tURI\tLABELS\tERROR")
 			for _, h := range out.Hosts {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d MiB\t%d MiB\t%s\t%s\t%s\n", h.Name, h.State, h.Accelerator, h.CPUs, h.MemoryMiB, h.FreeMemoryMiB,
-					h.URI, labelList(h.Labels), h.LastError)
+				ready := "yes"
+				if !h.Ready {
+					ready = "no"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d MiB\t%d MiB\t%s\t%s\t%s\n", h.Name, h.State, ready, h.Accelerator, h.CPUs, h.MemoryMiB, h.FreeMemoryMiB,
+					h.URI, labelList(h.Labels), strings.TrimSpace(h.LastError+" "+h.ReadyError))
 			}
 			return w.Flush()
 		}),
@@ -81,7 +119,7 @@ func hostCmd(cfg *config.Config) *cobra.Command {
 			return nil
 		}),
 	}
-	cmd.AddCommand(add, list, show, remove)
+	cmd.AddCommand(add, list, show, remove, key)
 	return cmd
 }
 

@@ -112,6 +112,14 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	if err := desktop.ValidateIdleTiers(cfg.NapAfterSeconds, cfg.SleepAfterSeconds, desktop.DefaultIdleTimeout); err != nil {
 		return fmt.Errorf("BUREAU_NAP_AFTER_SECONDS / BUREAU_SLEEP_AFTER_SECONDS: %w", err)
 	}
+	hostList, err := watchHosts(ctx, cfg, st, accel, log)
+	if err != nil {
+		return err
+	}
+	// Desktops on remote hosts: every call about one goes to its host.
+	where := &placements{st: st}
+	h.SetRemotes(hv.Remotes{Where: where.where, Hosts: remoteHosts(st)})
+	hostList.OnRemove = h.ForgetRemote
 	met := metrics.New(st, h, log)
 	capacity := host.Capacity{DataDir: cfg.DataDir}
 	ksm := host.NewKSMHold(cfg.DataDir, log)
@@ -124,7 +132,8 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		NapAfter:       cfg.NapAfterSeconds, SleepAfter: cfg.SleepAfterSeconds,
 		IdleCheck:  time.Duration(max(cfg.IdleCheckSeconds, 1)) * time.Second,
 		HostMemory: capacity, MemoryLowMiB: cfg.MemoryLowMiB, SaveAsIs: cfg.SaveAsIs, WarmSpares: cfg.WarmSpares, CPUHold: ksm,
-		Network: iso.network, VMGroup: iso.vmGroup, Firewall: iso.firewall, Addresses: iso.addresses, Subnet: iso.subnet},
+		Network: iso.network, VMGroup: iso.vmGroup, Firewall: iso.firewall, Addresses: iso.addresses, Subnet: iso.subnet,
+		Sites: sites{st: st, h: h, prep: hostList.prep}},
 		h, storage.Disks{}, seedWriter{agent: agentBin}, st, log)
 	met.SetViewers(m)
 	h.ScreenDir = m.ScreenDir
@@ -155,10 +164,6 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		}
 	})
 
-	hostList, err := watchHosts(ctx, cfg, st, accel, log)
-	if err != nil {
-		return err
-	}
 	consoles := console.New(st, log)
 	stepLog := steps.New(st, filepath.Join(cfg.DataDir, "steps"), cfg.StepsKeep, log)
 	stepLog.Recorded = met.StepRecorded

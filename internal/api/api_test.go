@@ -88,7 +88,7 @@ func (f *fakeDesktops) Create(_ context.Context, req manager.CreateRequest) (*de
 			return nil, err
 		}
 	}
-	d := &desktop.Desktop{ID: fmt.Sprintf("d%d", len(f.desktops)+1), Owner: req.Owner, Name: req.Name, Spec: req.Spec, State: desktop.StateCreating}
+	d := &desktop.Desktop{ID: fmt.Sprintf("d%d", len(f.desktops)+1), Owner: req.Owner, Name: req.Name, Spec: req.Spec, State: desktop.StateCreating, Host: req.Host}
 	if req.IdleTimeout != nil {
 		d.IdleTimeoutSeconds = *req.IdleTimeout
 	}

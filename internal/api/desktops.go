@@ -31,6 +31,8 @@ type createDesktopRequest struct {
 	Network *desktop.NetworkPolicy `json:"network"`
 	// KeyboardLayout is the guest's XKB layout (default us).
 	KeyboardLayout string `json:"keyboard_layout"`
+	// Host runs it on one of bureau's hosts (admins; default: bureau's own).
+	Host string `json:"host"`
 }
 
 // Defaults for sizes a create request leaves out: the free tier.
@@ -64,11 +66,14 @@ func (s *server) createDesktop(c *gin.Context) (reply, error) {
 			dataDisk = 0 // the source's size
 		}
 	}
+	if req.Host != "" && !isAdmin(c) {
+		return reply{}, &desktop.ValidationError{Field: "host", Message: "only an admin chooses the host a desktop runs on"}
+	}
 	var policy desktop.NetworkPolicy
 	if req.Network != nil {
 		policy = *req.Network
 	}
-	d, err := s.Desktops.Create(c.Request.Context(), manager.CreateRequest{From: req.From, Unlimited: isAdmin(c), Cold: req.Cold, Network: policy, KeyboardLayout: req.KeyboardLayout,
+	d, err := s.Desktops.Create(c.Request.Context(), manager.CreateRequest{From: req.From, Unlimited: isAdmin(c), Cold: req.Cold, Network: policy, KeyboardLayout: req.KeyboardLayout, Host: req.Host,
 		Owner: caller(c).Owner, Name: req.Name, SSHKeys: req.SSHKeys, Actor: actor(c), IdleTimeout: req.IdleTimeout,
 		NapAfter: req.NapAfter, SleepAfter: req.SleepAfter,
 		Spec: desktop.Spec{Image: req.Image, VCPUs: orDefault(req.VCPUs, defaultVCPUs),

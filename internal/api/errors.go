@@ -59,10 +59,13 @@ func classify(err error) (int, errorBody) {
 		qe *desktop.QuotaError
 		dc *desktop.ConflictError
 		hi *hosts.InvalidError
+		hn *hosts.NotReadyError
 	)
 	switch {
 	case errors.As(err, &hi):
 		return http.StatusUnprocessableEntity, errorBody{Code: "invalid", Message: err.Error(), Field: hi.Field}
+	case errors.As(err, &hn):
+		return http.StatusUnprocessableEntity, errorBody{Code: "host_not_ready", Message: err.Error(), Field: hn.Field}
 	case errors.Is(err, hosts.ErrNotFound):
 		return http.StatusNotFound, errorBody{Code: "not_found", Message: err.Error()}
 	case errors.Is(err, hosts.ErrExists):

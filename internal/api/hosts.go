@@ -13,14 +13,21 @@ import (
 type Hosts interface {
 	List(ctx context.Context) ([]hosts.Host, error)
 	Get(ctx context.Context, name string) (*hosts.Host, error)
-	Add(ctx context.Context, name, uri string, labels map[string]string) (*hosts.Host, error)
+	Add(ctx context.Context, req hosts.AddRequest) (*hosts.Host, error)
 	Remove(ctx context.Context, name string) error
+	// SSHPublicKey is the key bureau signs in to remote hosts with (one
+	// line of authorized_keys).
+	SSHPublicKey() string
 }
 
 type addHostRequest struct {
-	Name   string            `json:"name"`
-	URI    string            `json:"uri"`
-	Labels map[string]string `json:"labels"`
+	Name       string            `json:"name"`
+	URI        string            `json:"uri"`
+	Labels     map[string]string `json:"labels"`
+	SSHAddress string            `json:"ssh_address"`
+	SSHHostKey string            `json:"ssh_host_key"`
+	Bridge     string            `json:"bridge"`
+	Subnet     string            `json:"subnet"`
 }
 
 func (s *server) listHosts(c *gin.Context) (reply, error) {
@@ -35,7 +42,7 @@ func (s *server) listHosts(c *gin.Context) (reply, error) {
 	for i := range hs {
 		out = append(out, apiv1.FromHost(&hs[i]))
 	}
-	return reply{http.StatusOK, gin.H{"hosts": out}}, nil
+	return reply{http.StatusOK, gin.H{"hosts": out, "ssh_public_key": s.Hosts.SSHPublicKey()}}, nil
 }
 
 func (s *server) getHost(c *gin.Context) (reply, error) {
@@ -49,7 +56,8 @@ func (s *server) getHost(c *gin.Context) (reply, error) {
 	return reply{http.StatusOK, apiv1.FromHost(h)}, nil
 }
 
-// addHost records a host once its libvirtd answered (admins only).
+// addHost records a host once its libvirtd answered and bureau made it
+// ready for desktops (admins only).
 func (s *server) addHost(c *gin.Context) (reply, error) {
 	if err := requireAdmin(c); err != nil {
 		return reply{}, err
@@ -58,7 +66,8 @@ func (s *server) addHost(c *gin.Context) (reply, error) {
 	if err := decode(c, &req); err != nil {
 		return reply{}, err
 	}
-	h, err := s.Hosts.Add(c.Request.Context(), req.Name, req.URI, req.Labels)
+	h, err := s.Hosts.Add(c.Request.Context(), hosts.AddRequest{Name: req.Name, URI: req.URI, Labels: req.Labels,
+		SSH: hosts.SSH{Address: req.SSHAddress, HostKey: req.SSHHostKey}, Network: hosts.Network{Bridge: req.Bridge, Subnet: req.Subnet}})
 	if err != nil {
 		return reply{}, err
 	}

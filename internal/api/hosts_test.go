@@ -60,11 +60,16 @@ func (f *fakeHosts) Get(_ context.Context, name string) (*hosts.Host, error) {
 	return nil, fmt.Errorf("host %s: %w", name, hosts.ErrNotFound)
 }
 
-func (f *fakeHosts) Add(_ context.Context, name, uri string, labels map[string]string) (*hosts.Host, error) {
+func (f *fakeHosts) SSHPublicKey() string {
+	return "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBureau bureau"
+}
+
+func (f *fakeHosts) Add(_ context.Context, req hosts.AddRequest) (*hosts.Host, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
-	if err := hosts.Validate(name, uri, labels); err != nil {
+	name, uri, labels := req.Name, req.URI, req.Labels
+	if err := hosts.ValidateRequest(req); err != nil {
 		return nil, err
 	}
 	if f.single {
@@ -80,8 +85,8 @@ func (f *fakeHosts) Add(_ context.Context, name, uri string, labels map[string]s
 	}
 	now := time.Now().UTC()
 	h := hosts.Host{Name: name, URI: uri, Labels: maps.Clone(labels), State: hosts.StateUp,
-		Facts:      hosts.Facts{Hostname: name + ".lan", LibvirtVersion: "10.0.0", Accelerator: "tcg", CPUs: 4, MemoryMiB: 8000, FreeMemoryMiB: 6000},
-		LastSeenAt: &now, CreatedAt: now}
+		Facts: hosts.Facts{Hostname: name + ".lan", LibvirtVersion: "10.0.0", Accelerator: "tcg", CPUs: 4, MemoryMiB: 8000, FreeMemoryMiB: 6000},
+		SSH:   req.SSH, Network: req.Network, Ready: true, LastSeenAt: &now, CreatedAt: now}
 	if h.Labels == nil {
 		h.Labels = map[string]string{}
 	}
@@ -156,8 +161,22 @@ func TestHosts(t *testing.T) {
 		t.Errorf("a host that answered has a last_error: %v", list[0])
 	}
 
+	if key, _ := admin("GET", "/api/v1/hosts", "", 200)["ssh_public_key"].(string); !strings.HasPrefix(key, "ssh-ed25519 ") {
+		t.Errorf("the list does not show bureau's SSH key: %q", key)
+	}
+	// With its SSH target and network, passed on and shown.
+	h := admin("POST", "/api/v1/hosts", `{"name":"node-4","uri":"qemu+tcp://node-4:16509/system","ssh_address":"root@node-4:2222",`+
+		`"ssh_host_key":"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHost","bridge":"bureau1","subnet":"10.121.0.0/16"}`, 201)
+	if h["ssh_address"] != "root@node-4:2222" || h["ssh_host_key"] != "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHost" || h["bridge"] != "bureau1" ||
+		h["subnet"] != "10.121.0.0/16" || h["ready"] != true {
+		t.Errorf("added with SSH and network: %v", h)
+	}
+	wantErr(admin("POST", "/api/v1/hosts", `{"name":"n","uri":"qemu+ssh://h/system","subnet":"10.121.0.1/16"}`, 422), "invalid", "subnet")
+	wantErr(admin("POST", "/api/v1/hosts", `{"name":"n","uri":"qemu+ssh://h/system","bridge":"no spaces"}`, 422), "invalid", "bridge")
+	admin("DELETE", "/api/v1/hosts/node-4", "", 204)
+
 	// Added: with labels, and without (an empty object, never null).
-	h := admin("POST", "/api/v1/hosts", `{"name":"node-2","uri":"qemu+ssh://bureau@node-2/system","labels":{"zone":"eu-1","team/x":"a b"}}`, 201)
+	h = admin("POST", "/api/v1/hosts", `{"name":"node-2","uri":"qemu+ssh://bureau@node-2/system","labels":{"zone":"eu-1","team/x":"a b"}}`, 201)
 	if h["name"] != "node-2" || h["state"] != "up" || h["uri"] != "qemu+ssh://bureau@node-2/system" ||
 		fmt.Sprint(h["labels"]) != "map[team/x:a b zone:eu-1]" || h["cpus"] != 4.0 || h["last_seen_at"] == nil {
 		t.Errorf("added: %v", h)
@@ -248,5 +267,42 @@ func TestHostsAreAdminOnly(t *testing.T) {
 	// The admin's own checks above are the only calls that reached the hosts.
 	if got := e.hosts.callCount(); got != n {
 		t.Errorf("non-admin calls reached the hosts: %d calls, want %d", got, n)
+	}
+}
+
+// TestOnlyAdminsPlaceDesktops: an admin names the host a desktop runs on
+// and sees it; an owner who tries is refused before anything is made.
+func TestOnlyAdminsPlaceDesktops(t *testing.T) {
+	e := newEnv(t)
+	_, out := e.call(t, specCall{token: e.admin, method: "POST", path: "/api/v1/desktops", body: `{"name":"far","host":"node-2"}`, want: 202})
+	if out["host"] != "node-2" || e.desktops.lastReq.Host != "node-2" {
+		t.Errorf("an admin's create on node-2: %v (asked %q)", out, e.desktops.lastReq.Host)
+	}
+	_, out = e.call(t, specCall{token: e.alice, method: "POST", path: "/api/v1/desktops", body: `{"name":"mine","host":"node-2"}`, want: 422})
+	if errField(out) != "host" {
+		t.Errorf("an owner's create on a host: %v", out)
+	}
+}
+
+// TestADesktopOfALostHostShowsUnreachable: while its host does not answer,
+// a desktop shows state unreachable with the reason, in the list and
+// alone; its recorded state is untouched.
+func TestADesktopOfALostHostShowsUnreachable(t *testing.T) {
+	e := newEnv(t)
+	_, far := e.call(t, specCall{token: e.admin, method: "POST", path: "/api/v1/desktops", body: `{"name":"far","host":"gpu-1"}`, want: 202})
+	_, near := e.call(t, specCall{token: e.admin, method: "POST", path: "/api/v1/desktops", body: `{"name":"near"}`, want: 202})
+	_, got := e.call(t, specCall{token: e.admin, method: "GET", path: "/api/v1/desktops/" + far["id"].(string), want: 200})
+	if got["state"] != "unreachable" || !strings.Contains(fmt.Sprint(got["last_error"]), "gpu-1 does not answer") {
+		t.Errorf("a desktop of an unreachable host: %v", got)
+	}
+	_, list := e.call(t, specCall{token: e.admin, method: "GET", path: "/api/v1/desktops", want: 200})
+	for _, x := range list["desktops"].([]any) {
+		d := x.(map[string]any)
+		if want := map[string]string{far["id"].(string): "unreachable", near["id"].(string): "creating"}[d["id"].(string)]; d["state"] != want {
+			t.Errorf("listed %s: %v, want %s", d["name"], d["state"], want)
+		}
+	}
+	if d, _ := e.desktops.Get(context.Background(), far["id"].(string)); d.State != desktop.StateCreating {
+		t.Errorf("the recorded state changed: %s", d.State)
 	}
 }

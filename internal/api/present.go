@@ -11,7 +11,7 @@ import (
 // own types (package apiv1), lists are never null, and for anyone but an
 // admin host paths are left out and hidden in free text.
 func (s *server) forCaller(c *gin.Context, v any) any {
-	p := presenter{hide: s.redact.text, paths: seesHostPaths(c)}
+	p := presenter{hide: s.redact.text, paths: seesHostPaths(c), hosts: s.hostLost(c.Request.Context())}
 	if p.paths {
 		p.hide = func(s string) string { return s }
 	}
@@ -22,6 +22,8 @@ func (s *server) forCaller(c *gin.Context, v any) any {
 type presenter struct {
 	hide  func(string) string // free text with host paths hidden (or not)
 	paths bool                // host path fields are shown
+	// hosts says why a remote host is unreachable ("" when it answers).
+	hosts func(host string) string
 }
 
 // value knows every domain type a handler returns; others pass unchanged.
@@ -103,6 +105,11 @@ func (p presenter) desktop(d *desktop.Desktop) *apiv1.Desktop {
 	}
 	if !p.paths {
 		out.DataDiskPath = ""
+	}
+	if d.Remote() && d.DeletedAt == nil && p.hosts != nil {
+		if why := p.hosts(d.Host); why != "" {
+			out.State, out.LastError = "unreachable", why
+		}
 	}
 	out.LastError = p.hide(out.LastError)
 	return out

@@ -63,6 +63,8 @@ type Desktop struct {
 	// NetIP is its address on the desktops' network: reserved for its MAC
 	// in DHCP, and the only one the firewall lets it send from.
 	NetIP string `json:"ip,omitempty"`
+	// Host is the host it runs on (LocalHost: the one bureau runs on).
+	Host string `json:"host"`
 
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`
@@ -73,6 +75,12 @@ type Desktop struct {
 func (d *Desktop) DomainName() string { return domainPrefix + d.ID }
 
 const domainPrefix = "bureau-"
+
+// LocalHost is the host bureau itself runs on.
+const LocalHost = "local"
+
+// Remote says whether the desktop runs on another host than bureau's.
+func (d *Desktop) Remote() bool { return d.Host != "" && d.Host != LocalHost }
 
 // IDOfDomain is the id of the desktop whose VM is named domain.
 func IDOfDomain(domain string) (string, bool) {
@@ -180,6 +188,7 @@ type ExecResult struct {
 // Filter narrows a listing of desktops; zero values match every live one.
 type Filter struct {
 	Owner          string // "" = every owner
+	Host           string // "" = every host
 	IncludeDeleted bool
 }
 

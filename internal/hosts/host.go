@@ -8,6 +8,8 @@ package hosts
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -23,6 +25,15 @@ type Host struct {
 	State  State
 	// What the host reported at its last check.
 	Facts
+	// SSH is how bureau reaches a remote host for what libvirt does not
+	// carry (its firewall, consoles); Network is bureau's desktop network
+	// there. The local host needs neither.
+	SSH     SSH
+	Network Network
+	// Ready: bureau's network and firewall are in place on the host (the
+	// local one is made ready at start-up); ReadyError says what is not.
+	Ready      bool
+	ReadyError string
 	LastError  string
 	LastSeenAt *time.Time
 	CreatedAt  time.Time
@@ -38,6 +49,28 @@ type Facts struct {
 	CPUs          int
 	MemoryMiB     int64
 	FreeMemoryMiB int64
+}
+
+// SSH is how a remote host is reached over SSH: "user@host:port" and its
+// host key, pinned, in authorized_keys form ("ssh-ed25519 AAAA…").
+type SSH struct {
+	Address string
+	HostKey string
+}
+
+// Network is bureau's desktop network on a host: the bridge libvirt makes
+// and the desktops' subnet (its first address is the host's).
+type Network struct {
+	Bridge string
+	Subnet string
+}
+
+// AddRequest asks for a host to be added.
+type AddRequest struct {
+	Name, URI string
+	Labels    map[string]string
+	SSH       SSH
+	Network   Network
 }
 
 // State is a host's connection state.
@@ -70,6 +103,13 @@ var (
 	ErrInUse = errors.New("host in use")
 )
 
+// NotReadyError: a host answered but could not be made ready for desktops
+// (SSH refused, a tool missing, its network clashing); Field names what
+// the request should change, when one field is at fault.
+type NotReadyError struct{ Field, Message string }
+
+func (e *NotReadyError) Error() string { return e.Message }
+
 // InvalidError names the field a request got wrong.
 type InvalidError struct{ Field, Message string }
 
@@ -86,6 +126,13 @@ var schemes = map[string]bool{"qemu": true, "qemu+ssh": true, "qemu+tls": true, 
 
 // Validate checks a host's name, URI and labels.
 func Validate(name, uri string, labels map[string]string) error {
+	return ValidateRequest(AddRequest{Name: name, URI: uri, Labels: labels})
+}
+
+// ValidateRequest checks a request to add a host: its name, URI, labels and
+// desktop network (its SSH target is checked by connecting).
+func ValidateRequest(req AddRequest) error {
+	name, uri, labels := req.Name, req.URI, req.Labels
 	if !nameRe.MatchString(name) {
 		return &InvalidError{"name", "1–32 lower-case letters, digits and inner dashes"}
 	}
@@ -110,5 +157,42 @@ func Validate(name, uri string, labels map[string]string) error {
 			return &InvalidError{"labels", fmt.Sprintf("value of %q: at most 63 characters on one line", k)}
 		}
 	}
+	return req.Network.validate()
+}
+
+var bridgeRe = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,14}$`)
+
+func (n Network) validate() error {
+	if n.Bridge != "" && !bridgeRe.MatchString(n.Bridge) {
+		return &InvalidError{"bridge", fmt.Sprintf("%q: a network device name (1–15 letters, digits, '_', '.', '-')", n.Bridge)}
+	}
+	if n.Subnet == "" {
+		return nil
+	}
+	p, err := netip.ParsePrefix(n.Subnet)
+	if err != nil || !p.Addr().Is4() || p.Bits() < 8 || p.Bits() > 28 {
+		return &InvalidError{"subnet", fmt.Sprintf("%q: an IPv4 subnet between /8 and /28, e.g. 10.121.0.0/16", n.Subnet)}
+	}
+	if p.Masked() != p {
+		return &InvalidError{"subnet", fmt.Sprintf("%q has host bits set; did you mean %s?", n.Subnet, p.Masked())}
+	}
 	return nil
+}
+
+// SSHAddressOf is the SSH address a qemu+ssh URI implies ("user@host:port",
+// root and 22 by default); "" for other transports.
+func SSHAddressOf(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil || (u.Scheme != "qemu+ssh" && u.Scheme != "qemu+libssh2" && u.Scheme != "qemu+libssh") || u.Hostname() == "" {
+		return ""
+	}
+	user := "root"
+	if u.User != nil && u.User.Username() != "" {
+		user = u.User.Username()
+	}
+	port := u.Port()
+	if port == "" {
+		port = "22"
+	}
+	return user + "@" + net.JoinHostPort(u.Hostname(), port)
 }

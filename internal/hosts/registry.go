@@ -28,6 +28,16 @@ type Link interface {
 	Close() error
 }
 
+// Preparer makes a remote host ready for desktops once its libvirt link
+// is up: it reaches the host over SSH and puts bureau's desktop network
+// and firewall in place. It is called again after every reconnect and
+// while the host is not ready; it must be idempotent.
+type Preparer interface {
+	Prepare(ctx context.Context, h *Host, link Link) error
+	// Forget drops what it keeps for a removed host.
+	Forget(name string)
+}
+
 // Dialer connects to a libvirt URI.
 type Dialer func(ctx context.Context, uri string) (Link, error)
 
@@ -42,6 +52,16 @@ type Registry struct {
 	// start-up (the CPU's flags and /dev/kvm, which a remote check cannot
 	// see).
 	LocalURI, LocalAccelerator string
+	// Prep readies remote hosts (nil: they are only watched).
+	Prep Preparer
+	// Desktops, when set, counts the desktops a host runs: a host with
+	// desktops is not removed.
+	Desktops func(ctx context.Context, host string) (int, error)
+	// OnRemove, when set, is told of a removed host.
+	OnRemove func(name string)
+	// DefaultNetwork is a remote host's desktop network when its request
+	// names none (the local host's).
+	DefaultNetwork Network
 	// Every is how often each host is checked (0 = 10 s); DialTimeout
 	// bounds a connect and a check (0 = 15 s).
 	Every, DialTimeout time.Duration
@@ -53,6 +73,8 @@ type Registry struct {
 type watched struct {
 	uri  string
 	link Link
+	// ready: the Preparer succeeded over this link.
+	ready bool
 }
 
 // NewRegistry makes a registry over store, connecting with dial.
@@ -68,12 +90,15 @@ func (r *Registry) Get(ctx context.Context, name string) (*Host, error) {
 	return r.store.GetHost(ctx, name)
 }
 
-// Add records a host once its libvirtd has answered; a host that does not
-// answer is not added (ErrUnreachable, with libvirt's reason).
-func (r *Registry) Add(ctx context.Context, name, uri string, labels map[string]string) (*Host, error) {
-	if err := Validate(name, uri, labels); err != nil {
+// Add records a host once its libvirtd has answered and, with a Preparer,
+// once it is ready for desktops; a host that does not answer is not added
+// (ErrUnreachable, with libvirt's reason), nor one that cannot be made
+// ready (the Preparer's reason).
+func (r *Registry) Add(ctx context.Context, req AddRequest) (*Host, error) {
+	if err := ValidateRequest(req); err != nil {
 		return nil, err
 	}
+	name, uri := req.Name, req.URI
 	hs, err := r.store.ListHosts(ctx)
 	if err != nil {
 		return nil, err
@@ -100,18 +125,40 @@ func (r *Registry) Add(ctx context.Context, name, uri string, labels map[string]
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnreachable, uri, err)
 	}
 	now := time.Now().UTC()
-	h := &Host{Name: name, URI: uri, Labels: labels, State: StateUp, Facts: facts, LastSeenAt: &now, CreatedAt: now}
+	h := &Host{Name: name, URI: uri, Labels: req.Labels, State: StateUp, Facts: facts, SSH: req.SSH, Network: req.Network,
+		LastSeenAt: &now, CreatedAt: now}
 	if h.Labels == nil {
 		h.Labels = map[string]string{}
 	}
+	if h.SSH.Address == "" {
+		h.SSH.Address = SSHAddressOf(uri)
+	}
+	if h.Network.Bridge == "" {
+		h.Network.Bridge = r.DefaultNetwork.Bridge
+	}
+	if h.Network.Subnet == "" {
+		h.Network.Subnet = r.DefaultNetwork.Subnet
+	}
+	if r.Prep != nil {
+		if err := r.Prep.Prepare(cctx, h, link); err != nil {
+			link.Close()
+			r.Prep.Forget(name)
+			return nil, err
+		}
+		h.Ready = true
+	}
 	if err := r.store.InsertHost(ctx, h); err != nil {
 		link.Close()
+		if r.Prep != nil {
+			r.Prep.Forget(name)
+		}
 		return nil, err
 	}
 	r.mu.Lock()
-	r.links[name] = &watched{uri: uri, link: link}
+	r.links[name] = &watched{uri: uri, link: link, ready: h.Ready}
 	r.mu.Unlock()
-	r.log.Info("host added", "host", name, "uri", uri, "accelerator", facts.Accelerator, "cpus", facts.CPUs, "memory_mib", facts.MemoryMiB)
+	r.log.Info("host added", "host", name, "uri", uri, "accelerator", facts.Accelerator, "cpus", facts.CPUs, "memory_mib", facts.MemoryMiB,
+		"ready", h.Ready, "bridge", h.Network.Bridge, "subnet", h.Network.Subnet)
 	return h, nil
 }
 
@@ -124,10 +171,23 @@ func (r *Registry) Remove(ctx context.Context, name string) error {
 	if name == LocalName {
 		return fmt.Errorf("%w: the local host is the one bureau runs on; it cannot be removed", ErrInUse)
 	}
+	if r.Desktops != nil {
+		if n, err := r.Desktops(ctx, name); err != nil {
+			return err
+		} else if n > 0 {
+			return fmt.Errorf("%w: host %s runs %d desktops (their disks are there): delete them first", ErrInUse, name, n)
+		}
+	}
 	if err := r.store.DeleteHost(ctx, name); err != nil {
 		return err
 	}
 	r.drop(name)
+	if r.Prep != nil {
+		r.Prep.Forget(name)
+	}
+	if r.OnRemove != nil {
+		r.OnRemove(name)
+	}
 	r.log.Info("host removed", "host", name)
 	return nil
 }
@@ -242,6 +302,7 @@ func (r *Registry) check(ctx context.Context, h *Host) {
 			facts.Accelerator = r.LocalAccelerator
 		}
 		h.State, h.Facts, h.LastError, h.LastSeenAt = StateUp, facts, "", &now
+		r.prepare(cctx, h)
 	}
 	if h.State != was {
 		r.log.Info("host "+string(h.State), "host", h.Name, "uri", h.URI, "was", was, "err", h.LastError)
@@ -249,6 +310,42 @@ func (r *Registry) check(ctx context.Context, h *Host) {
 	if err := r.store.UpdateHostHealth(ctx, h); err != nil && !errors.Is(err, ErrNotFound) {
 		r.log.Warn("host check not recorded", "host", h.Name, "err", err)
 	}
+}
+
+// prepare readies a remote host over a link that has not readied it yet
+// (a new one, or after a failure), and records whether that worked.
+func (r *Registry) prepare(ctx context.Context, h *Host) {
+	if r.Prep == nil || h.Name == LocalName {
+		h.Ready, h.ReadyError = h.Name == LocalName, ""
+		return
+	}
+	r.mu.Lock()
+	w := r.links[h.Name]
+	r.mu.Unlock()
+	if w == nil {
+		return
+	}
+	if w.ready {
+		h.Ready, h.ReadyError = true, ""
+		return
+	}
+	err := r.Prep.Prepare(ctx, h, w.link)
+	if err != nil {
+		if h.Ready || h.ReadyError != err.Error() {
+			r.log.Warn("host not ready for desktops", "host", h.Name, "err", err)
+		}
+		h.Ready, h.ReadyError = false, err.Error()
+		return
+	}
+	if !h.Ready {
+		r.log.Info("host ready for desktops", "host", h.Name)
+	}
+	h.Ready, h.ReadyError = true, ""
+	r.mu.Lock()
+	if r.links[h.Name] == w {
+		w.ready = true
+	}
+	r.mu.Unlock()
 }
 
 func (r *Registry) facts(ctx context.Context, h *Host) (Facts, error) {

@@ -134,7 +134,7 @@ func newTestRegistry(t *testing.T, single bool) (*Registry, *memStore, *fakeNet)
 
 func TestSQLiteServesOneHost(t *testing.T) {
 	r, _, n := newTestRegistry(t, true)
-	_, err := r.Add(context.Background(), "two", uri2, nil)
+	_, err := r.Add(context.Background(), AddRequest{Name: "two", URI: uri2, Labels: nil})
 	if !errors.Is(err, ErrNeedsPostgres) {
 		t.Fatalf("add on SQLite: %v", err)
 	}
@@ -150,31 +150,31 @@ func TestAddChecksTheHostFirst(t *testing.T) {
 	for _, bad := range []struct{ name, uri string }{
 		{"Two", uri2}, {"two", "http://x/system"}, {"two", "qemu+ssh://h/session"}, {"", uri2}, {"two", "qemu+ssh://root:hunter2@h/system"},
 	} {
-		if _, err := r.Add(ctx, bad.name, bad.uri, nil); !errors.As(err, &inv) {
+		if _, err := r.Add(ctx, AddRequest{Name: bad.name, URI: bad.uri, Labels: nil}); !errors.As(err, &inv) {
 			t.Errorf("add %q %q: %v, want an invalid field", bad.name, bad.uri, err)
 		}
 	}
-	if _, err := r.Add(ctx, "two", uri2, map[string]string{"bad key!": "x"}); !errors.As(err, &inv) || inv.Field != "labels" {
+	if _, err := r.Add(ctx, AddRequest{Name: "two", URI: uri2, Labels: map[string]string{"bad key!": "x"}}); !errors.As(err, &inv) || inv.Field != "labels" {
 		t.Errorf("bad label: %v", err)
 	}
 	n.set(uri2, false)
-	if _, err := r.Add(ctx, "two", uri2, nil); !errors.Is(err, ErrUnreachable) {
+	if _, err := r.Add(ctx, AddRequest{Name: "two", URI: uri2, Labels: nil}); !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("unreachable host: %v", err)
 	}
 	if _, err := st.GetHost(ctx, "two"); err == nil {
 		t.Fatal("an unreachable host was recorded")
 	}
 	n.set(uri2, true)
-	h, err := r.Add(ctx, "two", uri2, map[string]string{"zone": "b"})
+	h, err := r.Add(ctx, AddRequest{Name: "two", URI: uri2, Labels: map[string]string{"zone": "b"}})
 	if err != nil || h.State != StateUp || h.CPUs != 2 || h.LastSeenAt == nil {
 		t.Fatalf("add: %+v %v", h, err)
 	}
-	if _, err := r.Add(ctx, "two", "qemu+tcp://127.0.0.2:16510/system", nil); !errors.Is(err, ErrExists) {
+	if _, err := r.Add(ctx, AddRequest{Name: "two", URI: "qemu+tcp://127.0.0.2:16510/system", Labels: nil}); !errors.Is(err, ErrExists) {
 		t.Errorf("same name again: %v", err)
 	}
 	dials := n.dials
 	n.set(uri2, false)
-	if _, err := r.Add(ctx, "three", uri2, nil); !errors.Is(err, ErrExists) {
+	if _, err := r.Add(ctx, AddRequest{Name: "three", URI: uri2, Labels: nil}); !errors.Is(err, ErrExists) {
 		t.Errorf("same URI again: %v (said before connecting, even when it does not answer)", err)
 	}
 	if n.dials != dials {
@@ -197,7 +197,7 @@ func TestLocalFollowsBureausURI(t *testing.T) {
 func TestChecksMarkALostHostAndItsReturn(t *testing.T) {
 	r, st, n := newTestRegistry(t, false)
 	ctx := context.Background()
-	if _, err := r.Add(ctx, "two", uri2, nil); err != nil {
+	if _, err := r.Add(ctx, AddRequest{Name: "two", URI: uri2, Labels: nil}); err != nil {
 		t.Fatal(err)
 	}
 	r.CheckAll(ctx)
@@ -233,7 +233,7 @@ func TestRemove(t *testing.T) {
 	if err := r.Remove(ctx, LocalName); !errors.Is(err, ErrInUse) {
 		t.Errorf("remove local: %v", err)
 	}
-	if _, err := r.Add(ctx, "two", uri2, nil); err != nil {
+	if _, err := r.Add(ctx, AddRequest{Name: "two", URI: uri2, Labels: nil}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Remove(ctx, "two"); err != nil {

@@ -34,6 +34,8 @@ type CreateRequest struct {
 	Network desktop.NetworkPolicy
 	// KeyboardLayout is the guest's XKB layout ("" = us).
 	KeyboardLayout string
+	// Host is the host to run it on ("" = bureau's own).
+	Host string
 }
 
 // CloneSource names the snapshot a new desktop starts from.
@@ -93,13 +95,19 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	if err != nil {
 		return nil, err
 	}
+	if req.Host == "" {
+		req.Host = desktop.LocalHost
+	}
+	if err := m.hostFor(ctx, req, cl != nil); err != nil {
+		return nil, err
+	}
 	// Refusals in the order a caller fixes them: the request, the name, the
 	// owner's quota, then the host (these two as the desktop is recorded).
 	if err := m.nameFree(ctx, req.Owner, req.Name); err != nil {
 		return nil, err
 	}
 	var tmpl *Template
-	if cl == nil && !req.Cold && img.RecipeHash != "" {
+	if cl == nil && !req.Cold && img.RecipeHash != "" && req.Host == desktop.LocalHost {
 		tmpl = m.readyTemplate(img.Name, req.Spec.VCPUs, req.Spec.MemoryMiB)
 	}
 	now := time.Now().UTC()
@@ -110,7 +118,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		State: desktop.StateCreating, DesiredState: desktop.StateRunning, Operation: "create", OperationStartedAt: &now,
 		Accelerator: string(m.cfg.Accelerator), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"),
 		IdleTimeoutSeconds: tiers.IdleTimeoutSeconds, NapAfterSeconds: tiers.NapAfterSeconds, SleepAfterSeconds: tiers.SleepAfterSeconds, CreatedAt: now, UpdatedAt: now,
-		Network: req.Network, KeyboardLayout: req.KeyboardLayout,
+		Network: req.Network, KeyboardLayout: req.KeyboardLayout, Host: req.Host,
 	}
 	ctx, cancel := m.detach(ctx)
 	defer cancel()
@@ -124,8 +132,8 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		m.unlock(id)
 		return nil, err
 	}
-	m.event(ctx, id, "create_requested", req.Actor, "create %s requested: %d vCPU, %d MiB, %d GiB data disk, image %s, %s",
-		d.Name, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, d.Image, d.Accelerator)
+	m.event(ctx, id, "create_requested", req.Actor, "create %s requested: %d vCPU, %d MiB, %d GiB data disk, image %s, %s, on host %s",
+		d.Name, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, d.Image, d.Accelerator, d.Host)
 	cp := *d
 	seed := Seed{DesktopID: id, Hostname: d.Name, SSHKeys: req.SSHKeys, InstallDesktop: img.RecipeHash == "", KeyboardLayout: d.KeyboardLayout}
 	if cl != nil {
@@ -143,6 +151,9 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 	var warm warmTimes
 	start := time.Now()
 	err := func() error {
+		if d.Remote() {
+			return m.buildRemote(ctx, d, basePath, seed, &undo)
+		}
 		if err := os.MkdirAll(d.Dir, 0o700); err != nil {
 			return fmt.Errorf("create desktop folder: %w", err)
 		}
@@ -199,7 +210,11 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 		defer cancel()
 		m.hv.Destroy(cleanup, d.DomainName())
 		undo.run(cleanup)
-		os.Remove(d.Dir) // only succeeds when nothing (no older data disk) is left
+		if d.Remote() {
+			m.undoRemote(cleanup, d)
+		} else {
+			os.Remove(d.Dir) // only succeeds when nothing (no older data disk) is left
+		}
 		m.fail(cleanup, d, "create", err)
 		m.observe("create", start, err)
 		return
@@ -256,9 +271,13 @@ func (m *Manager) lockAndRecord(ctx context.Context, d *desktop.Desktop, unlimit
 // A desktop taking a spare keeps the spare's (its VM already runs as that
 // user); when another desktop has either, errSpareClash says so.
 func (m *Manager) recordWithIdentity(ctx context.Context, d *desktop.Desktop, unlimited, spare bool) error {
+	subnet, err := m.subnetOf(ctx, d)
+	if err != nil {
+		return err
+	}
 	for try := 0; ; try++ {
 		if !spare {
-			d.VMUID, d.NetIP = newVMUID(), m.newNetIP()
+			d.VMUID, d.NetIP = newVMUID(), netIPOn(subnet)
 		}
 		err := m.recordNew(ctx, d, unlimited, spare)
 		if !errors.Is(err, desktop.ErrNameTaken) || try == 4 {
@@ -337,6 +356,24 @@ func (m *Manager) resumeCreate(ctx context.Context, d *desktop.Desktop, vm deskt
 	default:
 		m.fail(ctx, d, "create", fmt.Errorf("interrupted by a bureau restart; the VM was found %s", vm))
 	}
+}
+
+// hostFor checks the host a create asks for: bureau's own, or a remote
+// one that is ready for desktops (not for clones yet).
+func (m *Manager) hostFor(ctx context.Context, req CreateRequest, clone bool) error {
+	if req.Host == desktop.LocalHost {
+		return nil
+	}
+	if clone {
+		return &desktop.ValidationError{Field: "host", Message: "a clone runs on its source's host; clones of snapshots are " + desktop.ErrNotOnRemoteHost.Error()}
+	}
+	if m.cfg.Sites == nil {
+		return &desktop.ValidationError{Field: "host", Message: fmt.Sprintf("no host %q: this bureau runs desktops on its own host only", req.Host)}
+	}
+	if _, err := m.cfg.Sites.Site(ctx, req.Host); err != nil {
+		return &desktop.ValidationError{Field: "host", Message: err.Error()}
+	}
+	return nil
 }
 
 // created records a finished create.

@@ -19,7 +19,7 @@ func (m *Manager) DialVNC(ctx context.Context, id string) (net.Conn, error) {
 	if d.State != desktop.StateRunning {
 		return nil, &desktop.TransitionError{Op: "open the display of", State: d.State}
 	}
-	return dialDisplay(ctx, d)
+	return m.dialDisplay(ctx, d)
 }
 
 // DialDisplay connects bureau itself (its live framebuffer) to the display
@@ -33,13 +33,26 @@ func (m *Manager) DialDisplay(ctx context.Context, domain string) (net.Conn, err
 	if err != nil {
 		return nil, err
 	}
-	return dialDisplay(ctx, d)
+	return m.dialDisplay(ctx, d)
 }
 
 // dialDisplay connects to d's VNC socket and checks that d's own QEMU
 // answers: the socket lies in a folder d's QEMU user may write to, so a
 // QEMU taken over could put another desktop's socket there.
-func dialDisplay(ctx context.Context, d *desktop.Desktop) (net.Conn, error) {
+// On a remote host the socket is dialed through SSH and the host checks
+// who serves it.
+func (m *Manager) dialDisplay(ctx context.Context, d *desktop.Desktop) (net.Conn, error) {
+	if d.Remote() {
+		s, err := m.site(ctx, d)
+		if err != nil {
+			return nil, fmt.Errorf("the display of desktop %s: %w", d.ID, err)
+		}
+		conn, err := s.Display(ctx, vncSocket(d), d.VMUID)
+		if err != nil {
+			return nil, fmt.Errorf("the display of desktop %s on host %s: %w", d.ID, d.Host, err)
+		}
+		return conn, nil
+	}
 	var dialer net.Dialer
 	conn, err := dialer.DialContext(ctx, "unix", vncSocket(d))
 	if err != nil {

@@ -27,6 +27,10 @@ type fakeHV struct {
 	resync     chan struct{}
 	calls      []string
 	cpu        time.Duration // reported by CPUTime
+	// lost are hosts List says did not answer; their VMs are left out.
+	lost map[string]bool
+	// hostOf names a VM's host for lost.
+	hostOf map[string]string
 }
 
 func newFakeHV() *fakeHV {
@@ -188,8 +192,17 @@ func (f *fakeHV) List(context.Context) (map[string]desktop.VMState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := map[string]desktop.VMState{}
+	var lost []string
+	for h := range f.lost {
+		lost = append(lost, h)
+	}
 	for k, v := range f.vms {
-		out[k] = v
+		if !f.lost[f.hostOf[k]] {
+			out[k] = v
+		}
+	}
+	if len(lost) > 0 {
+		return out, &desktop.UnreachableError{Hosts: lost, Err: errors.New("connection lost")}
 	}
 	return out, nil
 }

@@ -72,7 +72,7 @@ func (m *Manager) beginRow(ctx context.Context, id string, op desktop.Op, desire
 // Start boots a stopped desktop in the background.
 func (m *Manager) Start(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
 	if cur, err := m.live(ctx, id); err == nil && cur.State != desktop.StateRunning {
-		if err := m.roomFor(cur.MemoryMiB, 0); err != nil {
+		if err := m.roomOn(ctx, cur, cur.MemoryMiB); err != nil {
 			return nil, err
 		}
 	}
@@ -275,6 +275,20 @@ func (m *Manager) finishDelete(ctx context.Context, d *desktop.Desktop, deleteDa
 	}
 	m.failpoint("delete:after-undefine")
 	m.step(ctx, d, "files")
+	res := &DeleteResult{Desktop: d, DataDeleted: deleteData}
+	if d.Remote() {
+		kept, err := m.removeRemoteFiles(ctx, d, deleteData)
+		if err != nil {
+			m.fail(ctx, d, "delete", err)
+			return nil, err
+		}
+		if kept {
+			res.DataDiskKept = d.DataDiskPath
+		} else {
+			d.DataDiskPath = ""
+		}
+		return m.deleted(ctx, d, res)
+	}
 	keep := ""
 	if !deleteData {
 		keep = d.DataDiskPath
@@ -283,7 +297,6 @@ func (m *Manager) finishDelete(ctx context.Context, d *desktop.Desktop, deleteDa
 		m.fail(ctx, d, "delete", err)
 		return nil, err
 	}
-	res := &DeleteResult{Desktop: d, DataDeleted: deleteData}
 	if deleteData {
 		if err := os.Remove(d.DataDiskPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 			m.fail(ctx, d, "delete", err)
@@ -298,6 +311,11 @@ func (m *Manager) finishDelete(ctx context.Context, d *desktop.Desktop, deleteDa
 		d.DataDiskPath = ""
 		os.Remove(d.Dir)
 	}
+	return m.deleted(ctx, d, res)
+}
+
+// deleted records a delete whose VM and files are gone.
+func (m *Manager) deleted(ctx context.Context, d *desktop.Desktop, res *DeleteResult) (*DeleteResult, error) {
 	if err := m.store.DeleteSnapshots(ctx, d.ID); err != nil {
 		m.log.Error("forgetting snapshots of a deleted desktop", "desktop", d.ID, "err", err)
 	}
@@ -307,7 +325,9 @@ func (m *Manager) finishDelete(ctx context.Context, d *desktop.Desktop, deleteDa
 	if err := m.put(ctx, d); err != nil {
 		return nil, err
 	}
-	if res.DataDiskKept != "" {
+	if res.DataDiskKept != "" && d.Remote() {
+		m.event(ctx, d.ID, "deleted", "bureau", "deleted; data disk kept at %s on host %s", res.DataDiskKept, d.Host)
+	} else if res.DataDiskKept != "" {
 		m.event(ctx, d.ID, "deleted", "bureau", "deleted; data disk kept at %s", res.DataDiskKept)
 	} else {
 		m.event(ctx, d.ID, "deleted", "bureau", "deleted with its data disk")

@@ -247,6 +247,8 @@ type Config struct {
 	Firewall  Firewall
 	Addresses Addresses
 	Subnet    netip.Prefix
+	// Sites, when set, reaches remote hosts desktops may be created on.
+	Sites Sites
 }
 
 // Manager is the lifecycle orchestrator.

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -43,8 +44,10 @@ func newVMUID() int {
 // newNetIP draws an address for a desktop on the desktops' subnet (not the
 // network's, the gateway's or the broadcast address); "" without one. The
 // store's unique index keeps live desktops' addresses apart.
-func (m *Manager) newNetIP() string {
-	p := m.cfg.Subnet
+func (m *Manager) newNetIP() string { return netIPOn(m.cfg.Subnet) }
+
+// netIPOn draws an address on subnet p ("" without one).
+func netIPOn(p netip.Prefix) string {
 	if !p.IsValid() || !p.Addr().Is4() || p.Bits() > 30 {
 		return ""
 	}
@@ -69,10 +72,11 @@ func (m *Manager) SetNetworkPolicy(ctx context.Context, id string, p desktop.Net
 	}
 	d, err := m.changeSettings(ctx, id, func(ctx context.Context, d *desktop.Desktop) error {
 		d.Network = p
-		if m.cfg.Firewall != nil {
-			return m.cfg.Firewall.Set(ctx, d)
+		fw, _, err := m.netOf(ctx, d)
+		if err != nil || fw == nil {
+			return err
 		}
-		return nil
+		return fw.Set(ctx, d)
 	})
 	if err != nil {
 		return nil, err
@@ -103,6 +107,7 @@ func (m *Manager) loadNetwork(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	ds = slices.DeleteFunc(ds, (*desktop.Desktop).Remote) // their hosts' preparers load theirs
 	for i, d := range ds {
 		if d.VMUID == 0 || (d.NetIP == "" && m.cfg.Subnet.IsValid()) {
 			if ds[i], err = m.giveIdentity(ctx, d.ID); err != nil {
@@ -139,18 +144,47 @@ func (m *Manager) armNetwork(ctx context.Context, d *desktop.Desktop, reserved b
 			return err
 		}
 	}
-	if m.cfg.Firewall == nil {
-		return nil
+	fw, _, err := m.netOf(ctx, d)
+	if err != nil || fw == nil {
+		return err
 	}
-	return m.cfg.Firewall.Set(ctx, d)
+	return fw.Set(ctx, d)
+}
+
+// netOf is the firewall and DHCP of d's host (nil when not set).
+func (m *Manager) netOf(ctx context.Context, d *desktop.Desktop) (Firewall, Addresses, error) {
+	if !d.Remote() {
+		return m.cfg.Firewall, m.cfg.Addresses, nil
+	}
+	s, err := m.site(ctx, d)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.Firewall, s.Addresses, nil
+}
+
+// subnetOf is the desktops' subnet on d's host.
+func (m *Manager) subnetOf(ctx context.Context, d *desktop.Desktop) (netip.Prefix, error) {
+	if !d.Remote() {
+		return m.cfg.Subnet, nil
+	}
+	s, err := m.site(ctx, d)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return s.Subnet, nil
 }
 
 // reserveAddress tells DHCP which address the desktop's MAC gets.
 func (m *Manager) reserveAddress(ctx context.Context, d *desktop.Desktop) error {
-	if m.cfg.Addresses == nil || d.NetIP == "" {
+	_, addrs, err := m.netOf(ctx, d)
+	if err != nil {
+		return err
+	}
+	if addrs == nil || d.NetIP == "" {
 		return nil
 	}
-	if err := m.cfg.Addresses.Reserve(ctx, desktop.MAC(d.ID), d.NetIP, d.Name); err != nil {
+	if err := addrs.Reserve(ctx, desktop.MAC(d.ID), d.NetIP, d.Name); err != nil {
 		return fmt.Errorf("reserve %s for desktop %s: %w", d.NetIP, d.ID, err)
 	}
 	return nil
@@ -158,16 +192,22 @@ func (m *Manager) reserveAddress(ctx context.Context, d *desktop.Desktop) error 
 
 // releaseAddress drops the DHCP reservation of d's address, if it has one.
 func (m *Manager) releaseAddress(ctx context.Context, d *desktop.Desktop) error {
-	if m.cfg.Addresses == nil || d.NetIP == "" {
+	_, addrs, err := m.netOf(ctx, d)
+	if err != nil {
+		return err
+	}
+	if addrs == nil || d.NetIP == "" {
 		return nil
 	}
-	return m.cfg.Addresses.Release(ctx, desktop.MAC(d.ID))
+	return addrs.Release(ctx, desktop.MAC(d.ID))
 }
 
 // dropAddressAndRules forgets a deleted desktop's address and rules.
 func (m *Manager) dropAddressAndRules(ctx context.Context, d *desktop.Desktop) {
-	if m.cfg.Firewall != nil {
-		if err := m.cfg.Firewall.Forget(ctx, d.ID); err != nil {
+	if fw, _, err := m.netOf(ctx, d); err != nil {
+		m.log.Error("dropping a deleted desktop's network rules", "desktop", d.ID, "host", d.Host, "err", err)
+	} else if fw != nil {
+		if err := fw.Forget(ctx, d.ID); err != nil {
 			m.log.Error("dropping a deleted desktop's network rules", "desktop", d.ID, "err", err)
 		}
 	}

@@ -45,7 +45,7 @@ func (m *Manager) Resume(ctx context.Context, id, actor string) (*desktop.Deskto
 	if cur, err := m.live(ctx, id); err == nil {
 		from = cur.State
 		if cur.State == desktop.StateHibernated {
-			if err := m.roomFor(cur.MemoryMiB, 0); err != nil {
+			if err := m.roomOn(ctx, cur, cur.MemoryMiB); err != nil {
 				return nil, err
 			}
 		}
@@ -123,7 +123,7 @@ func (m *Manager) Hibernate(ctx context.Context, id, actor string) (*desktop.Des
 	frozen := desktop.StatePaused // what a paused VM is if the save fails
 	running := false
 	if cur, err := m.live(ctx, id); err == nil && (cur.State == desktop.StateRunning || cur.State.Frozen()) {
-		if err := m.roomToSave(cur.MemoryMiB); err != nil {
+		if err := m.roomToSaveOn(cur); err != nil {
 			return nil, err
 		}
 		if cur.State.Frozen() {

@@ -19,7 +19,7 @@ func (m *Manager) Prewake(ctx context.Context, id, actor, why string) {
 	if err != nil || cur.State != desktop.StateHibernated || cur.LastError == IOErrorPause {
 		return
 	}
-	if err := m.roomFor(cur.MemoryMiB, 0); err != nil {
+	if err := m.roomOn(ctx, cur, cur.MemoryMiB); err != nil {
 		m.log.Info("not restoring ahead of use", "desktop", id, "why", err)
 		return
 	}

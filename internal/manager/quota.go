@@ -29,6 +29,31 @@ func (m *Manager) roomFor(memMiB, diskMiB int) error {
 	return m.cfg.Capacity.Check(memMiB, diskMiB)
 }
 
+// roomOn refuses to run d where its host has no memory for it: this
+// host's own check, or what a remote host last reported free.
+func (m *Manager) roomOn(ctx context.Context, d *desktop.Desktop, memMiB int) error {
+	if !d.Remote() {
+		return m.roomFor(memMiB, 0)
+	}
+	s, err := m.site(ctx, d)
+	if err != nil {
+		return err
+	}
+	if s.Room == nil {
+		return nil
+	}
+	return s.Room(memMiB)
+}
+
+// roomToSaveOn refuses to hibernate a desktop of this host whose RAM would
+// not fit on its disk (a remote host's disk is not measured yet).
+func (m *Manager) roomToSaveOn(d *desktop.Desktop) error {
+	if d.Remote() {
+		return nil
+	}
+	return m.roomToSave(d.MemoryMiB)
+}
+
 // roomToSave refuses to hibernate a desktop whose RAM would not fit on disk.
 func (m *Manager) roomToSave(memMiB int) error {
 	if m.cfg.Capacity == nil {
@@ -110,6 +135,9 @@ func (m *Manager) recordNew(ctx context.Context, d *desktop.Desktop, unlimited, 
 		mem = 0
 	}
 	room := func() error { return m.roomFor(mem, newDesktopDiskMiB) }
+	if d.Remote() {
+		room = func() error { return m.roomOn(ctx, d, mem) }
+	}
 	return m.store.CreateDesktopChecked(ctx, d, m.admit(d.Owner, add, unlimited, room))
 }
 

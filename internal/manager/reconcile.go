@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -88,11 +89,16 @@ func (m *Manager) Reconcile(ctx context.Context) error {
 		return fmt.Errorf("reconcile: %w", err)
 	}
 	vms, err := m.hv.List(ctx)
-	if err != nil {
+	// Desktops of a host that did not answer are left as they are: nothing
+	// is concluded from silence (they show their host unreachable).
+	var lost *desktop.UnreachableError
+	if errors.As(err, &lost) {
+		m.log.Warn("reconcile skips the desktops of hosts that do not answer", "hosts", lost.Hosts, "err", lost.Err)
+	} else if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}
 	for _, d := range desktops {
-		if m.isBusy(d.ID) {
+		if m.isBusy(d.ID) || (lost != nil && slices.Contains(lost.Hosts, d.Host)) {
 			continue
 		}
 		vm, ok := vms[d.DomainName()]

@@ -19,6 +19,9 @@ func (m *Manager) Reimage(ctx context.Context, id, image, actor string) (*deskto
 	if err != nil {
 		return nil, err
 	}
+	if err := localOnly(d, "a reimage"); err != nil {
+		return nil, err
+	}
 	if image == "" {
 		image = d.Image
 	}
@@ -133,6 +136,9 @@ func (m *Manager) ResizeDataDisk(ctx context.Context, id string, req ResizeReque
 	defer m.unlock(id)
 	d, err := m.live(ctx, id)
 	if err != nil {
+		return nil, err
+	}
+	if err := localOnly(d, "growing the data disk"); err != nil {
 		return nil, err
 	}
 	if sizeGiB < d.DataDiskGiB {

@@ -62,6 +62,9 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 	if err != nil {
 		return nil, err
 	}
+	if err := localOnly(d, "a snapshot"); err != nil {
+		return nil, err
+	}
 	running := d.State == desktop.StateRunning || d.State.Frozen()
 	if !running && d.State != desktop.StateStopped {
 		return nil, &desktop.TransitionError{Op: "snapshot", State: d.State}

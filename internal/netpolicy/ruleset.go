@@ -165,3 +165,10 @@ func set(ps []netip.Prefix) string {
 	}
 	return "{ " + strings.Join(s, ", ") + " }"
 }
+
+// RemoveScript is the nftables script that removes the instance's tables
+// (nothing when they are not there).
+func RemoveScript(tag string) string {
+	t := TableName(tag)
+	return fmt.Sprintf("table bridge %s {}\ndelete table bridge %s\ntable inet %s {}\ndelete table inet %s\n", t, t, t, t)
+}

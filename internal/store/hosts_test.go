@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/hosts"
 )
 
@@ -15,7 +16,9 @@ func TestHostsRoundTrip(t *testing.T) {
 			ctx := context.Background()
 			now := time.Now().UTC().Truncate(time.Millisecond)
 			two := &hosts.Host{Name: "two", URI: "qemu+tcp://10.0.0.2:16509/system", Labels: map[string]string{"zone": "b"}, State: hosts.StateUp,
-				Facts:      hosts.Facts{Hostname: "h2", LibvirtVersion: "9.0.0", Accelerator: "kvm", CPUs: 64, MemoryMiB: 262144, FreeMemoryMiB: 200000},
+				Facts:   hosts.Facts{Hostname: "h2", LibvirtVersion: "9.0.0", Accelerator: "kvm", CPUs: 64, MemoryMiB: 262144, FreeMemoryMiB: 200000},
+				SSH:     hosts.SSH{Address: "root@10.0.0.2:22", HostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIH"},
+				Network: hosts.Network{Bridge: "bureau1", Subnet: "10.121.0.0/16"}, Ready: true,
 				LastSeenAt: &now, CreatedAt: now}
 			local := &hosts.Host{Name: hosts.LocalName, URI: "qemu:///system", State: hosts.StateConnecting, CreatedAt: now}
 			for _, h := range []*hosts.Host{two, local} {
@@ -35,18 +38,21 @@ func TestHostsRoundTrip(t *testing.T) {
 			}
 			got := list[1]
 			if got.URI != two.URI || got.Labels["zone"] != "b" || got.Facts != two.Facts || got.State != hosts.StateUp ||
-				got.LastSeenAt == nil || !got.LastSeenAt.Equal(now) || !got.CreatedAt.Equal(now) {
+				got.LastSeenAt == nil || !got.LastSeenAt.Equal(now) || !got.CreatedAt.Equal(now) ||
+				got.SSH != two.SSH || got.Network != two.Network || !got.Ready {
 				t.Errorf("read back %+v", got)
 			}
 			if list[0].LastSeenAt != nil || list[0].Labels == nil {
 				t.Errorf("local: %+v", list[0])
 			}
 			got.State, got.LastError, got.FreeMemoryMiB = hosts.StateUnreachable, "connection lost", 1
+			got.Ready, got.ReadyError = false, "nft: not found"
 			if err := s.UpdateHostHealth(ctx, &got); err != nil {
 				t.Fatal(err)
 			}
 			back, err := s.GetHost(ctx, "two")
-			if err != nil || back.State != hosts.StateUnreachable || back.LastError != "connection lost" || back.FreeMemoryMiB != 1 {
+			if err != nil || back.State != hosts.StateUnreachable || back.LastError != "connection lost" || back.FreeMemoryMiB != 1 ||
+				back.Ready || back.ReadyError != "nft: not found" {
 				t.Errorf("after update %+v %v", back, err)
 			}
 			if err := s.DeleteHost(ctx, "two"); err != nil {
@@ -60,6 +66,30 @@ func TestHostsRoundTrip(t *testing.T) {
 			}
 			if err := s.UpdateHostHealth(ctx, &got); !errors.Is(err, hosts.ErrNotFound) {
 				t.Errorf("update of a removed host: %v", err)
+			}
+		})
+	}
+}
+
+func TestDesktopsKeepTheirHost(t *testing.T) {
+	for db, s := range openStores(t) {
+		t.Run(db, func(t *testing.T) {
+			ctx := context.Background()
+			here, there := newDesktop("d1", "alice", "here"), newDesktop("d2", "alice", "there")
+			there.Host = "two"
+			for _, d := range []*desktop.Desktop{here, there} {
+				if err := s.CreateDesktop(ctx, d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if d, err := s.GetDesktop(ctx, "d1"); err != nil || d.Host != desktop.LocalHost || d.Remote() {
+				t.Errorf("a desktop made without a host: %+v %v", d, err)
+			}
+			if d, err := s.GetDesktop(ctx, "d2"); err != nil || d.Host != "two" || !d.Remote() {
+				t.Errorf("a desktop on host two: %+v %v", d, err)
+			}
+			if ds, err := s.ListDesktops(ctx, desktop.Filter{Host: "two"}); err != nil || len(ds) != 1 || ds[0].ID != "d2" {
+				t.Errorf("host two's desktops: %+v %v", ds, err)
 			}
 		})
 	}

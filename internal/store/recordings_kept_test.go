@@ -83,7 +83,9 @@ func TestRecordingsOwnerBackfill(t *testing.T) {
 	if _, err := p.UpTo(ctx, 19); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateDesktop(ctx, newDesktop("d1", "alice", "work")); err != nil {
+	// As the schema was then: today's CreateDesktop writes later columns.
+	if _, err := s.exec(ctx, `INSERT INTO desktops (id, owner, name, image, vcpus, memory_mib, data_disk_gib, state, desired_state, accelerator, dir, created_at, updated_at)
+VALUES ('d1', 'alice', 'work', 'debian', 2, 2048, 10, 'running', 'running', 'tcg', '/d/d1', 1, 1)`); err != nil {
 		t.Fatal(err)
 	}
 	for _, desk := range []string{"d1", "gone"} {

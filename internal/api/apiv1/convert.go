@@ -18,7 +18,7 @@ func FromDesktop(d *desktop.Desktop) *Desktop {
 		IdleTimeoutSeconds: d.IdleTimeoutSeconds, NapAfterSeconds: d.NapAfterSeconds, SleepAfterSeconds: d.SleepAfterSeconds,
 		RestartOnCrash: d.RestartOnCrash,
 		Network:        NetworkPolicy{AllowOut: d.Network.AllowOut, DenyOut: d.Network.DenyOut},
-		KeyboardLayout: d.KeyboardLayout, IP: d.NetIP,
+		KeyboardLayout: d.KeyboardLayout, IP: d.NetIP, Host: d.Host,
 		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, DeletedAt: d.DeletedAt,
 	}
 }

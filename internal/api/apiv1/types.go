@@ -32,9 +32,11 @@ type Desktop struct {
 	Network            NetworkPolicy `json:"network"`
 	KeyboardLayout     string        `json:"keyboard_layout"`
 	IP                 string        `json:"ip,omitempty"`
-	CreatedAt          time.Time     `json:"created_at"`
-	UpdatedAt          time.Time     `json:"updated_at"`
-	DeletedAt          *time.Time    `json:"deleted_at,omitempty"`
+	// Host is the host it runs on ("local": the one bureau runs on).
+	Host      string     `json:"host"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+	DeletedAt *time.Time `json:"deleted_at,omitempty"`
 }
 
 // NetworkPolicy is what a desktop may reach outside.
@@ -233,14 +235,25 @@ type Host struct {
 	URI    string            `json:"uri"`
 	Labels map[string]string `json:"labels"`
 	// State is connecting, up or unreachable.
-	State          string     `json:"state"`
-	Hostname       string     `json:"hostname"`
-	LibvirtVersion string     `json:"libvirt_version"`
-	Accelerator    string     `json:"accelerator"`
-	CPUs           int        `json:"cpus"`
-	MemoryMiB      int64      `json:"memory_mib"`
-	FreeMemoryMiB  int64      `json:"free_memory_mib"`
-	LastError      string     `json:"last_error,omitempty"`
-	LastSeenAt     *time.Time `json:"last_seen_at,omitempty"`
-	CreatedAt      time.Time  `json:"created_at"`
+	State          string `json:"state"`
+	Hostname       string `json:"hostname"`
+	LibvirtVersion string `json:"libvirt_version"`
+	Accelerator    string `json:"accelerator"`
+	CPUs           int    `json:"cpus"`
+	MemoryMiB      int64  `json:"memory_mib"`
+	FreeMemoryMiB  int64  `json:"free_memory_mib"`
+	// SSHAddress and SSHHostKey: how bureau reaches a remote host over SSH
+	// (empty for the local one). Bridge and Subnet: bureau's desktop
+	// network there.
+	SSHAddress string `json:"ssh_address,omitempty"`
+	SSHHostKey string `json:"ssh_host_key,omitempty"`
+	Bridge     string `json:"bridge,omitempty"`
+	Subnet     string `json:"subnet,omitempty"`
+	// Ready: bureau's network and firewall are in place there; ReadyError
+	// says what is not.
+	Ready      bool       `json:"ready"`
+	ReadyError string     `json:"ready_error,omitempty"`
+	LastError  string     `json:"last_error,omitempty"`
+	LastSeenAt *time.Time `json:"last_seen_at,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
 }

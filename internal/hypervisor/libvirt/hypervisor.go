@@ -122,8 +122,15 @@ func (h *Hypervisor) connect(ctx context.Context) (*libvirt.Connect, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to libvirt at %s: %w", h.uri, err)
 	}
-	if err := conn.SetKeepAlive(5, 3); err != nil {
-		h.log.Warn("libvirt keepalive", "err", err)
+	// A remote host's health is the hosts registry's to watch (its own
+	// link, with keepalive). Here, a keepalive that closes a connection
+	// with calls still waiting on a host that froze crashed bureau inside
+	// libvirt once the host answered again (libvirt 9.0): those calls wait
+	// instead, each bounded for its caller by call's deadline.
+	if h.host == "" {
+		if err := conn.SetKeepAlive(5, 3); err != nil {
+			h.log.Warn("libvirt keepalive", "err", err)
+		}
 	}
 	if _, err := conn.DomainEventLifecycleRegister(nil, h.onLifecycle); err != nil {
 		h.log.Warn("libvirt lifecycle events unavailable", "err", err)

@@ -55,16 +55,17 @@ class Desktops:
                ssh_authorized_keys: list[str] | None = None, idle_timeout_seconds: int | None = None,
                nap_after_seconds: int | None = None, sleep_after_seconds: int | None = None,
                network: dict | None = None, keyboard_layout: str | None = None, cold: bool | None = None,
-               from_snapshot: tuple[str, str] | None = None) -> Desktop:
+               from_snapshot: tuple[str, str] | None = None, host: str | None = None) -> Desktop:
         """Creates a desktop (it boots in the background: wait_until("running")).
 
-        from_snapshot=(desktop_id, snapshot_name) clones another desktop's snapshot.
+        from_snapshot=(desktop_id, snapshot_name) clones another desktop's snapshot;
+        host (admins) runs it on one of bureau's hosts (default: bureau's own).
         """
         body: dict[str, Any] = {"name": name}
         for k, v in (("image", image), ("vcpus", vcpus), ("memory_mib", memory_mib), ("data_disk_gib", data_disk_gib),
                      ("ssh_authorized_keys", ssh_authorized_keys), ("idle_timeout_seconds", idle_timeout_seconds),
                      ("nap_after_seconds", nap_after_seconds), ("sleep_after_seconds", sleep_after_seconds),
-                     ("network", network), ("keyboard_layout", keyboard_layout), ("cold", cold)):
+                     ("network", network), ("keyboard_layout", keyboard_layout), ("cold", cold), ("host", host)):
             if v is not None:
                 body[k] = v
         if from_snapshot:
@@ -202,14 +203,24 @@ class Hosts:
     def get(self, name: str) -> m.Host:
         return m.Host.from_dict(self._h.call("getHost", {"name": name}))
 
-    def add(self, name: str, uri: str, labels: dict[str, str] | None = None) -> m.Host:
+    def add(self, name: str, uri: str, labels: dict[str, str] | None = None, *, ssh_address: str | None = None,
+            ssh_host_key: str | None = None, bridge: str | None = None, subnet: str | None = None) -> m.Host:
         """Adds a host by its libvirt URI (qemu+ssh://user@host/system); it is
         added only once its libvirtd answered (Invalid with code
-        host_unreachable otherwise)."""
+        host_unreachable otherwise) and bureau made it ready for desktops over
+        SSH (ssh_address, ssh_host_key pinned; code host_not_ready otherwise,
+        naming the field to fix). ssh_public_key() is bureau's key for the
+        host's authorized_keys."""
         body: dict[str, Any] = {"name": name, "uri": uri}
-        if labels is not None:
-            body["labels"] = labels
+        for k, v in (("labels", labels), ("ssh_address", ssh_address), ("ssh_host_key", ssh_host_key),
+                     ("bridge", bridge), ("subnet", subnet)):
+            if v is not None:
+                body[k] = v
         return m.Host.from_dict(self._h.call("addHost", json_body=body))
+
+    def ssh_public_key(self) -> str:
+        """The key bureau signs in to remote hosts with: one authorized_keys line."""
+        return self._h.call("listHosts")["ssh_public_key"]
 
     def remove(self, name: str) -> None:
         """Forgets a host (the local one stays: Conflict, code in_use)."""

@@ -66,6 +66,7 @@ class Desktop(Model):
     network: dict | None = None
     keyboard_layout: str | None = None
     ip: str | None = None
+    host: str | None = None
     created_at: str | None = None
     updated_at: str | None = None
     deleted_at: str | None = None
@@ -316,6 +317,12 @@ class Host(Model):
     cpus: int | None = None
     memory_mib: int | None = None
     free_memory_mib: int | None = None
+    ssh_address: str | None = None
+    ssh_host_key: str | None = None
+    bridge: str | None = None
+    subnet: str | None = None
+    ready: bool | None = None
+    ready_error: str | None = None
     last_error: str | None = None
     last_seen_at: str | None = None
     created_at: str | None = None

@@ -186,9 +186,15 @@ class TestHosts(Base):
         h = self.c.hosts.add("node-2", "qemu+ssh://bureau@node-2/system", labels={"zone": "eu"})
         self.assertEqual((h.name, h.state), ("node-2", "up"))
         self.c.hosts.add("node-3", "qemu+tls://node-3/system")
+        self.c.hosts.add("node-4", "qemu+tcp://node-4:16509/system", ssh_address="root@node-4:2222",
+                         ssh_host_key="ssh-ed25519 AAAA", bridge="bureau1", subnet="10.121.0.0/16")
         self.assertEqual(got, [{"name": "node-2", "uri": "qemu+ssh://bureau@node-2/system", "labels": {"zone": "eu"}},
-                               {"name": "node-3", "uri": "qemu+tls://node-3/system"}])
+                               {"name": "node-3", "uri": "qemu+tls://node-3/system"},
+                               {"name": "node-4", "uri": "qemu+tcp://node-4:16509/system", "ssh_address": "root@node-4:2222",
+                                "ssh_host_key": "ssh-ed25519 AAAA", "bridge": "bureau1", "subnet": "10.121.0.0/16"}])
         self.assertEqual(self.fake.seen[-1][2]["Content-Type"], "application/json")
+        self.fake.json("GET", "/api/v1/hosts", 200, {"hosts": [local], "ssh_public_key": "ssh-ed25519 BBBB bureau"})
+        self.assertEqual(self.c.hosts.ssh_public_key(), "ssh-ed25519 BBBB bureau")
 
         self.fake.routes[("DELETE", "/api/v1/hosts/node-2")] = lambda _r, _b: (204, {}, b"")
         self.assertIsNone(self.c.hosts.remove("node-2"))

@@ -27,6 +27,8 @@ export interface CreateDesktop {
   cold?: boolean;
   /** Clones another desktop's snapshot. */
   from?: { desktop: string; snapshot: string };
+  /** Admins: run it on one of bureau's hosts (default: bureau's own). */
+  host?: string;
 }
 
 const pick = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
@@ -196,9 +198,18 @@ export class Hosts {
   get(name: string): Promise<m.Host> {
     return this.h.call("getHost", { params: { name } });
   }
-  /** Adds a host by its libvirt URI (qemu+ssh://user@host/system); it is added only once its libvirtd answered (422 `host_unreachable` otherwise). */
-  add(name: string, uri: string, labels?: Record<string, string>): Promise<m.Host> {
-    return this.h.call("addHost", { json: pick({ name, uri, labels }) });
+  /**
+   * Adds a host by its libvirt URI (qemu+ssh://user@host/system); it is added only once its libvirtd answered
+   * (422 `host_unreachable` otherwise) and bureau made it ready for desktops over SSH (`ssh_address`,
+   * `ssh_host_key` pinned; 422 `host_not_ready` otherwise, naming the field to fix).
+   */
+  add(name: string, uri: string, labels?: Record<string, string>,
+      opts: { ssh_address?: string; ssh_host_key?: string; bridge?: string; subnet?: string } = {}): Promise<m.Host> {
+    return this.h.call("addHost", { json: pick({ name, uri, labels, ...opts }) });
+  }
+  /** The key bureau signs in to remote hosts with: one authorized_keys line. */
+  async sshPublicKey(): Promise<string> {
+    return (await this.h.call<{ ssh_public_key: string }>("listHosts")).ssh_public_key;
   }
   /** Forgets a host (the local one stays: 409 `in_use`). */
   async remove(name: string): Promise<void> {

@@ -30,6 +30,8 @@ export interface Desktop {
   network: NetworkPolicy;
   keyboard_layout: string;
   ip?: string;
+  /** The host it runs on ("local": the one bureau runs on). */
+  host: string;
   created_at: string;
   updated_at: string;
   deleted_at?: string;
@@ -220,6 +222,13 @@ export interface Host {
   cpus: number;
   memory_mib: number;
   free_memory_mib: number;
+  ssh_address?: string;
+  ssh_host_key?: string;
+  bridge?: string;
+  subnet?: string;
+  /** bureau's desktop network and firewall are in place there. */
+  ready: boolean;
+  ready_error?: string;
   last_error?: string;
   last_seen_at?: string;
   created_at: string;
@@ -467,7 +476,7 @@ export interface NetworkPolicy {
 
 /** Each interface's schema and fields, for the drift test. */
 export const FIELDS: Record<string, { schema: string; fields: string[] }> = {
-  Desktop: { schema: "Desktop", fields: ["id", "owner", "name", "image", "vcpus", "memory_mib", "data_disk_gib", "state", "desired_state", "last_error", "operation", "operation_step", "operation_started_at", "accelerator", "data_disk_path", "idle_timeout_seconds", "nap_after_seconds", "sleep_after_seconds", "restart_on_crash", "network", "keyboard_layout", "ip", "created_at", "updated_at", "deleted_at"] },
+  Desktop: { schema: "Desktop", fields: ["id", "owner", "name", "image", "vcpus", "memory_mib", "data_disk_gib", "state", "desired_state", "last_error", "operation", "operation_step", "operation_started_at", "accelerator", "data_disk_path", "idle_timeout_seconds", "nap_after_seconds", "sleep_after_seconds", "restart_on_crash", "network", "keyboard_layout", "ip", "host", "created_at", "updated_at", "deleted_at"] },
   DeleteResult: { schema: "DeleteResult", fields: ["desktop", "data_deleted", "data_disk_kept"] },
   Event: { schema: "Event", fields: ["id", "desktop_id", "type", "message", "actor", "created_at"] },
   Snapshot: { schema: "Snapshot", fields: ["id", "desktop_id", "name", "description", "scope", "memory", "parent", "size_bytes", "created_at", "reverted_at"] },
@@ -484,7 +493,7 @@ export const FIELDS: Record<string, { schema: string; fields: string[] }> = {
   Secret: { schema: "Secret", fields: ["name", "scope", "desktop_id", "owner", "created_at", "updated_at"] },
   Quota: { schema: "Quota", fields: ["owner", "plan", "max_desktops", "max_vcpus", "max_memory_mib", "max_disk_gib", "max_snapshots"] },
   Usage: { schema: "Usage", fields: ["desktops", "vcpus", "memory_mib", "disk_mib", "snapshots"] },
-  Host: { schema: "Host", fields: ["name", "uri", "labels", "state", "hostname", "libvirt_version", "accelerator", "cpus", "memory_mib", "free_memory_mib", "last_error", "last_seen_at", "created_at"] },
+  Host: { schema: "Host", fields: ["name", "uri", "labels", "state", "hostname", "libvirt_version", "accelerator", "cpus", "memory_mib", "free_memory_mib", "ssh_address", "ssh_host_key", "bridge", "subnet", "ready", "ready_error", "last_error", "last_seen_at", "created_at"] },
   Stats: { schema: "VMStats", fields: ["cpu_time_ns", "vcpus", "memory_max_kib", "memory_current_kib", "memory_rss_kib", "memory_available_kib", "memory_unused_kib", "memory_usable_kib", "disks", "networks"] },
   ExecResult: { schema: "ExecResult", fields: ["exit_code", "stdout", "stderr", "encoding", "truncated", "timed_out", "duration_ms"] },
   Process: { schema: "Process", fields: ["id", "name", "pid", "command", "running", "exit_code", "started_at", "ended_at", "log_bytes"] },

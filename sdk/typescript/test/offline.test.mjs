@@ -135,8 +135,14 @@ describe("hosts", () => {
     });
     assert.deepEqual(await b.hosts.add("node-2", "qemu+ssh://bureau@node-2/system", { zone: "eu" }), host);
     await b.hosts.add("node-3", "qemu+tls://node-3/system");
+    await b.hosts.add("node-4", "qemu+tcp://node-4:16509/system", undefined,
+      { ssh_address: "root@node-4:2222", ssh_host_key: "ssh-ed25519 AAAA", bridge: "bureau1", subnet: "10.121.0.0/16" });
     assert.deepEqual(got, [["application/json", { name: "node-2", uri: "qemu+ssh://bureau@node-2/system", labels: { zone: "eu" } }],
-      ["application/json", { name: "node-3", uri: "qemu+tls://node-3/system" }]]);
+      ["application/json", { name: "node-3", uri: "qemu+tls://node-3/system" }],
+      ["application/json", { name: "node-4", uri: "qemu+tcp://node-4:16509/system", ssh_address: "root@node-4:2222",
+        ssh_host_key: "ssh-ed25519 AAAA", bridge: "bureau1", subnet: "10.121.0.0/16" }]]);
+    json("GET", "/api/v1/hosts", 200, { hosts: [local], ssh_public_key: "ssh-ed25519 BBBB bureau" });
+    assert.equal(await b.hosts.sshPublicKey(), "ssh-ed25519 BBBB bureau");
     routes.set("DELETE /api/v1/hosts/node-2", () => [204, {}, ""]);
     assert.equal(await b.hosts.remove("node-2"), undefined);
     assert.deepEqual([seen.at(-1).method, seen.at(-1).url], ["DELETE", "/api/v1/hosts/node-2"]);

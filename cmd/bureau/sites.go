@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/hostprep"
+	"github.com/bureau/bureau/internal/hostrelay"
+	"github.com/bureau/bureau/internal/hosts"
+	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
+	"github.com/bureau/bureau/internal/manager"
+	"github.com/bureau/bureau/internal/sshlink"
+	"github.com/bureau/bureau/internal/store"
+)
+
+// sites gives the manager what desktops on remote hosts use there: the
+// hosts' libvirt connections (through the hypervisor's routing), storage
+// pools, DHCP, and bureau's SSH links and firewalls (the preparer's).
+type sites struct {
+	st   *store.Store
+	h    *hv.Hypervisor
+	prep *hostprep.Preparer
+}
+
+// memoryMarginMiB stays free on a remote host beside its desktops.
+const memoryMarginMiB = 512
+
+func (s sites) Site(ctx context.Context, name string) (*manager.Site, error) {
+	h, err := s.st.GetHost(ctx, name)
+	if errors.Is(err, hosts.ErrNotFound) {
+		return nil, fmt.Errorf("no host %q (see bureau host list)", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case h.Name == hosts.LocalName:
+		return nil, errors.New("the local host is not a remote site")
+	case h.State != hosts.StateUp:
+		return nil, fmt.Errorf("host %s is %s: %s", name, h.State, h.LastError)
+	case !h.Ready:
+		return nil, fmt.Errorf("host %s is not ready for desktops: %s", name, h.ReadyError)
+	}
+	subnet, err := netip.ParsePrefix(h.Network.Subnet)
+	if err != nil {
+		return nil, fmt.Errorf("host %s: its desktop subnet %q: %w", name, h.Network.Subnet, err)
+	}
+	fw, err := s.prep.Firewall(name)
+	if err != nil {
+		return nil, err
+	}
+	link, err := s.prep.SSH(name)
+	if err != nil {
+		return nil, err
+	}
+	remote, err := s.h.Remote(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	files, err := s.h.Files(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	files.Sweep = func(ctx context.Context, dir string) error { return sweep(ctx, link, dir) }
+	free := h.FreeMemoryMiB
+	return &manager.Site{Subnet: subnet, Firewall: fw, Addresses: hv.Addresses{H: remote, Network: hv.DesktopNetwork}, Files: files,
+		Display: func(ctx context.Context, path string, uid int) (net.Conn, error) {
+			return hostrelay.Dial(ctx, link, path, uid)
+		},
+		Room: func(memMiB int) error {
+			if int64(memMiB)+memoryMarginMiB > free {
+				return fmt.Errorf("%w: host %s had %d MiB free at its last check; %d MiB asked", desktop.ErrCapacity, name, free, memMiB)
+			}
+			return nil
+		}}, nil
+}
+
+// sweep removes the sockets and FIFOs libvirt's storage pools neither list
+// nor remove (QEMU leaves its vnc.sock when it ends) from a desktop's
+// folder on a host, over SSH.
+func sweep(ctx context.Context, link *sshlink.Kept, dir string) error {
+	if !filepath.IsAbs(dir) || filepath.Base(filepath.Dir(dir)) != "desktops" || filepath.Clean(dir) != dir || strings.ContainsAny(dir, "'\n") {
+		return fmt.Errorf("not a desktop's folder: %q", dir)
+	}
+	_, _, err := link.Run(ctx, "timeout 30 find '"+dir+"' -maxdepth 1 \\( -type s -o -type p \\) -delete", nil)
+	return err
+}
+
+// placements says which host each desktop's VM runs on, for the
+// hypervisor's routing: read from the store once per desktop (a desktop
+// does not change hosts).
+type placements struct {
+	st *store.Store
+	m  sync.Map // desktop id → host
+}
+
+func (p *placements) where(domain string) string {
+	id, ok := desktop.IDOfDomain(domain)
+	if !ok {
+		return ""
+	}
+	if h, ok := p.m.Load(id); ok {
+		return h.(string)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	d, err := p.st.GetDesktop(ctx, id)
+	if errors.Is(err, desktop.ErrNotFound) {
+		// A spare's or a template's VM: this host's. Not kept, as a
+		// desktop may be recorded under that id next.
+		return ""
+	}
+	if err != nil {
+		return ""
+	}
+	p.m.Store(id, d.Host)
+	return d.Host
+}
+
+// remoteHosts lists the remote hosts' libvirt URIs.
+func remoteHosts(st *store.Store) func(ctx context.Context) (map[string]string, error) {
+	return func(ctx context.Context) (map[string]string, error) {
+		hs, err := st.ListHosts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]string{}
+		for _, h := range hs {
+			if h.Name != hosts.LocalName {
+				out[h.Name] = h.URI
+			}
+		}
+		return out, nil
+	}
+}

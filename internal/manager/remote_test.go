@@ -1,0 +1,266 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// fakeHostFiles keeps a remote host's files as a set of paths.
+type fakeHostFiles struct {
+	mu    sync.Mutex
+	files map[string]string // path → what made it
+	calls []string
+	fail  string // method that fails
+}
+
+func (f *fakeHostFiles) note(call, path, what string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, call+" "+path)
+	if f.fail == call {
+		return fmt.Errorf("%s %s: injected", call, path)
+	}
+	if what != "" {
+		if _, ok := f.files[path]; ok && call != "EnsureImage" {
+			return fmt.Errorf("%s: file exists", path)
+		}
+		f.files[path] = what
+	}
+	return nil
+}
+
+func (f *fakeHostFiles) EnsureImage(_ context.Context, path string, progress func(done, total int64)) error {
+	progress(50, 100)
+	progress(100, 100)
+	return f.note("EnsureImage", path, "image")
+}
+func (f *fakeHostFiles) MakeDir(_ context.Context, dir string, uid, gid int) error {
+	return f.note("MakeDir", dir, fmt.Sprintf("dir %d:%d", uid, gid))
+}
+func (f *fakeHostFiles) Exists(_ context.Context, path string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.files[path]
+	return ok, nil
+}
+func (f *fakeHostFiles) CreateOverlay(_ context.Context, base, path string, _, uid, _ int) error {
+	return f.note("CreateOverlay", path, fmt.Sprintf("overlay of %s for %d", base, uid))
+}
+func (f *fakeHostFiles) CreateDataDisk(_ context.Context, path string, size, uid, _ int) error {
+	return f.note("CreateDataDisk", path, fmt.Sprintf("data %d GiB for %d", size, uid))
+}
+func (f *fakeHostFiles) Upload(_ context.Context, local, path string, uid, _ int) error {
+	b, err := os.ReadFile(local)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	delete(f.files, path)
+	f.mu.Unlock()
+	return f.note("Upload", path, string(b))
+}
+func (f *fakeHostFiles) Remove(_ context.Context, path string) error {
+	f.mu.Lock()
+	delete(f.files, path)
+	f.mu.Unlock()
+	return f.note("Remove", path, "")
+}
+func (f *fakeHostFiles) RemoveAllBut(_ context.Context, dir, keep string) (bool, error) {
+	if err := f.note("RemoveAllBut", dir+" keep="+keep, ""); err != nil {
+		return false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, kept := f.files[keep]
+	for p := range f.files {
+		if strings.HasPrefix(p, dir+"/") && p != keep || p == dir && !kept {
+			delete(f.files, p)
+		}
+	}
+	return kept, nil
+}
+
+func (f *fakeHostFiles) has(path string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.files[path]
+	return ok
+}
+
+// fakeSites has one remote host, "two".
+type fakeSites struct {
+	site *Site
+	free int // MiB the host has free
+}
+
+func (s *fakeSites) Site(_ context.Context, host string) (*Site, error) {
+	if host != "two" {
+		return nil, fmt.Errorf("no host %q", host)
+	}
+	return s.site, nil
+}
+
+func newRemoteHarness(t *testing.T) (*harness, *fakeHostFiles, *fakeFirewall, *fakeAddresses, *fakeSites) {
+	t.Helper()
+	h := newHarness(t, fakeDisks{})
+	files := &fakeHostFiles{files: map[string]string{}}
+	fw, addrs := &fakeFirewall{policies: map[string]desktop.NetworkPolicy{}}, &fakeAddresses{ips: map[string]string{}}
+	sites := &fakeSites{free: 8192}
+	sites.site = &Site{Subnet: netip.MustParsePrefix("10.121.0.0/16"), Firewall: fw, Addresses: addrs, Files: files,
+		Display: func(context.Context, string, int) (net.Conn, error) {
+			return nil, errors.New("no display in this test")
+		},
+		Room: func(mem int) error {
+			if mem > sites.free {
+				return desktop.ErrCapacity
+			}
+			return nil
+		}}
+	h.m.cfg.Sites = sites
+	h.m.cfg.Subnet = netip.MustParsePrefix("10.120.0.0/16")
+	h.m.cfg.VMGroup = 64055
+	return h, files, fw, addrs, sites
+}
+
+func TestCreateOnARemoteHost(t *testing.T) {
+	h, files, fw, addrs, sites := newRemoteHarness(t)
+	ctx := context.Background()
+	create := func(host string) (*desktop.Desktop, error) {
+		return h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "far", Actor: "test", Host: host,
+			Spec: desktop.Spec{VCPUs: 2, MemoryMiB: 2048, DataDiskGiB: 20}, Network: desktop.NetworkPolicy{AllowOut: []string{"10.9.0.0/16"}}})
+	}
+	var ve *desktop.ValidationError
+	if _, err := create("three"); !errors.As(err, &ve) || ve.Field != "host" {
+		t.Fatalf("create on an unknown host: %v", err)
+	}
+	sites.free = 1024
+	if _, err := create("two"); !errors.Is(err, desktop.ErrCapacity) {
+		t.Fatalf("create on a host without the memory: %v", err)
+	}
+	sites.free = 8192
+	d, err := create("two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Host != "two" || !d.Remote() || !netip.MustParsePrefix("10.121.0.0/16").Contains(netip.MustParseAddr(d.NetIP)) {
+		t.Errorf("created %+v: on host two, with an address on its subnet", d)
+	}
+	if ip, name := addrs.reserved(desktop.MAC(d.ID)); ip != d.NetIP || name != "far" {
+		t.Errorf("host two's DHCP: %q %q", ip, name)
+	}
+	if fw.policies[d.ID].AllowOut[0] != "10.9.0.0/16" {
+		t.Errorf("host two's firewall: %+v", fw.policies)
+	}
+	d = h.settle(t, d.ID)
+	if d.State != desktop.StateRunning || d.LastError != "" {
+		t.Fatalf("after the build: %s %q", d.State, d.LastError)
+	}
+	uid := fmt.Sprint(d.VMUID)
+	base := filepath.Join(h.dir, "base.qcow2")
+	for path, want := range map[string]string{
+		base:                             "image",
+		d.Dir:                            "dir " + uid + ":64055",
+		d.DataDiskPath:                   "data 20 GiB for " + uid,
+		filepath.Join(d.Dir, "os.qcow2"): "overlay of " + base + " for " + uid,
+		filepath.Join(d.Dir, "seed.iso"): "seed of far",
+	} {
+		files.mu.Lock()
+		got := files.files[path]
+		files.mu.Unlock()
+		if got != want {
+			t.Errorf("host two's %s: %q, want %q", path, got, want)
+		}
+	}
+	if exists(d.Dir) {
+		t.Errorf("a remote desktop's folder was made on this host: %s", d.Dir)
+	}
+	if vm := h.hv.vm(d.DomainName()); vm != desktop.VMRunning {
+		t.Errorf("its VM: %s", vm)
+	}
+	evs, _ := h.store.ListEvents(ctx, d.ID, 20)
+	named := false
+	for _, e := range evs {
+		named = named || e.Type == "create_requested" && strings.Contains(e.Message, "on host two")
+	}
+	if !named {
+		t.Errorf("the create's request event does not name the host: %v", evs)
+	}
+
+	// What is not done on remote hosts yet is refused, saying so.
+	var ce *desktop.ConflictError
+	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "s1", Actor: "test"}); !errors.As(err, &ce) || !strings.Contains(err.Error(), "remote host") {
+		t.Errorf("snapshot: %v", err)
+	}
+	if _, err := h.m.Reimage(ctx, d.ID, "", "test"); !errors.As(err, &ce) {
+		t.Errorf("reimage: %v", err)
+	}
+	if _, err := h.m.ResizeDataDisk(ctx, d.ID, ResizeRequest{SizeGiB: 30, Actor: "test"}); !errors.As(err, &ce) {
+		t.Errorf("grow the data disk: %v", err)
+	}
+
+	// Deleted without its data: the data disk stays on host two.
+	res, err := h.m.Delete(ctx, d.ID, "test", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DataDiskKept != d.DataDiskPath || !files.has(d.DataDiskPath) || files.has(filepath.Join(d.Dir, "os.qcow2")) || files.has(filepath.Join(d.Dir, "seed.iso")) {
+		t.Errorf("delete kept %q; host two has %v", res.DataDiskKept, files.files)
+	}
+	if _, ok := fw.policies[d.ID]; ok {
+		t.Error("the deleted desktop's rules stay on host two")
+	}
+	if ip, _ := addrs.reserved(desktop.MAC(d.ID)); ip != "" {
+		t.Error("the deleted desktop's address stays reserved on host two")
+	}
+}
+
+func TestARemoteCreateThatFailsLeavesNothingOnTheHost(t *testing.T) {
+	h, files, _, _, _ := newRemoteHarness(t)
+	files.fail = "Upload"
+	d, err := h.m.Create(context.Background(), CreateRequest{Owner: "alice", Name: "far", Actor: "test", Host: "two",
+		Spec: desktop.Spec{VCPUs: 2, MemoryMiB: 2048, DataDiskGiB: 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = h.settle(t, d.ID)
+	if d.State != desktop.StateError || !strings.Contains(d.LastError, "injected") {
+		t.Errorf("failed create: %s %q", d.State, d.LastError)
+	}
+	for p := range files.files {
+		if strings.HasPrefix(p, d.Dir) {
+			t.Errorf("left on host two: %s", p)
+		}
+	}
+}
+
+func TestReconcileLeavesTheDesktopsOfAnUnreachableHost(t *testing.T) {
+	h, _, _, _, _ := newRemoteHarness(t)
+	d, err := h.m.Create(context.Background(), CreateRequest{Owner: "alice", Name: "far", Actor: "test", Host: "two",
+		Spec: desktop.Spec{VCPUs: 2, MemoryMiB: 2048, DataDiskGiB: 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.settle(t, d.ID)
+	h.hv.mu.Lock()
+	h.hv.hostOf = map[string]string{d.DomainName(): "two"}
+	h.hv.lost = map[string]bool{"two": true}
+	h.hv.mu.Unlock()
+	missingRecheck = time.Millisecond
+	if err := h.m.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := h.m.Get(context.Background(), d.ID); got.State != desktop.StateRunning || got.LastError != "" {
+		t.Errorf("a desktop whose host did not answer: %s %q (nothing is concluded from silence)", got.State, got.LastError)
+	}
+}
