@@ -184,8 +184,11 @@ func (p pools) copyImage(ctx context.Context, localPath, remotePath string, prog
 	}
 	result := make(chan error, 1)
 	go func() {
-		defer release()
-		result <- p.transfer(cctx, pool, name, src, moved)
+		err := p.transfer(cctx, pool, name, src, moved)
+		// Released before the result is handed over: whoever gets it may
+		// look at (or start) the next copy at once.
+		release()
+		result <- err
 	}()
 	released = true
 	select {
