@@ -98,7 +98,8 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	if req.Host == "" {
 		req.Host = desktop.LocalHost
 	}
-	if err := m.hostFor(ctx, req, cl != nil); err != nil {
+	accel, err := m.hostFor(ctx, req, cl != nil)
+	if err != nil {
 		return nil, err
 	}
 	// Refusals in the order a caller fixes them: the request, the name, the
@@ -116,7 +117,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	d := &desktop.Desktop{
 		ID: id, Owner: req.Owner, Name: req.Name, Spec: req.Spec,
 		State: desktop.StateCreating, DesiredState: desktop.StateRunning, Operation: "create", OperationStartedAt: &now,
-		Accelerator: string(m.cfg.Accelerator), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"),
+		Accelerator: string(accel), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"),
 		IdleTimeoutSeconds: tiers.IdleTimeoutSeconds, NapAfterSeconds: tiers.NapAfterSeconds, SleepAfterSeconds: tiers.SleepAfterSeconds, CreatedAt: now, UpdatedAt: now,
 		Network: req.Network, KeyboardLayout: req.KeyboardLayout, Host: req.Host,
 	}
@@ -157,11 +158,15 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 		if err := os.MkdirAll(d.Dir, 0o700); err != nil {
 			return fmt.Errorf("create desktop folder: %w", err)
 		}
+		if fromSpare {
+			// Deferred first, so it runs last: the next spare is made
+			// once the CPU hold below is released, not racing it.
+			defer m.fillSpares(tmpl.Key)
+		}
 		if tmpl != nil {
 			defer m.holdCPU()()
 		}
 		if fromSpare {
-			defer m.fillSpares(tmpl.Key)
 			defer m.renameAddress(d)
 			// Everything but the data disk is the spare's; on failure it goes.
 			undo.add(func(ctx context.Context) {
@@ -358,22 +363,27 @@ func (m *Manager) resumeCreate(ctx context.Context, d *desktop.Desktop, vm deskt
 	}
 }
 
-// hostFor checks the host a create asks for: bureau's own, or a remote
-// one that is ready for desktops (not for clones yet).
-func (m *Manager) hostFor(ctx context.Context, req CreateRequest, clone bool) error {
+// hostFor checks the host a create asks for (bureau's own, or a remote
+// one that is ready for desktops; not for clones yet) and says which
+// accelerator desktops use there.
+func (m *Manager) hostFor(ctx context.Context, req CreateRequest, clone bool) (desktop.Accelerator, error) {
 	if req.Host == desktop.LocalHost {
-		return nil
+		return m.cfg.Accelerator, nil
 	}
 	if clone {
-		return &desktop.ValidationError{Field: "host", Message: "a clone runs on its source's host; clones of snapshots are " + desktop.ErrNotOnRemoteHost.Error()}
+		return "", &desktop.ValidationError{Field: "host", Message: "a clone runs on its source's host; clones of snapshots are " + desktop.ErrNotOnRemoteHost.Error()}
 	}
 	if m.cfg.Sites == nil {
-		return &desktop.ValidationError{Field: "host", Message: fmt.Sprintf("no host %q: this bureau runs desktops on its own host only", req.Host)}
+		return "", &desktop.ValidationError{Field: "host", Message: fmt.Sprintf("no host %q: this bureau runs desktops on its own host only", req.Host)}
 	}
-	if _, err := m.cfg.Sites.Site(ctx, req.Host); err != nil {
-		return &desktop.ValidationError{Field: "host", Message: err.Error()}
+	s, err := m.cfg.Sites.Site(ctx, req.Host)
+	if err != nil {
+		return "", &desktop.ValidationError{Field: "host", Message: err.Error()}
 	}
-	return nil
+	if s.Accelerator == "" {
+		return desktop.AccelTCG, nil
+	}
+	return s.Accelerator, nil
 }
 
 // created records a finished create.

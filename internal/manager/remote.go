@@ -15,10 +15,13 @@ import (
 // network's subnet, firewall and DHCP, its files (through libvirt's
 // storage pools) and consoles (through SSH).
 type Site struct {
-	Subnet    netip.Prefix
-	Firewall  Firewall
-	Addresses Addresses
-	Files     HostFiles
+	// Accelerator is what desktops there run under (the host's: KVM
+	// where its CPU has hardware virtualization).
+	Accelerator desktop.Accelerator
+	Subnet      netip.Prefix
+	Firewall    Firewall
+	Addresses   Addresses
+	Files       HostFiles
 	// Display dials a desktop's VNC socket on the host; the host checks
 	// that the desktop's own QEMU user (uid) serves it.
 	Display func(ctx context.Context, path string, uid int) (net.Conn, error)

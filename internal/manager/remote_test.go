@@ -117,7 +117,7 @@ func newRemoteHarness(t *testing.T) (*harness, *fakeHostFiles, *fakeFirewall, *f
 	files := &fakeHostFiles{files: map[string]string{}}
 	fw, addrs := &fakeFirewall{policies: map[string]desktop.NetworkPolicy{}}, &fakeAddresses{ips: map[string]string{}}
 	sites := &fakeSites{free: 8192}
-	sites.site = &Site{Subnet: netip.MustParsePrefix("10.121.0.0/16"), Firewall: fw, Addresses: addrs, Files: files,
+	sites.site = &Site{Accelerator: desktop.AccelKVM, Subnet: netip.MustParsePrefix("10.121.0.0/16"), Firewall: fw, Addresses: addrs, Files: files,
 		Display: func(context.Context, string, int) (net.Conn, error) {
 			return nil, errors.New("no display in this test")
 		},
@@ -153,8 +153,8 @@ func TestCreateOnARemoteHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Host != "two" || !d.Remote() || !netip.MustParsePrefix("10.121.0.0/16").Contains(netip.MustParseAddr(d.NetIP)) {
-		t.Errorf("created %+v: on host two, with an address on its subnet", d)
+	if d.Host != "two" || !d.Remote() || !netip.MustParsePrefix("10.121.0.0/16").Contains(netip.MustParseAddr(d.NetIP)) || d.Accelerator != "kvm" {
+		t.Errorf("created %+v: on host two, with an address on its subnet and its accelerator", d)
 	}
 	if ip, name := addrs.reserved(desktop.MAC(d.ID)); ip != d.NetIP || name != "far" {
 		t.Errorf("host two's DHCP: %q %q", ip, name)
@@ -256,7 +256,9 @@ func TestReconcileLeavesTheDesktopsOfAnUnreachableHost(t *testing.T) {
 	h.hv.hostOf = map[string]string{d.DomainName(): "two"}
 	h.hv.lost = map[string]bool{"two": true}
 	h.hv.mu.Unlock()
+	saved := missingRecheck
 	missingRecheck = time.Millisecond
+	defer func() { missingRecheck = saved }()
 	if err := h.m.Reconcile(context.Background()); err != nil {
 		t.Fatal(err)
 	}
