@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/bureau/bureau/internal/api/apiv1"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -13,6 +14,7 @@ import (
 // create, start, resume and delete record them; web/static/js/desktop.js
 // has the same list).
 var stepLabels = map[string]string{
+	"image":         "copying the base image to its host",
 	"disks":         "making the disks",
 	"define":        "defining the VM",
 	"start":         "starting the VM",
@@ -33,6 +35,9 @@ func phase(d *apiv1.Desktop) string {
 		return s
 	}
 	label := stepLabels[d.OperationStep]
+	if pct, ok := strings.CutPrefix(d.OperationStep, "image "); ok {
+		label = stepLabels["image"] + " (" + pct + ")"
+	}
 	if label == "" {
 		label = d.OperationStep
 	}

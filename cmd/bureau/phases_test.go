@@ -35,3 +35,10 @@ running after 9s
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+func TestPhaseOfABaseImageCopy(t *testing.T) {
+	d := &apiv1.Desktop{State: string(desktop.StateCreating), Operation: "create", OperationStep: "image 42%"}
+	if got := phase(d); got != "creating — copying the base image to its host (42%)" {
+		t.Errorf("phase %q", got)
+	}
+}

@@ -13,13 +13,14 @@ export function stateKind(state) {
   if (state === 'running') return 'ok';
   if (TRANSIENT.includes(state)) return 'busy';
   if (WAKEABLE.includes(state)) return 'sleep';
-  if (state === 'error' || state === 'crashed') return 'bad';
+  if (state === 'error' || state === 'crashed' || state === 'unreachable') return 'bad';
   return 'idle';
 }
 
 // What the steps the manager records mean (internal/manager: create, start,
 // resume and delete record them; cmd/bureau/phases.go has the same list).
 const STEPS = {
+  image: 'copying the base image to its host',
   disks: 'making the disks',
   define: 'defining the VM',
   start: 'starting the VM',
@@ -35,6 +36,8 @@ const STEPS = {
 /** Where d's operation is ("starting the VM"), or '' when none runs or no step is recorded. */
 export function phaseOf(d) {
   if (!d?.operation || !d.operation_step) return '';
+  const copying = /^image (\d+%)$/.exec(d.operation_step);
+  if (copying) return `${STEPS.image} (${copying[1]})`;
   return STEPS[d.operation_step] || d.operation_step;
 }
 

@@ -85,6 +85,7 @@ export function detailsView(root, id, tab = 'events', params = {}) {
       prop('Data disk', `${d.data_disk_gib} GiB`),
       // Only admins are shown host paths.
       d.data_disk_path ? prop('Data disk path', h('code', d.data_disk_path)) : null,
+      prop('Host', d.host || 'local'),
       prop('Accelerator', (d.accelerator || '—').toUpperCase()),
       prop('When idle', idleTiers(d)),
       prop('Restart on crash', d.restart_on_crash ? 'yes' : 'no'),
