@@ -38,35 +38,8 @@ var _ manager.HostFiles = (*hv.Files)(nil)
 // readable by that user, and the removals, with a stale vnc.sock in the
 // folder as QEMU leaves it.
 func TestHost2Files(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (a second libvirtd)")
-	}
-	for _, bin := range []string{"libvirtd", "virsh", "nsenter", "setpriv", "ssh-keygen", "qemu-img", "qemu-io"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s is not installed", bin)
-		}
-	}
 	// Its own folder and ports (16519, ssh 16520).
-	dir := filepath.Join(os.TempDir(), "bureau-e2e-host2-files")
-	script := filepath.Join(repoRoot(t), "scripts/host2.sh")
-	host2 := func(verb string) (string, error) {
-		out, err := exec.Command(script, verb, dir, "16519").CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("host2.sh %s: %v\n%s", verb, err, out)
-		}
-		return lastLine(string(out)), nil
-	}
-	t.Cleanup(func() {
-		if _, err := host2("stop"); err != nil {
-			t.Error(err)
-		}
-	})
-	begun := time.Now()
-	uri, err := host2("start")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("host2 %s up in %s", uri, time.Since(begun).Round(10*time.Millisecond))
+	dir, uri, _ := ownHost2(t, "bureau-e2e-host2-files", 16519, "setpriv", "qemu-img", "qemu-io")
 	virsh := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()

@@ -31,36 +31,9 @@ import (
 // leaves nothing that looks complete. It also times the real base image
 // if this machine has one.
 func TestHost2ImageCopy(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (a second libvirtd)")
-	}
-	for _, bin := range []string{"libvirtd", "virsh", "nsenter", "ssh-keygen", "qemu-img", "qemu-io"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s is not installed", bin)
-		}
-	}
-	// Its own folder and ports (16515, ssh 16516): TestHosts uses 16511,
-	// TestHost2SSH 16513.
-	dir := filepath.Join(os.TempDir(), "bureau-e2e-host2-img")
-	script := filepath.Join(repoRoot(t), "scripts/host2.sh")
-	host2 := func(verb string) (string, error) {
-		out, err := exec.Command(script, verb, dir, "16515").CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("host2.sh %s: %v\n%s", verb, err, out)
-		}
-		return lastLine(string(out)), nil
-	}
-	t.Cleanup(func() {
-		if _, err := host2("stop"); err != nil {
-			t.Error(err)
-		}
-	})
-	begun := time.Now()
-	uri, err := host2("start")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("host2 %s up in %s", uri, time.Since(begun).Round(10*time.Millisecond))
+	// Its own folder and ports (16515, ssh 16516).
+	dir, uri, _ := ownHost2(t, "bureau-e2e-host2-img", 16515, "qemu-img", "qemu-io")
+	var begun time.Time
 	virsh := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()

@@ -32,35 +32,9 @@ import (
 // 3.8 handshake through it), refuses with the script's message when it
 // is not, and the relay on the host ends when bureau closes its conn.
 func TestHost2Relay(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (a second libvirtd)")
-	}
-	for _, bin := range []string{"libvirtd", "virsh", "nsenter", "ssh-keygen"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s is not installed", bin)
-		}
-	}
 	// Its own folder and ports (16517, ssh 16518).
-	dir := filepath.Join(os.TempDir(), "bureau-e2e-host2-relay")
-	script := filepath.Join(repoRoot(t), "scripts/host2.sh")
-	host2 := func(verb string) (string, error) {
-		out, err := exec.Command(script, verb, dir, "16517").CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("host2.sh %s: %v\n%s", verb, err, out)
-		}
-		return lastLine(string(out)), nil
-	}
-	t.Cleanup(func() {
-		if _, err := host2("stop"); err != nil {
-			t.Error(err)
-		}
-	})
-	begun := time.Now()
-	uri, err := host2("start")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("host2 %s (and its sshd) up in %s", uri, time.Since(begun).Round(10*time.Millisecond))
+	dir, uri, _ := ownHost2(t, "bureau-e2e-host2-relay", 16517)
+	var begun time.Time
 
 	// bureau's SSH link to host2: its client key, host2's key pinned.
 	sshDir := filepath.Join(dir, "ssh")

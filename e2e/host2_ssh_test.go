@@ -35,35 +35,9 @@ import (
 // `nft -f -` run through SSH applies, refuses atomically and deletes a
 // table, with its exit status and messages coming back.
 func TestHost2SSH(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (a second libvirtd, nftables)")
-	}
-	for _, bin := range []string{"libvirtd", "virsh", "nft", "nsenter", "ssh-keygen"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s is not installed", bin)
-		}
-	}
-	// Its own folder and ports (16513, ssh 16514): TestHosts uses 16511.
-	dir := filepath.Join(os.TempDir(), "bureau-e2e-host2-ssh")
-	script := filepath.Join(repoRoot(t), "scripts/host2.sh")
-	host2 := func(verb string) (string, error) {
-		out, err := exec.Command(script, verb, dir, "16513").CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("host2.sh %s: %v\n%s", verb, err, out)
-		}
-		return lastLine(string(out)), nil
-	}
-	t.Cleanup(func() {
-		if _, err := host2("stop"); err != nil {
-			t.Error(err)
-		}
-	})
-	begun := time.Now()
-	uri, err := host2("start")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("host2 %s (and its sshd) up in %s", uri, time.Since(begun).Round(10*time.Millisecond))
+	// Its own folder and ports (16513, ssh 16514).
+	dir, uri, stopHost2 := ownHost2(t, "bureau-e2e-host2-ssh", 16513, "nft")
+	var begun time.Time
 	libvirtdPid := strings.TrimSpace(host2File(t, filepath.Join(dir, "libvirtd.pid")))
 	host2NS, err := os.Readlink("/proc/" + libvirtdPid + "/ns/mnt")
 	if err != nil {
@@ -235,7 +209,7 @@ func TestHost2SSH(t *testing.T) {
 	// in its namespace.
 	client.Close()
 	virsh("destroy", name)
-	if _, err := host2("stop"); err != nil {
+	if err := stopHost2(); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
