@@ -173,15 +173,11 @@ func (f *Files) create(ctx context.Context, path string, sizeGiB, uid, gid int, 
 		return err
 	}
 	_, err = call(ctx, func() (bool, error) {
-		pl, err := p.openPool(dir)
+		pl, err := p.desktopPool(dir)
 		if err != nil {
 			return false, err
 		}
-		if pl == nil {
-			return false, fmt.Errorf("no storage pool on the host for %s (MakeDir makes it)", dir)
-		}
 		defer pl.Free()
-		refresh(pl)
 		if vol, err := lookupVolume(pl, name); err != nil {
 			return false, err
 		} else if vol != nil {
@@ -245,15 +241,11 @@ func (f *Files) Upload(ctx context.Context, local, path string, uid, gid int) er
 		defer cancel()
 	}
 	_, err = call(ctx, func() (bool, error) {
-		pl, err := p.openPool(dir)
+		pl, err := p.desktopPool(dir)
 		if err != nil {
 			return false, err
 		}
-		if pl == nil {
-			return false, fmt.Errorf("no storage pool on the host for %s (MakeDir makes it)", dir)
-		}
 		defer pl.Free()
-		refresh(pl)
 		if old, err := lookupVolume(pl, name); err != nil {
 			return false, err
 		} else if old != nil {
@@ -289,4 +281,18 @@ func (f *Files) Upload(ctx context.Context, local, path string, uid, gid int) er
 		return fmt.Errorf("upload %s to %s on the host: %w", filepath.Base(local), path, err)
 	}
 	return nil
+}
+
+// desktopPool is the refreshed pool of a desktop's folder dir, which
+// MakeDir made; the caller frees it.
+func (p pools) desktopPool(dir string) (*libvirt.StoragePool, error) {
+	pl, err := p.openPool(dir)
+	if err != nil {
+		return nil, err
+	}
+	if pl == nil {
+		return nil, fmt.Errorf("no storage pool on the host for %s (MakeDir makes it)", dir)
+	}
+	refresh(pl)
+	return pl, nil
 }
