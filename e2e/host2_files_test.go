@@ -40,12 +40,7 @@ var _ manager.HostFiles = (*hv.Files)(nil)
 func TestHost2Files(t *testing.T) {
 	// Its own folder and ports (16519, ssh 16520).
 	dir, uri, _ := ownHost2(t, "bureau-e2e-host2-files", 16519, "setpriv", "qemu-img", "qemu-io")
-	virsh := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "virsh", append([]string{"-q", "-c", uri}, args...)...).CombinedOutput()
-		return string(out), err
-	}
+	virsh := virshOn(uri)
 	// onHost2 runs a command in host2's mount namespace, where paths
 	// resolve as on a remote host; as uid:gid unless uid is 0.
 	pid := strings.TrimSpace(host2File(t, filepath.Join(dir, "libvirtd.pid")))

@@ -34,12 +34,7 @@ func TestHost2ImageCopy(t *testing.T) {
 	// Its own folder and ports (16515, ssh 16516).
 	dir, uri, _ := ownHost2(t, "bureau-e2e-host2-img", 16515, "qemu-img", "qemu-io")
 	var begun time.Time
-	virsh := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "virsh", append([]string{"-q", "-c", uri}, args...)...).CombinedOutput()
-		return string(out), err
-	}
+	virsh := virshOn(uri)
 
 	const remoteDir = "/var/lib/bureau/images"
 	host2Images := filepath.Join(dir, "images")

@@ -8,16 +8,13 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -94,48 +91,9 @@ func TestHost2SSH(t *testing.T) {
 
 	// (b) A tiny domain on host2 whose VNC socket is in host2's own
 	// desktops folder (DIR/desktops here, /var/lib/bureau/desktops there).
-	var random [4]byte
-	rand.Read(random[:])
-	suffix := hex.EncodeToString(random[:])
-	name := "e2e-ssh-" + suffix // never bureau-*: other tests own those
-	folder := filepath.Join(dir, "desktops", name)
-	if err := os.MkdirAll(folder, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(folder) })
-	if u, err := user.Lookup("libvirt-qemu"); err == nil { // QEMU's user on Debian
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		os.Chown(folder, uid, gid)
-	} else {
-		os.Chmod(folder, 0o777)
-	}
-	sock := "/var/lib/bureau/desktops/" + name + "/vnc.sock"
-	xmlPath := filepath.Join(t.TempDir(), "domain.xml")
-	if err := os.WriteFile(xmlPath, []byte(fmt.Sprintf(`<domain type='qemu'>
-  <name>%s</name>
-  <memory unit='MiB'>64</memory>
-  <vcpu>1</vcpu>
-  <os><type arch='x86_64' machine='pc'>hvm</type></os>
-  <devices>
-    <graphics type='vnc'><listen type='socket' socket='%s'/></graphics>
-  </devices>
-</domain>
-`, name, sock)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	virsh := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "virsh", append([]string{"-q", "-c", uri}, args...)...).CombinedOutput()
-		return string(out), err
-	}
-	t.Cleanup(func() { virsh("destroy", name) }) // transient: gone once destroyed
-	begun = time.Now()
-	if out, err := virsh("create", xmlPath); err != nil {
-		t.Fatalf("create a tiny domain on host2: %v\n%s", err, out)
-	}
-	t.Logf("tiny domain %s started on host2 in %s", name, time.Since(begun).Round(time.Millisecond))
+	virsh := virshOn(uri)
+	name, sock := tinyVNCDomain(t, dir, virsh, "e2e-ssh")
+	suffix := strings.TrimPrefix(name, "e2e-ssh-")
 	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("host1's %s: %v, want it absent (the socket is host2's)", sock, err)
 	}
