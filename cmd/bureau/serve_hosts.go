@@ -38,7 +38,7 @@ func watchHosts(ctx context.Context, cfg *config.Config, st *store.Store, accel 
 	prep.Desktops = func(ctx context.Context, host string) ([]*desktop.Desktop, error) {
 		return st.ListDesktops(ctx, desktop.Filter{Host: host})
 	}
-	reg := hosts.NewRegistry(st, hv.DialHost, log)
+	reg := hosts.NewRegistry(st, hv.HostDialer{ImagesDir: cfg.ImagesDir(), LocalURI: cfg.LibvirtURI}.Dial, log)
 	reg.Desktops = func(ctx context.Context, host string) (int, error) {
 		ds, err := st.ListDesktops(ctx, desktop.Filter{Host: host})
 		return len(ds), err

@@ -49,6 +49,11 @@ type Facts struct {
 	CPUs          int
 	MemoryMiB     int64
 	FreeMemoryMiB int64
+	// DiskMiB and FreeDiskMiB are the size and free space of the
+	// filesystem holding bureau's data directory on the host (its images
+	// folder); 0 when not measured. Free space counts root's reserve,
+	// as libvirt's storage pools do.
+	DiskMiB, FreeDiskMiB int64
 }
 
 // SSH is how a remote host is reached over SSH: "user@host:port" and its
@@ -146,18 +151,28 @@ func ValidateRequest(req AddRequest) error {
 	if u.Path != "/system" {
 		return &InvalidError{"uri", fmt.Sprintf("%q: bureau needs the host's system daemon (path /system)", uri)}
 	}
+	if err := ValidateLabels(labels); err != nil {
+		return &InvalidError{"labels", err.Error()}
+	}
+	return req.Network.validate()
+}
+
+// ValidateLabels checks a host's labels, or those a desktop asks its host
+// to carry: at most 32, keys of letters, digits, '.', '_', '/', '-',
+// values on one line.
+func ValidateLabels(labels map[string]string) error {
 	if len(labels) > 32 {
-		return &InvalidError{"labels", "at most 32"}
+		return errors.New("at most 32")
 	}
 	for k, v := range labels {
 		if !labelRe.MatchString(k) {
-			return &InvalidError{"labels", fmt.Sprintf("key %q: 1–63 letters, digits, '.', '_', '/', '-'", k)}
+			return fmt.Errorf("key %q: 1–63 letters, digits, '.', '_', '/', '-'", k)
 		}
 		if utf8.RuneCountInString(v) > 63 || strings.ContainsAny(v, "\x00\n\r") {
-			return &InvalidError{"labels", fmt.Sprintf("value of %q: at most 63 characters on one line", k)}
+			return fmt.Errorf("value of %q: at most 63 characters on one line", k)
 		}
 	}
-	return req.Network.validate()
+	return nil
 }
 
 var bridgeRe = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,14}$`)

@@ -10,7 +10,7 @@ import (
 	"github.com/bureau/bureau/internal/hosts"
 )
 
-const hostColumns = `name, uri, labels, state, hostname, libvirt_version, accelerator, cpus, memory_mib, free_memory_mib, last_error, last_seen_at, created_at, ssh_address, ssh_host_key, bridge, subnet, ready, ready_error`
+const hostColumns = `name, uri, labels, state, hostname, libvirt_version, accelerator, cpus, memory_mib, free_memory_mib, last_error, last_seen_at, created_at, ssh_address, ssh_host_key, bridge, subnet, ready, ready_error, disk_mib, free_disk_mib`
 
 // ListHosts returns every host, the local one first, then by name.
 func (s *Store) ListHosts(ctx context.Context) ([]hosts.Host, error) {
@@ -49,9 +49,10 @@ func (s *Store) InsertHost(ctx context.Context, h *hosts.Host) error {
 	if err != nil {
 		return fmt.Errorf("host %s labels: %w", h.Name, err)
 	}
-	_, err = s.exec(ctx, `INSERT INTO hosts (`+hostColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err = s.exec(ctx, `INSERT INTO hosts (`+hostColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		h.Name, h.URI, string(labels), string(h.State), h.Hostname, h.LibvirtVersion, h.Accelerator, h.CPUs, h.MemoryMiB, h.FreeMemoryMiB,
-		h.LastError, nullMillis(h.LastSeenAt), millis(h.CreatedAt), h.SSH.Address, h.SSH.HostKey, h.Network.Bridge, h.Network.Subnet, h.Ready, h.ReadyError)
+		h.LastError, nullMillis(h.LastSeenAt), millis(h.CreatedAt), h.SSH.Address, h.SSH.HostKey, h.Network.Bridge, h.Network.Subnet, h.Ready, h.ReadyError,
+		h.DiskMiB, h.FreeDiskMiB)
 	if isUniqueViolation(err) || isPrimaryKeyViolation(err) {
 		return fmt.Errorf("host %s (%s): a host of that name or URI is there already: %w", h.Name, h.URI, hosts.ErrExists)
 	}
@@ -76,9 +77,9 @@ func (s *Store) DeleteHost(ctx context.Context, name string) error {
 // UpdateHostHealth records a check of h: its state, error, readiness and,
 // when it answered, its facts and the time.
 func (s *Store) UpdateHostHealth(ctx context.Context, h *hosts.Host) error {
-	res, err := s.exec(ctx, `UPDATE hosts SET state=?, hostname=?, libvirt_version=?, accelerator=?, cpus=?, memory_mib=?, free_memory_mib=?, last_error=?, last_seen_at=?, ready=?, ready_error=? WHERE name=?`,
-		string(h.State), h.Hostname, h.LibvirtVersion, h.Accelerator, h.CPUs, h.MemoryMiB, h.FreeMemoryMiB, h.LastError, nullMillis(h.LastSeenAt),
-		h.Ready, h.ReadyError, h.Name)
+	res, err := s.exec(ctx, `UPDATE hosts SET state=?, hostname=?, libvirt_version=?, accelerator=?, cpus=?, memory_mib=?, free_memory_mib=?, disk_mib=?, free_disk_mib=?, last_error=?, last_seen_at=?, ready=?, ready_error=? WHERE name=?`,
+		string(h.State), h.Hostname, h.LibvirtVersion, h.Accelerator, h.CPUs, h.MemoryMiB, h.FreeMemoryMiB, h.DiskMiB, h.FreeDiskMiB, h.LastError,
+		nullMillis(h.LastSeenAt), h.Ready, h.ReadyError, h.Name)
 	if err != nil {
 		return fmt.Errorf("host %s: %w", h.Name, err)
 	}
@@ -94,7 +95,8 @@ func scanHost(row interface{ Scan(...any) error }) (*hosts.Host, error) {
 	var seen sql.NullInt64
 	var created int64
 	if err := row.Scan(&h.Name, &h.URI, &labels, &state, &h.Hostname, &h.LibvirtVersion, &h.Accelerator, &h.CPUs, &h.MemoryMiB, &h.FreeMemoryMiB,
-		&h.LastError, &seen, &created, &h.SSH.Address, &h.SSH.HostKey, &h.Network.Bridge, &h.Network.Subnet, &h.Ready, &h.ReadyError); err != nil {
+		&h.LastError, &seen, &created, &h.SSH.Address, &h.SSH.HostKey, &h.Network.Bridge, &h.Network.Subnet, &h.Ready, &h.ReadyError,
+		&h.DiskMiB, &h.FreeDiskMiB); err != nil {
 		return nil, err
 	}
 	h.State, h.LastSeenAt, h.CreatedAt = hosts.State(state), fromNullMillis(seen), fromMillis(created)

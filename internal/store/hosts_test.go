@@ -8,6 +8,8 @@ import (
 
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/hosts"
+	"github.com/bureau/bureau/migrations"
+	"github.com/pressly/goose/v3"
 )
 
 func TestHostsRoundTrip(t *testing.T) {
@@ -16,7 +18,8 @@ func TestHostsRoundTrip(t *testing.T) {
 			ctx := context.Background()
 			now := time.Now().UTC().Truncate(time.Millisecond)
 			two := &hosts.Host{Name: "two", URI: "qemu+tcp://10.0.0.2:16509/system", Labels: map[string]string{"zone": "b"}, State: hosts.StateUp,
-				Facts:   hosts.Facts{Hostname: "h2", LibvirtVersion: "9.0.0", Accelerator: "kvm", CPUs: 64, MemoryMiB: 262144, FreeMemoryMiB: 200000},
+				Facts: hosts.Facts{Hostname: "h2", LibvirtVersion: "9.0.0", Accelerator: "kvm", CPUs: 64, MemoryMiB: 262144, FreeMemoryMiB: 200000,
+					DiskMiB: 1 << 22, FreeDiskMiB: 3 << 20},
 				SSH:     hosts.SSH{Address: "root@10.0.0.2:22", HostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIH"},
 				Network: hosts.Network{Bridge: "bureau1", Subnet: "10.121.0.0/16"}, Ready: true,
 				LastSeenAt: &now, CreatedAt: now}
@@ -45,13 +48,14 @@ func TestHostsRoundTrip(t *testing.T) {
 			if list[0].LastSeenAt != nil || list[0].Labels == nil {
 				t.Errorf("local: %+v", list[0])
 			}
-			got.State, got.LastError, got.FreeMemoryMiB = hosts.StateUnreachable, "connection lost", 1
+			got.State, got.LastError, got.FreeMemoryMiB, got.FreeDiskMiB = hosts.StateUnreachable, "connection lost", 1, 2
 			got.Ready, got.ReadyError = false, "nft: not found"
 			if err := s.UpdateHostHealth(ctx, &got); err != nil {
 				t.Fatal(err)
 			}
 			back, err := s.GetHost(ctx, "two")
 			if err != nil || back.State != hosts.StateUnreachable || back.LastError != "connection lost" || back.FreeMemoryMiB != 1 ||
+				back.DiskMiB != 1<<22 || back.FreeDiskMiB != 2 ||
 				back.Ready || back.ReadyError != "nft: not found" {
 				t.Errorf("after update %+v %v", back, err)
 			}
@@ -90,6 +94,37 @@ func TestDesktopsKeepTheirHost(t *testing.T) {
 			}
 			if ds, err := s.ListDesktops(ctx, desktop.Filter{Host: "two"}); err != nil || len(ds) != 1 || ds[0].ID != "d2" {
 				t.Errorf("host two's desktops: %+v %v", ds, err)
+			}
+		})
+	}
+}
+
+func TestHostDiskMigratesDownAndUp(t *testing.T) {
+	for db, s := range openStores(t) {
+		t.Run(db, func(t *testing.T) {
+			ctx := context.Background()
+			dialect := goose.DialectSQLite3
+			if s.postgres {
+				dialect = goose.DialectPostgres
+			}
+			p, err := goose.NewProvider(dialect, s.db, migrations.FS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.DownTo(ctx, 23); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.exec(ctx, `SELECT disk_mib FROM hosts`); err == nil {
+				t.Error("disk_mib still there after the down migration")
+			}
+			if _, err := p.Up(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.InsertHost(ctx, &hosts.Host{Name: hosts.LocalName, URI: "qemu:///system", CreatedAt: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			if h, err := s.GetHost(ctx, hosts.LocalName); err != nil || h.DiskMiB != 0 || h.FreeDiskMiB != 0 {
+				t.Errorf("unmeasured host %+v %v", h, err)
 			}
 		})
 	}

@@ -17,10 +17,14 @@ import (
 // registry: keepalive (every 5 s, 3 misses) and a close callback notice a
 // lost host between checks.
 type HostLink struct {
-	uri    string
-	conn   *libvirt.Connect
-	closed atomic.Pointer[string] // why libvirt closed it
-	busy   atomic.Bool            // a Facts call has not returned
+	uri  string
+	conn *libvirt.Connect
+	// imagesDir is bureau's images folder, whose filesystem Facts
+	// measures ("" not to); local: it is on this machine (HostDialer).
+	imagesDir string
+	local     bool
+	closed    atomic.Pointer[string] // why libvirt closed it
+	busy      atomic.Bool            // a Facts call has not returned
 	// inflight counts C calls on conn still running (one a caller gave up
 	// on included): the connection is closed only once they returned.
 	inflight  sync.WaitGroup
@@ -44,6 +48,14 @@ func do[T any](ctx context.Context, l *HostLink, fn func() (T, error)) (T, error
 // whenever the call returns, and no second dial of that URI starts
 // meanwhile.
 func DialHost(ctx context.Context, uri string) (hosts.Link, error) {
+	l, err := dialHost(ctx, uri)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func dialHost(ctx context.Context, uri string) (*HostLink, error) {
 	if _, busy := dialing.LoadOrStore(uri, true); busy {
 		return nil, errors.New("no answer yet to the last attempt to connect")
 	}
@@ -102,7 +114,9 @@ var closeReasons = map[libvirt.ConnectCloseReason]string{
 }
 
 // Facts asks the host for its name, libvirt version, CPUs, memory and
-// accelerator.
+// accelerator, and measures its disk when the link was dialled by a
+// HostDialer (hostdisk.go); a disk that cannot be measured is 0, not an
+// error.
 func (l *HostLink) Facts(ctx context.Context) (hosts.Facts, error) {
 	if why := l.closed.Load(); why != nil {
 		return hosts.Facts{}, errors.New(*why)
@@ -120,11 +134,11 @@ func (l *HostLink) Facts(ctx context.Context) (hosts.Facts, error) {
 		if err != nil {
 			return f, message(err)
 		}
-		free, err := l.conn.GetFreeMemory()
+		free, err := l.freeMemoryMiB()
 		if err != nil {
 			return f, message(err)
 		}
-		f.CPUs, f.MemoryMiB, f.FreeMemoryMiB = int(info.Cpus), int64(info.Memory>>10), int64(free>>20)
+		f.CPUs, f.MemoryMiB, f.FreeMemoryMiB = int(info.Cpus), int64(info.Memory>>10), free
 		if f.Hostname, err = l.conn.GetHostname(); err != nil {
 			return f, message(err)
 		}
@@ -135,8 +149,11 @@ func (l *HostLink) Facts(ctx context.Context) (hosts.Facts, error) {
 		if err != nil {
 			return f, message(err)
 		}
-		f.Accelerator, err = acceleratorOf(caps)
-		return f, err
+		if f.Accelerator, err = acceleratorOf(caps); err != nil {
+			return f, err
+		}
+		f.DiskMiB, f.FreeDiskMiB = l.disk()
+		return f, nil
 	})
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("no answer within %s", time.Since(begun).Round(time.Second))
@@ -192,4 +209,19 @@ func message(err error) error {
 		return errors.New(lerr.Message)
 	}
 	return err
+}
+
+// freeMemoryMiB is the memory the host can still give: free, plus its
+// buffers and page cache, which the kernel gives back on demand (the
+// host's node memory statistics, in KiB); virNodeGetFreeMemory's figure
+// (free pages only) where the driver keeps no statistics.
+func (l *HostLink) freeMemoryMiB() (int64, error) {
+	if st, err := l.conn.GetMemoryStats(libvirt.NODE_MEMORY_STATS_ALL_CELLS, 0); err == nil && st.FreeSet {
+		if st.AvailableSet {
+			return int64(st.Available >> 10), nil
+		}
+		return int64((st.Free + st.Buffers + st.Cached) >> 10), nil
+	}
+	free, err := l.conn.GetFreeMemory()
+	return int64(free >> 20), err
 }
