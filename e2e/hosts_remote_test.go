@@ -25,6 +25,8 @@ import (
 // remote desktops do not do yet is refused saying so. A host that stops
 // answering leaves its desktop as it was (nothing concluded from
 // silence). Deleted, its files are gone from host2, and host2 can go.
+// With placement on, creates naming no host land where it weighs
+// (checkPlacement).
 // PostgreSQL only (several hosts need it).
 func TestHostsRemoteDesktop(t *testing.T) {
 	s := newServer(t)
@@ -32,7 +34,7 @@ func TestHostsRemoteDesktop(t *testing.T) {
 		t.Skip("several hosts need PostgreSQL (BUREAU_E2E_DATABASE_URL)")
 	}
 	s.stop()
-	s.env = append(s.env, "BUREAU_HOST_CHECK_SECONDS=2", "BUREAU_RECONCILE_SECONDS=5")
+	s.env = append(s.env, "BUREAU_HOST_CHECK_SECONDS=2", "BUREAU_RECONCILE_SECONDS=5", "BUREAU_PLACEMENT=on")
 	s.start()
 	local := s.waitHost("local", "up", 30*time.Second)
 	h2 := startHost2For(t, s.dataDir)
@@ -97,6 +99,8 @@ func TestHostsRemoteDesktop(t *testing.T) {
 	if w, hgt, name := rfbServerInit(t, s.url, d.ID, g.Token); w < 640 || hgt < 480 || !strings.Contains(name, d.DomainName()) {
 		t.Errorf("console of the remote desktop: %dx%d %q", w, hgt, name)
 	}
+
+	checkPlacement(t, s, h2)
 
 	// Not yet on remote hosts: refused, saying so. A host with desktops
 	// stays.

@@ -3,14 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/bureau/bureau/internal/api/apiv1"
 	"io"
 	"net/url"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/config"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/manager"
@@ -39,18 +41,25 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		SleepAfter  *int     `json:"sleep_after_seconds,omitempty"`
 		Keyboard    string   `json:"keyboard_layout,omitempty"`
 		Host        string   `json:"host,omitempty"`
-		Network     struct {
+		// Placement lets bureau pick the host by its labels.
+		Placement *apiv1.PlacementRequest `json:"placement,omitempty"`
+		Network   struct {
 			AllowOut []string `json:"allow_out,omitempty"`
 			DenyOut  []string `json:"deny_out,omitempty"`
 		} `json:"network"`
 	}
 	var idle, nap, sleep time.Duration
+	var placeLabels []string
 	create := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a desktop",
 		Args:  cobra.ExactArgs(1),
 		RunE: withClient(func(ctx context.Context, c *client, args []string) error {
 			body.Name = args[0]
+			var err error
+			if body.Placement, err = placement(body.Host, placeLabels); err != nil {
+				return err
+			}
 			for _, f := range []struct {
 				v  time.Duration
 				to **int
@@ -75,6 +84,8 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 	create.Flags().StringArrayVar(&body.Network.DenyOut, "deny-out", nil, "CIDR, address or host name the desktop may not reach (repeatable)")
 	create.Flags().StringVar(&body.Keyboard, "keyboard-layout", "", "the guest's XKB keyboard layout (us, de, fr, gb…; default us)")
 	create.Flags().StringVar(&body.Host, "host", "", "run it on this host (admins; see bureau host list; default: bureau's own)")
+	create.Flags().StringArrayVar(&placeLabels, "place-label", nil,
+		"let bureau pick a host carrying this label key=value (repeatable: all of them; not with --host)")
 	create.Flags().DurationVar(&idle, "idle-timeout", -1, "hibernate after this long unused (e.g. 30m; 0 = never; default 30m)")
 	create.Flags().DurationVar(&nap, "nap-after", -1, "pause, memory resident, after this long unused (0 = skip; default the server's)")
 	create.Flags().DurationVar(&sleep, "sleep-after", -1, "pause and push memory to compressed swap after this long unused (0 = skip; default the server's)")
@@ -268,8 +279,31 @@ func settle(ctx context.Context, c *client, d *apiv1.Desktop, wait time.Duration
 	return nil
 }
 
-func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
+func printJSON(v any) error { return printJSONTo(os.Stdout, v) }
+
+func printJSONTo(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// placement is a create request's placement from its --place-label flags
+// (nil without any); with --host too it is refused: that picks the host.
+func placement(host string, flags []string) (*apiv1.PlacementRequest, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	if host != "" {
+		return nil, errors.New("--host and --place-label: give one (--host names the host; --place-label lets bureau pick one by its labels)")
+	}
+	labels, err := keyValues("--place-label", "key=value", flags)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range flags {
+		if strings.HasPrefix(kv, "=") {
+			return nil, fmt.Errorf("--place-label %q: want key=value (the key is empty)", kv)
+		}
+	}
+	return &apiv1.PlacementRequest{Labels: labels}, nil
 }

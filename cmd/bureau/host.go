@@ -3,9 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
-	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -76,37 +77,31 @@ offered, to check and pass), then puts its desktop network and firewall there.`,
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List hosts with their state and capacity",
-		Args:  cobra.NoArgs,
-		RunE: runWithClient(cfg, func(ctx context.Context, c *client, _ []string) error {
-			var out struct{ Hosts []apiv1.Host }
-			if err := c.do(ctx, "GET", "/api/v1/hosts", nil, &out); err != nil {
-				return err
-			}
-			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tSTATE\tREADY\tACCEL\tCPUS\tMEMORY\tFREE\tURI\tLABELS\tERROR")
-			for _, h := range out.Hosts {
-				ready := "yes"
-				if !h.Ready {
-					ready = "no"
-				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d MiB\t%d MiB\t%s\t%s\t%s\n", h.Name, h.State, ready, h.Accelerator, h.CPUs, h.MemoryMiB, h.FreeMemoryMiB,
-					h.URI, labelList(h.Labels), strings.TrimSpace(h.LastError+" "+h.ReadyError))
-			}
-			return w.Flush()
-		}),
+		Long: `List hosts with their state and capacity: the live desktops placed there,
+the memory of those holding RAM now (committed) of the host's total, the
+host's free memory as it reports it, and the free space of the filesystem
+holding bureau's data directory there ("-": not measured yet).`,
+		Args: cobra.NoArgs,
 	}
+	list.RunE = runWithClient(cfg, func(ctx context.Context, c *client, _ []string) error {
+		var out struct{ Hosts []apiv1.Host }
+		if err := c.do(ctx, "GET", "/api/v1/hosts", nil, &out); err != nil {
+			return err
+		}
+		return hostTable(list.OutOrStdout(), out.Hosts)
+	})
 	show := &cobra.Command{
 		Use:   "show NAME",
-		Short: "Show one host",
+		Short: "Show one host, every field as JSON",
 		Args:  cobra.ExactArgs(1),
-		RunE: runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
-			var h apiv1.Host
-			if err := c.do(ctx, "GET", "/api/v1/hosts/"+url.PathEscape(args[0]), nil, &h); err != nil {
-				return err
-			}
-			return printJSON(h)
-		}),
 	}
+	show.RunE = runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
+		var h apiv1.Host
+		if err := c.do(ctx, "GET", "/api/v1/hosts/"+url.PathEscape(args[0]), nil, &h); err != nil {
+			return err
+		}
+		return printJSONTo(show.OutOrStdout(), h)
+	})
 	remove := &cobra.Command{
 		Use:   "remove NAME",
 		Short: "Forget a host (the local one stays)",
@@ -122,6 +117,40 @@ offered, to check and pass), then puts its desktop network and firewall there.`,
 	cmd.AddCommand(add, list, show, remove, key)
 	return cmd
 }
+
+// hostTable writes hosts as a table, sizes in GiB.
+func hostTable(out io.Writer, hs []apiv1.Host) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tSTATE\tREADY\tACCEL\tCPUS\tDESKTOPS\tCOMMITTED/MEMORY\tFREE-MEMORY\tFREE/DISK\tURI\tLABELS\tERROR")
+	for _, h := range hs {
+		ready := "yes"
+		if !h.Ready {
+			ready = "no"
+		}
+		free := "-"
+		if h.MemoryMiB > 0 {
+			free = gib(h.FreeMemoryMiB) + " GiB"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, h.State, ready, h.Accelerator, h.CPUs, h.Desktops,
+			ofTotal(h.CommittedMemoryMiB, h.MemoryMiB), free, ofTotal(h.FreeDiskMiB, h.DiskMiB), h.URI, labelList(h.Labels),
+			strings.TrimSpace(h.LastError+" "+h.ReadyError))
+	}
+	return w.Flush()
+}
+
+// ofTotal is "part/total GiB"; "-" for a total not known yet.
+func ofTotal(part, total int64) string {
+	switch {
+	case total > 0:
+		return gib(part) + "/" + gib(total) + " GiB"
+	case part > 0:
+		return gib(part) + "/- GiB"
+	}
+	return "-"
+}
+
+// gib writes MiB as GiB with one decimal.
+func gib(mib int64) string { return strconv.FormatFloat(float64(mib)/1024, 'f', 1, 64) }
 
 func labelList(l map[string]string) string {
 	var out []string

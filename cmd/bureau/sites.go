@@ -11,12 +11,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bureau/bureau/internal/config"
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/host"
 	"github.com/bureau/bureau/internal/hostprep"
 	"github.com/bureau/bureau/internal/hostrelay"
 	"github.com/bureau/bureau/internal/hosts"
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
 	"github.com/bureau/bureau/internal/manager"
+	places "github.com/bureau/bureau/internal/placement"
 	"github.com/bureau/bureau/internal/sshlink"
 	"github.com/bureau/bureau/internal/store"
 )
@@ -29,9 +32,6 @@ type sites struct {
 	h    *hv.Hypervisor
 	prep *hostprep.Preparer
 }
-
-// memoryMarginMiB stays free on a remote host beside its desktops.
-const memoryMarginMiB = 512
 
 func (s sites) Site(ctx context.Context, name string) (*manager.Site, error) {
 	h, err := s.st.GetHost(ctx, name)
@@ -70,16 +70,9 @@ func (s sites) Site(ctx context.Context, name string) (*manager.Site, error) {
 		return nil, err
 	}
 	files.Sweep = func(ctx context.Context, dir string) error { return sweep(ctx, link, dir) }
-	free := h.FreeMemoryMiB
 	return &manager.Site{Accelerator: desktop.Accelerator(h.Accelerator), Subnet: subnet, Firewall: fw, Addresses: hv.Addresses{H: remote, Network: hv.DesktopNetwork}, Files: files,
 		Display: func(ctx context.Context, path string, uid int) (net.Conn, error) {
 			return hostrelay.Dial(ctx, link, path, uid)
-		},
-		Room: func(memMiB int) error {
-			if int64(memMiB)+memoryMarginMiB > free {
-				return fmt.Errorf("%w: host %s had %d MiB free at its last check; %d MiB asked", desktop.ErrCapacity, name, free, memMiB)
-			}
-			return nil
 		}}, nil
 }
 
@@ -139,5 +132,17 @@ func remoteHosts(st *store.Store) func(ctx context.Context) (map[string]string, 
 			}
 		}
 		return out, nil
+	}
+}
+
+// placementOf is how desktops are placed among the hosts: every host
+// checked with what bureau's desktops hold there, and creates naming no
+// host placed by weight when BUREAU_PLACEMENT=on.
+func placementOf(cfg *config.Config, st *store.Store, capacity host.Capacity) manager.Placement {
+	return manager.Placement{
+		Hosts: places.Lister{Source: st, LocalMemory: capacity.MemoryMiB},
+		Policy: places.Policy{MemoryRatio: float64(max(cfg.MemoryRatioPercent, 1)) / 100,
+			ReserveMiB: host.MemoryReserveMiB, DiskReserveMiB: host.DiskReserveMiB},
+		Auto: cfg.Placement,
 	}
 }

@@ -120,9 +120,11 @@ type Deps struct {
 	Clipboard Clipboard
 	Tokens    Tokens
 	Consoles  Consoles
-	// Hosts are the libvirt hosts desktops run on.
-	Hosts  Hosts
-	Images Images
+	// Hosts are the libvirt hosts desktops run on; HostLoads, when set,
+	// what bureau's desktops take on each.
+	Hosts     Hosts
+	HostLoads HostLoads
+	Images    Images
 	// Steps is each desktop's step log (nil: none kept); StepThumbnails
 	// which pictures of the screen its steps keep (StepThumbnailModes;
 	// "" is "both").

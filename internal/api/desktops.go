@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/hosts"
 	"github.com/bureau/bureau/internal/manager"
 	"github.com/gin-gonic/gin"
 )
@@ -33,6 +35,8 @@ type createDesktopRequest struct {
 	KeyboardLayout string `json:"keyboard_layout"`
 	// Host runs it on one of bureau's hosts (admins; default: bureau's own).
 	Host string `json:"host"`
+	// Placement asks for a host carrying these labels (placement on).
+	Placement *apiv1.PlacementRequest `json:"placement"`
 }
 
 // Defaults for sizes a create request leaves out: the free tier.
@@ -69,11 +73,18 @@ func (s *server) createDesktop(c *gin.Context) (reply, error) {
 	if req.Host != "" && !isAdmin(c) {
 		return reply{}, &desktop.ValidationError{Field: "host", Message: "only an admin chooses the host a desktop runs on"}
 	}
+	var labels map[string]string
+	if req.Placement != nil {
+		if err := hosts.ValidateLabels(req.Placement.Labels); err != nil {
+			return reply{}, &desktop.ValidationError{Field: "placement.labels", Message: err.Error()}
+		}
+		labels = req.Placement.Labels
+	}
 	var policy desktop.NetworkPolicy
 	if req.Network != nil {
 		policy = *req.Network
 	}
-	d, err := s.Desktops.Create(c.Request.Context(), manager.CreateRequest{From: req.From, Unlimited: isAdmin(c), Cold: req.Cold, Network: policy, KeyboardLayout: req.KeyboardLayout, Host: req.Host,
+	d, err := s.Desktops.Create(c.Request.Context(), manager.CreateRequest{From: req.From, Unlimited: isAdmin(c), Cold: req.Cold, Network: policy, KeyboardLayout: req.KeyboardLayout, Host: req.Host, PlaceLabels: labels,
 		Owner: caller(c).Owner, Name: req.Name, SSHKeys: req.SSHKeys, Actor: actor(c), IdleTimeout: req.IdleTimeout,
 		NapAfter: req.NapAfter, SleepAfter: req.SleepAfter,
 		Spec: desktop.Spec{Image: req.Image, VCPUs: orDefault(req.VCPUs, defaultVCPUs),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/hosts"
+	"github.com/bureau/bureau/internal/placement"
 	"github.com/gin-gonic/gin"
 )
 
@@ -18,6 +19,28 @@ type Hosts interface {
 	// SSHPublicKey is the key bureau signs in to remote hosts with (one
 	// line of authorized_keys).
 	SSHPublicKey() string
+}
+
+// HostLoads says what bureau's desktops take on each host.
+type HostLoads interface {
+	HostLoads(ctx context.Context) (map[string]placement.Load, error)
+}
+
+// withLoad is h on the wire with what its desktops take (loads nil: not
+// shown).
+func withLoad(h *hosts.Host, loads map[string]placement.Load) apiv1.Host {
+	out := apiv1.FromHost(h)
+	l := loads[h.Name]
+	out.Desktops, out.CommittedMemoryMiB = l.Desktops, l.CommittedMiB
+	return out
+}
+
+// loads reads the hosts' loads, when the server has them.
+func (s *server) loads(ctx context.Context) (map[string]placement.Load, error) {
+	if s.HostLoads == nil {
+		return nil, nil
+	}
+	return s.HostLoads.HostLoads(ctx)
 }
 
 type addHostRequest struct {
@@ -38,9 +61,13 @@ func (s *server) listHosts(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	loads, err := s.loads(c.Request.Context())
+	if err != nil {
+		return reply{}, err
+	}
 	out := make([]apiv1.Host, 0, len(hs))
 	for i := range hs {
-		out = append(out, apiv1.FromHost(&hs[i]))
+		out = append(out, withLoad(&hs[i], loads))
 	}
 	return reply{http.StatusOK, gin.H{"hosts": out, "ssh_public_key": s.Hosts.SSHPublicKey()}}, nil
 }
@@ -53,7 +80,11 @@ func (s *server) getHost(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{http.StatusOK, apiv1.FromHost(h)}, nil
+	loads, err := s.loads(c.Request.Context())
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusOK, withLoad(h, loads)}, nil
 }
 
 // addHost records a host once its libvirtd answered and bureau made it

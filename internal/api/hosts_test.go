@@ -31,7 +31,8 @@ func newFakeHosts() *fakeHosts {
 	seen := created.Add(time.Hour)
 	return &fakeHosts{added: map[string]map[string]string{}, hosts: []hosts.Host{
 		{Name: hosts.LocalName, URI: "qemu:///system", Labels: map[string]string{}, State: hosts.StateUp,
-			Facts:      hosts.Facts{Hostname: "bureau-1", LibvirtVersion: "9.0.0", Accelerator: "kvm", CPUs: 8, MemoryMiB: 32000, FreeMemoryMiB: 20000},
+			Facts: hosts.Facts{Hostname: "bureau-1", LibvirtVersion: "9.0.0", Accelerator: "kvm", CPUs: 8, MemoryMiB: 32000, FreeMemoryMiB: 20000,
+				DiskMiB: 953869, FreeDiskMiB: 402113},
 			LastSeenAt: &seen, CreatedAt: created},
 		// Added, then lost before it answered again; never seen since bureau
 		// started, so nothing is known of it.
@@ -159,6 +160,15 @@ func TestHosts(t *testing.T) {
 	}
 	if _, ok := list[0].(map[string]any)["last_error"]; ok {
 		t.Errorf("a host that answered has a last_error: %v", list[0])
+	}
+	// Its disk as measured; a host never measured shows 0, not nothing.
+	if local := list[0].(map[string]any); local["disk_mib"] != 953869.0 || local["free_disk_mib"] != 402113.0 {
+		t.Errorf("local disk: %v", local)
+	}
+	for _, k := range []string{"disk_mib", "free_disk_mib", "desktops", "committed_memory_mib"} {
+		if lost[k] != 0.0 {
+			t.Errorf("a host never seen: %s %v, want 0", k, lost[k])
+		}
 	}
 
 	if key, _ := admin("GET", "/api/v1/hosts", "", 200)["ssh_public_key"].(string); !strings.HasPrefix(key, "ssh-ed25519 ") {

@@ -49,6 +49,16 @@ type Config struct {
 	// template are kept restored ahead, paused, for creates to take
 	// (0 = none; each holds up to its RAM on the host).
 	WarmSpares int
+	// Placement (BUREAU_PLACEMENT=on) places a create that names no host
+	// on the host that weighs most (free memory after reservations, free
+	// disk, fewest desktops), among those carrying the labels it asks
+	// for; off (the default), it runs on bureau's own host. Opt-in while
+	// desktops on remote hosts lack snapshots.
+	Placement bool
+	// MemoryRatioPercent (BUREAU_MEMORY_RATIO_PERCENT, default 150) is
+	// the share of a host's RAM desktops may be given in all, placed by
+	// bureau on that host.
+	MemoryRatioPercent int
 	// HostCheckSeconds (BUREAU_HOST_CHECK_SECONDS) is how often every
 	// libvirt host is asked for its state and capacity.
 	HostCheckSeconds int
@@ -119,6 +129,8 @@ func FromEnv() Config {
 		MemoryLowMiB:        envInt("BUREAU_MEMORY_LOW_MIB", 2048),
 		SaveAsIs:            os.Getenv("BUREAU_SAVE_AS_IS") == "1",
 		WarmSpares:          envInt("BUREAU_WARM_SPARES", 1),
+		Placement:           os.Getenv("BUREAU_PLACEMENT") == "on",
+		MemoryRatioPercent:  envInt("BUREAU_MEMORY_RATIO_PERCENT", 150),
 		AgentBinary:         os.Getenv("BUREAU_AGENT_BIN"),
 		AgentViaStream:      os.Getenv("BUREAU_AGENT_VIA_STREAM") == "1",
 		PreviewDomain:       strings.TrimPrefix(strings.ToLower(env("BUREAU_PREVIEW_DOMAIN", "localhost")), "*."),

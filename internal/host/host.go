@@ -89,7 +89,21 @@ func freeMiB(dir string) (int, error) {
 // AvailableMemoryMiB is the memory the host can still give (MemAvailable).
 func (c Capacity) AvailableMemoryMiB() (int, error) { return availableMiB(c.MemInfo) }
 
-func availableMiB(path string) (int, error) {
+// MemoryMiB is the host's RAM (MemTotal) and what it can still give
+// (MemAvailable).
+func (c Capacity) MemoryMiB() (total, available int64, err error) {
+	t, err := meminfoMiB(c.MemInfo, "MemTotal")
+	if err != nil {
+		return 0, 0, err
+	}
+	a, err := availableMiB(c.MemInfo)
+	return int64(t), int64(a), err
+}
+
+func availableMiB(path string) (int, error) { return meminfoMiB(path, "MemAvailable") }
+
+// meminfoMiB reads one field of /proc/meminfo (or path) in MiB.
+func meminfoMiB(path, key string) (int, error) {
 	if path == "" {
 		path = "/proc/meminfo"
 	}
@@ -100,13 +114,13 @@ func availableMiB(path string) (int, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), key+":"); ok {
 			kib, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
 			if err != nil {
-				return 0, fmt.Errorf("MemAvailable: %w", err)
+				return 0, fmt.Errorf("%s: %w", key, err)
 			}
 			return kib / 1024, nil
 		}
 	}
-	return 0, fmt.Errorf("no MemAvailable in %s", path)
+	return 0, fmt.Errorf("no %s in %s", key, path)
 }

@@ -26,7 +26,13 @@ func TestCheck(t *testing.T) {
 	if err := c.Check(0, 1<<40); !errors.Is(err, desktop.ErrCapacity) {
 		t.Errorf("a petabyte of disk: %v", err)
 	}
+	if total, avail, err := c.MemoryMiB(); total != 23437 || avail != 3072 || err != nil {
+		t.Errorf("MemoryMiB: %d, %d, %v", total, avail, err)
+	}
 	os.WriteFile(mem, []byte("MemTotal: 1 kB\n"), 0o644)
+	if _, _, err := c.MemoryMiB(); err == nil || !strings.Contains(err.Error(), "no MemAvailable") {
+		t.Errorf("MemoryMiB without MemAvailable: %v", err)
+	}
 	if err := c.Check(1, 0); err == nil || errors.Is(err, desktop.ErrCapacity) {
 		t.Errorf("unreadable meminfo: %v", err)
 	}

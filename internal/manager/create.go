@@ -34,8 +34,12 @@ type CreateRequest struct {
 	Network desktop.NetworkPolicy
 	// KeyboardLayout is the guest's XKB layout ("" = us).
 	KeyboardLayout string
-	// Host is the host to run it on ("" = bureau's own).
+	// Host is the host to run it on ("" = bureau's own, or the one
+	// placement chooses when it is on).
 	Host string
+	// PlaceLabels are labels the chosen host must carry (placement on,
+	// no Host named).
+	PlaceLabels map[string]string
 }
 
 // CloneSource names the snapshot a new desktop starts from.
@@ -95,10 +99,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	if err != nil {
 		return nil, err
 	}
-	if req.Host == "" {
-		req.Host = desktop.LocalHost
-	}
-	accel, err := m.hostFor(ctx, req, cl != nil)
+	at, err := m.where(ctx, req, cl != nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +109,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		return nil, err
 	}
 	var tmpl *Template
-	if cl == nil && !req.Cold && img.RecipeHash != "" && req.Host == desktop.LocalHost {
+	if cl == nil && !req.Cold && img.RecipeHash != "" && at.host == desktop.LocalHost {
 		tmpl = m.readyTemplate(img.Name, req.Spec.VCPUs, req.Spec.MemoryMiB)
 	}
 	now := time.Now().UTC()
@@ -117,13 +118,30 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	d := &desktop.Desktop{
 		ID: id, Owner: req.Owner, Name: req.Name, Spec: req.Spec,
 		State: desktop.StateCreating, DesiredState: desktop.StateRunning, Operation: "create", OperationStartedAt: &now,
-		Accelerator: string(accel), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"),
+		Accelerator: string(at.accel), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"),
 		IdleTimeoutSeconds: tiers.IdleTimeoutSeconds, NapAfterSeconds: tiers.NapAfterSeconds, SleepAfterSeconds: tiers.SleepAfterSeconds, CreatedAt: now, UpdatedAt: now,
-		Network: req.Network, KeyboardLayout: req.KeyboardLayout, Host: req.Host,
+		Network: req.Network, KeyboardLayout: req.KeyboardLayout, Host: at.host,
 	}
 	ctx, cancel := m.detach(ctx)
 	defer cancel()
+	fresh := *d
 	sp, err := m.lockAndRecord(ctx, d, req.Unlimited, tmpl)
+	// A host placement chose may fill up before the desktop is recorded
+	// there (other creates took the room): the next best is tried.
+	for skip := map[string]string{}; err != nil && at.placed; {
+		full, ok := fullHost(err)
+		if !ok {
+			break
+		}
+		skip[full.host] = full.why.Error()
+		if at, err = m.where(ctx, req, false, skip); err != nil {
+			return nil, err
+		}
+		// As it came: a spare it took went back with its identity.
+		*d, tmpl = fresh, nil
+		d.Host, d.Accelerator = at.host, string(at.accel)
+		sp, err = m.lockAndRecord(ctx, d, req.Unlimited, nil)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -133,8 +151,8 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		m.unlock(id)
 		return nil, err
 	}
-	m.event(ctx, id, "create_requested", req.Actor, "create %s requested: %d vCPU, %d MiB, %d GiB data disk, image %s, %s, on host %s",
-		d.Name, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, d.Image, d.Accelerator, d.Host)
+	m.event(ctx, id, "create_requested", req.Actor, "create %s requested: %d vCPU, %d MiB, %d GiB data disk, image %s, %s, on host %s%s",
+		d.Name, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, d.Image, d.Accelerator, d.Host, placedWhy(at, req.PlaceLabels))
 	cp := *d
 	seed := Seed{DesktopID: id, Hostname: d.Name, SSHKeys: req.SSHKeys, InstallDesktop: img.RecipeHash == "", KeyboardLayout: d.KeyboardLayout}
 	if cl != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/placement"
 )
 
 // Hypervisor runs desktops' VMs, by role.
@@ -174,7 +175,9 @@ type QuotaStore interface {
 	Usage(ctx context.Context, owner string) (desktop.Usage, error)
 	// The Checked writes run admit on the owner's stored quota (nil: none)
 	// and usage, and write only if it returns nil, atomically per owner.
-	CreateDesktopChecked(ctx context.Context, d *desktop.Desktop, admit func(*desktop.Quota, desktop.Usage) error) error
+	// CreateDesktopChecked then runs fits, when given, on what d.Host's
+	// desktops take, with that host locked until the insert commits.
+	CreateDesktopChecked(ctx context.Context, d *desktop.Desktop, admit func(*desktop.Quota, desktop.Usage) error, fits func(placement.Load) error) error
 	GrowDataDiskChecked(ctx context.Context, id, owner string, sizeGiB int, admit func(*desktop.Quota, desktop.Usage) error) error
 	CreateSnapshotChecked(ctx context.Context, sn *desktop.Snapshot, owner string, admit func(*desktop.Quota, desktop.Usage) error) error
 }
@@ -249,6 +252,8 @@ type Config struct {
 	Subnet    netip.Prefix
 	// Sites, when set, reaches remote hosts desktops may be created on.
 	Sites Sites
+	// Placement places desktops among hosts (place.go).
+	Placement Placement
 }
 
 // Manager is the lifecycle orchestrator.

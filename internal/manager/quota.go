@@ -30,19 +30,13 @@ func (m *Manager) roomFor(memMiB, diskMiB int) error {
 }
 
 // roomOn refuses to run d where its host has no memory for it: this
-// host's own check, or what a remote host last reported free.
+// host's own check, or placement's for a remote host (what it last
+// reported free, and what bureau's desktops hold there).
 func (m *Manager) roomOn(ctx context.Context, d *desktop.Desktop, memMiB int) error {
 	if !d.Remote() {
 		return m.roomFor(memMiB, 0)
 	}
-	s, err := m.site(ctx, d)
-	if err != nil {
-		return err
-	}
-	if s.Room == nil {
-		return nil
-	}
-	return s.Room(memMiB)
+	return m.roomOnRemote(ctx, d, memMiB)
 }
 
 // roomToSaveOn refuses to hibernate a desktop of this host whose RAM would
@@ -124,7 +118,9 @@ func (m *Manager) admit(owner string, add desktop.Usage, unlimited bool, room fu
 // recordNew records a new desktop (fresh, cloned or warm-created) if its
 // owner's quota and the host have room for it, atomically with the owner's
 // other requests: of 20 concurrent creates against room for 3, 3 are
-// recorded.
+// recorded. Placement's check of its host (fitsOn) runs in the same
+// transaction with the host's row locked, so creates of different owners
+// never overfill one host together either.
 //
 // A desktop taking a spare needs no more host memory: the spare's VM holds
 // it already.
@@ -134,11 +130,15 @@ func (m *Manager) recordNew(ctx context.Context, d *desktop.Desktop, unlimited, 
 	if memHeld {
 		mem = 0
 	}
-	room := func() error { return m.roomFor(mem, newDesktopDiskMiB) }
-	if d.Remote() {
-		room = func() error { return m.roomOn(ctx, d, mem) }
+	var room func() error
+	if !d.Remote() {
+		room = func() error { return m.roomFor(mem, newDesktopDiskMiB) }
 	}
-	return m.store.CreateDesktopChecked(ctx, d, m.admit(d.Owner, add, unlimited, room))
+	fits, err := m.fitsOn(ctx, d, memHeld)
+	if err != nil {
+		return err
+	}
+	return m.store.CreateDesktopChecked(ctx, d, m.admit(d.Owner, add, unlimited, room), fits)
 }
 
 // recordSnapshot records sn, a snapshot of d about to be taken, if the

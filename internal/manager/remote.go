@@ -25,8 +25,6 @@ type Site struct {
 	// Display dials a desktop's VNC socket on the host; the host checks
 	// that the desktop's own QEMU user (uid) serves it.
 	Display func(ctx context.Context, path string, uid int) (net.Conn, error)
-	// Room, when set, refuses memMiB more on the host (desktop.ErrCapacity).
-	Room func(memMiB int) error
 }
 
 // Sites finds remote hosts ready for desktops.

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/hosts"
+	"github.com/bureau/bureau/internal/placement"
 )
 
 // fakeHostFiles keeps a remote host's files as a set of paths.
@@ -101,7 +103,6 @@ func (f *fakeHostFiles) has(path string) bool {
 // fakeSites has one remote host, "two".
 type fakeSites struct {
 	site *Site
-	free int // MiB the host has free
 }
 
 func (s *fakeSites) Site(_ context.Context, host string) (*Site, error) {
@@ -111,30 +112,49 @@ func (s *fakeSites) Site(_ context.Context, host string) (*Site, error) {
 	return s.site, nil
 }
 
+// hostFree records host (up, ready, 16 GiB) as having free MiB free at
+// its last check.
+func (h *harness) hostFree(t *testing.T, host string, free int64) { h.hostMemory(t, host, 16384, free) }
+
+// hostMemory records host (up, ready) with total MiB of RAM, free MiB of
+// it free at its last check.
+func (h *harness) hostMemory(t *testing.T, host string, total, free int64) {
+	t.Helper()
+	ctx := context.Background()
+	rec := &hosts.Host{Name: host, URI: "qemu+tcp://" + host + "/system", State: hosts.StateUp, Ready: true, Labels: map[string]string{},
+		Facts: hosts.Facts{Accelerator: "kvm", MemoryMiB: total, FreeMemoryMiB: free}, CreatedAt: time.Now()}
+	if _, err := h.store.GetHost(ctx, host); err != nil {
+		if err := h.store.InsertHost(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err := h.store.UpdateHostHealth(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func newRemoteHarness(t *testing.T) (*harness, *fakeHostFiles, *fakeFirewall, *fakeAddresses, *fakeSites) {
 	t.Helper()
 	h := newHarness(t, fakeDisks{})
 	files := &fakeHostFiles{files: map[string]string{}}
 	fw, addrs := &fakeFirewall{policies: map[string]desktop.NetworkPolicy{}}, &fakeAddresses{ips: map[string]string{}}
-	sites := &fakeSites{free: 8192}
+	sites := &fakeSites{}
 	sites.site = &Site{Accelerator: desktop.AccelKVM, Subnet: netip.MustParsePrefix("10.121.0.0/16"), Firewall: fw, Addresses: addrs, Files: files,
 		Display: func(context.Context, string, int) (net.Conn, error) {
 			return nil, errors.New("no display in this test")
-		},
-		Room: func(mem int) error {
-			if mem > sites.free {
-				return desktop.ErrCapacity
-			}
-			return nil
 		}}
 	h.m.cfg.Sites = sites
+	h.hostFree(t, "two", 8192)
+	h.m.cfg.Placement = Placement{Hosts: placement.Lister{Source: h.store, LocalMemory: func() (int64, int64, error) { return 16384, 8192, nil }},
+		Policy: placement.Policy{MemoryRatio: 1, ReserveMiB: 512}}
 	h.m.cfg.Subnet = netip.MustParsePrefix("10.120.0.0/16")
 	h.m.cfg.VMGroup = 64055
 	return h, files, fw, addrs, sites
 }
 
 func TestCreateOnARemoteHost(t *testing.T) {
-	h, files, fw, addrs, sites := newRemoteHarness(t)
+	h, files, fw, addrs, _ := newRemoteHarness(t)
 	ctx := context.Background()
 	create := func(host string) (*desktop.Desktop, error) {
 		return h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "far", Actor: "test", Host: host,
@@ -144,11 +164,11 @@ func TestCreateOnARemoteHost(t *testing.T) {
 	if _, err := create("three"); !errors.As(err, &ve) || ve.Field != "host" {
 		t.Fatalf("create on an unknown host: %v", err)
 	}
-	sites.free = 1024
-	if _, err := create("two"); !errors.Is(err, desktop.ErrCapacity) {
+	h.hostFree(t, "two", 1024)
+	if _, err := create("two"); !errors.Is(err, desktop.ErrCapacity) || !strings.Contains(err.Error(), "host two has no room for it: memory: 512 MiB free") {
 		t.Fatalf("create on a host without the memory: %v", err)
 	}
-	sites.free = 8192
+	h.hostFree(t, "two", 8192)
 	d, err := create("two")
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/placement"
 )
 
 // execFunc runs a statement written with '?' placeholders: s.exec, or the
@@ -27,9 +28,22 @@ type queryRowFunc func(ctx context.Context, query string, args ...any) *sql.Row
 // each alone would fit. admit must not use the store (on SQLite the
 // transaction holds its only connection).
 
-// CreateDesktopChecked inserts d, as CreateDesktop does, if admit allows.
-func (s *Store) CreateDesktopChecked(ctx context.Context, d *desktop.Desktop, admit func(*desktop.Quota, desktop.Usage) error) error {
+// CreateDesktopChecked inserts d, as CreateDesktop does, if admit allows
+// and then, when given, fits allows it on d.Host with what that host's
+// desktops take at that moment: the host's row stays locked until the
+// insert commits, so creates placed on one host never overfill it
+// together.
+func (s *Store) CreateDesktopChecked(ctx context.Context, d *desktop.Desktop, admit func(*desktop.Quota, desktop.Usage) error, fits func(placement.Load) error) error {
 	return s.checked(ctx, d.Owner, admit, func(tx *sql.Tx) error {
+		if fits != nil {
+			l, err := s.hostLoad(ctx, tx, d.Host)
+			if err != nil {
+				return err
+			}
+			if err := fits(l); err != nil {
+				return err
+			}
+		}
 		return s.insertDesktop(ctx, s.txExec(tx), d)
 	})
 }

@@ -65,7 +65,7 @@ func TestCheckedWritesHoldTheQuotaUnderConcurrency(t *testing.T) {
 			ctx := context.Background()
 			three := desktop.Quota{Plan: "custom", MaxDesktops: 3}
 			ok, refused := race(t, 20, func(i int) error {
-				return s.CreateDesktopChecked(ctx, newDesktop(fmt.Sprint("c", i), "carol", fmt.Sprint("d", i)), atMost(three, desktop.Usage{Desktops: 1}))
+				return s.CreateDesktopChecked(ctx, newDesktop(fmt.Sprint("c", i), "carol", fmt.Sprint("d", i)), atMost(three, desktop.Usage{Desktops: 1}), nil)
 			})
 			if ok != 3 || refused != 17 {
 				t.Errorf("20 creates against 3 desktops: %d made, %d refused", ok, refused)
@@ -75,7 +75,7 @@ func TestCheckedWritesHoldTheQuotaUnderConcurrency(t *testing.T) {
 			if err := s.PutQuota(ctx, &desktop.Quota{Owner: "carol", Plan: "custom", MaxDesktops: 4}); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.CreateDesktopChecked(ctx, newDesktop("x1", "carol", "x1"), atMost(three, desktop.Usage{Desktops: 1})); err != nil {
+			if err := s.CreateDesktopChecked(ctx, newDesktop("x1", "carol", "x1"), atMost(three, desktop.Usage{Desktops: 1}), nil); err != nil {
 				t.Errorf("a 4th desktop with a stored quota of 4: %v", err)
 			}
 

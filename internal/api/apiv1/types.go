@@ -242,6 +242,15 @@ type Host struct {
 	CPUs           int    `json:"cpus"`
 	MemoryMiB      int64  `json:"memory_mib"`
 	FreeMemoryMiB  int64  `json:"free_memory_mib"`
+	// DiskMiB and FreeDiskMiB: the filesystem of bureau's data directory
+	// there (0 until measured).
+	DiskMiB     int64 `json:"disk_mib"`
+	FreeDiskMiB int64 `json:"free_disk_mib"`
+	// Desktops is how many live desktops are placed there;
+	// CommittedMemoryMiB the memory of those that hold RAM now (not
+	// stopped, hibernated, crashed or in error).
+	Desktops           int   `json:"desktops"`
+	CommittedMemoryMiB int64 `json:"committed_memory_mib"`
 	// SSHAddress and SSHHostKey: how bureau reaches a remote host over SSH
 	// (empty for the local one). Bridge and Subnet: bureau's desktop
 	// network there.
@@ -256,4 +265,10 @@ type Host struct {
 	LastError  string     `json:"last_error,omitempty"`
 	LastSeenAt *time.Time `json:"last_seen_at,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
+}
+
+// PlacementRequest asks bureau to pick a desktop's host (when the create
+// request names none): one whose labels include all of Labels.
+type PlacementRequest struct {
+	Labels map[string]string `json:"labels"`
 }

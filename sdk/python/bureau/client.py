@@ -55,11 +55,15 @@ class Desktops:
                ssh_authorized_keys: list[str] | None = None, idle_timeout_seconds: int | None = None,
                nap_after_seconds: int | None = None, sleep_after_seconds: int | None = None,
                network: dict | None = None, keyboard_layout: str | None = None, cold: bool | None = None,
-               from_snapshot: tuple[str, str] | None = None, host: str | None = None) -> Desktop:
+               from_snapshot: tuple[str, str] | None = None, host: str | None = None,
+               placement_labels: dict[str, str] | None = None) -> Desktop:
         """Creates a desktop (it boots in the background: wait_until("running")).
 
         from_snapshot=(desktop_id, snapshot_name) clones another desktop's snapshot;
-        host (admins) runs it on one of bureau's hosts (default: bureau's own).
+        host (admins) runs it on one of bureau's hosts (default: bureau's own);
+        placement_labels lets bureau pick a host whose labels include all of these
+        (not with host: Invalid). When no host fits: ServerError, status 507, code
+        capacity, its message naming each host and why it was refused.
         """
         body: dict[str, Any] = {"name": name}
         for k, v in (("image", image), ("vcpus", vcpus), ("memory_mib", memory_mib), ("data_disk_gib", data_disk_gib),
@@ -70,6 +74,8 @@ class Desktops:
                 body[k] = v
         if from_snapshot:
             body["from"] = {"desktop": from_snapshot[0], "snapshot": from_snapshot[1]}
+        if placement_labels is not None:
+            body["placement"] = {"labels": dict(placement_labels)}
         return Desktop(self._c, data=m.Desktop.from_dict(self._c.http.call("createDesktop", json_body=body)))
 
     def list(self) -> list[Desktop]:

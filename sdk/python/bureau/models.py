@@ -317,6 +317,10 @@ class Host(Model):
     cpus: int | None = None
     memory_mib: int | None = None
     free_memory_mib: int | None = None
+    disk_mib: int | None = None
+    free_disk_mib: int | None = None
+    desktops: int | None = None
+    committed_memory_mib: int | None = None
     ssh_address: str | None = None
     ssh_host_key: str | None = None
     bridge: str | None = None

@@ -160,7 +160,8 @@ class TestAdapters(Base):
 class TestHosts(Base):
     HOST = {"name": "node-2", "uri": "qemu+ssh://bureau@node-2/system", "labels": {"zone": "eu"}, "state": "up",
             "hostname": "node-2.lan", "libvirt_version": "10.0.0", "accelerator": "kvm", "cpus": 16,
-            "memory_mib": 64000, "free_memory_mib": 60000, "last_seen_at": "2025-01-02T03:04:05Z",
+            "memory_mib": 64000, "free_memory_mib": 60000, "disk_mib": 953869, "free_disk_mib": 402113,
+            "desktops": 3, "committed_memory_mib": 12288, "last_seen_at": "2025-01-02T03:04:05Z",
             "created_at": "2025-01-02T03:04:05Z"}
 
     def test_list_get_add_remove(self):
@@ -172,6 +173,9 @@ class TestHosts(Base):
         self.assertEqual([(h.name, h.state, h.last_seen_at) for h in hs],
                          [("local", "connecting", None), ("node-2", "up", "2025-01-02T03:04:05Z")])
         self.assertEqual((hs[1].labels, hs[1].cpus, hs[1].memory_mib, hs[1].accelerator), ({"zone": "eu"}, 16, 64000, "kvm"))
+        self.assertEqual((hs[1].disk_mib, hs[1].free_disk_mib, hs[1].desktops, hs[1].committed_memory_mib),
+                         (953869, 402113, 3, 12288))
+        self.assertEqual(hs[1].extra, {})
 
         self.fake.json("GET", "/api/v1/hosts/node-2", 200, dict(self.HOST, last_error="", new_field=1))
         h = self.c.hosts.get("node-2")
@@ -242,3 +246,25 @@ class TestOperationsTable(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestPlacement(Base):
+    def test_create_sends_placement_labels(self):
+        got = []
+
+        def create(_r, body):
+            got.append(json.loads(body))
+            return 202, {"Content-Type": "application/json"}, json.dumps({"id": "d1", "state": "creating", "host": "gpu-1"}).encode()
+        self.fake.routes[("POST", "/api/v1/desktops")] = create
+        d = self.c.desktops.create("work", placement_labels={"gpu": "a100", "zone": "eu"})
+        self.assertEqual((d.id, d.data.host), ("d1", "gpu-1"))
+        self.c.desktops.create("plain")
+        self.assertEqual(got, [{"name": "work", "placement": {"labels": {"gpu": "a100", "zone": "eu"}}}, {"name": "plain"}])
+
+    def test_no_host_fits(self):
+        self.fake.json("POST", "/api/v1/desktops", 507, {"error": {
+            "code": "insufficient_capacity", "message": "no host can take it (local: labels: no gpu; gpu-1: unreachable: connection refused)"}})
+        with self.assertRaises(ServerError) as cm:
+            self.c.desktops.create("work", placement_labels={"gpu": "a100"})
+        self.assertEqual((cm.exception.status, cm.exception.code), (507, "insufficient_capacity"))
+        self.assertIn("gpu-1: unreachable", cm.exception.message)

@@ -29,6 +29,11 @@ export interface CreateDesktop {
   from?: { desktop: string; snapshot: string };
   /** Admins: run it on one of bureau's hosts (default: bureau's own). */
   host?: string;
+  /**
+   * Lets bureau pick the host: one whose labels include all of these (not with `host`: 422). When no host fits:
+   * 507 `capacity`, its message naming each host and why it was refused.
+   */
+  placement?: m.PlacementRequest;
 }
 
 const pick = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));

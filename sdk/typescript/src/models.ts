@@ -222,6 +222,13 @@ export interface Host {
   cpus: number;
   memory_mib: number;
   free_memory_mib: number;
+  /** The filesystem of bureau's data directory on the host (0 until measured). */
+  disk_mib: number;
+  free_disk_mib: number;
+  /** Live desktops placed on the host. */
+  desktops: number;
+  /** Memory of its desktops that hold RAM now (not stopped, hibernated, crashed or in error). */
+  committed_memory_mib: number;
   ssh_address?: string;
   ssh_host_key?: string;
   bridge?: string;
@@ -232,6 +239,11 @@ export interface Host {
   last_error?: string;
   last_seen_at?: string;
   created_at: string;
+}
+
+/** Asks bureau to pick a desktop's host: one whose labels include all of these (at most 32). */
+export interface PlacementRequest {
+  labels: Record<string, string>;
 }
 
 /** A VMStats as the API shows it. */
@@ -493,7 +505,8 @@ export const FIELDS: Record<string, { schema: string; fields: string[] }> = {
   Secret: { schema: "Secret", fields: ["name", "scope", "desktop_id", "owner", "created_at", "updated_at"] },
   Quota: { schema: "Quota", fields: ["owner", "plan", "max_desktops", "max_vcpus", "max_memory_mib", "max_disk_gib", "max_snapshots"] },
   Usage: { schema: "Usage", fields: ["desktops", "vcpus", "memory_mib", "disk_mib", "snapshots"] },
-  Host: { schema: "Host", fields: ["name", "uri", "labels", "state", "hostname", "libvirt_version", "accelerator", "cpus", "memory_mib", "free_memory_mib", "ssh_address", "ssh_host_key", "bridge", "subnet", "ready", "ready_error", "last_error", "last_seen_at", "created_at"] },
+  Host: { schema: "Host", fields: ["name", "uri", "labels", "state", "hostname", "libvirt_version", "accelerator", "cpus", "memory_mib", "free_memory_mib", "disk_mib", "free_disk_mib", "desktops", "committed_memory_mib", "ssh_address", "ssh_host_key", "bridge", "subnet", "ready", "ready_error", "last_error", "last_seen_at", "created_at"] },
+  PlacementRequest: { schema: "PlacementRequest", fields: ["labels"] },
   Stats: { schema: "VMStats", fields: ["cpu_time_ns", "vcpus", "memory_max_kib", "memory_current_kib", "memory_rss_kib", "memory_available_kib", "memory_unused_kib", "memory_usable_kib", "disks", "networks"] },
   ExecResult: { schema: "ExecResult", fields: ["exit_code", "stdout", "stderr", "encoding", "truncated", "timed_out", "duration_ms"] },
   Process: { schema: "Process", fields: ["id", "name", "pid", "command", "running", "exit_code", "started_at", "ended_at", "log_bytes"] },

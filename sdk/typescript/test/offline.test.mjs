@@ -120,10 +120,12 @@ describe("adapters", () => {
 
 describe("hosts", () => {
   const host = { name: "node-2", uri: "qemu+ssh://bureau@node-2/system", labels: { zone: "eu" }, state: "up", hostname: "node-2.lan", libvirt_version: "10.0.0",
-    accelerator: "kvm", cpus: 16, memory_mib: 64000, free_memory_mib: 60000, last_seen_at: "2025-01-02T03:04:05Z", created_at: "2025-01-02T03:04:05Z" };
+    accelerator: "kvm", cpus: 16, memory_mib: 64000, free_memory_mib: 60000, disk_mib: 953869, free_disk_mib: 402113,
+    desktops: 3, committed_memory_mib: 12288, last_seen_at: "2025-01-02T03:04:05Z", created_at: "2025-01-02T03:04:05Z" };
   test("list, get, add, remove", async () => {
     const b = new Bureau({ url, token: "bureau_admin" });
-    const local = { name: "local", uri: "qemu:///system", labels: {}, state: "connecting", hostname: "", libvirt_version: "", accelerator: "", cpus: 0, memory_mib: 0, free_memory_mib: 0, created_at: "2025-01-01T00:00:00Z" };
+    const local = { name: "local", uri: "qemu:///system", labels: {}, state: "connecting", hostname: "", libvirt_version: "", accelerator: "", cpus: 0, memory_mib: 0, free_memory_mib: 0,
+      disk_mib: 0, free_disk_mib: 0, desktops: 0, committed_memory_mib: 0, created_at: "2025-01-01T00:00:00Z" };
     json("GET", "/api/v1/hosts", 200, { hosts: [local, host] });
     assert.deepEqual(await b.hosts.list(), [local, host]);
     json("GET", "/api/v1/hosts/node-2", 200, host);
@@ -171,5 +173,26 @@ describe("operations table", () => {
     assert.deepEqual([...used].filter((o) => !(o in OPERATIONS)), [], "calls of operations not in the table");
     assert.deepEqual(Object.keys(OPERATIONS).filter((o) => !used.has(o)), [], "operations in the table no method calls");
     assert.deepEqual(Object.keys(OPERATIONS).filter((o) => o in EXCLUDED), []);
+  });
+});
+
+describe("placement", () => {
+  test("create sends placement labels, and a 507 capacity names the hosts refused", async () => {
+    const b = new Bureau({ url, token: "bureau_test" });
+    const got = [];
+    routes.set("POST /api/v1/desktops", (req, body) => {
+      got.push(JSON.parse(body));
+      return [202, { "Content-Type": "application/json" }, JSON.stringify({ id: "d1", state: "creating", host: "gpu-1" })];
+    });
+    const d = await b.desktops.create({ name: "work", placement: { labels: { gpu: "a100", zone: "eu" } } });
+    assert.equal(d.id, "d1");
+    await b.desktops.create({ name: "plain" });
+    assert.deepEqual(got, [{ name: "work", placement: { labels: { gpu: "a100", zone: "eu" } } }, { name: "plain" }]);
+
+    json("POST", "/api/v1/desktops", 507, { error: { code: "insufficient_capacity", message: "no host can take it (local: labels: no gpu; gpu-1: unreachable: connection refused)" } });
+    const e = await b.desktops.create({ name: "work", placement: { labels: { gpu: "a100" } } }).then(() => null, (e) => e);
+    assert.ok(e instanceof BureauError);
+    assert.deepEqual([e.status, e.code], [507, "insufficient_capacity"]);
+    assert.match(e.message, /gpu-1: unreachable/);
   });
 });

@@ -1,0 +1,168 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/placement"
+)
+
+// Placer lists the hosts desktops may run on, each with what bureau's
+// desktops take there, the local host first.
+type Placer interface {
+	Candidates(ctx context.Context) ([]placement.Host, error)
+}
+
+// Placement is how the manager places desktops among hosts.
+type Placement struct {
+	// Hosts, when set, lists the hosts. Without it every desktop runs
+	// where its create names (bureau's own host by default).
+	Hosts Placer
+	// Policy is how much of each host desktops may be given.
+	Policy placement.Policy
+	// Auto places a create that names no host on the host that weighs
+	// most (placement.Policy.Choose); off, it runs on bureau's own host.
+	Auto bool
+}
+
+// spot is the host a create runs on.
+type spot struct {
+	host  string
+	accel desktop.Accelerator
+	// placed: chosen by placement, so another host may be tried when
+	// this one turns out full as the desktop is recorded.
+	placed bool
+}
+
+// hostFullError: a host had no room for a desktop as it was recorded.
+type hostFullError struct {
+	host string
+	why  error
+}
+
+func (e *hostFullError) Error() string {
+	return fmt.Sprintf("host %s has no room for it: %v", e.host, e.why)
+}
+
+func (e *hostFullError) Unwrap() []error { return []error{desktop.ErrCapacity, e.why} }
+
+// where decides the host a create runs on: the one it names (bureau's own,
+// or a remote one ready for desktops; not for clones yet), else the one
+// placement chooses among those carrying its labels, skipping skip.
+func (m *Manager) where(ctx context.Context, req CreateRequest, clone bool, skip map[string]string) (spot, error) {
+	if len(req.PlaceLabels) > 0 && req.Host != "" {
+		return spot{}, &desktop.ValidationError{Field: "placement", Message: "name a host or placement labels, not both"}
+	}
+	auto := m.cfg.Placement.Auto && m.cfg.Placement.Hosts != nil
+	if req.Host == "" && len(req.PlaceLabels) > 0 && !auto {
+		return spot{}, &desktop.ValidationError{Field: "placement", Message: "placement is off on this bureau (BUREAU_PLACEMENT=on turns it on): name a host instead"}
+	}
+	if req.Host == "" && (!auto || clone) {
+		req.Host = desktop.LocalHost
+	}
+	if req.Host != "" {
+		accel, err := m.hostFor(ctx, req, clone)
+		return spot{host: req.Host, accel: accel}, err
+	}
+	hosts, err := m.cfg.Placement.Hosts.Candidates(ctx)
+	if err != nil {
+		return spot{}, fmt.Errorf("placement: %w", err)
+	}
+	h, err := m.cfg.Placement.Policy.Choose(hosts, m.placementRequest(req.Spec, req.PlaceLabels, skip))
+	if err != nil {
+		return spot{}, fmt.Errorf("%w: %w", desktop.ErrCapacity, err)
+	}
+	if h.Name == desktop.LocalHost {
+		return spot{host: h.Name, accel: m.cfg.Accelerator, placed: true}, nil
+	}
+	req.Host = h.Name
+	accel, err := m.hostFor(ctx, req, false)
+	return spot{host: h.Name, accel: accel, placed: true}, err
+}
+
+// placementRequest is what a desktop of spec asks of its host.
+func (m *Manager) placementRequest(spec desktop.Spec, labels, skip map[string]string) placement.Request {
+	return placement.Request{MemoryMiB: int64(spec.MemoryMiB), DiskMiB: newDesktopDiskMiB, Labels: labels, Skip: skip}
+}
+
+// fitsOn is the check the store runs on d's host, with what its desktops
+// take at that moment, as d is recorded (nil: no check beyond the local
+// host's own): d's memory (none when memHeld) must fit there. A remote
+// host is always checked; bureau's own only when placement is on.
+func (m *Manager) fitsOn(ctx context.Context, d *desktop.Desktop, memHeld bool) (func(placement.Load) error, error) {
+	if m.cfg.Placement.Hosts == nil || (!d.Remote() && !m.cfg.Placement.Auto) {
+		return nil, nil
+	}
+	h, err := m.candidate(ctx, d.Host)
+	if err != nil {
+		return nil, err
+	}
+	req := m.placementRequest(d.Spec, nil, nil)
+	if memHeld {
+		req.MemoryMiB = 0
+	}
+	policy := m.cfg.Placement.Policy
+	return func(l placement.Load) error {
+		h.Load = l
+		if err := policy.Fits(h, req); err != nil {
+			return &hostFullError{host: h.Name, why: err}
+		}
+		return nil
+	}, nil
+}
+
+// candidate is one host as placement sees it.
+func (m *Manager) candidate(ctx context.Context, host string) (placement.Host, error) {
+	hosts, err := m.cfg.Placement.Hosts.Candidates(ctx)
+	if err != nil {
+		return placement.Host{}, fmt.Errorf("placement: %w", err)
+	}
+	i := slices.IndexFunc(hosts, func(h placement.Host) bool { return h.Name == host })
+	if i < 0 {
+		return placement.Host{}, fmt.Errorf("host %s: %w", host, desktop.ErrHostGone)
+	}
+	return hosts[i], nil
+}
+
+// roomOnRemote refuses to run d (memMiB of it) on its remote host when
+// placement says the host has no room for it.
+func (m *Manager) roomOnRemote(ctx context.Context, d *desktop.Desktop, memMiB int) error {
+	if m.cfg.Placement.Hosts == nil {
+		return nil
+	}
+	h, err := m.candidate(ctx, d.Host)
+	if err != nil {
+		return err
+	}
+	if err := m.cfg.Placement.Policy.Fits(h, placement.Request{MemoryMiB: int64(memMiB)}); err != nil {
+		return &hostFullError{host: h.Name, why: err}
+	}
+	return nil
+}
+
+// placedWhy says where a placed create went, for its event.
+func placedWhy(s spot, labels map[string]string) string {
+	if !s.placed {
+		return ""
+	}
+	if len(labels) == 0 {
+		return ", placed by weight"
+	}
+	var ls []string
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		ls = append(ls, k+"="+labels[k])
+	}
+	return ", placed by weight among hosts labelled " + strings.Join(ls, ",")
+}
+
+// fullHost says which host a refused record found full and why, if that
+// was why.
+func fullHost(err error) (*hostFullError, bool) {
+	var hf *hostFullError
+	return hf, errors.As(err, &hf)
+}

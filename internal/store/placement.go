@@ -1,0 +1,66 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/bureau/bureau/internal/hosts"
+	"github.com/bureau/bureau/internal/placement"
+)
+
+// loadColumns sum what live desktops take on a host: how many, the memory
+// of those holding RAM (not stopped, hibernated, crashed or failed), of
+// those starting (not yet in what the host reports), and how many are
+// being created.
+const loadColumns = `COUNT(*),
+COALESCE(SUM(CASE WHEN state IN ('stopped','hibernated','crashed','error') THEN 0 ELSE memory_mib END),0),
+COALESCE(SUM(CASE WHEN state IN ('creating','starting','resuming') THEN memory_mib ELSE 0 END),0),
+COUNT(CASE WHEN state='creating' THEN 1 END)`
+
+// HostLoads says what bureau's live desktops take on each host that has
+// any.
+func (s *Store) HostLoads(ctx context.Context) (map[string]placement.Load, error) {
+	rows, err := s.query(ctx, `SELECT host, `+loadColumns+` FROM desktops WHERE deleted_at IS NULL GROUP BY host`)
+	if err != nil {
+		return nil, fmt.Errorf("host loads: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]placement.Load{}
+	for rows.Next() {
+		var host string
+		var l placement.Load
+		if err := rows.Scan(&host, &l.Desktops, &l.CommittedMiB, &l.PendingMiB, &l.Creating); err != nil {
+			return nil, fmt.Errorf("host loads: %w", err)
+		}
+		out[host] = l
+	}
+	return out, rows.Err()
+}
+
+// hostLoad locks host's row until tx ends (PostgreSQL; SQLite's immediate
+// transaction holds the whole database already) and says what its live
+// desktops take: every create placing a desktop there waits for the one
+// before to commit, and then counts it.
+func (s *Store) hostLoad(ctx context.Context, tx *sql.Tx, host string) (placement.Load, error) {
+	var l placement.Load
+	lock := `SELECT name FROM hosts WHERE name=?`
+	if s.postgres {
+		lock += ` FOR UPDATE`
+	}
+	var name string
+	err := s.txQueryRow(tx)(ctx, lock, host).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, fmt.Errorf("host %s: %w", host, hosts.ErrNotFound)
+	}
+	if err != nil {
+		return l, fmt.Errorf("lock host %s: %w", host, err)
+	}
+	err = s.txQueryRow(tx)(ctx, `SELECT `+loadColumns+` FROM desktops WHERE host=? AND deleted_at IS NULL`, host).
+		Scan(&l.Desktops, &l.CommittedMiB, &l.PendingMiB, &l.Creating)
+	if err != nil {
+		return l, fmt.Errorf("load of host %s: %w", host, err)
+	}
+	return l, nil
+}
