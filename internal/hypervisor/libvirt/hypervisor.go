@@ -42,6 +42,10 @@ type Hypervisor struct {
 	mu   sync.Mutex
 	conn *libvirt.Connect
 
+	// migrations tells a migration's lifecycle events on this connection
+	// from a desktop's own.
+	migrations migrationEvents
+
 	events chan desktop.VMEvent
 	// resync is signalled when events may have been missed: after a
 	// reconnect, or when one was dropped.

@@ -210,6 +210,10 @@ func (h *Hypervisor) onLifecycle(_ *libvirt.Connect, d *libvirt.Domain, ev *libv
 	if err != nil || !isBureauDomain(name) {
 		return
 	}
+	if h.migrations.skip(name, ev) {
+		h.log.Debug("migration event not delivered", "domain", name, "event", ev.String())
+		return
+	}
 	out := desktop.VMEvent{Domain: name, Reason: ev.String()}
 	switch ev.Event {
 	case libvirt.DOMAIN_EVENT_STARTED, libvirt.DOMAIN_EVENT_RESUMED:
