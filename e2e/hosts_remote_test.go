@@ -26,7 +26,8 @@ import (
 // answering leaves its desktop as it was (nothing concluded from
 // silence). Deleted, its files are gone from host2, and host2 can go.
 // With placement on, creates naming no host land where it weighs
-// (checkPlacement).
+// (checkPlacement); the desktop moves live to this host and back
+// (checkMigration).
 // PostgreSQL only (several hosts need it).
 func TestHostsRemoteDesktop(t *testing.T) {
 	s := newServer(t)
@@ -34,7 +35,7 @@ func TestHostsRemoteDesktop(t *testing.T) {
 		t.Skip("several hosts need PostgreSQL (BUREAU_E2E_DATABASE_URL)")
 	}
 	s.stop()
-	s.env = append(s.env, "BUREAU_HOST_CHECK_SECONDS=2", "BUREAU_RECONCILE_SECONDS=5", "BUREAU_PLACEMENT=on")
+	s.env = append(s.env, "BUREAU_HOST_CHECK_SECONDS=2", "BUREAU_RECONCILE_SECONDS=5", "BUREAU_PLACEMENT=on", "BUREAU_HOST_ADDRESS=127.0.0.1")
 	s.start()
 	local := s.waitHost("local", "up", 30*time.Second)
 	h2 := startHost2For(t, s.dataDir)
@@ -101,6 +102,7 @@ func TestHostsRemoteDesktop(t *testing.T) {
 	}
 
 	checkPlacement(t, s, h2)
+	checkMigration(t, s, *running, h2)
 
 	// Not yet on remote hosts: refused, saying so. A host with desktops
 	// stays.

@@ -133,7 +133,8 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		IdleCheck:  time.Duration(max(cfg.IdleCheckSeconds, 1)) * time.Second,
 		HostMemory: capacity, MemoryLowMiB: cfg.MemoryLowMiB, SaveAsIs: cfg.SaveAsIs, WarmSpares: cfg.WarmSpares, CPUHold: ksm,
 		Network: iso.network, VMGroup: iso.vmGroup, Firewall: iso.firewall, Addresses: iso.addresses, Subnet: iso.subnet,
-		Sites: sites{st: st, h: h, prep: hostList.prep}, Placement: placementOf(cfg, st, capacity)},
+		Sites: sites{st: st, h: h, prep: hostList.prep}, Placement: placementOf(cfg, st, capacity),
+		Mover: mover{h}, HostAddress: cfg.HostAddress, Moved: where.moved},
 		h, storage.Disks{}, seedWriter{agent: agentBin}, st, log)
 	met.SetViewers(m)
 	h.ScreenDir = m.ScreenDir
@@ -189,7 +190,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 
 	router := api.New(api.Deps{
-		Consoles: consoles, Web: web.Static, Hosts: hostList, HostLoads: st,
+		Consoles: consoles, Web: web.Static, Hosts: hostList, HostLoads: st, Migrations: m,
 		Desktops: m, Computer: newComputer(h, screens), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
 		SecretsChanged: func(owner, desktopID string) { sync.Changed(context.WithoutCancel(ctx), owner, desktopID) },
 		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, Tokens: tokens, Images: imageService(cfg, st, log), Steps: stepLog, StepThumbnails: cfg.StepThumbnails, Recordings: recorder, KeptRecordings: recorder, Log: log,

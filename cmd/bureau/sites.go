@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -73,7 +74,22 @@ func (s sites) Site(ctx context.Context, name string) (*manager.Site, error) {
 	return &manager.Site{Accelerator: desktop.Accelerator(h.Accelerator), Subnet: subnet, Firewall: fw, Addresses: hv.Addresses{H: remote, Network: hv.DesktopNetwork}, Files: files,
 		Display: func(ctx context.Context, path string, uid int) (net.Conn, error) {
 			return hostrelay.Dial(ctx, link, path, uid)
-		}}, nil
+		},
+		Address: migrationAddress(h)}, nil
+}
+
+// migrationAddress is where migration streams reach host h: its libvirt
+// URI's host, else its SSH address's.
+func migrationAddress(h *hosts.Host) string {
+	if u, err := url.Parse(h.URI); err == nil && u.Hostname() != "" {
+		return u.Hostname()
+	}
+	if _, hostPort, ok := strings.Cut(h.SSH.Address, "@"); ok {
+		if host, _, err := net.SplitHostPort(hostPort); err == nil {
+			return host
+		}
+	}
+	return ""
 }
 
 // sweep removes the sockets and FIFOs libvirt's storage pools neither list
@@ -88,8 +104,8 @@ func sweep(ctx context.Context, link *sshlink.Kept, dir string) error {
 }
 
 // placements says which host each desktop's VM runs on, for the
-// hypervisor's routing: read from the store once per desktop (a desktop
-// does not change hosts).
+// hypervisor's routing: read from the store once per desktop, and told
+// when a migration moves one.
 type placements struct {
 	st *store.Store
 	m  sync.Map // desktop id → host
@@ -117,6 +133,9 @@ func (p *placements) where(domain string) string {
 	p.m.Store(id, d.Host)
 	return d.Host
 }
+
+// moved records that a desktop's VM now runs on host.
+func (p *placements) moved(id, host string) { p.m.Store(id, host) }
 
 // remoteHosts lists the remote hosts' libvirt URIs.
 func remoteHosts(st *store.Store) func(ctx context.Context) (map[string]string, error) {

@@ -121,10 +121,12 @@ type Deps struct {
 	Tokens    Tokens
 	Consoles  Consoles
 	// Hosts are the libvirt hosts desktops run on; HostLoads, when set,
-	// what bureau's desktops take on each.
-	Hosts     Hosts
-	HostLoads HostLoads
-	Images    Images
+	// what bureau's desktops take on each; Migrations, when set, moves
+	// desktops between them.
+	Migrations Migrations
+	Hosts      Hosts
+	HostLoads  HostLoads
+	Images     Images
 	// Steps is each desktop's step log (nil: none kept); StepThumbnails
 	// which pictures of the screen its steps keep (StepThumbnailModes;
 	// "" is "both").
@@ -216,6 +218,8 @@ func New(d Deps) *gin.Engine {
 	v1.POST("/desktops/:id/resume", s.handle(s.resumeDesktop))
 	v1.POST("/desktops/:id/hibernate", s.handle(s.hibernateDesktop))
 	v1.POST("/desktops/:id/reimage", s.rateLimited(rateHeavy, s.handle(s.reimageDesktop)))
+	v1.POST("/desktops/:id/migrate", s.rateLimited(rateHeavy, s.handle(s.migrateDesktop)))
+	v1.DELETE("/desktops/:id/migrate", s.handle(s.cancelMigration))
 	v1.POST("/desktops/:id/data-disk", s.handle(s.resizeDataDisk))
 	v1.GET("/desktops/:id/snapshots", s.handle(s.listSnapshots))
 	v1.POST("/desktops/:id/snapshots", s.rateLimited(rateHeavy, s.handle(s.createSnapshot)))

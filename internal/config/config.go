@@ -59,6 +59,10 @@ type Config struct {
 	// the share of a host's RAM desktops may be given in all, placed by
 	// bureau on that host.
 	MemoryRatioPercent int
+	// HostAddress (BUREAU_HOST_ADDRESS) is this host's address other
+	// hosts' migration streams connect to; unset, desktops are not moved
+	// here from other hosts.
+	HostAddress string
 	// HostCheckSeconds (BUREAU_HOST_CHECK_SECONDS) is how often every
 	// libvirt host is asked for its state and capacity.
 	HostCheckSeconds int
@@ -130,6 +134,7 @@ func FromEnv() Config {
 		SaveAsIs:            os.Getenv("BUREAU_SAVE_AS_IS") == "1",
 		WarmSpares:          envInt("BUREAU_WARM_SPARES", 1),
 		Placement:           os.Getenv("BUREAU_PLACEMENT") == "on",
+		HostAddress:         os.Getenv("BUREAU_HOST_ADDRESS"),
 		MemoryRatioPercent:  envInt("BUREAU_MEMORY_RATIO_PERCENT", 150),
 		AgentBinary:         os.Getenv("BUREAU_AGENT_BIN"),
 		AgentViaStream:      os.Getenv("BUREAU_AGENT_VIA_STREAM") == "1",

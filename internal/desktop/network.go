@@ -96,10 +96,20 @@ func MAC(id string) string {
 	return fmt.Sprintf("02:%02x:%02x:%02x:%02x:%02x", sum[0], sum[1], sum[2], sum[3], sum[4])
 }
 
-// TapName is the host-side network device of a desktop's NIC: stable, so
-// the firewall's rules for it exist before the VM does.
-func TapName(id string) string {
+// TapName is the host-side network device of a desktop's NIC on bureau's
+// own host: stable, so the firewall's rules for it exist before the VM
+// does.
+func TapName(id string) string { return TapNameOn(id, LocalHost) }
+
+// TapNameOn is the host-side network device of a desktop's NIC on host.
+// Each host gives it a name of its own, so while a desktop migrates the
+// two hosts' devices never clash, even on one kernel (as in tests).
+func TapNameOn(id, host string) string {
 	n := "bd-" + id
+	if host != "" && host != LocalHost {
+		sum := sha256.Sum256([]byte(host))
+		n = fmt.Sprintf("b%02x-%s", sum[0], id)
+	}
 	if len(n) > 15 { // IFNAMSIZ-1
 		n = n[:15]
 	}

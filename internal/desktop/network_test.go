@@ -47,6 +47,12 @@ func TestTapNameAndMAC(t *testing.T) {
 	if n := TapName("0123456789ab"); n != "bd-0123456789ab" || len(n) > 15 {
 		t.Errorf("tap %q", n)
 	}
+	if a, b := TapNameOn("0123456789ab", "two"), TapNameOn("0123456789ab", "three"); a == b || a == TapName("0123456789ab") || len(a) > 15 || a[:1] != "b" {
+		t.Errorf("taps on two hosts: %q %q", a, b)
+	}
+	if n := TapNameOn("0123456789ab", ""); n != TapName("0123456789ab") {
+		t.Errorf("tap on no named host: %q", n)
+	}
 	if n := TapName("tmpl-0123456789ab"); len(n) > 15 {
 		t.Errorf("tap %q longer than a device name may be", n)
 	}

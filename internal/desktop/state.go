@@ -29,9 +29,11 @@ const (
 	StateResuming    State = "resuming"
 	StateReverting   State = "reverting"
 	StateReimaging   State = "reimaging"
-	StateDeleting    State = "deleting"
-	StateDeleted     State = "deleted"
-	StateError       State = "error"
+	// Migrating: moving, running, to another host with its disks.
+	StateMigrating State = "migrating"
+	StateDeleting  State = "deleting"
+	StateDeleted   State = "deleted"
+	StateError     State = "error"
 	// Crashed: the VM's QEMU process died; LastError says why.
 	StateCrashed State = "crashed"
 )
@@ -58,13 +60,15 @@ const (
 	OpReimage Op = "reimage"
 	// OpForceStop powers a desktop off at once, from any state.
 	OpForceStop Op = "force_stop"
+	// OpMigrate moves a running desktop to another host, live.
+	OpMigrate Op = "migrate"
 )
 
 // anyState is every state but deleted: delete may begin from it, stuck
 // transient states included.
 var anyState = []State{StateCreating, StateStarting, StateRunning, StateStopping, StateStopped, StateRebooting,
 	StatePausing, StatePaused, StateNapping, StateSleeping, StateHibernating, StateHibernated, StateResuming, StateReverting, StateReimaging,
-	StateDeleting, StateError, StateCrashed}
+	StateMigrating, StateDeleting, StateError, StateCrashed}
 
 // Transition is one row of the table of operations: the states an operation
 // may begin from, the transient state it records while it runs, where it
@@ -96,6 +100,8 @@ var transitions = map[Op]Transition{
 	OpHibernate: {[]State{StateRunning, StatePaused, StateNapping, StateSleeping}, StateHibernating, StateHibernated, ""},
 	OpRevert:    {[]State{StateRunning, StatePaused, StateNapping, StateSleeping, StateStopped}, StateReverting, "", StateError},
 	OpReimage:   {[]State{StateRunning, StateStopped, StateCrashed, StateError}, StateReimaging, "", StateError},
+	// A migration that fails leaves the desktop running where it was.
+	OpMigrate: {[]State{StateRunning}, StateMigrating, StateRunning, ""},
 }
 
 // Transitions returns the table of operations (for documentation and

@@ -25,6 +25,8 @@ func (m *Manager) interrupted(ctx context.Context, d *desktop.Desktop, vm deskto
 		}
 	case op == "create":
 		m.resumeCreate(ctx, d, vm)
+	case op == string(desktop.OpMigrate):
+		m.resumeMigrate(ctx, d)
 	case target != "":
 		m.resumePower(ctx, d, vm, target)
 	default:

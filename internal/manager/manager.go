@@ -147,6 +147,9 @@ type DesktopStore interface {
 	UpdateDesktopSettings(ctx context.Context, d *desktop.Desktop) error
 	// SetVMIdentity gives a desktop without them its QEMU user and address.
 	SetVMIdentity(ctx context.Context, id string, uid int, ip string) error
+	// MoveDesktop records a desktop running on another host, with its
+	// address there.
+	MoveDesktop(ctx context.Context, id, host, ip string) error
 	GetDesktop(ctx context.Context, id string) (*desktop.Desktop, error)
 	ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error)
 }
@@ -254,6 +257,13 @@ type Config struct {
 	Sites Sites
 	// Placement places desktops among hosts (place.go).
 	Placement Placement
+	// Mover, when set, moves running desktops between hosts (migrate.go);
+	// HostAddress is this host's address other hosts' migration streams
+	// connect to (none: desktops are not moved here). Moved is told of
+	// each desktop that now runs on another host.
+	Mover       Mover
+	HostAddress string
+	Moved       func(id, host string)
 }
 
 // Manager is the lifecycle orchestrator.
@@ -489,7 +499,7 @@ func (m *Manager) VMConfig(d *desktop.Desktop, uuid string) desktop.VMConfig {
 		OSDisk:      filepath.Join(d.Dir, "os.qcow2"), DataDisk: d.DataDiskPath,
 		SeedISO: filepath.Join(d.Dir, "seed.iso"), SerialLog: filepath.Join(d.Dir, "serial.log"),
 		VNCSocket: vncSocket(d), TCGCacheMiB: m.cfg.TCGCacheMiB,
-		Network: m.cfg.Network, Tap: desktop.TapName(d.ID), MAC: desktop.MAC(d.ID), UID: d.VMUID, GID: m.cfg.VMGroup,
+		Network: m.cfg.Network, Tap: desktop.TapNameOn(d.ID, d.Host), MAC: desktop.MAC(d.ID), UID: d.VMUID, GID: m.cfg.VMGroup,
 	}
 }
 

@@ -25,6 +25,8 @@ type Site struct {
 	// Display dials a desktop's VNC socket on the host; the host checks
 	// that the desktop's own QEMU user (uid) serves it.
 	Display func(ctx context.Context, path string, uid int) (net.Conn, error)
+	// Address is the host's address migration streams connect to.
+	Address string
 }
 
 // Sites finds remote hosts ready for desktops.

@@ -45,11 +45,12 @@ type Firewall struct {
 type entry struct {
 	policy desktop.NetworkPolicy
 	ip     netip.Addr // its only source address; invalid = not bound
+	tap    string     // its NIC's device on the host
 }
 
 func entryOf(d *desktop.Desktop) entry {
 	ip, _ := netip.ParseAddr(d.NetIP)
-	return entry{policy: d.Network, ip: ip}
+	return entry{policy: d.Network, ip: ip, tap: desktop.TapNameOn(d.ID, d.Host)}
 }
 
 // InstanceTag names a bureau instance's tables after its data directory,
@@ -145,7 +146,7 @@ func (f *Firewall) sync(ctx context.Context, force bool) error {
 	rules := make([]Rules, 0, len(ids))
 	for _, id := range ids {
 		e := f.desktops[id]
-		rules = append(rules, Rules{ID: id, Tap: desktop.TapName(id), MAC: desktop.MAC(id), IP: e.ip,
+		rules = append(rules, Rules{ID: id, Tap: e.tap, MAC: desktop.MAC(id), IP: e.ip,
 			Allow: f.prefixes(ctx, id, e.policy.AllowOut), Deny: f.prefixes(ctx, id, e.policy.DenyOut)})
 	}
 	script := Render(f.tag, f.net, rules)

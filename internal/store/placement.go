@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/hosts"
 	"github.com/bureau/bureau/internal/placement"
 )
@@ -63,4 +64,21 @@ func (s *Store) hostLoad(ctx context.Context, tx *sql.Tx, host string) (placemen
 		return l, fmt.Errorf("load of host %s: %w", host, err)
 	}
 	return l, nil
+}
+
+// MoveDesktop records that desktop id now runs on host with address ip
+// (a migration finished); an address another desktop has is
+// ErrIdentityTaken.
+func (s *Store) MoveDesktop(ctx context.Context, id, host, ip string) error {
+	res, err := s.exec(ctx, `UPDATE desktops SET host=?, net_ip=?, version=version+1 WHERE id=? AND deleted_at IS NULL`, host, ip, id)
+	if isUniqueViolation(err) {
+		return fmt.Errorf("address %s: %w", ip, ErrIdentityTaken)
+	}
+	if err != nil {
+		return fmt.Errorf("move desktop %s to host %s: %w", id, host, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("desktop %s: %w", id, desktop.ErrNotFound)
+	}
+	return nil
 }

@@ -1,0 +1,271 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// Mover moves running VMs between hosts with their disks (the
+// hypervisor's live migration).
+type Mover interface {
+	// Migrate moves VM name, running, to dest; it reports progress and,
+	// when ctx ends first, cancels, leaving the VM running where it was.
+	Migrate(ctx context.Context, name string, dest Destination, progress func(MoveProgress)) (*MoveResult, error)
+	// DiskSizes is each disk's virtual size in bytes, by target (vda, vdb).
+	DiskSizes(ctx context.Context, name string) (map[string]int64, error)
+	// BounceLink takes VM name's NIC down and up again: the guest then
+	// asks DHCP for its address anew (its new host's).
+	BounceLink(ctx context.Context, name string) error
+}
+
+// Destination is where a VM moves to.
+type Destination struct {
+	Host string
+	// Address is the host's address the migration stream connects to.
+	Address string
+	// Tap is the NIC's device name there.
+	Tap string
+}
+
+// MoveProgress is a migration under way.
+type MoveProgress struct {
+	// Phase: "disks" while the disks are mirrored, then "memory".
+	Phase string
+	// Percent of the data to send that was sent.
+	Percent int
+	// Iteration is the memory pass (RAM the guest dirtied is sent again).
+	Iteration uint64
+}
+
+// MoveResult is a finished migration.
+type MoveResult struct {
+	Took, Downtime time.Duration
+	Bytes          uint64
+}
+
+// Migrate moves a running desktop, live, to another host with its disks
+// in the background: its files are made there, its network (a new address
+// on that host's subnet, its firewall rules, DHCP) is readied, its memory
+// and disks are copied while it runs, and it continues there; its files
+// and rules on the old host go. CancelMigration stops it (the desktop
+// keeps running where it was).
+func (m *Manager) Migrate(ctx context.Context, id, to, actor string) (*desktop.Desktop, error) {
+	d, err := m.live(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if m.cfg.Mover == nil {
+		return nil, &desktop.ConflictError{Message: "this bureau does not move desktops between hosts"}
+	}
+	if to == "" {
+		return nil, &desktop.ValidationError{Field: "host", Message: "name the host to move the desktop to (see GET /api/v1/hosts)"}
+	}
+	if to == d.Host {
+		return nil, &desktop.ValidationError{Field: "host", Message: fmt.Sprintf("desktop %s already runs on host %s", d.Name, to)}
+	}
+	snaps, err := m.store.ListSnapshots(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(snaps) > 0 {
+		return nil, &desktop.ConflictError{Message: fmt.Sprintf("desktop %s has %d snapshots: a live migration carries none (libvirt refuses it), and moving them is not built yet; delete them first", d.Name, len(snaps))}
+	}
+	dest, err := m.destination(ctx, d, to)
+	if err != nil {
+		return nil, err
+	}
+	d, err = m.begin(ctx, id, desktop.OpMigrate, desktop.StateRunning, actor)
+	if err != nil {
+		return nil, err
+	}
+	cp := *d
+	m.background(id, func(ctx context.Context) { m.migrate(ctx, &cp, dest, actor) })
+	return d, nil
+}
+
+// CancelMigration stops a desktop's migration under way; the desktop
+// keeps running where it was.
+func (m *Manager) CancelMigration(ctx context.Context, id, actor string) error {
+	if _, err := m.live(ctx, id); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	f := m.busy[id]
+	m.mu.Unlock()
+	if f == nil || f.op != string(desktop.OpMigrate) || f.cancel == nil {
+		return &desktop.ConflictError{Message: "the desktop is not migrating"}
+	}
+	m.event(ctx, id, "migrate_cancel_requested", actor, "migration cancel requested")
+	f.cancel()
+	return nil
+}
+
+// destination checks that d may move to host to and says how it is
+// reached there.
+func (m *Manager) destination(ctx context.Context, d *desktop.Desktop, to string) (Destination, error) {
+	dest := Destination{Host: to, Tap: desktop.TapNameOn(d.ID, to)}
+	if to == desktop.LocalHost {
+		if m.cfg.HostAddress == "" {
+			return dest, &desktop.ConflictError{Message: "this host's address for migrations is not set (BUREAU_HOST_ADDRESS)"}
+		}
+		dest.Address = m.cfg.HostAddress
+	} else {
+		if m.cfg.Sites == nil {
+			return dest, &desktop.ValidationError{Field: "host", Message: fmt.Sprintf("no host %q: this bureau runs desktops on its own host only", to)}
+		}
+		s, err := m.cfg.Sites.Site(ctx, to)
+		if err != nil {
+			return dest, &desktop.ValidationError{Field: "host", Message: err.Error()}
+		}
+		if s.Address == "" {
+			return dest, &desktop.ConflictError{Message: fmt.Sprintf("host %s has no address for migrations", to)}
+		}
+		dest.Address = s.Address
+	}
+	there := *d
+	there.Host = to
+	if err := m.roomOn(ctx, &there, d.MemoryMiB); err != nil {
+		return dest, err
+	}
+	return dest, nil
+}
+
+// migrate moves d to dest; the caller holds d.
+func (m *Manager) migrate(ctx context.Context, d *desktop.Desktop, dest Destination, actor string) {
+	begun := time.Now()
+	from := *d
+	there := *d
+	there.Host = dest.Host
+	var undo reverter
+	// Steps are recorded even once a cancel ended ctx.
+	steps := context.WithoutCancel(ctx)
+	res, err := func() (*MoveResult, error) {
+		if err := m.filesThere(ctx, d, &there, &undo); err != nil {
+			return nil, err
+		}
+		if err := m.networkThere(ctx, d, &there, &undo); err != nil {
+			return nil, err
+		}
+		m.step(steps, d, migrateStep(dest.Host, "copying"))
+		last := time.Time{}
+		return m.cfg.Mover.Migrate(ctx, d.DomainName(), dest, func(p MoveProgress) {
+			if time.Since(last) > time.Second {
+				last = time.Now()
+				m.step(steps, d, migrateStep(dest.Host, fmt.Sprintf("%s %d%%", p.Phase, p.Percent)))
+			}
+		})
+	}()
+	m.observe("migrate", begun, err)
+	if err != nil {
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		undo.run(cleanup)
+		why := err.Error()
+		if errors.Is(err, context.Canceled) {
+			why = "cancelled"
+		}
+		d.State, d.Operation, d.Step, d.LastError = desktop.StateRunning, "", "", "migrate failed: "+why
+		m.save(cleanup, d)
+		m.event(cleanup, d.ID, "migrate_failed", "bureau", "migration to host %s failed after %s, still running on host %s: %s",
+			dest.Host, time.Since(begun).Round(time.Millisecond), from.Host, why)
+		return
+	}
+	// It moved, even if a cancel came too late to stop it: recorded in full.
+	after, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	m.moved(after, d, &from, &there, res, actor)
+}
+
+// moved records d running on its new host (there), gives it its address
+// there, and removes what it had on its old one (from).
+func (m *Manager) moved(ctx context.Context, d, from, there *desktop.Desktop, res *MoveResult, actor string) {
+	if err := m.store.MoveDesktop(ctx, d.ID, there.Host, there.NetIP); err != nil {
+		m.log.Error("a migrated desktop's new host not recorded", "desktop", d.ID, "host", there.Host, "err", err)
+	}
+	if m.cfg.Moved != nil {
+		m.cfg.Moved(d.ID, there.Host)
+	}
+	if cur, err := m.store.GetDesktop(ctx, d.ID); err == nil {
+		*d = *cur
+	} else {
+		d.Host, d.NetIP = there.Host, there.NetIP
+	}
+	if err := m.cfg.Mover.BounceLink(ctx, d.DomainName()); err != nil {
+		m.log.Warn("a migrated desktop's NIC not bounced: it keeps its old address until its DHCP lease ends", "desktop", d.ID, "err", err)
+	}
+	m.dropAddressAndRules(ctx, from)
+	if err := m.removeFilesOn(ctx, from); err != nil {
+		m.log.Error("a migrated desktop's files on its old host not removed", "desktop", d.ID, "host", from.Host, "err", err)
+	}
+	d.State, d.Operation, d.Step, d.LastError = desktop.StateRunning, "", "", ""
+	m.save(ctx, d)
+	if res == nil {
+		m.event(ctx, d.ID, "migrated", actor, "moved live from host %s to host %s, finished after a bureau restart; address now %s", from.Host, there.Host, there.NetIP)
+		return
+	}
+	m.event(ctx, d.ID, "migrated", actor, "moved live from host %s to host %s in %s (downtime %s, %d MiB sent); address now %s",
+		from.Host, there.Host, res.Took.Round(time.Millisecond), res.Downtime.Round(time.Millisecond), res.Bytes>>20, there.NetIP)
+}
+
+// migrateStep is a migration's step, naming where it goes: "to two:
+// memory 40%". A restart that cuts the migration short reads the host
+// back from it (migratingTo).
+func migrateStep(to, step string) string { return "to " + to + ": " + step }
+
+// migratingTo is the host a migration's step names ("" for none).
+func migratingTo(step string) string {
+	rest, ok := strings.CutPrefix(step, "to ")
+	if !ok {
+		return ""
+	}
+	host, _, ok := strings.Cut(rest, ": ")
+	if !ok {
+		return ""
+	}
+	return host
+}
+
+// resumeMigrate settles a desktop whose migration a restart cut short
+// (the migration died with bureau's connections): where its VM runs now,
+// with what it has on the other host removed. The caller holds d.
+func (m *Manager) resumeMigrate(ctx context.Context, d *desktop.Desktop) {
+	defer m.unlock(d.ID)
+	to, from := migratingTo(d.Step), *d
+	there := *d
+	there.Host = to
+	st, err := m.hv.State(ctx, d.DomainName())
+	if to == "" || err != nil || st != desktop.VMMissing {
+		if to != "" {
+			m.dropAddressAndRules(ctx, &there)
+			if err := m.removeFilesOn(ctx, &there); err != nil {
+				m.log.Error("files of an interrupted migration not removed", "desktop", d.ID, "host", to, "err", err)
+			}
+		}
+		d.State, d.Operation, d.Step = observedAs(st), "", ""
+		d.LastError = fmt.Sprintf("migrate to host %s was interrupted by a bureau restart; the desktop stayed on host %s", to, d.Host)
+		m.save(ctx, d)
+		m.event(ctx, d.ID, "migrate_failed", "bureau", "%s", d.LastError)
+		return
+	}
+	// Gone from its host: the migration finished before bureau could
+	// record it, and it runs on the destination.
+	if m.cfg.Moved != nil {
+		m.cfg.Moved(d.ID, to)
+	}
+	var undo reverter
+	err = m.networkThere(ctx, d, &there, &undo)
+	if st, serr := m.hv.State(ctx, d.DomainName()); err != nil || serr != nil || st != desktop.VMRunning {
+		undo.run(ctx)
+		if m.cfg.Moved != nil {
+			m.cfg.Moved(d.ID, from.Host)
+		}
+		m.fail(ctx, d, "migrate", fmt.Errorf("interrupted by a bureau restart, and the VM is neither on host %s nor running on host %s (%v %v)", from.Host, to, err, serr))
+		return
+	}
+	m.moved(ctx, d, &from, &there, nil, "bureau")
+}
