@@ -216,7 +216,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		op("pause", "Freeze a running desktop (RAM stays in host memory)", none),
 		op("resume", "Resume a paused or hibernated desktop", none),
 		op("hibernate", "Save a desktop's RAM to disk and free its CPU and memory", none),
-		snapshotCmd(cfg), reimageCmd(cfg), resizeCmd(cfg), idleCmd(cfg), idleTiersCmd(cfg), keyboardCmd(cfg), networkCmd(cfg), checkpointsCmd(cfg))
+		snapshotCmd(cfg), reimageCmd(cfg), moveCmd(cfg), resizeCmd(cfg), idleCmd(cfg), idleTiersCmd(cfg), keyboardCmd(cfg), networkCmd(cfg), checkpointsCmd(cfg))
 	cmd.AddCommand(guestCmds(cfg)...)
 	return cmd
 }
@@ -254,6 +254,11 @@ func finish(ctx context.Context, c *client, d *apiv1.Desktop, wait time.Duration
 // settle waits up to wait (none when 0) for the desktop's operation to
 // end, telling phasesTo each phase it goes through; d is kept up to date.
 func settle(ctx context.Context, c *client, d *apiv1.Desktop, wait time.Duration, phasesTo io.Writer) error {
+	return settleEvery(ctx, c, d, wait, 500*time.Millisecond, phasesTo)
+}
+
+// settleEvery is settle reading the desktop again every poll.
+func settleEvery(ctx context.Context, c *client, d *apiv1.Desktop, wait, poll time.Duration, phasesTo io.Writer) error {
 	if wait > 0 {
 		deadline := time.Now().Add(wait)
 		phases := newPhaseWatcher(phasesTo, time.Now)
@@ -262,7 +267,7 @@ func settle(ctx context.Context, c *client, d *apiv1.Desktop, wait time.Duration
 			if time.Now().After(deadline) {
 				return fmt.Errorf("desktop %s still %s after %s", d.Name, phase(d), wait)
 			}
-			time.Sleep(500 * time.Millisecond)
+			time.Sleep(poll)
 			// A fresh value: fields the server now leaves out (the
 			// operation, once it ended) must not keep their old values.
 			var now apiv1.Desktop

@@ -22,6 +22,10 @@ func TestAuthMatrix(t *testing.T) {
 	// delete its secrets.
 	ownerOnly := map[string]bool{"DELETE /api/v1/desktops/:id": true,
 		"PUT /api/v1/desktops/:id/secrets/:name": true, "DELETE /api/v1/desktops/:id/secrets/:name": true}
+	// Admin routes on a desktop: everyone else gets 403 before the desktop
+	// is looked up (which leaks nothing); another desktop's token is 404
+	// as ever.
+	adminOnly := map[string]bool{"POST /api/v1/desktops/:id/migrate": true, "DELETE /api/v1/desktops/:id/migrate": true}
 	e := newEnv(t)
 	mine := runningDesktop(t, e, e.alice)
 	other := runningDesktop(t, e, e.alice)
@@ -62,6 +66,22 @@ func TestAuthMatrix(t *testing.T) {
 			continue
 		}
 		n++
+		if adminOnly[route] {
+			for who, tok := range map[string]string{"another owner": e.bob, "another desktop's token": otherAgent, "owner": e.alice,
+				"desktop token": agent, "computer-only token": computerOnly} {
+				want := 403
+				if tok == otherAgent {
+					want = 404
+				}
+				if code, _ := status(tok); code != want {
+					t.Errorf("%s as %s: %d, want %d", route, who, code, want)
+				}
+			}
+			if code, body := status(e.admin); code == 401 || code == 403 || code == 404 {
+				t.Errorf("%s as admin: %d %v", route, code, body)
+			}
+			continue
+		}
 		if code, body := status(e.bob); code != 404 {
 			t.Errorf("%s as another owner: %d %v, want 404", route, code, body)
 		}

@@ -106,6 +106,11 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		{token: e.alice, method: "POST", path: base + "/stop?force=true&timeout=30", want: 202},
 		{token: e.alice, method: "POST", path: base + "/stop?timeout=0", want: 422},
 		{token: e.alice, method: "POST", path: base + "/reboot", want: 202},
+		{token: e.admin, method: "POST", path: base + "/migrate", body: `{"host":"two"}`, want: 409}, // no Migrations here
+		{token: e.admin, method: "POST", path: base + "/migrate", body: `{"to":"two"}`, want: 400},
+		{token: e.alice, method: "POST", path: base + "/migrate", body: `{"host":"two"}`, want: 403},
+		{token: e.admin, method: "DELETE", path: base + "/migrate", want: 409},
+		{token: e.alice, method: "DELETE", path: base + "/migrate", want: 403},
 		{token: e.alice, method: "POST", path: base + "/snapshots", body: `{"name":"clean","description":"tools","scope":"all","memory":true}`, want: 201},
 		{token: e.alice, method: "POST", path: base + "/snapshots", body: `{"name":"d","scope":"data"}`, want: 201},
 		{token: e.alice, method: "GET", path: base + "/snapshots", want: 200},

@@ -94,6 +94,19 @@ class Desktops:
                 return d
         return None
 
+    def migrate(self, id: str, host: str) -> Desktop:
+        """Moves running desktop id, live with its disks, to host (admin). It
+        is "migrating" at once, its operation_step saying how far the copy got
+        ("to two: memory 63%"); then "running" on host with a new ip there,
+        or, failing, running where it was with last_error "migrate failed: …"."""
+        return Desktop(self._c, data=m.Desktop.from_dict(
+            self._c.http.call("migrateDesktop", {"id": id}, json_body={"host": host})))
+
+    def cancel_migration(self, id: str) -> None:
+        """Cancels desktop id's migration (admin); it keeps running where it
+        was. Conflict when it is not migrating."""
+        self._c.http.call("cancelMigration", {"id": id})
+
 
 class Tokens:
     """API tokens: make them for agents, list and revoke them."""

@@ -32,6 +32,8 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     'resumeDesktop': ('POST', '/api/v1/desktops/{id}/resume'),
     'hibernateDesktop': ('POST', '/api/v1/desktops/{id}/hibernate'),
     'reimageDesktop': ('POST', '/api/v1/desktops/{id}/reimage'),
+    'migrateDesktop': ('POST', '/api/v1/desktops/{id}/migrate'),
+    'cancelMigration': ('DELETE', '/api/v1/desktops/{id}/migrate'),
     'resizeDataDisk': ('POST', '/api/v1/desktops/{id}/data-disk'),
     'listDesktopEvents': ('GET', '/api/v1/desktops/{id}/events'),
     'getDesktopStats': ('GET', '/api/v1/desktops/{id}/stats'),

@@ -223,6 +223,35 @@ class TestHosts(Base):
             self.c.hosts.list()
 
 
+class TestMigration(Base):
+    def test_migrate_and_cancel(self):
+        got = []
+
+        def migrate(_r, body):
+            got.append(json.loads(body))
+            return 202, {"Content-Type": "application/json"}, json.dumps(
+                {"id": "d1", "state": "migrating", "host": "local", "operation_step": "to two: disks"}).encode()
+        self.fake.routes[("POST", D + "/migrate")] = migrate
+        d = self.c.desktops.migrate("d1", "two")
+        self.assertEqual((d.id, d.state, d.operation_step), ("d1", "migrating", "to two: disks"))
+        self.assertEqual(got, [{"host": "two"}])
+
+        self.fake.json("DELETE", D + "/migrate", 202, {"cancelling": True})
+        self.assertIsNone(self.c.desktops.cancel_migration("d1"))
+        self.assertEqual(self.fake.seen[-1][:2], ("DELETE", D + "/migrate"))
+
+    def test_refusals(self):
+        self.fake.json("DELETE", D + "/migrate", 409, {"error": {"code": "conflict", "message": "the desktop is not migrating"}})
+        with self.assertRaises(Conflict) as cm:
+            self.c.desktops.cancel_migration("d1")
+        self.assertEqual(cm.exception.message, "the desktop is not migrating")
+        self.fake.json("POST", D + "/migrate", 422, {"error": {"code": "invalid", "field": "host",
+                                                                "message": "desktop d1 already runs on host two"}})
+        with self.assertRaises(Invalid) as cm:
+            self.c.desktops.migrate("d1", "two")
+        self.assertEqual(cm.exception.field, "host")
+
+
 class TestOperationsTable(unittest.TestCase):
     def test_every_entry_is_called_and_every_call_is_an_entry(self):
         root = os.path.join(os.path.dirname(__file__), "..", "bureau")

@@ -104,6 +104,22 @@ export class Desktops {
   get(id: string): Promise<Desktop> {
     return new Desktop(this.c.http, id).refresh();
   }
+
+  /**
+   * Moves running desktop id, live with its disks, to host (admin). It is
+   * "migrating" at once, its operation_step saying how far the copy got
+   * ("to two: memory 63%"); then "running" on host with a new ip there, or,
+   * failing, running where it was with last_error "migrate failed: …".
+   */
+  async migrate(id: string, host: string): Promise<Desktop> {
+    const d = await this.c.http.call<m.Desktop>("migrateDesktop", { params: { id }, json: { host } });
+    return new Desktop(this.c.http, d.id, d);
+  }
+
+  /** Cancels desktop id's migration (admin); it keeps running where it was (409 when it is not migrating). */
+  async cancelMigration(id: string): Promise<void> {
+    await this.c.http.call("cancelMigration", { params: { id } });
+  }
 }
 
 /** API tokens: make them for agents, list and revoke them. */

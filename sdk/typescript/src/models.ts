@@ -4,7 +4,7 @@
  */
 
 /** Where a desktop is: settled (running, paused, napping, sleeping, hibernated, stopped, crashed, error, deleted) or on its way. */
-export type DesktopState = "creating" | "starting" | "running" | "stopping" | "stopped" | "rebooting" | "pausing" | "paused" | "napping" | "sleeping" | "hibernating" | "hibernated" | "resuming" | "reverting" | "reimaging" | "deleting" | "deleted" | "error" | "crashed";
+export type DesktopState = "creating" | "starting" | "running" | "stopping" | "stopped" | "rebooting" | "pausing" | "paused" | "napping" | "sleeping" | "hibernating" | "hibernated" | "resuming" | "reverting" | "reimaging" | "migrating" | "deleting" | "deleted" | "error" | "crashed";
 
 /** A Desktop as the API shows it. */
 export interface Desktop {

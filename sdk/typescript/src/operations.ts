@@ -31,6 +31,8 @@ export const OPERATIONS = {
   resumeDesktop: ["POST", "/api/v1/desktops/{id}/resume"],
   hibernateDesktop: ["POST", "/api/v1/desktops/{id}/hibernate"],
   reimageDesktop: ["POST", "/api/v1/desktops/{id}/reimage"],
+  migrateDesktop: ["POST", "/api/v1/desktops/{id}/migrate"],
+  cancelMigration: ["DELETE", "/api/v1/desktops/{id}/migrate"],
   resizeDataDisk: ["POST", "/api/v1/desktops/{id}/data-disk"],
   listDesktopEvents: ["GET", "/api/v1/desktops/{id}/events"],
   getDesktopStats: ["GET", "/api/v1/desktops/{id}/stats"],

@@ -196,3 +196,28 @@ describe("placement", () => {
     assert.match(e.message, /gpu-1: unreachable/);
   });
 });
+
+describe("migration", () => {
+  test("migrate posts the host and returns the desktop; cancelMigration deletes; refusals carry the code", async () => {
+    const b = new Bureau({ url, token: "bureau_admin" });
+    const got = [];
+    routes.set(`POST ${D}/migrate`, (req, body) => {
+      got.push(JSON.parse(body));
+      return [202, { "Content-Type": "application/json" }, JSON.stringify({ id: "d1", state: "migrating", host: "local", operation_step: "to two: disks" })];
+    });
+    const d = await b.desktops.migrate("d1", "two");
+    assert.deepEqual([d.id, d.state, d.data.operation_step], ["d1", "migrating", "to two: disks"]);
+    assert.deepEqual(got, [{ host: "two" }]);
+    assert.equal(seen.at(-1).headers["content-type"], "application/json");
+
+    json("DELETE", `${D}/migrate`, 202, { cancelling: true });
+    assert.equal(await b.desktops.cancelMigration("d1"), undefined);
+    assert.deepEqual([seen.at(-1).method, seen.at(-1).url], ["DELETE", `${D}/migrate`]);
+    json("DELETE", `${D}/migrate`, 409, { error: { code: "conflict", message: "the desktop is not migrating" } });
+    const e = await b.desktops.cancelMigration("d1").then(() => null, (e) => e);
+    assert.deepEqual([e.status, e.code, e.message], [409, "conflict", "the desktop is not migrating"]);
+    json("POST", `${D}/migrate`, 422, { error: { code: "invalid", field: "host", message: "desktop d1 already runs on host two" } });
+    const inv = await b.desktops.migrate("d1", "two").then(() => null, (e) => e);
+    assert.deepEqual([inv.status, inv.code, inv.field], [422, "invalid", "host"]);
+  });
+});

@@ -3,7 +3,7 @@ import { api, post, del, seg, describe } from './api.js';
 import { upsert, remove } from './store.js';
 import { h, icon, toast, confirmDialog, infoDialog, busy } from './ui.js';
 
-const TRANSIENT = ['creating', 'starting', 'stopping', 'rebooting', 'pausing', 'hibernating', 'resuming', 'reverting', 'reimaging', 'deleting'];
+const TRANSIENT = ['creating', 'starting', 'stopping', 'rebooting', 'pausing', 'hibernating', 'resuming', 'reverting', 'reimaging', 'migrating', 'deleting'];
 
 // Paused by a caller, in an idle tier (napping, sleeping) or hibernated:
 // use wakes it.
@@ -79,7 +79,7 @@ const FROM = {
   hibernate: ['running', 'paused', 'napping', 'sleeping'],
   delete: ['creating', 'running', 'paused', 'napping', 'sleeping', 'hibernated', 'stopped', 'crashed', 'error'],
   // The console page wakes paused, napping, sleeping and hibernated desktops and waits out transitions.
-  console: ['running', 'paused', 'napping', 'sleeping', 'hibernated', 'creating', 'starting', 'rebooting', 'pausing', 'hibernating', 'resuming', 'reverting', 'reimaging'],
+  console: ['running', 'paused', 'napping', 'sleeping', 'hibernated', 'creating', 'starting', 'rebooting', 'pausing', 'hibernating', 'resuming', 'reverting', 'reimaging', 'migrating'],
   revert: ['running', 'paused', 'napping', 'sleeping', 'stopped'],
 };
 
