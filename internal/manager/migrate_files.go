@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
 )
@@ -72,15 +71,9 @@ func (m *Manager) filesThere(ctx context.Context, d, there *desktop.Desktop, und
 	if err != nil {
 		return err
 	}
-	last := time.Time{}
-	err = s.Files.EnsureImage(ctx, img.Path, func(done, total int64) {
-		if total > 0 && (time.Since(last) > time.Second || done == total) {
-			last = time.Now()
-			m.step(ctx, d, migrateStep(there.Host, fmt.Sprintf("image %d%%", done*100/total)))
-		}
-	})
-	if err != nil {
-		return fmt.Errorf("base image on host %s: %w", there.Host, err)
+	label := func(step string) string { return migrateStep(there.Host, step) }
+	if err := m.imageOn(ctx, s, d, there.Host, img.Path, label); err != nil {
+		return err
 	}
 	if ok, err := s.Files.Exists(ctx, d.DataDiskPath); err != nil {
 		return err

@@ -77,9 +77,6 @@ func (m *Manager) where(ctx context.Context, req CreateRequest, clone bool, skip
 	if err != nil {
 		return spot{}, fmt.Errorf("%w: %w", desktop.ErrCapacity, err)
 	}
-	if h.Name == desktop.LocalHost {
-		return spot{host: h.Name, accel: m.cfg.Accelerator, placed: true}, nil
-	}
 	req.Host = h.Name
 	accel, err := m.hostFor(ctx, req, false)
 	return spot{host: h.Name, accel: accel, placed: true}, err

@@ -85,15 +85,8 @@ func (m *Manager) buildRemote(ctx context.Context, d *desktop.Desktop, basePath 
 		return err
 	}
 	m.step(ctx, d, "image")
-	last := time.Time{}
-	err = s.Files.EnsureImage(ctx, basePath, func(done, total int64) {
-		if total > 0 && (time.Since(last) > time.Second || done == total) {
-			last = time.Now()
-			m.step(ctx, d, fmt.Sprintf("image %d%%", done*100/total))
-		}
-	})
-	if err != nil {
-		return fmt.Errorf("base image on host %s: %w", d.Host, err)
+	if err := m.imageOn(ctx, s, d, d.Host, basePath, func(step string) string { return step }); err != nil {
+		return err
 	}
 	m.step(ctx, d, "disks")
 	uid, gid := d.VMUID, m.cfg.VMGroup
@@ -125,6 +118,23 @@ func (m *Manager) buildRemote(ctx context.Context, d *desktop.Desktop, basePath 
 	m.step(ctx, d, "start")
 	if err := m.hv.Start(ctx, vm.Name); err != nil {
 		return fmt.Errorf("start: %w", err)
+	}
+	return nil
+}
+
+// imageOn copies the base image at path to host (site s) unless a
+// complete copy is there, showing its progress as d's step ("image 40%",
+// as label words it).
+func (m *Manager) imageOn(ctx context.Context, s *Site, d *desktop.Desktop, host, path string, label func(step string) string) error {
+	last := time.Time{}
+	err := s.Files.EnsureImage(ctx, path, func(done, total int64) {
+		if total > 0 && (time.Since(last) > time.Second || done == total) {
+			last = time.Now()
+			m.step(ctx, d, label(fmt.Sprintf("image %d%%", done*100/total)))
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("base image on host %s: %w", host, err)
 	}
 	return nil
 }
