@@ -65,6 +65,10 @@ type Desktop struct {
 	NetIP string `json:"ip,omitempty"`
 	// Host is the host it runs on (LocalHost: the one bureau runs on).
 	Host string `json:"host"`
+	// RenewAddress: it was moved to another host while hibernated, and
+	// its saved RAM still holds the old host's address; after its next
+	// wake its NIC is bounced so the guest asks the new host's DHCP.
+	RenewAddress bool `json:"-"`
 
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`

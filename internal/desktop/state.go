@@ -60,7 +60,8 @@ const (
 	OpReimage Op = "reimage"
 	// OpForceStop powers a desktop off at once, from any state.
 	OpForceStop Op = "force_stop"
-	// OpMigrate moves a running desktop to another host, live.
+	// OpMigrate moves a desktop to another host: live when it runs,
+	// cold (its files copied) when it does not.
 	OpMigrate Op = "migrate"
 )
 
@@ -100,8 +101,11 @@ var transitions = map[Op]Transition{
 	OpHibernate: {[]State{StateRunning, StatePaused, StateNapping, StateSleeping}, StateHibernating, StateHibernated, ""},
 	OpRevert:    {[]State{StateRunning, StatePaused, StateNapping, StateSleeping, StateStopped}, StateReverting, "", StateError},
 	OpReimage:   {[]State{StateRunning, StateStopped, StateCrashed, StateError}, StateReimaging, "", StateError},
-	// A migration that fails leaves the desktop running where it was.
-	OpMigrate: {[]State{StateRunning}, StateMigrating, StateRunning, ""},
+	// A running desktop moves live and keeps running; a stopped or
+	// hibernated one moves cold and stays so; a frozen one (or one with
+	// snapshots, which libvirt will not move live) is hibernated and moved
+	// cold. A migration that fails leaves it as it was where it was.
+	OpMigrate: {[]State{StateRunning, StatePaused, StateNapping, StateSleeping, StateHibernated, StateStopped}, StateMigrating, "", ""},
 }
 
 // Transitions returns the table of operations (for documentation and

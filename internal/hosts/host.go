@@ -34,6 +34,9 @@ type Host struct {
 	// local one is made ready at start-up); ReadyError says what is not.
 	Ready      bool
 	ReadyError string
+	// Draining: bureau is moving every desktop off it, and places none
+	// there.
+	Draining   bool
 	LastError  string
 	LastSeenAt *time.Time
 	CreatedAt  time.Time

@@ -85,5 +85,10 @@ type Config struct {
 	// each desktop that now runs on another host.
 	Mover       Mover
 	HostAddress string
-	Moved       func(id, host string)
+	// ColdMover, when set, moves desktops that do not run, or have
+	// snapshots, between hosts (coldmove.go).
+	ColdMover ColdMover
+	// Drains marks hosts draining (drain.go).
+	Drains HostDrains
+	Moved  func(id, host string)
 }

@@ -146,9 +146,11 @@ type DesktopStore interface {
 	UpdateDesktopSettings(ctx context.Context, d *desktop.Desktop) error
 	// SetVMIdentity gives a desktop without them its QEMU user and address.
 	SetVMIdentity(ctx context.Context, id string, uid int, ip string) error
-	// MoveDesktop records a desktop running on another host, with its
-	// address there.
-	MoveDesktop(ctx context.Context, id, host, ip string) error
+	// MoveDesktop records a desktop on another host, with its address
+	// there; renew: its guest asks for that address after its next wake.
+	MoveDesktop(ctx context.Context, id, host, ip string, renew bool) error
+	// RenewedAddress records that it did.
+	RenewedAddress(ctx context.Context, id string) error
 	GetDesktop(ctx context.Context, id string) (*desktop.Desktop, error)
 	ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error)
 }
@@ -205,6 +207,7 @@ type Manager struct {
 	idle   map[string]*idleState
 
 	spares spares
+	drains drains
 
 	// Feed delivers desktop changes to live subscribers.
 	*Feed

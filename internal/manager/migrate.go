@@ -48,12 +48,13 @@ type MoveResult struct {
 	Bytes          uint64
 }
 
-// Migrate moves a running desktop, live, to another host with its disks
-// in the background: its files are made there, its network (a new address
-// on that host's subnet, its firewall rules, DHCP) is readied, its memory
-// and disks are copied while it runs, and it continues there; its files
-// and rules on the old host go. CancelMigration stops it (the desktop
-// keeps running where it was).
+// Migrate moves a desktop to another host in the background. A running
+// one moves live with its disks: its files are made there, its network (a
+// new address on that host's subnet, its firewall rules, DHCP) is readied,
+// its memory and disks are copied while it runs, and it continues there.
+// One that does not run, or runs with snapshots, moves cold (coldmove.go).
+// Its files and rules on the old host go. CancelMigration stops it (the
+// desktop stays as it was where it was).
 func (m *Manager) Migrate(ctx context.Context, id, to, actor string) (*desktop.Desktop, error) {
 	d, err := m.live(ctx, id)
 	if err != nil {
@@ -66,25 +67,37 @@ func (m *Manager) Migrate(ctx context.Context, id, to, actor string) (*desktop.D
 		return nil, &desktop.ValidationError{Field: "host", Message: "name the host to move the desktop to (see GET /api/v1/hosts)"}
 	}
 	if to == d.Host {
-		return nil, &desktop.ValidationError{Field: "host", Message: fmt.Sprintf("desktop %s already runs on host %s", d.Name, to)}
+		return nil, &desktop.ValidationError{Field: "host", Message: fmt.Sprintf("desktop %s is already on host %s", d.Name, to)}
+	}
+	if _, err := desktop.Begin(desktop.OpMigrate, d.State); err != nil {
+		return nil, err
 	}
 	snaps, err := m.store.ListSnapshots(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if len(snaps) > 0 {
-		return nil, &desktop.ConflictError{Message: fmt.Sprintf("desktop %s has %d snapshots: a live migration carries none (libvirt refuses it), and moving them is not built yet; delete them first", d.Name, len(snaps))}
+	was, cold := d.State, coldReason(d.State, len(snaps))
+	if cold != "" && m.cfg.ColdMover == nil {
+		return nil, &desktop.ConflictError{Message: fmt.Sprintf("desktop %s is %s: this bureau moves running desktops without snapshots only", d.Name, cold)}
 	}
-	dest, err := m.destination(ctx, d, to)
+	dest, err := m.destination(ctx, d, to, cold == "")
 	if err != nil {
 		return nil, err
 	}
-	d, err = m.begin(ctx, id, desktop.OpMigrate, desktop.StateRunning, actor)
+	desired := was
+	if was.Frozen() {
+		desired = desktop.StateHibernated
+	}
+	d, err = m.begin(ctx, id, desktop.OpMigrate, desired, actor)
 	if err != nil {
 		return nil, err
 	}
 	cp := *d
-	m.background(id, func(ctx context.Context) { m.migrate(ctx, &cp, dest, actor) })
+	if cold != "" {
+		m.background(id, func(ctx context.Context) { m.coldMove(ctx, &cp, dest, was, cold, actor) })
+	} else {
+		m.background(id, func(ctx context.Context) { m.migrate(ctx, &cp, dest, actor) })
+	}
 	return d, nil
 }
 
@@ -106,11 +119,12 @@ func (m *Manager) CancelMigration(ctx context.Context, id, actor string) error {
 }
 
 // destination checks that d may move to host to and says how it is
-// reached there.
-func (m *Manager) destination(ctx context.Context, d *desktop.Desktop, to string) (Destination, error) {
+// reached there: a live move needs the host's address for the migration
+// stream, and memory there for the desktop.
+func (m *Manager) destination(ctx context.Context, d *desktop.Desktop, to string, live bool) (Destination, error) {
 	dest := Destination{Host: to, Tap: desktop.TapNameOn(d.ID, to)}
 	if to == desktop.LocalHost {
-		if m.cfg.HostAddress == "" {
+		if live && m.cfg.HostAddress == "" {
 			return dest, &desktop.ConflictError{Message: "this host's address for migrations is not set (BUREAU_HOST_ADDRESS)"}
 		}
 		dest.Address = m.cfg.HostAddress
@@ -122,10 +136,13 @@ func (m *Manager) destination(ctx context.Context, d *desktop.Desktop, to string
 		if err != nil {
 			return dest, &desktop.ValidationError{Field: "host", Message: err.Error()}
 		}
-		if s.Address == "" {
+		if live && s.Address == "" {
 			return dest, &desktop.ConflictError{Message: fmt.Sprintf("host %s has no address for migrations", to)}
 		}
 		dest.Address = s.Address
+	}
+	if d.State != desktop.StateRunning {
+		return dest, nil // it holds no memory there until it wakes
 	}
 	there := *d
 	there.Host = to
@@ -184,7 +201,7 @@ func (m *Manager) migrate(ctx context.Context, d *desktop.Desktop, dest Destinat
 // moved records d running on its new host (there), gives it its address
 // there, and removes what it had on its old one (from).
 func (m *Manager) moved(ctx context.Context, d, from, there *desktop.Desktop, res *MoveResult, actor string) {
-	if err := m.store.MoveDesktop(ctx, d.ID, there.Host, there.NetIP); err != nil {
+	if err := m.store.MoveDesktop(ctx, d.ID, there.Host, there.NetIP, false); err != nil {
 		m.log.Error("a migrated desktop's new host not recorded", "desktop", d.ID, "host", there.Host, "err", err)
 	}
 	if m.cfg.Moved != nil {
@@ -230,9 +247,10 @@ func migratingTo(step string) string {
 	return host
 }
 
-// resumeMigrate settles a desktop whose migration a restart cut short
-// (the migration died with bureau's connections): where its VM runs now,
-// with what it has on the other host removed. The caller holds d.
+// resumeMigrate settles a desktop whose move a restart cut short (a live
+// migration died with bureau's connections; a cold one stopped between
+// two steps): where its VM is now, with what it has on the other host
+// removed. The caller holds d.
 func (m *Manager) resumeMigrate(ctx context.Context, d *desktop.Desktop) {
 	defer m.unlock(d.ID)
 	to, from := migratingTo(d.Step), *d
@@ -241,6 +259,11 @@ func (m *Manager) resumeMigrate(ctx context.Context, d *desktop.Desktop) {
 	st, err := m.hv.State(ctx, d.DomainName())
 	if to == "" || err != nil || st != desktop.VMMissing {
 		if to != "" {
+			if m.cfg.ColdMover != nil {
+				if err := m.cfg.ColdMover.UndefineOn(ctx, d.DomainName(), to); err != nil {
+					m.log.Error("definition of an interrupted move not removed", "desktop", d.ID, "host", to, "err", err)
+				}
+			}
 			m.dropAddressAndRules(ctx, &there)
 			if err := m.removeFilesOn(ctx, &there); err != nil {
 				m.log.Error("files of an interrupted migration not removed", "desktop", d.ID, "host", to, "err", err)
@@ -252,19 +275,26 @@ func (m *Manager) resumeMigrate(ctx context.Context, d *desktop.Desktop) {
 		m.event(ctx, d.ID, "migrate_failed", "bureau", "%s", d.LastError)
 		return
 	}
-	// Gone from its host: the migration finished before bureau could
-	// record it, and it runs on the destination.
+	// Gone from its host: the move finished before bureau could record
+	// it, and the VM is on the destination.
 	if m.cfg.Moved != nil {
 		m.cfg.Moved(d.ID, to)
 	}
 	var undo reverter
 	err = m.networkThere(ctx, d, &there, &undo)
-	if st, serr := m.hv.State(ctx, d.DomainName()); err != nil || serr != nil || st != desktop.VMRunning {
+	st, serr := m.hv.State(ctx, d.DomainName())
+	if err == nil && serr == nil && (st == desktop.VMSaved || st == desktop.VMShutoff) {
+		// A cold move: left as it is there (one running before the move
+		// stays hibernated until woken).
+		m.coldMoved(ctx, d, &from, &there, observedAs(st), fmt.Sprintf("moved cold from host %s to host %s, finished after a bureau restart", from.Host, to), "bureau")
+		return
+	}
+	if err != nil || serr != nil || st != desktop.VMRunning {
 		undo.run(ctx)
 		if m.cfg.Moved != nil {
 			m.cfg.Moved(d.ID, from.Host)
 		}
-		m.fail(ctx, d, "migrate", fmt.Errorf("interrupted by a bureau restart, and the VM is neither on host %s nor running on host %s (%v %v)", from.Host, to, err, serr))
+		m.fail(ctx, d, "migrate", fmt.Errorf("interrupted by a bureau restart, and the VM is neither on host %s nor on host %s (%v %v)", from.Host, to, err, serr))
 		return
 	}
 	m.moved(ctx, d, &from, &there, nil, "bureau")

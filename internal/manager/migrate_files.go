@@ -36,18 +36,11 @@ func (m *Manager) filesThere(ctx context.Context, d, there *desktop.Desktop, und
 	vm := m.VMConfig(there, "")
 	seed := Seed{DesktopID: d.ID, Hostname: d.Name, KeyboardLayout: d.KeyboardLayout}
 	uid, gid := d.VMUID, m.cfg.VMGroup
-	if !there.Remote() {
-		if _, err := os.Stat(d.DataDiskPath); err == nil {
-			return &desktop.ConflictError{Message: fmt.Sprintf("a data disk is already at %s on host %s: it is not replaced", d.DataDiskPath, there.Host)}
-		}
-		if err := os.MkdirAll(d.Dir, 0o700); err != nil {
-			return fmt.Errorf("desktop folder: %w", err)
-		}
-		// Fresh files only: the mirror copies the clusters the source
-		// holds, so old ones left here would show through.
-		os.Remove(vm.OSDisk)
-		os.Remove(vm.SeedISO)
-		undo.add(func(context.Context) { os.RemoveAll(d.Dir) })
+	s, err := m.folderThere(ctx, d, there, undo)
+	if err != nil {
+		return err
+	}
+	if s == nil {
 		if err := m.disks.CreateDataDisk(ctx, d.DataDiskPath, dataGiB); err != nil {
 			return fmt.Errorf("data disk: %w", err)
 		}
@@ -57,37 +50,16 @@ func (m *Manager) filesThere(ctx context.Context, d, there *desktop.Desktop, und
 		if err := m.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
 			return fmt.Errorf("cloud-init seed: %w", err)
 		}
-		for path, mode := range map[string]os.FileMode{d.Dir: 0o700, d.DataDiskPath: 0o600, vm.OSDisk: 0o600, vm.SeedISO: 0o600} {
-			if err := os.Chown(path, uid, gid); err != nil {
-				return err
-			}
-			if err := os.Chmod(path, mode); err != nil {
+		for _, path := range []string{d.DataDiskPath, vm.OSDisk, vm.SeedISO} {
+			if err := ownFile(path, uid, gid, 0o600); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	s, err := m.site(ctx, there)
-	if err != nil {
-		return err
-	}
 	label := func(step string) string { return migrateStep(there.Host, step) }
 	if err := m.imageOn(ctx, s, d, there.Host, img.Path, label); err != nil {
 		return err
-	}
-	if ok, err := s.Files.Exists(ctx, d.DataDiskPath); err != nil {
-		return err
-	} else if ok {
-		return &desktop.ConflictError{Message: fmt.Sprintf("a data disk is already at %s on host %s: it is not replaced", d.DataDiskPath, there.Host)}
-	}
-	if err := s.Files.MakeDir(ctx, d.Dir, uid, gid); err != nil {
-		return fmt.Errorf("desktop folder on host %s: %w", there.Host, err)
-	}
-	undo.add(func(ctx context.Context) { s.Files.RemoveAllBut(ctx, d.Dir, "") })
-	for _, stale := range []string{vm.OSDisk, vm.SeedISO} {
-		if err := s.Files.Remove(ctx, stale); err != nil {
-			return err
-		}
 	}
 	if err := s.Files.CreateDataDisk(ctx, d.DataDiskPath, dataGiB, uid, gid); err != nil {
 		return fmt.Errorf("data disk: %w", err)
@@ -96,6 +68,56 @@ func (m *Manager) filesThere(ctx context.Context, d, there *desktop.Desktop, und
 		return fmt.Errorf("OS disk: %w", err)
 	}
 	return m.uploadSeed(ctx, s, vm.SeedISO, seed, uid, gid)
+}
+
+// folderThere makes d's folder on the host it moves to (there.Host),
+// empty of the files a move makes: stale ones (an OS disk, a seed) are
+// removed, but a data disk already there is never replaced: the move is
+// refused. It returns the host's site, nil for bureau's own host.
+func (m *Manager) folderThere(ctx context.Context, d, there *desktop.Desktop, undo *reverter) (*Site, error) {
+	vm := m.VMConfig(there, "")
+	taken := &desktop.ConflictError{Message: fmt.Sprintf("a data disk is already at %s on host %s: it is not replaced", d.DataDiskPath, there.Host)}
+	if !there.Remote() {
+		if _, err := os.Stat(d.DataDiskPath); err == nil {
+			return nil, taken
+		}
+		if err := os.MkdirAll(d.Dir, 0o700); err != nil {
+			return nil, fmt.Errorf("desktop folder: %w", err)
+		}
+		undo.add(func(context.Context) { os.RemoveAll(d.Dir) })
+		// Fresh files only: a live move mirrors the clusters the source
+		// holds, so old ones left here would show through.
+		os.Remove(vm.OSDisk)
+		os.Remove(vm.SeedISO)
+		return nil, ownFile(d.Dir, d.VMUID, m.cfg.VMGroup, 0o700)
+	}
+	s, err := m.site(ctx, there)
+	if err != nil {
+		return nil, err
+	}
+	if ok, err := s.Files.Exists(ctx, d.DataDiskPath); err != nil {
+		return nil, err
+	} else if ok {
+		return nil, taken
+	}
+	if err := s.Files.MakeDir(ctx, d.Dir, d.VMUID, m.cfg.VMGroup); err != nil {
+		return nil, fmt.Errorf("desktop folder on host %s: %w", there.Host, err)
+	}
+	undo.add(func(ctx context.Context) { s.Files.RemoveAllBut(ctx, d.Dir, "") })
+	for _, stale := range []string{vm.OSDisk, vm.SeedISO} {
+		if err := s.Files.Remove(ctx, stale); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// ownFile gives a local file or folder to a desktop's QEMU user.
+func ownFile(path string, uid, gid int, mode os.FileMode) error {
+	if err := os.Chown(path, uid, gid); err != nil {
+		return err
+	}
+	return os.Chmod(path, mode)
 }
 
 // wholeGiB is disk dev's size in GiB, which bureau's disks always are.

@@ -90,14 +90,25 @@ func (m *Manager) placementRequest(spec desktop.Spec, labels, skip map[string]st
 // fitsOn is the check the store runs on d's host, with what its desktops
 // take at that moment, as d is recorded (nil: no check beyond the local
 // host's own): d's memory (none when memHeld) must fit there. A remote
-// host is always checked; bureau's own only when placement is on.
+// host is always checked; bureau's own only when placement is on, else
+// only whether it is draining.
 func (m *Manager) fitsOn(ctx context.Context, d *desktop.Desktop, memHeld bool) (func(placement.Load) error, error) {
-	if m.cfg.Placement.Hosts == nil || (!d.Remote() && !m.cfg.Placement.Auto) {
+	if m.cfg.Placement.Hosts == nil {
 		return nil, nil
 	}
 	h, err := m.candidate(ctx, d.Host)
+	if errors.Is(err, desktop.ErrHostGone) && !d.Remote() {
+		return nil, nil // not recorded yet: bureau records its own host at start
+	}
 	if err != nil {
 		return nil, err
+	}
+	if !d.Remote() && !m.cfg.Placement.Auto {
+		// Only a drain keeps desktops off bureau's own host.
+		if h.Draining {
+			return nil, &hostFullError{host: h.Name, why: errors.New("draining: its desktops are moving off it")}
+		}
+		return nil, nil
 	}
 	req := m.placementRequest(d.Spec, nil, nil)
 	if memHeld {

@@ -67,6 +67,9 @@ func (m *Manager) Resume(ctx context.Context, id, actor string) (*desktop.Deskto
 		}
 		m.observe("wake_"+string(from), begun, nil)
 		m.Touch(id) // a new quiet period: the idle tiers start again
+		if d.RenewAddress {
+			m.renewAddress(ctx, d)
+		}
 		m.syncClock(d)
 		d.State, d.Operation, d.LastError = desktop.StateRunning, "", ""
 		m.save(ctx, d)
@@ -94,6 +97,9 @@ func (m *Manager) restore(ctx context.Context, d *desktop.Desktop, op string) {
 	if err != nil {
 		m.fail(ctx, d, op, err)
 		return
+	}
+	if d.RenewAddress {
+		m.renewAddress(ctx, d)
 	}
 	d.State, d.Operation, d.LastError = desktop.StateRunning, "", ""
 	m.save(ctx, d)

@@ -193,6 +193,10 @@ func (m *Manager) RevertSnapshot(ctx context.Context, id, name, actor string) (*
 		m.unlock(id)
 		return nil, err
 	}
+	if err := diskOnlyHere(d, sn, "reverting to"); err != nil {
+		m.unlock(id)
+		return nil, err
+	}
 	through, err := desktop.Begin(desktop.OpRevert, d.State)
 	if err != nil {
 		m.unlock(id)
@@ -221,6 +225,10 @@ func (m *Manager) revert(ctx context.Context, d *desktop.Desktop, sn *desktop.Sn
 		if err := m.hv.RevertSnapshot(ctx, name, sn.Name); err != nil {
 			m.fail(ctx, d, "revert", err)
 			return
+		}
+		if m.movedSince(ctx, d.ID, sn.CreatedAt) {
+			// Its RAM holds the address it had on the host it was on then.
+			m.renewAddress(ctx, d)
 		}
 		final = desktop.StateRunning
 	} else {
@@ -267,6 +275,9 @@ func (m *Manager) DeleteSnapshot(ctx context.Context, id, name, actor string) er
 	}
 	sn, err := m.store.GetSnapshot(ctx, id, name)
 	if err != nil {
+		return err
+	}
+	if err := diskOnlyHere(d, sn, "deleting"); err != nil {
 		return err
 	}
 	if err := m.dropSnapshot(ctx, d, sn); err != nil {
@@ -345,4 +356,14 @@ func ignoreMissingSnapshot(err error) error {
 		return nil
 	}
 	return err
+}
+
+// diskOnlyHere refuses what bureau does to a disk-only snapshot's files
+// itself (qemu-img) when they are on another host, where a cold move took
+// them; a snapshot with memory lives in libvirt, which reaches every host.
+func diskOnlyHere(d *desktop.Desktop, sn *desktop.Snapshot, doing string) error {
+	if sn.Memory {
+		return nil
+	}
+	return localOnly(d, doing+" a disk-only snapshot (move the desktop back to host "+desktop.LocalHost+" for it)")
 }

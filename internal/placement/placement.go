@@ -21,8 +21,10 @@ type Host struct {
 	Name string
 	// Up: its libvirtd answered the last check; Ready: bureau's network
 	// and firewall are in place there. Why says what is not.
-	Up, Ready   bool
-	Why         string
+	Up, Ready bool
+	Why       string
+	// Draining: its desktops are being moved off; it takes none.
+	Draining    bool
 	Accelerator string
 	Labels      map[string]string
 	// MemoryMiB is its RAM; AvailableMiB what it reported free (page
@@ -103,6 +105,8 @@ func (p Policy) Fits(h Host, r Request) error {
 		return fmt.Errorf("unreachable: %s", orUnknown(h.Why))
 	case !h.Ready:
 		return fmt.Errorf("not ready for desktops: %s", orUnknown(h.Why))
+	case h.Draining:
+		return fmt.Errorf("draining: its desktops are moving off it")
 	case r.Accelerator != "" && h.Accelerator != r.Accelerator:
 		return fmt.Errorf("offers %s, not %s", orUnknown(h.Accelerator), r.Accelerator)
 	}

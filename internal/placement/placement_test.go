@@ -27,6 +27,7 @@ func TestFitsSaysWhyAHostIsRefused(t *testing.T) {
 		{"fits", host("a", func(h *Host) { h.Labels["zone"] = "b" }), ""},
 		{"down", host("a", func(h *Host) { h.Up, h.Why = false, "connection refused" }), "unreachable: connection refused"},
 		{"not ready", host("a", func(h *Host) { h.Ready, h.Why = false, "nft missing" }), "not ready for desktops: nft missing"},
+		{"draining", host("a", func(h *Host) { h.Labels["zone"] = "b"; h.Draining = true }), "draining: its desktops are moving off it"},
 		{"no label", host("a"), "labels: no zone"},
 		{"other label", host("a", func(h *Host) { h.Labels["zone"] = "a" }), "labels: zone=a, not b"},
 		{"committed full", host("a", func(h *Host) { h.Labels["zone"] = "b"; h.CommittedMiB = 16384*3/2 - 512 - 2047 }),

@@ -37,7 +37,7 @@ func (l Lister) Candidates(ctx context.Context) ([]Host, error) {
 	out := make([]Host, 0, len(hs))
 	for _, h := range hs {
 		c := Host{Name: h.Name, Up: h.State == hosts.StateUp, Ready: h.Ready, Accelerator: h.Accelerator, Labels: h.Labels,
-			MemoryMiB: h.MemoryMiB, AvailableMiB: h.FreeMemoryMiB, FreeDiskMiB: h.FreeDiskMiB, Load: loads[h.Name]}
+			MemoryMiB: h.MemoryMiB, AvailableMiB: h.FreeMemoryMiB, FreeDiskMiB: h.FreeDiskMiB, Draining: h.Draining, Load: loads[h.Name]}
 		switch {
 		case h.Name == hosts.LocalName:
 			c.Up, c.Ready = true, true

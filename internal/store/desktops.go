@@ -14,7 +14,7 @@ import (
 var errNotFound = desktop.ErrNotFound
 
 const desktopCols = `id, owner, name, image, vcpus, memory_mib, data_disk_gib, state, desired_state,
-operation, last_error, accelerator, dir, data_disk_path, created_at, updated_at, deleted_at, idle_timeout_s, restart_on_crash, network_policy, vm_uid, net_ip, version, op_step, keyboard_layout, op_started_at, nap_after_s, sleep_after_s, host`
+operation, last_error, accelerator, dir, data_disk_path, created_at, updated_at, deleted_at, idle_timeout_s, restart_on_crash, network_policy, vm_uid, net_ip, version, op_step, keyboard_layout, op_started_at, nap_after_s, sleep_after_s, host, renew_address`
 
 // CreateDesktop inserts d; a name already used by a live desktop of the same
 // owner is desktop.ErrNameTaken.
@@ -24,11 +24,11 @@ func (s *Store) CreateDesktop(ctx context.Context, d *desktop.Desktop) error {
 
 func (s *Store) insertDesktop(ctx context.Context, exec execFunc, d *desktop.Desktop) error {
 	_, err := exec(ctx, `INSERT INTO desktops (`+desktopCols+`)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		d.ID, d.Owner, d.Name, d.Image, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, string(d.State), string(d.DesiredState),
 		d.Operation, d.LastError, d.Accelerator, d.Dir, d.DataDiskPath, millis(d.CreatedAt), millis(d.UpdatedAt), nullMillis(d.DeletedAt),
 		d.IdleTimeoutSeconds, d.RestartOnCrash, policyJSON(d.Network), d.VMUID, d.NetIP, d.Version, d.Step, layoutOrDefault(d.KeyboardLayout), nullMillis(d.OperationStartedAt),
-		d.NapAfterSeconds, d.SleepAfterSeconds, hostOrLocal(d.Host))
+		d.NapAfterSeconds, d.SleepAfterSeconds, hostOrLocal(d.Host), d.RenewAddress)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("desktop %q: %w", d.Name, desktop.ErrNameTaken)
 	}
@@ -156,7 +156,7 @@ func scanDesktop(r scanner) (*desktop.Desktop, error) {
 	err := r.Scan(&d.ID, &d.Owner, &d.Name, &d.Image, &d.VCPUs, &d.MemoryMiB, &d.DataDiskGiB, &state, &desired,
 		&d.Operation, &d.LastError, &d.Accelerator, &d.Dir, &d.DataDiskPath, &created, &updated, &deleted, &d.IdleTimeoutSeconds, &d.RestartOnCrash,
 		&policy, &d.VMUID, &d.NetIP, &d.Version, &d.Step, &d.KeyboardLayout, &opStarted,
-		&d.NapAfterSeconds, &d.SleepAfterSeconds, &d.Host)
+		&d.NapAfterSeconds, &d.SleepAfterSeconds, &d.Host, &d.RenewAddress)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/bureau/bureau/internal/hosts"
 )
 
-const hostColumns = `name, uri, labels, state, hostname, libvirt_version, accelerator, cpus, memory_mib, free_memory_mib, last_error, last_seen_at, created_at, ssh_address, ssh_host_key, bridge, subnet, ready, ready_error, disk_mib, free_disk_mib`
+const hostColumns = `name, uri, labels, state, hostname, libvirt_version, accelerator, cpus, memory_mib, free_memory_mib, last_error, last_seen_at, created_at, ssh_address, ssh_host_key, bridge, subnet, ready, ready_error, disk_mib, free_disk_mib, draining`
 
 // ListHosts returns every host, the local one first, then by name.
 func (s *Store) ListHosts(ctx context.Context) ([]hosts.Host, error) {
@@ -49,10 +49,10 @@ func (s *Store) InsertHost(ctx context.Context, h *hosts.Host) error {
 	if err != nil {
 		return fmt.Errorf("host %s labels: %w", h.Name, err)
 	}
-	_, err = s.exec(ctx, `INSERT INTO hosts (`+hostColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err = s.exec(ctx, `INSERT INTO hosts (`+hostColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		h.Name, h.URI, string(labels), string(h.State), h.Hostname, h.LibvirtVersion, h.Accelerator, h.CPUs, h.MemoryMiB, h.FreeMemoryMiB,
 		h.LastError, nullMillis(h.LastSeenAt), millis(h.CreatedAt), h.SSH.Address, h.SSH.HostKey, h.Network.Bridge, h.Network.Subnet, h.Ready, h.ReadyError,
-		h.DiskMiB, h.FreeDiskMiB)
+		h.DiskMiB, h.FreeDiskMiB, h.Draining)
 	if isUniqueViolation(err) || isPrimaryKeyViolation(err) {
 		return fmt.Errorf("host %s (%s): a host of that name or URI is there already: %w", h.Name, h.URI, hosts.ErrExists)
 	}
@@ -89,6 +89,19 @@ func (s *Store) UpdateHostHealth(ctx context.Context, h *hosts.Host) error {
 	return nil
 }
 
+// SetHostDraining marks a host draining (placement passes it over) or
+// not.
+func (s *Store) SetHostDraining(ctx context.Context, name string, on bool) error {
+	res, err := s.exec(ctx, `UPDATE hosts SET draining=? WHERE name=?`, on, name)
+	if err != nil {
+		return fmt.Errorf("host %s: %w", name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("host %s: %w", name, hosts.ErrNotFound)
+	}
+	return nil
+}
+
 func scanHost(row interface{ Scan(...any) error }) (*hosts.Host, error) {
 	var h hosts.Host
 	var labels, state string
@@ -96,7 +109,7 @@ func scanHost(row interface{ Scan(...any) error }) (*hosts.Host, error) {
 	var created int64
 	if err := row.Scan(&h.Name, &h.URI, &labels, &state, &h.Hostname, &h.LibvirtVersion, &h.Accelerator, &h.CPUs, &h.MemoryMiB, &h.FreeMemoryMiB,
 		&h.LastError, &seen, &created, &h.SSH.Address, &h.SSH.HostKey, &h.Network.Bridge, &h.Network.Subnet, &h.Ready, &h.ReadyError,
-		&h.DiskMiB, &h.FreeDiskMiB); err != nil {
+		&h.DiskMiB, &h.FreeDiskMiB, &h.Draining); err != nil {
 		return nil, err
 	}
 	h.State, h.LastSeenAt, h.CreatedAt = hosts.State(state), fromNullMillis(seen), fromMillis(created)

@@ -59,6 +59,22 @@ func TestHostsRoundTrip(t *testing.T) {
 				back.Ready || back.ReadyError != "nft: not found" {
 				t.Errorf("after update %+v %v", back, err)
 			}
+			if back.Draining {
+				t.Errorf("a new host is draining")
+			}
+			if err := s.SetHostDraining(ctx, "two", true); err != nil {
+				t.Fatal(err)
+			}
+			// A health check leaves the flag as it is.
+			if err := s.UpdateHostHealth(ctx, &got); err != nil {
+				t.Fatal(err)
+			}
+			if back, err := s.GetHost(ctx, "two"); err != nil || !back.Draining {
+				t.Errorf("draining: %+v %v", back, err)
+			}
+			if err := s.SetHostDraining(ctx, "nope", true); !errors.Is(err, hosts.ErrNotFound) {
+				t.Errorf("draining an unknown host: %v", err)
+			}
 			if err := s.DeleteHost(ctx, "two"); err != nil {
 				t.Fatal(err)
 			}
@@ -94,6 +110,20 @@ func TestDesktopsKeepTheirHost(t *testing.T) {
 			}
 			if ds, err := s.ListDesktops(ctx, desktop.Filter{Host: "two"}); err != nil || len(ds) != 1 || ds[0].ID != "d2" {
 				t.Errorf("host two's desktops: %+v %v", ds, err)
+			}
+			// Moved while hibernated: it renews its address after its next
+			// wake, once.
+			if err := s.MoveDesktop(ctx, "d1", "two", "10.121.0.9", true); err != nil {
+				t.Fatal(err)
+			}
+			if d, err := s.GetDesktop(ctx, "d1"); err != nil || d.Host != "two" || d.NetIP != "10.121.0.9" || !d.RenewAddress {
+				t.Errorf("moved: %+v %v", d, err)
+			}
+			if err := s.RenewedAddress(ctx, "d1"); err != nil {
+				t.Fatal(err)
+			}
+			if d, err := s.GetDesktop(ctx, "d1"); err != nil || d.RenewAddress {
+				t.Errorf("renewed: %+v %v", d, err)
 			}
 		})
 	}

@@ -67,10 +67,11 @@ func (s *Store) hostLoad(ctx context.Context, tx *sql.Tx, host string) (placemen
 }
 
 // MoveDesktop records that desktop id now runs on host with address ip
-// (a migration finished); an address another desktop has is
-// ErrIdentityTaken.
-func (s *Store) MoveDesktop(ctx context.Context, id, host, ip string) error {
-	res, err := s.exec(ctx, `UPDATE desktops SET host=?, net_ip=?, version=version+1 WHERE id=? AND deleted_at IS NULL`, host, ip, id)
+// (a migration finished); renew says its guest still holds its old host's
+// address and asks for the new one after its next wake (RenewedAddress).
+// An address another desktop has is ErrIdentityTaken.
+func (s *Store) MoveDesktop(ctx context.Context, id, host, ip string, renew bool) error {
+	res, err := s.exec(ctx, `UPDATE desktops SET host=?, net_ip=?, renew_address=?, version=version+1 WHERE id=? AND deleted_at IS NULL`, host, ip, renew, id)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("address %s: %w", ip, ErrIdentityTaken)
 	}
@@ -79,6 +80,15 @@ func (s *Store) MoveDesktop(ctx context.Context, id, host, ip string) error {
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("desktop %s: %w", id, desktop.ErrNotFound)
+	}
+	return nil
+}
+
+// RenewedAddress records that a moved desktop's guest asked its new host
+// for its address.
+func (s *Store) RenewedAddress(ctx context.Context, id string) error {
+	if _, err := s.exec(ctx, `UPDATE desktops SET renew_address=? WHERE id=?`, false, id); err != nil {
+		return fmt.Errorf("desktop %s: %w", id, err)
 	}
 	return nil
 }
