@@ -115,6 +115,7 @@ holding bureau's data directory there ("-": not measured yet).`,
 		}),
 	}
 	cmd.AddCommand(add, list, show, remove, key)
+	cmd.AddCommand(drainCmds(cfg)...)
 	return cmd
 }
 
@@ -127,11 +128,15 @@ func hostTable(out io.Writer, hs []apiv1.Host) error {
 		if !h.Ready {
 			ready = "no"
 		}
+		state := h.State
+		if h.Draining {
+			state += ",draining"
+		}
 		free := "-"
 		if h.MemoryMiB > 0 {
 			free = gib(h.FreeMemoryMiB) + " GiB"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, h.State, ready, h.Accelerator, h.CPUs, h.Desktops,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, state, ready, h.Accelerator, h.CPUs, h.Desktops,
 			ofTotal(h.CommittedMemoryMiB, h.MemoryMiB), free, ofTotal(h.FreeDiskMiB, h.DiskMiB), h.URI, labelList(h.Labels),
 			strings.TrimSpace(h.LastError+" "+h.ReadyError))
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/config"
-	"github.com/bureau/bureau/internal/desktop"
 	"github.com/spf13/cobra"
 )
 
@@ -24,12 +23,20 @@ func moveCmd(cfg *config.Config) *cobra.Command {
 	var cancel bool
 	cmd := &cobra.Command{
 		Use:   "migrate ID|NAME HOST",
-		Short: "Move a running desktop, live with its disks, to another host (admin); --cancel stops a move under way",
-		Long: `Move a running desktop, live with its disks, to another host (admin). It
-keeps running while its disks and memory are copied, stops for a moment
-(the downtime) and runs on on the new host with a new address on that
-host's subnet. A move that fails, or is cancelled, leaves it running where
-it was. Desktops with snapshots are refused (delete them first).`,
+		Short: "Move a desktop with its disks to another host (admin): live when it runs; --cancel stops a move under way",
+		Long: `Move a desktop with its disks to another host (admin).
+
+A running desktop moves live: it keeps running while its disks and memory
+are copied, stops for a moment (the downtime) and runs on on the new host
+with a new address on that host's subnet.
+
+A stopped or hibernated desktop moves cold: its disks (with their
+snapshots) and its hibernation image are copied, and it stays stopped or
+hibernated there. A running desktop with snapshots (which cannot move
+live) and a paused one are hibernated first; the running one is woken on
+the new host, its programs as they were.
+
+A move that fails, or is cancelled, leaves the desktop where it was.`,
 		Args: cobra.RangeArgs(1, 2),
 	}
 	cmd.RunE = runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
@@ -50,7 +57,7 @@ it was. Desktops with snapshots are refused (delete them first).`,
 			if err := c.do(ctx, "DELETE", path, nil, nil); err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "cancelling the move of desktop %s; it keeps running on host %s\n", d.Name, d.Host)
+			fmt.Fprintf(out, "cancelling the move of desktop %s; it stays on host %s\n", d.Name, d.Host)
 			return nil
 		}
 		if err := c.do(ctx, "POST", path, map[string]string{"host": args[1]}, d); err != nil {
@@ -74,7 +81,7 @@ func followMigration(ctx context.Context, c *client, d *apiv1.Desktop, host stri
 	if err := settleEvery(ctx, c, d, wait, migratePoll, errw); err != nil {
 		return err
 	}
-	if d.State != string(desktop.StateRunning) || d.Host != host {
+	if d.Host != host {
 		why := d.LastError
 		if why == "" {
 			why = "the move did not happen"
@@ -86,7 +93,7 @@ func followMigration(ctx context.Context, c *client, d *apiv1.Desktop, host stri
 		return err
 	}
 	if msg == "" {
-		msg = fmt.Sprintf("moved live from host %s to host %s; address now %s", from, host, d.IP)
+		msg = fmt.Sprintf("moved from host %s to host %s; address now %s", from, host, d.IP)
 	}
 	fmt.Fprintf(out, "desktop %s %s\n", d.Name, msg)
 	return nil

@@ -103,7 +103,7 @@ func TestMigrateCancel(t *testing.T) {
 	f, _ := migratingBureau(t)
 	f.json("DELETE /api/v1/desktops/d1/migrate", 202, map[string]bool{"cancelling": true})
 	out, _, err := f.run("desktop", "migrate", "agent-1", "--cancel")
-	if err != nil || out != "cancelling the move of desktop agent-1; it keeps running on host local\n" {
+	if err != nil || out != "cancelling the move of desktop agent-1; it stays on host local\n" {
 		t.Errorf("%q %v", out, err)
 	}
 	if r := f.requests(); r[len(r)-1] != "DELETE /api/v1/desktops/d1/migrate" {

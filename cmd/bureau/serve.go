@@ -134,7 +134,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		HostMemory: capacity, MemoryLowMiB: cfg.MemoryLowMiB, SaveAsIs: cfg.SaveAsIs, WarmSpares: cfg.WarmSpares, CPUHold: ksm,
 		Network: iso.network, VMGroup: iso.vmGroup, Firewall: iso.firewall, Addresses: iso.addresses, Subnet: iso.subnet,
 		Sites: sites{st: st, h: h, prep: hostList.prep}, Placement: placementOf(cfg, st, capacity),
-		Mover: mover{h}, HostAddress: cfg.HostAddress, Moved: where.moved},
+		Mover: mover{h}, ColdMover: mover{h}, Drains: st, HostAddress: cfg.HostAddress, Moved: where.moved},
 		h, storage.Disks{}, seedWriter{agent: agentBin}, st, log)
 	met.SetViewers(m)
 	h.ScreenDir = m.ScreenDir
@@ -142,6 +142,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	defer m.Close()
+	resumeDrains(ctx, st, m, log)
 
 	key, err := secrets.LoadOrCreateKey(filepath.Join(cfg.DataDir, "secrets.key"))
 	if err != nil {
@@ -190,7 +191,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 
 	router := api.New(api.Deps{
-		Consoles: consoles, Web: web.Static, Hosts: hostList, HostLoads: st, Migrations: m,
+		Consoles: consoles, Web: web.Static, Hosts: hostList, HostLoads: st, Migrations: m, Drains: m,
 		Desktops: m, Computer: newComputer(h, screens), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
 		SecretsChanged: func(owner, desktopID string) { sync.Changed(context.WithoutCancel(ctx), owner, desktopID) },
 		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, Tokens: tokens, Images: imageService(cfg, st, log), Steps: stepLog, StepThumbnails: cfg.StepThumbnails, Recordings: recorder, KeptRecordings: recorder, Log: log,

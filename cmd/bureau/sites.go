@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"net/url"
@@ -163,5 +164,23 @@ func placementOf(cfg *config.Config, st *store.Store, capacity host.Capacity) ma
 		Policy: places.Policy{MemoryRatio: float64(max(cfg.MemoryRatioPercent, 1)) / 100,
 			ReserveMiB: host.MemoryReserveMiB, DiskReserveMiB: host.DiskReserveMiB},
 		Auto: cfg.Placement,
+	}
+}
+
+// resumeDrains takes up the drains a restart cut short: every host still
+// marked draining.
+func resumeDrains(ctx context.Context, st *store.Store, m *manager.Manager, log *slog.Logger) {
+	hs, err := st.ListHosts(ctx)
+	if err != nil {
+		log.Error("hosts being drained not read", "err", err)
+		return
+	}
+	for _, h := range hs {
+		if !h.Draining {
+			continue
+		}
+		if _, err := m.Drain(ctx, h.Name, "bureau"); err != nil {
+			log.Error("drain not taken up after the restart", "host", h.Name, "err", err)
+		}
 	}
 }

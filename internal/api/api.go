@@ -124,9 +124,11 @@ type Deps struct {
 	// what bureau's desktops take on each; Migrations, when set, moves
 	// desktops between them.
 	Migrations Migrations
-	Hosts      Hosts
-	HostLoads  HostLoads
-	Images     Images
+	// Drains, when set, move every desktop off a host.
+	Drains    Drains
+	Hosts     Hosts
+	HostLoads HostLoads
+	Images    Images
 	// Steps is each desktop's step log (nil: none kept); StepThumbnails
 	// which pictures of the screen its steps keep (StepThumbnailModes;
 	// "" is "both").
@@ -194,6 +196,8 @@ func New(d Deps) *gin.Engine {
 	v1.POST("/hosts", s.handle(s.addHost))
 	v1.GET("/hosts/:name", s.handle(s.getHost))
 	v1.DELETE("/hosts/:name", s.handle(s.removeHost))
+	v1.POST("/hosts/:name/drain", s.handle(s.drainHost))
+	v1.DELETE("/hosts/:name/drain", s.handle(s.undrainHost))
 	v1.GET("/events/stream", s.streamEvents)
 	v1.POST("/events/stream-token", s.rateLimited(rateStream, s.handle(s.createStreamToken)))
 	v1.GET("/desktops/:id/stats", s.handle(s.desktopStats))

@@ -27,11 +27,12 @@ type HostLoads interface {
 }
 
 // withLoad is h on the wire with what its desktops take (loads nil: not
-// shown).
-func withLoad(h *hosts.Host, loads map[string]placement.Load) apiv1.Host {
+// shown) and its drain.
+func (s *server) withLoad(h *hosts.Host, loads map[string]placement.Load) apiv1.Host {
 	out := apiv1.FromHost(h)
 	l := loads[h.Name]
 	out.Desktops, out.CommittedMemoryMiB = l.Desktops, l.CommittedMiB
+	out.Drain = s.drainOf(h.Name)
 	return out
 }
 
@@ -67,7 +68,7 @@ func (s *server) listHosts(c *gin.Context) (reply, error) {
 	}
 	out := make([]apiv1.Host, 0, len(hs))
 	for i := range hs {
-		out = append(out, withLoad(&hs[i], loads))
+		out = append(out, s.withLoad(&hs[i], loads))
 	}
 	return reply{http.StatusOK, gin.H{"hosts": out, "ssh_public_key": s.Hosts.SSHPublicKey()}}, nil
 }
@@ -76,6 +77,11 @@ func (s *server) getHost(c *gin.Context) (reply, error) {
 	if err := requireAdmin(c); err != nil {
 		return reply{}, err
 	}
+	return s.hostReply(c, http.StatusOK)
+}
+
+// hostReply is the host the request names, with its load and drain.
+func (s *server) hostReply(c *gin.Context, status int) (reply, error) {
 	h, err := s.Hosts.Get(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		return reply{}, err
@@ -84,7 +90,7 @@ func (s *server) getHost(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{http.StatusOK, withLoad(h, loads)}, nil
+	return reply{status, s.withLoad(h, loads)}, nil
 }
 
 // addHost records a host once its libvirtd answered and bureau made it

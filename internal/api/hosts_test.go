@@ -12,6 +12,7 @@ import (
 	"github.com/bureau/bureau/internal/auth"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/hosts"
+	"github.com/bureau/bureau/internal/manager"
 )
 
 // fakeHosts keeps hosts in memory and answers as hosts.Registry does: the
@@ -24,6 +25,7 @@ type fakeHosts struct {
 	single bool
 	calls  int // of every method, to show a refused caller reached none
 	added  map[string]map[string]string
+	drain  *manager.DrainStatus
 }
 
 func newFakeHosts() *fakeHosts {
@@ -271,8 +273,8 @@ func TestHostsAreAdminOnly(t *testing.T) {
 			t.Errorf("after %s %s by non-admins: gpu-1 is %d", r.Method, path, code)
 		}
 	}
-	if n != 4 {
-		t.Errorf("%d hosts routes, want 4", n)
+	if n != 6 {
+		t.Errorf("%d hosts routes, want 6", n)
 	}
 	// The admin's own checks above are the only calls that reached the hosts.
 	if got := e.hosts.callCount(); got != n {

@@ -8,15 +8,16 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// Migrations move running desktops between hosts (admins).
+// Migrations move desktops between hosts (admins).
 type Migrations interface {
 	Migrate(ctx context.Context, id, host, actor string) (*desktop.Desktop, error)
 	CancelMigration(ctx context.Context, id, actor string) error
 }
 
-// migrateDesktop moves a running desktop, live, to another host: 202,
-// then its state is migrating, its step says how far the copy got, and
-// its events say how long it took and the downtime.
+// migrateDesktop moves a desktop to another host, live when it runs
+// (cold when it does not, or has snapshots): 202, then its state is
+// migrating, its step says how far the copy got, and its events say how
+// long it took (and the downtime of a live move).
 func (s *server) migrateDesktop(c *gin.Context) (reply, error) {
 	if err := requireAdmin(c); err != nil {
 		return reply{}, err

@@ -8,5 +8,5 @@ func FromHost(h *hosts.Host) Host {
 		Accelerator: h.Accelerator, CPUs: h.CPUs, MemoryMiB: h.MemoryMiB, FreeMemoryMiB: h.FreeMemoryMiB,
 		DiskMiB: h.DiskMiB, FreeDiskMiB: h.FreeDiskMiB, LastError: h.LastError,
 		SSHAddress: h.SSH.Address, SSHHostKey: h.SSH.HostKey, Bridge: h.Network.Bridge, Subnet: h.Network.Subnet, Ready: h.Ready, ReadyError: h.ReadyError,
-		LastSeenAt: h.LastSeenAt, CreatedAt: h.CreatedAt}
+		Draining: h.Draining, LastSeenAt: h.LastSeenAt, CreatedAt: h.CreatedAt}
 }

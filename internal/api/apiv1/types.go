@@ -251,6 +251,11 @@ type Host struct {
 	// stopped, hibernated, crashed or in error).
 	Desktops           int   `json:"desktops"`
 	CommittedMemoryMiB int64 `json:"committed_memory_mib"`
+	// Draining: bureau is moving every desktop off it and places none
+	// there; Drain is its drain under way, or its last one since bureau
+	// started.
+	Draining bool   `json:"draining"`
+	Drain    *Drain `json:"drain,omitempty"`
 	// SSHAddress and SSHHostKey: how bureau reaches a remote host over SSH
 	// (empty for the local one). Bridge and Subnet: bureau's desktop
 	// network there.
@@ -265,6 +270,18 @@ type Host struct {
 	LastError  string     `json:"last_error,omitempty"`
 	LastSeenAt *time.Time `json:"last_seen_at,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
+}
+
+// Drain is a host's drain: every desktop moved off it, one at a time.
+type Drain struct {
+	StartedAt time.Time  `json:"started_at"`
+	Done      bool       `json:"done"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+	// Moving is the id of the desktop being moved now.
+	Moving string `json:"moving,omitempty"`
+	Moved  int    `json:"moved"`
+	// Left names the desktops that could not be moved (by id) and why.
+	Left map[string]string `json:"left"`
 }
 
 // PlacementRequest asks bureau to pick a desktop's host (when the create

@@ -95,15 +95,17 @@ class Desktops:
         return None
 
     def migrate(self, id: str, host: str) -> Desktop:
-        """Moves running desktop id, live with its disks, to host (admin). It
-        is "migrating" at once, its operation_step saying how far the copy got
-        ("to two: memory 63%"); then "running" on host with a new ip there,
-        or, failing, running where it was with last_error "migrate failed: …"."""
+        """Moves desktop id with its disks to host (admin): live when it runs,
+        cold (files copied, snapshots kept) when it is stopped or hibernated or
+        has snapshots. It is "migrating" at once, its operation_step saying how
+        far the copy got ("to two: memory 63%"); then on host, as it was, with
+        a new ip there, or, failing, as it was where it was with last_error
+        "migrate failed: …"."""
         return Desktop(self._c, data=m.Desktop.from_dict(
             self._c.http.call("migrateDesktop", {"id": id}, json_body={"host": host})))
 
     def cancel_migration(self, id: str) -> None:
-        """Cancels desktop id's migration (admin); it keeps running where it
+        """Cancels desktop id's migration (admin); it stays as it was where it
         was. Conflict when it is not migrating."""
         self._c.http.call("cancelMigration", {"id": id})
 
@@ -244,6 +246,16 @@ class Hosts:
     def remove(self, name: str) -> None:
         """Forgets a host (the local one stays: Conflict, code in_use)."""
         self._h.call("removeHost", {"name": name})
+
+    def drain(self, name: str) -> m.Host:
+        """Marks a host draining (nothing new is placed there) and moves every
+        desktop off it in the background, each to the host placement chooses;
+        the host's drain says how far it got and which desktops stayed, and why."""
+        return m.Host.from_dict(self._h.call("drainHost", {"name": name}))
+
+    def undrain(self, name: str) -> m.Host:
+        """Ends a host's drain: placement uses it again (a move under way finishes)."""
+        return m.Host.from_dict(self._h.call("undrainHost", {"name": name}))
 
 
 class Events:

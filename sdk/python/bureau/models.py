@@ -321,6 +321,8 @@ class Host(Model):
     free_disk_mib: int | None = None
     desktops: int | None = None
     committed_memory_mib: int | None = None
+    draining: bool | None = None
+    drain: dict | None = None
     ssh_address: str | None = None
     ssh_host_key: str | None = None
     bridge: str | None = None
@@ -330,6 +332,22 @@ class Host(Model):
     last_error: str | None = None
     last_seen_at: str | None = None
     created_at: str | None = None
+
+    def _nest(self) -> None:
+        self.drain = Drain.from_dict(self.drain) if isinstance(self.drain, dict) else self.drain
+
+
+@dataclass
+class Drain(Model):
+    """A host's drain: every desktop moved off it, one at a time."""
+
+    SCHEMA: ClassVar[str] = 'Drain'
+    started_at: str | None = None
+    done: bool | None = None
+    ended_at: str | None = None
+    moving: str | None = None
+    moved: int | None = None
+    left: dict | None = None
 
 
 @dataclass

@@ -20,6 +20,8 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     'addHost': ('POST', '/api/v1/hosts'),
     'getHost': ('GET', '/api/v1/hosts/{name}'),
     'removeHost': ('DELETE', '/api/v1/hosts/{name}'),
+    'drainHost': ('POST', '/api/v1/hosts/{name}/drain'),
+    'undrainHost': ('DELETE', '/api/v1/hosts/{name}/drain'),
     'listDesktops': ('GET', '/api/v1/desktops'),
     'createDesktop': ('POST', '/api/v1/desktops'),
     'getDesktop': ('GET', '/api/v1/desktops/{id}'),

@@ -106,17 +106,19 @@ export class Desktops {
   }
 
   /**
-   * Moves running desktop id, live with its disks, to host (admin). It is
-   * "migrating" at once, its operation_step saying how far the copy got
-   * ("to two: memory 63%"); then "running" on host with a new ip there, or,
-   * failing, running where it was with last_error "migrate failed: …".
+   * Moves desktop id with its disks to host (admin): live when it runs, cold
+   * (files copied, snapshots kept) when it is stopped or hibernated or has
+   * snapshots. It is "migrating" at once, its operation_step saying how far
+   * the copy got ("to two: memory 63%"); then on host, as it was, with a new
+   * ip there, or, failing, as it was where it was with last_error
+   * "migrate failed: …".
    */
   async migrate(id: string, host: string): Promise<Desktop> {
     const d = await this.c.http.call<m.Desktop>("migrateDesktop", { params: { id }, json: { host } });
     return new Desktop(this.c.http, d.id, d);
   }
 
-  /** Cancels desktop id's migration (admin); it keeps running where it was (409 when it is not migrating). */
+  /** Cancels desktop id's migration (admin); it stays as it was where it was (409 when it is not migrating). */
   async cancelMigration(id: string): Promise<void> {
     await this.c.http.call("cancelMigration", { params: { id } });
   }
@@ -235,6 +237,17 @@ export class Hosts {
   /** Forgets a host (the local one stays: 409 `in_use`). */
   async remove(name: string): Promise<void> {
     await this.h.call("removeHost", { params: { name } });
+  }
+  /**
+   * Marks a host draining (nothing new is placed there) and moves every desktop off it in the background,
+   * each to the host placement chooses; the host's `drain` says how far it got and which desktops stayed, and why.
+   */
+  drain(name: string): Promise<m.Host> {
+    return this.h.call("drainHost", { params: { name } });
+  }
+  /** Ends a host's drain: placement uses it again (a move under way finishes). */
+  undrain(name: string): Promise<m.Host> {
+    return this.h.call("undrainHost", { params: { name } });
   }
 }
 

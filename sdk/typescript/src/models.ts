@@ -210,6 +210,19 @@ export interface Usage {
   snapshots: number;
 }
 
+/** A host's drain: every desktop moved off it, one at a time. */
+export interface Drain {
+  started_at: string;
+  /** Every desktop was tried (or the drain was ended). */
+  done: boolean;
+  ended_at?: string;
+  /** The id of the desktop being moved now. */
+  moving?: string;
+  moved: number;
+  /** The desktops that could not be moved off (by id), and why. */
+  left: Record<string, string>;
+}
+
 /** A Host as the API shows it: a libvirt host desktops run on, as bureau last checked it. */
 export interface Host {
   name: string;
@@ -229,6 +242,10 @@ export interface Host {
   desktops: number;
   /** Memory of its desktops that hold RAM now (not stopped, hibernated, crashed or in error). */
   committed_memory_mib: number;
+  /** bureau is moving every desktop off the host and places none there. */
+  draining: boolean;
+  /** Its drain under way, or its last one since bureau started. */
+  drain?: Drain;
   ssh_address?: string;
   ssh_host_key?: string;
   bridge?: string;
@@ -505,7 +522,8 @@ export const FIELDS: Record<string, { schema: string; fields: string[] }> = {
   Secret: { schema: "Secret", fields: ["name", "scope", "desktop_id", "owner", "created_at", "updated_at"] },
   Quota: { schema: "Quota", fields: ["owner", "plan", "max_desktops", "max_vcpus", "max_memory_mib", "max_disk_gib", "max_snapshots"] },
   Usage: { schema: "Usage", fields: ["desktops", "vcpus", "memory_mib", "disk_mib", "snapshots"] },
-  Host: { schema: "Host", fields: ["name", "uri", "labels", "state", "hostname", "libvirt_version", "accelerator", "cpus", "memory_mib", "free_memory_mib", "disk_mib", "free_disk_mib", "desktops", "committed_memory_mib", "ssh_address", "ssh_host_key", "bridge", "subnet", "ready", "ready_error", "last_error", "last_seen_at", "created_at"] },
+  Host: { schema: "Host", fields: ["name", "uri", "labels", "state", "hostname", "libvirt_version", "accelerator", "cpus", "memory_mib", "free_memory_mib", "disk_mib", "free_disk_mib", "desktops", "committed_memory_mib", "draining", "drain", "ssh_address", "ssh_host_key", "bridge", "subnet", "ready", "ready_error", "last_error", "last_seen_at", "created_at"] },
+  Drain: { schema: "Drain", fields: ["started_at", "done", "ended_at", "moving", "moved", "left"] },
   PlacementRequest: { schema: "PlacementRequest", fields: ["labels"] },
   Stats: { schema: "VMStats", fields: ["cpu_time_ns", "vcpus", "memory_max_kib", "memory_current_kib", "memory_rss_kib", "memory_available_kib", "memory_unused_kib", "memory_usable_kib", "disks", "networks"] },
   ExecResult: { schema: "ExecResult", fields: ["exit_code", "stdout", "stderr", "encoding", "truncated", "timed_out", "duration_ms"] },
