@@ -20,7 +20,8 @@ import (
 // its OS disk and a running process come through each move, its VM and
 // files leave the old host, it gets an address on the new host's subnet,
 // and its events say how long the move took and the downtime. A move
-// cancelled at once leaves it running where it was.
+// cancelled at once leaves it running where it was. Between the two live
+// moves it moves cold there and back (checkColdMoves).
 func checkMigration(t *testing.T, s *server, far desktop.Desktop, h2 *host2) {
 	t.Helper()
 	var res struct {
@@ -103,18 +104,7 @@ func checkMigration(t *testing.T, s *server, far desktop.Desktop, h2 *host2) {
 		if got := run("cat /home/agent/marker /var/tmp/os-marker; kill -0 " + pid + " && echo alive"); got != marker+"\n"+marker+"\nalive" {
 			t.Errorf("after the move to %s: %q", to, got)
 		}
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
-			addr := run("ip -4 -o addr show scope global | awk '{print $4}'")
-			if strings.HasPrefix(addr, subnet) && strings.HasPrefix(addr, d.NetIP+"/") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("after the move to %s its address is %q, want %s on %s", to, addr, d.NetIP, subnet)
-				break
-			}
-			time.Sleep(3 * time.Second)
-		}
+		waitAddress(t, run, d.NetIP, subnet)
 	}
 	move("local", "10.120.")
 
@@ -138,5 +128,6 @@ func checkMigration(t *testing.T, s *server, far desktop.Desktop, h2 *host2) {
 		t.Errorf("after a cancelled move: %q", got)
 	}
 	s.expectError(adminToken, "POST", "/api/v1/desktops/"+far.ID+"/migrate", map[string]any{"host": "local"}, http.StatusUnprocessableEntity, "invalid")
+	checkColdMoves(t, s, far, h2, run, marker, pid)
 	move("two", "10.121.")
 }
