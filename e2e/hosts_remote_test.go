@@ -104,10 +104,17 @@ func TestHostsRemoteDesktop(t *testing.T) {
 	checkPlacement(t, s, h2)
 	checkMigration(t, s, *running, h2)
 
-	// Not yet on remote hosts: refused, saying so. A host with desktops
-	// stays.
-	if e := s.expectError(adminToken, "POST", "/api/v1/desktops/"+d.ID+"/snapshots", map[string]any{"name": "s1"}, http.StatusConflict, "conflict"); !strings.Contains(e.Error.Message, "remote host") {
-		t.Errorf("snapshot refusal: %q", e.Error.Message)
+	// A running desktop on a remote host takes a snapshot with its memory
+	// there (through libvirt) and deletes it. A host with desktops stays.
+	var sn desktop.Snapshot
+	if code := s.call(adminToken, "POST", "/api/v1/desktops/"+d.ID+"/snapshots", map[string]any{"name": "on-two"}, &sn); code != http.StatusCreated || !sn.Memory {
+		t.Errorf("snapshot on host two: %d %+v", code, sn)
+	}
+	if out, err := exec.Command("virsh", "-c", h2.uri, "snapshot-list", "--name", d.DomainName()).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "on-two" {
+		t.Errorf("the snapshot on host two: %v %q", err, out)
+	}
+	if code := s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"/snapshots/on-two", nil, nil); code != http.StatusNoContent {
+		t.Errorf("delete the snapshot on host two: %d", code)
 	}
 	s.expectError(adminToken, "DELETE", "/api/v1/hosts/two", nil, http.StatusConflict, "in_use")
 

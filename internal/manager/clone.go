@@ -18,6 +18,10 @@ func (m *Manager) cloneSource(ctx context.Context, req CreateRequest) (*clone, e
 	if err != nil {
 		return nil, err
 	}
+	// A clone's disks are copied from the source's with qemu-img, here.
+	if err := localOnly(src, "a clone of its snapshots (move it to host "+desktop.LocalHost+" first)"); err != nil {
+		return nil, err
+	}
 	snap, err := m.store.GetSnapshot(ctx, src.ID, req.From.Snapshot)
 	if errors.Is(err, desktop.ErrNotFound) {
 		return nil, &desktop.ValidationError{Field: "from.snapshot", Message: fmt.Sprintf("desktop %s has no snapshot %q", src.Name, req.From.Snapshot)}

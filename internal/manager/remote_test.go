@@ -217,10 +217,40 @@ func TestCreateOnARemoteHost(t *testing.T) {
 		t.Errorf("the create's request event does not name the host: %v", evs)
 	}
 
-	// What is not done on remote hosts yet is refused, saying so.
+	// A running remote desktop's snapshots go through libvirt: with memory,
+	// and disk-only (QMP), both deleted the same way.
+	for _, mem := range []bool{true, false} {
+		sn, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: fmt.Sprint("s-", mem), Memory: &mem, Actor: "test"})
+		if err != nil || sn.Memory != mem || sn.SizeBytes != 0 {
+			t.Fatalf("snapshot (memory %v) of a running remote desktop: %+v %v", mem, sn, err)
+		}
+		if err := h.m.DeleteSnapshot(ctx, d.ID, sn.Name, "test"); err != nil {
+			t.Errorf("delete it: %v", err)
+		}
+	}
+	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "disks", Memory: new(bool), Actor: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	// What is not done on remote hosts yet is refused, saying so: reverting
+	// to a disk-only snapshot (the VM off, qemu-img on the files), and any
+	// snapshot work on its files while it is stopped.
 	var ce *desktop.ConflictError
-	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "s1", Actor: "test"}); !errors.As(err, &ce) || !strings.Contains(err.Error(), "remote host") {
-		t.Errorf("snapshot: %v", err)
+	if _, err := h.m.RevertSnapshot(ctx, d.ID, "disks", "test"); !errors.As(err, &ce) || !strings.Contains(err.Error(), "reverting to a disk-only snapshot") {
+		t.Errorf("revert to a disk-only snapshot: %v", err)
+	}
+	if _, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "copy", Actor: "test", From: &CloneSource{DesktopID: d.ID, Snapshot: "disks"},
+		Spec: desktop.Spec{VCPUs: 2, MemoryMiB: 2048, DataDiskGiB: 20}}); !errors.As(err, &ce) || !strings.Contains(err.Error(), "a clone of its snapshots") {
+		t.Errorf("a clone of a remote desktop's snapshot: %v", err)
+	}
+	if _, err := h.m.Stop(ctx, d.ID, "test", StopOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	h.settle(t, d.ID)
+	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "s2", Actor: "test"}); !errors.As(err, &ce) || !strings.Contains(err.Error(), "while it is stopped") {
+		t.Errorf("snapshot of a stopped remote desktop: %v", err)
+	}
+	if err := h.m.DeleteSnapshot(ctx, d.ID, "disks", "test"); !errors.As(err, &ce) || !strings.Contains(err.Error(), "while it is stopped") {
+		t.Errorf("delete a disk-only snapshot of a stopped remote desktop: %v", err)
 	}
 	if _, err := h.m.Reimage(ctx, d.ID, "", "test"); !errors.As(err, &ce) {
 		t.Errorf("reimage: %v", err)

@@ -62,12 +62,16 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 	if err != nil {
 		return nil, err
 	}
-	if err := localOnly(d, "a snapshot"); err != nil {
-		return nil, err
-	}
 	running := d.State == desktop.StateRunning || d.State.Frozen()
 	if !running && d.State != desktop.StateStopped {
 		return nil, &desktop.TransitionError{Op: "snapshot", State: d.State}
+	}
+	if !running {
+		// A stopped desktop's files are snapshotted here with qemu-img;
+		// a running one's through libvirt, which reaches every host.
+		if err := localOnly(d, "a snapshot of it while it is stopped (start it first)"); err != nil {
+			return nil, err
+		}
 	}
 	memory := running && req.Scope == desktop.ScopeAll
 	if req.Memory != nil {
@@ -95,7 +99,7 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 		return nil, err
 	}
 	files := m.snapshotFiles(d, req.Scope)
-	before := allocated(files)
+	before := allocated(d, files)
 	begun := time.Now()
 	how := "disk-only, desktop stopped"
 	switch {
@@ -118,7 +122,7 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 		return nil, fmt.Errorf("snapshot %q: %w", req.Name, diskFull(err))
 	}
 	m.failpoint("snapshot:after-create")
-	sn.SizeBytes = max(0, allocated(files)-before)
+	sn.SizeBytes = max(0, allocated(d, files)-before)
 	if err := m.store.SetSnapshotSize(ctx, sn.ID, sn.SizeBytes); err != nil {
 		m.log.Warn("recording snapshot size", "desktop", id, "snapshot", sn.Name, "err", err)
 	}
@@ -193,7 +197,7 @@ func (m *Manager) RevertSnapshot(ctx context.Context, id, name, actor string) (*
 		m.unlock(id)
 		return nil, err
 	}
-	if err := diskOnlyHere(d, sn, "reverting to"); err != nil {
+	if err := diskOnlyHere(d, sn, "reverting to a disk-only snapshot (move it to host "+desktop.LocalHost+" first)"); err != nil {
 		m.unlock(id)
 		return nil, err
 	}
@@ -277,9 +281,6 @@ func (m *Manager) DeleteSnapshot(ctx context.Context, id, name, actor string) er
 	if err != nil {
 		return err
 	}
-	if err := diskOnlyHere(d, sn, "deleting"); err != nil {
-		return err
-	}
 	if err := m.dropSnapshot(ctx, d, sn); err != nil {
 		return fmt.Errorf("delete snapshot %q: %w", name, err)
 	}
@@ -303,6 +304,9 @@ func (m *Manager) dropSnapshot(ctx context.Context, d *desktop.Desktop, sn *desk
 	}
 	if st == desktop.VMRunning || st == desktop.VMPaused {
 		return ignoreMissingSnapshot(m.hv.DeleteLiveDiskSnapshot(ctx, d.DomainName(), sn.Name, files))
+	}
+	if err := diskOnlyHere(d, sn, "deleting a disk-only snapshot while it is stopped (start it first)"); err != nil {
+		return err
 	}
 	for _, f := range files {
 		if err := ignoreMissingSnapshot(m.disks.DeleteSnapshot(ctx, f, sn.Name)); err != nil {
@@ -339,7 +343,10 @@ func latest(snaps []*desktop.Snapshot) string {
 }
 
 // allocated sums the bytes the files take on the host.
-func allocated(files []string) int64 {
+func allocated(d *desktop.Desktop, files []string) int64 {
+	if d.Remote() {
+		return 0 // its files are on its host: not measured (the snapshot counts 0 bytes)
+	}
 	var n int64
 	for _, f := range files {
 		if fi, err := os.Stat(f); err == nil {
@@ -359,11 +366,12 @@ func ignoreMissingSnapshot(err error) error {
 }
 
 // diskOnlyHere refuses what bureau does to a disk-only snapshot's files
-// itself (qemu-img) when they are on another host, where a cold move took
-// them; a snapshot with memory lives in libvirt, which reaches every host.
-func diskOnlyHere(d *desktop.Desktop, sn *desktop.Snapshot, doing string) error {
+// itself (qemu-img, the VM off) when they are on another host; a snapshot
+// with memory, or any of a running VM, goes through libvirt, which reaches
+// every host.
+func diskOnlyHere(d *desktop.Desktop, sn *desktop.Snapshot, what string) error {
 	if sn.Memory {
 		return nil
 	}
-	return localOnly(d, doing+" a disk-only snapshot (move the desktop back to host "+desktop.LocalHost+" for it)")
+	return localOnly(d, what)
 }
