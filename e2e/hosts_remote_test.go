@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -105,7 +106,8 @@ func TestHostsRemoteDesktop(t *testing.T) {
 	checkMigration(t, s, *running, h2)
 
 	// A running desktop on a remote host takes a snapshot with its memory
-	// there (through libvirt) and deletes it. A host with desktops stays.
+	// there (through libvirt), deletes it, and grows its data disk. A host
+	// with desktops stays.
 	var sn desktop.Snapshot
 	if code := s.call(adminToken, "POST", "/api/v1/desktops/"+d.ID+"/snapshots", map[string]any{"name": "on-two"}, &sn); code != http.StatusCreated || !sn.Memory {
 		t.Errorf("snapshot on host two: %d %+v", code, sn)
@@ -115,6 +117,24 @@ func TestHostsRemoteDesktop(t *testing.T) {
 	}
 	if code := s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"/snapshots/on-two", nil, nil); code != http.StatusNoContent {
 		t.Errorf("delete the snapshot on host two: %d", code)
+	}
+	// Its data disk grows live there, and the guest's /home with it.
+	var grown desktop.Desktop
+	if code := s.call(adminToken, "POST", "/api/v1/desktops/"+d.ID+"/data-disk", map[string]any{"size_gib": d.DataDiskGiB + 1}, &grown); code != http.StatusOK || grown.DataDiskGiB != d.DataDiskGiB+1 {
+		t.Errorf("grow the data disk on host two: %d %+v", code, grown)
+	}
+	grew := "test $(df -BG --output=size /home | tail -1 | tr -dc 0-9) -ge " + strconv.Itoa(d.DataDiskGiB+1) // df rounds up
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(2 * time.Second) {
+		out := struct {
+			ExitCode int `json:"exit_code"`
+		}{-1}
+		if code := s.call(adminToken, "POST", "/api/v1/desktops/"+d.ID+"/exec", map[string]any{"cmd": grew, "timeout_s": 20}, &out); code == http.StatusOK && out.ExitCode == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("/home did not grow on host two: %s", grew)
+			break
+		}
 	}
 	s.expectError(adminToken, "DELETE", "/api/v1/hosts/two", nil, http.StatusConflict, "in_use")
 

@@ -138,9 +138,6 @@ func (m *Manager) ResizeDataDisk(ctx context.Context, id string, req ResizeReque
 	if err != nil {
 		return nil, err
 	}
-	if err := localOnly(d, "growing the data disk"); err != nil {
-		return nil, err
-	}
 	if sizeGiB < d.DataDiskGiB {
 		return nil, &desktop.ValidationError{Field: "size_gib", Message: fmt.Sprintf("shrinking is refused: the data disk is %d GiB", d.DataDiskGiB)}
 	}
@@ -149,6 +146,13 @@ func (m *Manager) ResizeDataDisk(ctx context.Context, id string, req ResizeReque
 	}
 	if d.State != desktop.StateRunning && d.State != desktop.StateStopped {
 		return nil, &desktop.TransitionError{Op: "resize", State: d.State}
+	}
+	if d.State == desktop.StateStopped {
+		// A stopped desktop's disk is grown here with qemu-img; a running
+		// one's through libvirt, which reaches every host.
+		if err := localOnly(d, "growing the data disk while it is stopped (start it first)"); err != nil {
+			return nil, err
+		}
 	}
 	if err := m.reserveDataDisk(ctx, d, sizeGiB, req.Unlimited); err != nil {
 		return nil, err

@@ -231,6 +231,10 @@ func TestCreateOnARemoteHost(t *testing.T) {
 	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "disks", Memory: new(bool), Actor: "test"}); err != nil {
 		t.Fatal(err)
 	}
+	// Its data disk grows live through libvirt there.
+	if grown, err := h.m.ResizeDataDisk(ctx, d.ID, ResizeRequest{SizeGiB: 25, Actor: "test"}); err != nil || grown.DataDiskGiB != 25 {
+		t.Errorf("grow the data disk of a running remote desktop: %+v %v", grown, err)
+	}
 	// What is not done on remote hosts yet is refused, saying so: reverting
 	// to a disk-only snapshot (the VM off, qemu-img on the files), and any
 	// snapshot work on its files while it is stopped.
@@ -255,8 +259,8 @@ func TestCreateOnARemoteHost(t *testing.T) {
 	if _, err := h.m.Reimage(ctx, d.ID, "", "test"); !errors.As(err, &ce) {
 		t.Errorf("reimage: %v", err)
 	}
-	if _, err := h.m.ResizeDataDisk(ctx, d.ID, ResizeRequest{SizeGiB: 30, Actor: "test"}); !errors.As(err, &ce) {
-		t.Errorf("grow the data disk: %v", err)
+	if _, err := h.m.ResizeDataDisk(ctx, d.ID, ResizeRequest{SizeGiB: 30, Actor: "test"}); !errors.As(err, &ce) || !strings.Contains(err.Error(), "while it is stopped") {
+		t.Errorf("grow the data disk of a stopped remote desktop: %v", err)
 	}
 
 	// Deleted without its data: the data disk stays on host two.
