@@ -22,13 +22,15 @@ import (
 // libvirt's storage pools, its disks and seed are made there, and it
 // boots there, not here. Then, through the same API as any desktop: its
 // screen (the live framebuffer over SSH, its QEMU user checked on host2),
-// commands through bureau-agent (a libvirt stream), and its console. What
-// remote desktops do not do yet is refused saying so. A host that stops
-// answering leaves its desktop as it was (nothing concluded from
-// silence). Deleted, its files are gone from host2, and host2 can go.
-// With placement on, creates naming no host land where it weighs
-// (checkPlacement); the desktop moves live to this host and back
-// (checkMigration).
+// commands through bureau-agent (a libvirt stream), and its console; a
+// snapshot with memory there, and its data disk grown live. A host that
+// stops answering (its libvirtd frozen), or whose libvirtd is killed and
+// started again, leaves its desktop as it was (nothing concluded from
+// silence), running again once it is back. Deleted, its files are gone
+// from host2, and host2 can go. With placement on, creates naming no host
+// land where it weighs (checkPlacement); the desktop moves live to this
+// host and back, cold there and back, and back by a drain
+// (checkMigration, checkColdMoves).
 // PostgreSQL only (several hosts need it).
 func TestHostsRemoteDesktop(t *testing.T) {
 	s := newServer(t)
@@ -166,6 +168,31 @@ func TestHostsRemoteDesktop(t *testing.T) {
 	}
 	if code := s.call(adminToken, "POST", "/api/v1/desktops/"+d.ID+"/exec", map[string]any{"cmd": "hostname", "timeout_s": 20}, &res); code != http.StatusOK || res.Stdout != "far\n" {
 		t.Errorf("exec after host two came back: %d %+v", code, res)
+	}
+
+	// Its libvirtd stopped (killed) and started again, as on a host whose
+	// daemon restarts: the desktop is unreachable meanwhile, never crashed
+	// or stopped; its QEMU ran on, and the new libvirtd and bureau's new
+	// connection (its agent channel too) find it running.
+	signal("TERM")
+	s.waitHost("two", "unreachable", time.Minute)
+	if down := s.waitState(adminToken, d.ID, "unreachable", time.Minute); down.State != "unreachable" || down.DesiredState != desktop.StateRunning {
+		t.Errorf("desktop while host two's libvirtd is down: %s %q, desired %s", down.State, down.LastError, down.DesiredState)
+	}
+	h2.run("revive")
+	s.waitHost("two", "up", time.Minute)
+	if back := s.waitState(adminToken, d.ID, desktop.StateRunning, time.Minute); back.LastError != "" {
+		t.Errorf("desktop after host two's libvirtd restarted: %s %q", back.State, back.LastError)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(2 * time.Second) {
+		res.Stdout = ""
+		if code := s.call(adminToken, "POST", "/api/v1/desktops/"+d.ID+"/exec", map[string]any{"cmd": "hostname", "timeout_s": 20}, &res); code == http.StatusOK && res.Stdout == "far\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("exec after host two's libvirtd restarted: %+v", res)
+			break
+		}
 	}
 
 	// Deleted with its data: nothing of it stays on host2.

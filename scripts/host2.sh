@@ -20,6 +20,10 @@
 #   scripts/host2.sh start [DIR] [PORT]   starts it if needed, prints the URI
 #   scripts/host2.sh stop [DIR]           destroys its domains and networks, stops it
 #   scripts/host2.sh status [DIR]         prints the URI if it answers, else exits 1
+#   scripts/host2.sh revive [DIR]         starts its libvirtd again after it died or was
+#                                         killed, in the same namespace: its QEMUs ran on
+#                                         and the new libvirtd finds them (as after a
+#                                         libvirtd restart on a real host)
 # DIR: $BUREAU_HOST2_DIR or /var/tmp/bureau-host2; PORT: $BUREAU_HOST2_PORT or
 # 16510 (stop and status use the port saved by start). Log: DIR/log/libvirtd.log.
 # $BUREAU_HOST2_DATA_DIR (default /var/lib/bureau) is the bureau data directory
@@ -33,7 +37,7 @@ data=${BUREAU_HOST2_DATA_DIR:-/var/lib/bureau}
 log() { echo "host2: $*" >&2; }
 die() { log "$*"; exit 1; }
 [ "$(id -u)" = 0 ] || die "must run as root"
-case $cmd in start | stop | status) ;; *) die "usage: $0 start|stop|status [DIR] [PORT]" ;; esac
+case $cmd in start | stop | status | revive) ;; *) die "usage: $0 start|stop|status|revive [DIR] [PORT]" ;; esac
 
 # running PID: PID exists and is not a zombie (PID 1 here reaps lazily).
 running() { local s; s=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) && [ "$s" != Z ]; }
@@ -253,6 +257,25 @@ start() {
 	echo "$uri"
 }
 
+# revive: a libvirtd again in the mount namespace host2's sshd (and its
+# QEMUs, dnsmasq) kept alive; the namespace's mounts are as start made them.
+revive() {
+	if [ -n "$pid" ]; then
+		wait_up "$pid"
+		echo "$uri"
+		return
+	fi
+	[ -n "$spid" ] || die "no host2 to revive in $dir: its sshd is gone too (start it)"
+	port_free "$port"
+	rm -f "$dir/libvirtd.pid"
+	# nsenter execs libvirtd (no fork for a mount namespace): $! is libvirtd.
+	setsid nsenter --target "$spid" --mount -- libvirtd --listen -f /etc/libvirt/libvirtd.conf -p "$dir/libvirtd.pid" \
+		</dev/null >>"$dir/out" 2>&1 &
+	local p=$!
+	wait_up "$p" || { kill "$p" 2>/dev/null || true; exit 1; }
+	echo "$uri"
+}
+
 stop() {
 	if [ -z "$pid" ]; then
 		[ -z "$spid" ] || stop_ns "$(mntns "$spid")" ""
@@ -281,4 +304,4 @@ stop() {
 	rm -f "$dir/libvirtd.pid" "$sshdir/sshd.pid"
 }
 
-case $cmd in start) start ;; stop) stop ;; status) [ -n "$pid" ] && answers && echo "$uri" ;; esac
+case $cmd in start) start ;; stop) stop ;; revive) revive ;; status) [ -n "$pid" ] && answers && echo "$uri" ;; esac
