@@ -138,6 +138,13 @@ func TestHostsRemoteDesktop(t *testing.T) {
 			break
 		}
 	}
+	// Its figures are in /metrics as a local desktop's are.
+	var metrics []byte
+	if code := s.call(adminToken, "GET", "/metrics", nil, &metrics); code != http.StatusOK ||
+		!strings.Contains(string(metrics), `bureau_desktop_cpu_seconds_total{desktop="`+d.ID+`"`) ||
+		!strings.Contains(string(metrics), `bureau_desktop_disk_written_bytes_total{desktop="`+d.ID+`",disk="vdb"`) {
+		t.Errorf("/metrics lacks the remote desktop's figures: %d", code)
+	}
 	s.expectError(adminToken, "DELETE", "/api/v1/hosts/two", nil, http.StatusConflict, "in_use")
 
 	// A host that stops answering (its libvirtd frozen): host two is seen

@@ -11,8 +11,38 @@ import (
 const statsTypes = libvirt.DOMAIN_STATS_CPU_TOTAL | libvirt.DOMAIN_STATS_BALLOON | libvirt.DOMAIN_STATS_VCPU |
 	libvirt.DOMAIN_STATS_INTERFACE | libvirt.DOMAIN_STATS_BLOCK
 
-// Stats returns the resource figures of every running bureau VM by name.
+// Stats returns the resource figures of every running bureau VM by name,
+// on this host and every remote one. Remote hosts that do not answer are
+// left out (their desktops have no figures this time) and logged.
 func (h *Hypervisor) Stats(ctx context.Context) (map[string]*desktop.VMStats, error) {
+	out, err := h.statsOwn(ctx)
+	if err != nil || h.remotes == nil || h.remotes.cfg.Hosts == nil {
+		return out, err
+	}
+	uris, err := h.remotes.cfg.Hosts(ctx)
+	if err != nil {
+		h.log.Warn("statistics of remote hosts' desktops not read", "err", err)
+		return out, nil
+	}
+	for host := range uris {
+		r, err := h.Remote(ctx, host)
+		var vms map[string]*desktop.VMStats
+		if err == nil {
+			vms, err = r.statsOwn(ctx)
+		}
+		if err != nil {
+			h.log.Debug("statistics of a remote host's desktops not read", "host", host, "err", err)
+			continue
+		}
+		for name, st := range vms {
+			out[name] = st
+		}
+	}
+	return out, nil
+}
+
+// statsOwn is Stats of the VMs of h's own connection.
+func (h *Hypervisor) statsOwn(ctx context.Context) (map[string]*desktop.VMStats, error) {
 	conn, err := h.connect(ctx)
 	if err != nil {
 		return nil, err
