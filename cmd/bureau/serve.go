@@ -142,7 +142,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	defer m.Close()
-	resumeDrains(ctx, st, m, log)
+	go resumeDrains(ctx, st, m, log)
 
 	key, err := secrets.LoadOrCreateKey(filepath.Join(cfg.DataDir, "secrets.key"))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -168,12 +169,25 @@ func placementOf(cfg *config.Config, st *store.Store, capacity host.Capacity) ma
 }
 
 // resumeDrains takes up the drains a restart cut short: every host still
-// marked draining.
+// marked draining, once the hosts were checked (a host still "connecting"
+// would look unable to take any desktop), or after a minute.
 func resumeDrains(ctx context.Context, st *store.Store, m *manager.Manager, log *slog.Logger) {
-	hs, err := st.ListHosts(ctx)
-	if err != nil {
-		log.Error("hosts being drained not read", "err", err)
-		return
+	var hs []hosts.Host
+	for deadline := time.Now().Add(time.Minute); ; {
+		var err error
+		if hs, err = st.ListHosts(ctx); err != nil {
+			log.Error("hosts being drained not read", "err", err)
+			return
+		}
+		if !slices.ContainsFunc(hs, func(h hosts.Host) bool { return h.State == hosts.StateConnecting && h.Name != hosts.LocalName }) ||
+			time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
 	}
 	for _, h := range hs {
 		if !h.Draining {
