@@ -171,22 +171,8 @@ func (m *Manager) coldMoved(ctx context.Context, d, from, there *desktop.Desktop
 	if was.Frozen() {
 		final = desktop.StateHibernated
 	}
-	renew := final == desktop.StateHibernated
-	if err := m.store.MoveDesktop(ctx, d.ID, there.Host, there.NetIP, renew); err != nil {
-		m.log.Error("a moved desktop's new host not recorded", "desktop", d.ID, "host", there.Host, "err", err)
-	}
-	if m.cfg.Moved != nil {
-		m.cfg.Moved(d.ID, there.Host)
-	}
-	if cur, err := m.store.GetDesktop(ctx, d.ID); err == nil {
-		*d = *cur
-	} else {
-		d.Host, d.NetIP = there.Host, there.NetIP
-	}
-	m.dropAddressAndRules(ctx, from)
-	if err := m.removeFilesOn(ctx, from); err != nil {
-		m.log.Error("a moved desktop's files on its old host not removed", "desktop", d.ID, "host", from.Host, "err", err)
-	}
+	m.recordMove(ctx, d, there, final == desktop.StateHibernated)
+	m.leaveHost(ctx, from)
 	d.Operation, d.LastError = "", ""
 	if final == desktop.StateRunning {
 		m.step(ctx, d, migrateStep(there.Host, "restore"))

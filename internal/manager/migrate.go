@@ -201,8 +201,27 @@ func (m *Manager) migrate(ctx context.Context, d *desktop.Desktop, dest Destinat
 // moved records d running on its new host (there), gives it its address
 // there, and removes what it had on its old one (from).
 func (m *Manager) moved(ctx context.Context, d, from, there *desktop.Desktop, res *MoveResult, actor string) {
-	if err := m.store.MoveDesktop(ctx, d.ID, there.Host, there.NetIP, false); err != nil {
-		m.log.Error("a migrated desktop's new host not recorded", "desktop", d.ID, "host", there.Host, "err", err)
+	m.recordMove(ctx, d, there, false)
+	if err := m.cfg.Mover.BounceLink(ctx, d.DomainName()); err != nil {
+		m.log.Warn("a migrated desktop's NIC not bounced: it keeps its old address until its DHCP lease ends", "desktop", d.ID, "err", err)
+	}
+	m.leaveHost(ctx, from)
+	d.State, d.Operation, d.Step, d.LastError = desktop.StateRunning, "", "", ""
+	m.save(ctx, d)
+	if res == nil {
+		m.event(ctx, d.ID, "migrated", actor, "moved live from host %s to host %s, finished after a bureau restart; address now %s", from.Host, there.Host, there.NetIP)
+		return
+	}
+	m.event(ctx, d.ID, "migrated", actor, "moved live from host %s to host %s in %s (downtime %s, %d MiB sent); address now %s",
+		from.Host, there.Host, res.Took.Round(time.Millisecond), res.Downtime.Round(time.Millisecond), res.Bytes>>20, there.NetIP)
+}
+
+// recordMove records d on its new host (there) with its address there
+// (renew: its guest asks for it after its next wake), tells the routing,
+// and reloads d.
+func (m *Manager) recordMove(ctx context.Context, d, there *desktop.Desktop, renew bool) {
+	if err := m.store.MoveDesktop(ctx, d.ID, there.Host, there.NetIP, renew); err != nil {
+		m.log.Error("a moved desktop's new host not recorded", "desktop", d.ID, "host", there.Host, "err", err)
 	}
 	if m.cfg.Moved != nil {
 		m.cfg.Moved(d.ID, there.Host)
@@ -212,21 +231,15 @@ func (m *Manager) moved(ctx context.Context, d, from, there *desktop.Desktop, re
 	} else {
 		d.Host, d.NetIP = there.Host, there.NetIP
 	}
-	if err := m.cfg.Mover.BounceLink(ctx, d.DomainName()); err != nil {
-		m.log.Warn("a migrated desktop's NIC not bounced: it keeps its old address until its DHCP lease ends", "desktop", d.ID, "err", err)
-	}
+}
+
+// leaveHost removes a moved desktop's address, rules and files from its
+// old host (from).
+func (m *Manager) leaveHost(ctx context.Context, from *desktop.Desktop) {
 	m.dropAddressAndRules(ctx, from)
 	if err := m.removeFilesOn(ctx, from); err != nil {
-		m.log.Error("a migrated desktop's files on its old host not removed", "desktop", d.ID, "host", from.Host, "err", err)
+		m.log.Error("a moved desktop's files on its old host not removed", "desktop", from.ID, "host", from.Host, "err", err)
 	}
-	d.State, d.Operation, d.Step, d.LastError = desktop.StateRunning, "", "", ""
-	m.save(ctx, d)
-	if res == nil {
-		m.event(ctx, d.ID, "migrated", actor, "moved live from host %s to host %s, finished after a bureau restart; address now %s", from.Host, there.Host, there.NetIP)
-		return
-	}
-	m.event(ctx, d.ID, "migrated", actor, "moved live from host %s to host %s in %s (downtime %s, %d MiB sent); address now %s",
-		from.Host, there.Host, res.Took.Round(time.Millisecond), res.Downtime.Round(time.Millisecond), res.Bytes>>20, there.NetIP)
 }
 
 // migrateStep is a migration's step, naming where it goes: "to two:

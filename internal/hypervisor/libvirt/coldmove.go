@@ -244,21 +244,3 @@ func (h *Hypervisor) hostHV(ctx context.Context, host string) (*Hypervisor, erro
 	}
 	return h.Remote(ctx, host)
 }
-
-// domainOn is withDomain on hv's own host, whatever Remotes.Where says.
-// A domain not there is an error wrapping ErrNoDomain.
-func domainOn[T any](ctx context.Context, hv *Hypervisor, name string, fn func(*libvirt.Domain) (T, error)) (T, error) {
-	var zero T
-	conn, err := hv.connect(ctx)
-	if err != nil {
-		return zero, err
-	}
-	return call(ctx, func() (T, error) {
-		dom, err := conn.LookupDomainByName(name)
-		if err != nil {
-			return zero, translate(name, err)
-		}
-		defer dom.Free()
-		return fn(dom)
-	})
-}

@@ -178,14 +178,11 @@ func call[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	}
 }
 
-// withDomain looks a domain up and runs fn on it within the deadline.
-func withDomain[T any](ctx context.Context, h *Hypervisor, name string, fn func(*libvirt.Domain) (T, error)) (T, error) {
+// domainOn is withDomain on hv's own host, whatever Remotes.Where says.
+// A domain not there is an error wrapping ErrNoDomain.
+func domainOn[T any](ctx context.Context, hv *Hypervisor, name string, fn func(*libvirt.Domain) (T, error)) (T, error) {
 	var zero T
-	h, err := h.on(ctx, name)
-	if err != nil {
-		return zero, err
-	}
-	conn, err := h.connect(ctx)
+	conn, err := hv.connect(ctx)
 	if err != nil {
 		return zero, err
 	}
@@ -195,7 +192,20 @@ func withDomain[T any](ctx context.Context, h *Hypervisor, name string, fn func(
 			return zero, translate(name, err)
 		}
 		defer dom.Free()
-		v, err := fn(dom)
+		return fn(dom)
+	})
+}
+
+// withDomain looks a domain up on the host it runs on (Remotes.Where) and
+// runs fn on it within the deadline.
+func withDomain[T any](ctx context.Context, h *Hypervisor, name string, fn func(*libvirt.Domain) (T, error)) (T, error) {
+	h, err := h.on(ctx, name)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return domainOn(ctx, h, name, func(d *libvirt.Domain) (T, error) {
+		v, err := fn(d)
 		return v, translate(name, err)
 	})
 }

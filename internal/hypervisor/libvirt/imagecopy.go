@@ -171,35 +171,15 @@ func (p pools) copyImage(ctx context.Context, localPath, remotePath string, prog
 		return nil
 	}
 
-	// The transfer runs with no overall deadline but ctx and the stall
-	// watchdog; it owns every libvirt object it uses, so returning early
-	// (the host does not answer the abort) leaves nothing in use here.
-	cctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	watchdog := time.AfterFunc(copyStall, func() { cancel(fmt.Errorf("the copy stalled: no data moved for %s", copyStall)) })
-	defer watchdog.Stop()
-	moved := func(done int64) {
-		watchdog.Reset(copyStall)
-		prog.at(done)
-	}
-	result := make(chan error, 1)
-	go func() {
-		err := p.transfer(cctx, pool, name, src, moved)
-		// Released before the result is handed over: whoever gets it may
-		// look at (or start) the next copy at once.
-		release()
-		result <- err
-	}()
+	// runCopy: no overall deadline but ctx and the stall watchdog. The
+	// copy is released before its result is handed over: whoever gets it
+	// may look at (or start) the next copy at once.
 	released = true
-	select {
-	case err = <-result:
-	case <-cctx.Done():
-		select {
-		case err = <-result:
-		case <-time.After(abortGrace):
-			err = fmt.Errorf("%w; the host has not answered the abort yet, its partial volume is removed when it does", context.Cause(cctx))
-		}
-	}
+	err = runCopy(ctx, prog.at, func(ctx context.Context, moved func(int64)) error {
+		err := p.transfer(ctx, pool, name, src, moved)
+		release()
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("copy %s to %s on the host: %w", localPath, remotePath, err)
 	}
