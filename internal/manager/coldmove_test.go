@@ -22,6 +22,10 @@ type fakeColdMover struct {
 	calls []string
 	fail  string
 	files *fakeHostFiles // host two's files, where copies land
+	// block makes CopyFile wait for its context to end; copying is
+	// closed when it starts to.
+	block   bool
+	copying chan struct{}
 }
 
 func (f *fakeColdMover) note(call string) error {
@@ -34,9 +38,14 @@ func (f *fakeColdMover) note(call string) error {
 	return nil
 }
 
-func (f *fakeColdMover) CopyFile(_ context.Context, from, to, path string, uid, gid int, progress func(done, total int64)) error {
+func (f *fakeColdMover) CopyFile(ctx context.Context, from, to, path string, uid, gid int, progress func(done, total int64)) error {
 	if err := f.note(fmt.Sprintf("CopyFile %s→%s %s %d:%d", from, to, filepath.Base(path), uid, gid)); err != nil {
 		return err
+	}
+	if f.block {
+		close(f.copying)
+		<-ctx.Done()
+		return ctx.Err()
 	}
 	progress(1<<20, 1<<20)
 	if to == "two" {
@@ -227,6 +236,32 @@ func TestColdMoveThatFailsLeavesTheDesktopWhereItWas(t *testing.T) {
 	d = h.settle(t, d.ID)
 	if d.State != desktop.StateHibernated || d.Host != desktop.LocalHost || !strings.Contains(d.LastError, "copy os.qcow2 to host two") {
 		t.Fatalf("after a failed move of a paused desktop: %s on %s (%q)", d.State, d.Host, d.LastError)
+	}
+}
+
+func TestColdMoveCancelled(t *testing.T) {
+	h, mv, cm, files, d := newColdHarness(t)
+	ctx := context.Background()
+	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "before", Actor: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	cm.block, cm.copying = true, make(chan struct{})
+	if _, err := h.m.Migrate(ctx, d.ID, "two", "test"); err != nil {
+		t.Fatal(err)
+	}
+	<-cm.copying
+	if err := h.m.CancelMigration(ctx, d.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	d = h.settle(t, d.ID)
+	if d.State != desktop.StateRunning || d.Host != desktop.LocalHost || d.LastError != "migrate failed: cancelled" {
+		t.Fatalf("after a cancelled cold move: %s on %s (%q)", d.State, d.Host, d.LastError)
+	}
+	if h.hv.vm(d.DomainName()) != desktop.VMRunning || files.has(d.Dir) || len(mv.bounced) != 0 {
+		t.Errorf("VM %s, host two's files %v, bounced %v", h.hv.vm(d.DomainName()), files.files, mv.bounced)
+	}
+	if c := cm.called(); slices.ContainsFunc(c, func(s string) bool { return strings.HasPrefix(s, "DefineOn") || strings.HasPrefix(s, "UndefineOn") }) {
+		t.Errorf("calls after the cancel: %q", c)
 	}
 }
 
