@@ -40,22 +40,11 @@ func TestHost2ColdMove(t *testing.T) {
 	// Its own folder and ports (16533, ssh 16534).
 	dir, uri, _ := ownHost2(t, "bureau-e2e-host2-cold", 16533, "qemu-img", "qemu-io", "ip")
 	virsh1, virsh2 := virshOn("qemu:///system"), virshOn(uri)
-	data := os.Getenv("BUREAU_HOST2_DATA_DIR")
-	if data == "" {
-		data = "/var/lib/bureau"
-	}
 	var random [3]byte
 	rand.Read(random[:])
 	id := hex.EncodeToString(random[:])
 	name := "bureau-e2e-cold-" + id
 	tapA, tapB := "bcold"+id+"a", "bcold"+id+"b"
-	folder := filepath.Join(data, "desktops", name)
-	base := filepath.Join(data, "images", name+"-base.qcow2")
-	host2Folder := filepath.Join(dir, "desktops", name)
-	host2Base := filepath.Join(dir, "images", name+"-base.qcow2")
-	on2 := func(path string) string { return filepath.Join(host2Folder, filepath.Base(path)) }
-	osDisk, dataDisk, seed, tail := folder+"/os.qcow2", folder+"/data.qcow2", folder+"/seed.iso", folder+"/tail.raw"
-	files := []string{osDisk, dataDisk, seed, tail}
 	save1 := "/var/lib/libvirt/qemu/save/" + name + ".save"
 	save2 := filepath.Join(dir, "lib/qemu/save", name+".save") // host2's, seen from here
 	uid, gid := 0, 0
@@ -64,36 +53,23 @@ func TestHost2ColdMove(t *testing.T) {
 		gid, _ = strconv.Atoi(u.Gid)
 	}
 
-	// Runs before host2 stops (cleanups run last first), also on failure.
-	t.Cleanup(func() {
-		for _, virsh := range []func(...string) (string, error){virsh1, virsh2} {
-			virsh("destroy", name)
-			virsh("undefine", "--managed-save", "--snapshots-metadata", name)
-			pool := coldPoolName(folder)
-			virsh("pool-destroy", pool)
-			virsh("pool-undefine", pool)
-		}
-		for _, p := range []string{folder, base, host2Folder, host2Base, save1, save2} {
-			os.RemoveAll(p)
-		}
-	})
-	events := watchEvents(t, name, uri)
+	// The folders, the base and the OS disk (0x5a at 0, 0x77 at 2 MiB); the
+	// cleanup also drops the managed save, the snapshots and the pools.
+	disks, events := tinyDomainDisks(t, dir, uri, name, func(virsh func(...string) (string, error), folder string) {
+		virsh("destroy", name)
+		virsh("undefine", "--managed-save", "--snapshots-metadata", name)
+		pool := coldPoolName(folder)
+		virsh("pool-destroy", pool)
+		virsh("pool-undefine", pool)
+	}, save1, save2)
+	folder, on2 := disks.folder, disks.on2
+	osDisk, dataDisk, seed, tail := disks.osDisk, folder+"/data.qcow2", folder+"/seed.iso", folder+"/tail.raw"
+	files := []string{osDisk, dataDisk, seed, tail}
 
-	// A base with 0x5a in its first MiB; the overlay adds 0x77 at 2 MiB.
 	// The data disk: 4 GiB, metadata preallocated (a file of ~4 GiB,
 	// mostly holes: as a guest's discards leave one), data at its start,
 	// at 1 GiB and in its last MiB. The seed: 1 MiB, one hole. tail.raw:
 	// 1 MiB of data, then a hole to 64 MiB.
-	for _, d := range []string{folder, host2Folder} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run(t, "qemu-img", "create", "-q", "-f", "qcow2", base, "64M")
-	run(t, "qemu-io", "-c", "write -P 0x5a 0 1M", base)
-	run(t, "cp", "--sparse=always", base, host2Base)
-	run(t, "qemu-img", "create", "-q", "-f", "qcow2", "-b", base, "-F", "qcow2", osDisk)
-	run(t, "qemu-io", "-c", "write -P 0x77 2M 1M", osDisk)
 	run(t, "qemu-img", "create", "-q", "-f", "qcow2", "-o", "preallocation=metadata", dataDisk, "4G")
 	run(t, "qemu-io", "-c", "write -P 0x3c 0 1M", "-c", "write -P 0x4d 1G 2M", "-c", "write -P 0x5e 4095M 1M", dataDisk)
 	run(t, "truncate", "-s", "1M", seed)

@@ -33,48 +33,21 @@ func TestHost2Migrate(t *testing.T) {
 	// Its own folder and ports (16531, ssh 16532).
 	dir, uri, _ := ownHost2(t, "bureau-e2e-host2-mig", 16531, "qemu-img", "qemu-io", "ip")
 	virsh1, virsh2 := virshOn("qemu:///system"), virshOn(uri)
-	data := os.Getenv("BUREAU_HOST2_DATA_DIR")
-	if data == "" {
-		data = "/var/lib/bureau"
-	}
 	var random [3]byte
 	rand.Read(random[:])
 	id := hex.EncodeToString(random[:])
 	name := "bureau-e2e-mig-" + id
 	tapA, tapB := "bmig"+id+"a", "bmig"+id+"b"
-	// The same paths on both hosts, different files: host2's desktops/
-	// and images/ are its own DIR/desktops and DIR/images.
-	folder := filepath.Join(data, "desktops", name)
-	base := filepath.Join(data, "images", name+"-base.qcow2")
-	host2Folder := filepath.Join(dir, "desktops", name)
-	host2Base := filepath.Join(dir, "images", name+"-base.qcow2")
-	osDisk, dataDisk, seed := folder+"/os.qcow2", folder+"/data.qcow2", folder+"/seed.iso"
-	on2 := func(path string) string { return filepath.Join(host2Folder, filepath.Base(path)) }
 
-	// Runs before host2 stops (cleanups run last first), also on failure.
-	t.Cleanup(func() {
-		for _, virsh := range []func(...string) (string, error){virsh1, virsh2} {
-			virsh("destroy", name)
-			virsh("undefine", name)
-		}
-		for _, p := range []string{folder, base, host2Folder, host2Base} {
-			os.RemoveAll(p)
-		}
+	// The folders, the base and the OS disk (0x5a at 0, 0x77 at 2 MiB).
+	disks, events := tinyDomainDisks(t, dir, uri, name, func(virsh func(...string) (string, error), _ string) {
+		virsh("destroy", name)
+		virsh("undefine", name)
 	})
-	events := watchEvents(t, name, uri)
+	folder, base, host2Folder, on2 := disks.folder, disks.base, disks.host2Folder, disks.on2
+	osDisk, dataDisk, seed := disks.osDisk, folder+"/data.qcow2", folder+"/seed.iso"
 
-	// A base with 0x5a in its first MiB; the overlay adds 0x77 at 2 MiB;
-	// the data disk has 12 MiB of 0x3c (enough to throttle a copy).
-	for _, d := range []string{folder, host2Folder} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run(t, "qemu-img", "create", "-q", "-f", "qcow2", base, "64M")
-	run(t, "qemu-io", "-c", "write -P 0x5a 0 1M", base)
-	run(t, "cp", "--sparse=always", base, host2Base)
-	run(t, "qemu-img", "create", "-q", "-f", "qcow2", "-b", base, "-F", "qcow2", osDisk)
-	run(t, "qemu-io", "-c", "write -P 0x77 2M 1M", osDisk)
+	// The data disk has 12 MiB of 0x3c (enough to throttle a copy).
 	run(t, "qemu-img", "create", "-q", "-f", "qcow2", dataDisk, "16M")
 	run(t, "qemu-io", "-c", "write -P 0x3c 0 12M", dataDisk)
 	// The read-only seed is never copied: the caller puts it there.
