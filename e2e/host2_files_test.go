@@ -202,6 +202,9 @@ func TestHost2Files(t *testing.T) {
 		t.Error("the data disk was written again")
 	}
 
+	// A stopped desktop's snapshots and disk growth, through libvirt.
+	checkStoppedDisks(t, f, osDisk, dataDisk, host2Desk, uid, gid, virsh)
+
 	// Upload: 300 KiB, byte for byte, readable by the QEMU user; again
 	// with other bytes: replaced.
 	for i := range 2 {

@@ -73,7 +73,7 @@ func (s sites) Site(ctx context.Context, name string) (*manager.Site, error) {
 		return nil, err
 	}
 	files.Sweep = func(ctx context.Context, dir string) error { return sweep(ctx, link, dir) }
-	return &manager.Site{Accelerator: desktop.Accelerator(h.Accelerator), Subnet: subnet, Firewall: fw, Addresses: hv.Addresses{H: remote, Network: hv.DesktopNetwork}, Files: files,
+	return &manager.Site{Accelerator: desktop.Accelerator(h.Accelerator), Subnet: subnet, Firewall: fw, Addresses: hv.Addresses{H: remote, Network: hv.DesktopNetwork}, Files: files, Disks: files, Sizes: files,
 		Display: func(ctx context.Context, path string, uid int) (net.Conn, error) {
 			return hostrelay.Dial(ctx, link, path, uid)
 		},

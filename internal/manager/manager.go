@@ -99,11 +99,8 @@ type Reserve interface {
 type Disks interface {
 	CreateOverlay(ctx context.Context, base, path string, sizeGiB int) error
 	CreateDataDisk(ctx context.Context, path string, sizeGiB int) error
-	// Snapshot, RevertSnapshot and DeleteSnapshot work on files no VM has open.
-	Snapshot(ctx context.Context, path, name string) error
-	RevertSnapshot(ctx context.Context, path, name string) error
-	DeleteSnapshot(ctx context.Context, path, name string) error
-	Resize(ctx context.Context, path string, sizeGiB int) error
+	// StoppedDisks works on files no VM has open.
+	StoppedDisks
 	// CopySnapshot writes dst as src was at a snapshot (an overlay of
 	// backing when given).
 	CopySnapshot(ctx context.Context, src, name, dst, backing string) error

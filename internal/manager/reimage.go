@@ -19,9 +19,6 @@ func (m *Manager) Reimage(ctx context.Context, id, image, actor string) (*deskto
 	if err != nil {
 		return nil, err
 	}
-	if err := localOnly(d, "a reimage"); err != nil {
-		return nil, err
-	}
 	if image == "" {
 		image = d.Image
 	}
@@ -69,25 +66,17 @@ func (m *Manager) reimage(ctx context.Context, d *desktop.Desktop, img *desktop.
 				return err
 			}
 		}
-		// The new disk is complete before it replaces the old one, so a
-		// failure or crash leaves one or the other, never half of either.
-		fresh := vm.OSDisk + ".new"
-		os.Remove(fresh)
-		if err := m.disks.CreateOverlay(ctx, img.Path, fresh, m.cfg.OSDiskGiB); err != nil {
-			return fmt.Errorf("OS disk: %w", err)
-		}
 		// A new instance id makes cloud-init set the system up again on the
 		// fresh disk; the data disk is only formatted when it has no
 		// filesystem, so /home is kept.
 		seed := Seed{DesktopID: d.ID, InstanceID: d.ID + "-" + newID(), Hostname: d.Name, InstallDesktop: img.RecipeHash == "",
 			KeyboardLayout: d.KeyboardLayout}
-		if err := m.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
-			os.Remove(fresh)
-			return fmt.Errorf("cloud-init seed: %w", err)
+		replace := m.replaceOSDisk
+		if d.Remote() {
+			replace = m.replaceOSDiskThere
 		}
-		if err := os.Rename(fresh, vm.OSDisk); err != nil {
-			os.Remove(fresh)
-			return fmt.Errorf("replace OS disk: %w", err)
+		if err := replace(ctx, d, vm, img, seed); err != nil {
+			return err
 		}
 		d.Image = img.Name
 		if wasRunning {
@@ -107,6 +96,54 @@ func (m *Manager) reimage(ctx context.Context, d *desktop.Desktop, img *desktop.
 	m.save(ctx, d)
 	m.event(ctx, d.ID, "reimaged", actor, "OS disk replaced with a fresh copy of %s in %s; data disk kept", img.Name,
 		time.Since(begun).Round(time.Millisecond))
+}
+
+// replaceOSDisk gives a desktop on this host a fresh OS disk over img and
+// its seed. The new disk is complete before it replaces the old one, so a
+// failure or crash leaves one or the other, never half of either.
+func (m *Manager) replaceOSDisk(ctx context.Context, _ *desktop.Desktop, vm desktop.VMConfig, img *desktop.Image, seed Seed) error {
+	fresh := vm.OSDisk + ".new"
+	os.Remove(fresh)
+	if err := m.disks.CreateOverlay(ctx, img.Path, fresh, m.cfg.OSDiskGiB); err != nil {
+		return fmt.Errorf("OS disk: %w", err)
+	}
+	if err := m.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
+		os.Remove(fresh)
+		return fmt.Errorf("cloud-init seed: %w", err)
+	}
+	if err := os.Rename(fresh, vm.OSDisk); err != nil {
+		os.Remove(fresh)
+		return fmt.Errorf("replace OS disk: %w", err)
+	}
+	return nil
+}
+
+// replaceOSDiskThere does what replaceOSDisk does for a desktop on a
+// remote host, through its storage pools: img is copied there first when
+// it is not (its progress in the desktop's step). A pool has no rename, so
+// the old disk is removed and the new one made in its place; an overlay
+// is made at once, but should that fail the desktop is left in error
+// without an OS disk, its data disk untouched, and a reimage again makes
+// one.
+func (m *Manager) replaceOSDiskThere(ctx context.Context, d *desktop.Desktop, vm desktop.VMConfig, img *desktop.Image, seed Seed) error {
+	s, err := m.site(ctx, d)
+	if err != nil {
+		return err
+	}
+	if err := m.imageOn(ctx, s, d, d.Host, img.Path, func(step string) string { return step }); err != nil {
+		return err
+	}
+	uid, gid := d.VMUID, m.cfg.VMGroup
+	if err := m.uploadSeed(ctx, s, vm.SeedISO, seed, uid, gid); err != nil {
+		return err
+	}
+	if err := s.Files.Remove(ctx, vm.OSDisk); err != nil {
+		return fmt.Errorf("remove the old OS disk on host %s: %w", d.Host, err)
+	}
+	if err := s.Files.CreateOverlay(ctx, img.Path, vm.OSDisk, m.cfg.OSDiskGiB, uid, gid); err != nil {
+		return fmt.Errorf("OS disk on host %s: %w", d.Host, err)
+	}
+	return nil
 }
 
 // ResizeRequest asks for a bigger data disk.
@@ -147,13 +184,6 @@ func (m *Manager) ResizeDataDisk(ctx context.Context, id string, req ResizeReque
 	if d.State != desktop.StateRunning && d.State != desktop.StateStopped {
 		return nil, &desktop.TransitionError{Op: "resize", State: d.State}
 	}
-	if d.State == desktop.StateStopped {
-		// A stopped desktop's disk is grown here with qemu-img; a running
-		// one's through libvirt, which reaches every host.
-		if err := localOnly(d, "growing the data disk while it is stopped (start it first)"); err != nil {
-			return nil, err
-		}
-	}
 	if err := m.reserveDataDisk(ctx, d, sizeGiB, req.Unlimited); err != nil {
 		return nil, err
 	}
@@ -172,7 +202,11 @@ func (m *Manager) ResizeDataDisk(ctx context.Context, id string, req ResizeReque
 // growDataDisk grows a running (live) or stopped desktop's data disk.
 func (m *Manager) growDataDisk(ctx context.Context, d *desktop.Desktop, sizeGiB int) error {
 	if d.State == desktop.StateStopped {
-		if err := m.disks.Resize(ctx, d.DataDiskPath, sizeGiB); err != nil {
+		disks, err := m.stoppedDisks(ctx, d)
+		if err != nil {
+			return err
+		}
+		if err := disks.Resize(ctx, d.DataDiskPath, sizeGiB); err != nil {
 			return fmt.Errorf("resize data disk: %w", diskFull(err))
 		}
 		return nil

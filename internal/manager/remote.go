@@ -22,6 +22,10 @@ type Site struct {
 	Firewall    Firewall
 	Addresses   Addresses
 	Files       HostFiles
+	// Disks works on the files of its desktops whose VMs are off.
+	Disks StoppedDisks
+	// Sizes measures its desktops' files (what their snapshots take).
+	Sizes FileSizes
 	// Display dials a desktop's VNC socket on the host; the host checks
 	// that the desktop's own QEMU user (uid) serves it.
 	Display func(ctx context.Context, path string, uid int) (net.Conn, error)

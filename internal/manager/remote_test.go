@@ -24,6 +24,8 @@ type fakeHostFiles struct {
 	files map[string]string // path → what made it
 	calls []string
 	fail  string // method that fails
+	// alloc is what Allocated says a file takes; every call adds 1 MiB.
+	alloc map[string]int64
 }
 
 func (f *fakeHostFiles) note(call, path, what string) error {
@@ -100,6 +102,47 @@ func (f *fakeHostFiles) has(path string) bool {
 	return ok
 }
 
+// As StoppedDisks: calls noted as "Snapshot path name".
+func (f *fakeHostFiles) Snapshot(_ context.Context, path, name string) error {
+	return f.note("Snapshot", path+" "+name, "")
+}
+func (f *fakeHostFiles) RevertSnapshot(_ context.Context, path, name string) error {
+	return f.note("RevertSnapshot", path+" "+name, "")
+}
+func (f *fakeHostFiles) DeleteSnapshot(_ context.Context, path, name string) error {
+	return f.note("DeleteSnapshot", path+" "+name, "")
+}
+func (f *fakeHostFiles) Resize(_ context.Context, path string, sizeGiB int) error {
+	return f.note("Resize", fmt.Sprint(path, " ", sizeGiB), "")
+}
+
+func (f *fakeHostFiles) Allocated(_ context.Context, path string) (int64, error) {
+	if f.fail == "Allocated" {
+		return 0, errors.New("Allocated: injected")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.alloc == nil {
+		f.alloc = map[string]int64{}
+	}
+	n := f.alloc[path]
+	f.alloc[path] += 1 << 20
+	return n, nil
+}
+
+// called says whether every call was made, in that order.
+func (f *fakeHostFiles) called(calls ...string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := 0
+	for _, c := range f.calls {
+		if i < len(calls) && c == calls[i] {
+			i++
+		}
+	}
+	return i == len(calls)
+}
+
 // fakeSites has one remote host, "two".
 type fakeSites struct {
 	site *Site
@@ -140,7 +183,7 @@ func newRemoteHarness(t *testing.T) (*harness, *fakeHostFiles, *fakeFirewall, *f
 	files := &fakeHostFiles{files: map[string]string{}}
 	fw, addrs := &fakeFirewall{policies: map[string]desktop.NetworkPolicy{}}, &fakeAddresses{ips: map[string]string{}}
 	sites := &fakeSites{}
-	sites.site = &Site{Accelerator: desktop.AccelKVM, Subnet: netip.MustParsePrefix("10.121.0.0/16"), Firewall: fw, Addresses: addrs, Files: files,
+	sites.site = &Site{Accelerator: desktop.AccelKVM, Subnet: netip.MustParsePrefix("10.121.0.0/16"), Firewall: fw, Addresses: addrs, Files: files, Disks: files, Sizes: files,
 		Display: func(context.Context, string, int) (net.Conn, error) {
 			return nil, errors.New("no display in this test")
 		}}
@@ -218,15 +261,26 @@ func TestCreateOnARemoteHost(t *testing.T) {
 	}
 
 	// A running remote desktop's snapshots go through libvirt: with memory,
-	// and disk-only (QMP), both deleted the same way.
+	// and disk-only (QMP), both deleted the same way. What they take is
+	// measured there: its two files grew by 1 MiB each (fakeHostFiles).
 	for _, mem := range []bool{true, false} {
 		sn, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: fmt.Sprint("s-", mem), Memory: &mem, Actor: "test"})
-		if err != nil || sn.Memory != mem || sn.SizeBytes != 0 {
+		if err != nil || sn.Memory != mem || sn.SizeBytes != 2<<20 {
 			t.Fatalf("snapshot (memory %v) of a running remote desktop: %+v %v", mem, sn, err)
 		}
 		if err := h.m.DeleteSnapshot(ctx, d.ID, sn.Name, "test"); err != nil {
 			t.Errorf("delete it: %v", err)
 		}
+	}
+	// Files that cannot be measured there: a snapshot with memory is
+	// counted for its RAM, as before it was taken.
+	files.fail = "Allocated"
+	if sn, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "unmeasured", Actor: "test"}); err != nil || sn.SizeBytes != 2048<<20 {
+		t.Errorf("snapshot whose files could not be measured: %+v %v", sn, err)
+	}
+	files.fail = ""
+	if err := h.m.DeleteSnapshot(ctx, d.ID, "unmeasured", "test"); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "disks", Memory: new(bool), Actor: "test"}); err != nil {
 		t.Fatal(err)
@@ -235,13 +289,18 @@ func TestCreateOnARemoteHost(t *testing.T) {
 	if grown, err := h.m.ResizeDataDisk(ctx, d.ID, ResizeRequest{SizeGiB: 25, Actor: "test"}); err != nil || grown.DataDiskGiB != 25 {
 		t.Errorf("grow the data disk of a running remote desktop: %+v %v", grown, err)
 	}
-	// What is not done on remote hosts yet is refused, saying so: reverting
-	// to a disk-only snapshot (the VM off, qemu-img on the files), and any
-	// snapshot work on its files while it is stopped.
-	var ce *desktop.ConflictError
-	if _, err := h.m.RevertSnapshot(ctx, d.ID, "disks", "test"); !errors.As(err, &ce) || !strings.Contains(err.Error(), "reverting to a disk-only snapshot") {
-		t.Errorf("revert to a disk-only snapshot: %v", err)
+	// What bureau does to the files of a VM that is off, it does there
+	// through the host's libvirtd (Site.Disks): a revert to a disk-only
+	// snapshot (the VM shut down, reverted, started again)...
+	osDisk := filepath.Join(d.Dir, "os.qcow2")
+	if _, err := h.m.RevertSnapshot(ctx, d.ID, "disks", "test"); err != nil {
+		t.Fatal(err)
 	}
+	if d = h.settle(t, d.ID); d.State != desktop.StateRunning || d.LastError != "" ||
+		!files.called("RevertSnapshot "+osDisk+" disks", "RevertSnapshot "+d.DataDiskPath+" disks") {
+		t.Errorf("revert to a disk-only snapshot there: %s %q; calls %v", d.State, d.LastError, files.calls)
+	}
+	var ce *desktop.ConflictError
 	if _, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "copy", Actor: "test", From: &CloneSource{DesktopID: d.ID, Snapshot: "disks"},
 		Spec: desktop.Spec{VCPUs: 2, MemoryMiB: 2048, DataDiskGiB: 20}}); !errors.As(err, &ce) || !strings.Contains(err.Error(), "a clone of its snapshots") {
 		t.Errorf("a clone of a remote desktop's snapshot: %v", err)
@@ -250,17 +309,45 @@ func TestCreateOnARemoteHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.settle(t, d.ID)
-	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "s2", Actor: "test"}); !errors.As(err, &ce) || !strings.Contains(err.Error(), "while it is stopped") {
-		t.Errorf("snapshot of a stopped remote desktop: %v", err)
+	// ... and, stopped: snapshots, their deletion, growing the data disk.
+	if sn, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "s2", Actor: "test"}); err != nil || sn.Memory ||
+		!files.called("Snapshot "+osDisk+" s2", "Snapshot "+d.DataDiskPath+" s2") {
+		t.Errorf("snapshot of a stopped remote desktop: %+v %v; calls %v", sn, err, files.calls)
 	}
-	if err := h.m.DeleteSnapshot(ctx, d.ID, "disks", "test"); !errors.As(err, &ce) || !strings.Contains(err.Error(), "while it is stopped") {
-		t.Errorf("delete a disk-only snapshot of a stopped remote desktop: %v", err)
+	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "home", Scope: desktop.ScopeData, Actor: "test"}); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := h.m.Reimage(ctx, d.ID, "", "test"); !errors.As(err, &ce) {
-		t.Errorf("reimage: %v", err)
+	if err := h.m.DeleteSnapshot(ctx, d.ID, "disks", "test"); err != nil || !files.called("DeleteSnapshot "+osDisk+" disks", "DeleteSnapshot "+d.DataDiskPath+" disks") {
+		t.Errorf("delete a disk-only snapshot of a stopped remote desktop: %v; calls %v", err, files.calls)
 	}
-	if _, err := h.m.ResizeDataDisk(ctx, d.ID, ResizeRequest{SizeGiB: 30, Actor: "test"}); !errors.As(err, &ce) || !strings.Contains(err.Error(), "while it is stopped") {
-		t.Errorf("grow the data disk of a stopped remote desktop: %v", err)
+	if grown, err := h.m.ResizeDataDisk(ctx, d.ID, ResizeRequest{SizeGiB: 30, Actor: "test"}); err != nil || grown.DataDiskGiB != 30 ||
+		!files.called("Resize "+d.DataDiskPath+" 30") {
+		t.Errorf("grow the data disk of a stopped remote desktop: %+v %v; calls %v", grown, err, files.calls)
+	}
+
+	// A reimage there: the snapshot holding the OS disk goes, the data-only
+	// one stays; a new OS disk and seed are made in the old ones' places.
+	// One whose new disk cannot be made leaves the desktop in error, and
+	// a reimage again mends it.
+	files.fail = "CreateOverlay"
+	if _, err := h.m.Reimage(ctx, d.ID, "", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if d = h.settle(t, d.ID); d.State != desktop.StateError || !strings.Contains(d.LastError, "OS disk on host two") {
+		t.Errorf("a reimage whose disk could not be made: %s %q", d.State, d.LastError)
+	}
+	files.fail = ""
+	if _, err := h.m.Reimage(ctx, d.ID, "", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if d = h.settle(t, d.ID); d.State != desktop.StateStopped || d.LastError != "" {
+		t.Errorf("reimage of a stopped remote desktop: %s %q", d.State, d.LastError)
+	}
+	if !files.called("DeleteSnapshot "+osDisk+" s2", "Upload "+filepath.Join(d.Dir, "seed.iso"), "Remove "+osDisk, "CreateOverlay "+osDisk) || !files.has(osDisk) {
+		t.Errorf("reimage calls: %v", files.calls)
+	}
+	if snaps, _ := h.m.ListSnapshots(ctx, d.ID); len(snaps) != 1 || snaps[0].Name != "home" {
+		t.Errorf("snapshots after the reimage: %v", snaps)
 	}
 
 	// Deleted without its data: the data disk stays on host two.

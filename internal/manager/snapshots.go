@@ -41,7 +41,8 @@ func (m *Manager) snapshotFiles(d *desktop.Desktop, scope string) []string {
 
 // CreateSnapshot takes a named snapshot: with RAM of a running desktop
 // (libvirt internal snapshot), disk-only of a running one (QMP, quiesced by
-// the guest agent when it answers), or of a stopped one's files (qemu-img).
+// the guest agent when it answers), or of a stopped one's files (qemu-img,
+// run on the desktop's host).
 // Nothing is recorded unless every disk was snapshotted.
 func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotRequest) (*desktop.Snapshot, error) {
 	if req.Scope == "" {
@@ -65,13 +66,6 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 	running := d.State == desktop.StateRunning || d.State.Frozen()
 	if !running && d.State != desktop.StateStopped {
 		return nil, &desktop.TransitionError{Op: "snapshot", State: d.State}
-	}
-	if !running {
-		// A stopped desktop's files are snapshotted here with qemu-img;
-		// a running one's through libvirt, which reaches every host.
-		if err := localOnly(d, "a snapshot of it while it is stopped (start it first)"); err != nil {
-			return nil, err
-		}
 	}
 	memory := running && req.Scope == desktop.ScopeAll
 	if req.Memory != nil {
@@ -99,7 +93,7 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 		return nil, err
 	}
 	files := m.snapshotFiles(d, req.Scope)
-	before := allocated(d, files)
+	before, measured := m.allocated(ctx, d, files)
 	begun := time.Now()
 	how := "disk-only, desktop stopped"
 	switch {
@@ -114,7 +108,7 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 			how = "disk-only, live, crash-consistent (guest agent did not freeze filesystems)"
 		}
 	default:
-		err = m.snapshotFilesOffline(ctx, files, req.Name)
+		err = m.snapshotFilesOffline(ctx, d, files, req.Name)
 	}
 	m.observe("snapshot", begun, err)
 	if err != nil {
@@ -122,9 +116,11 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 		return nil, fmt.Errorf("snapshot %q: %w", req.Name, diskFull(err))
 	}
 	m.failpoint("snapshot:after-create")
-	sn.SizeBytes = max(0, allocated(d, files)-before)
-	if err := m.store.SetSnapshotSize(ctx, sn.ID, sn.SizeBytes); err != nil {
-		m.log.Warn("recording snapshot size", "desktop", id, "snapshot", sn.Name, "err", err)
+	if after, ok := m.allocated(ctx, d, files); ok && measured {
+		sn.SizeBytes = max(0, after-before)
+		if err := m.store.SetSnapshotSize(ctx, sn.ID, sn.SizeBytes); err != nil {
+			m.log.Warn("recording snapshot size", "desktop", id, "snapshot", sn.Name, "err", err)
+		}
 	}
 	m.event(ctx, id, "snapshot_created", req.Actor, "snapshot %q (%s, scope %s) in %s", sn.Name, how, sn.Scope,
 		time.Since(begun).Round(time.Millisecond))
@@ -157,12 +153,17 @@ func (m *Manager) undoSnapshot(ctx context.Context, d *desktop.Desktop, sn *desk
 	}
 }
 
-// snapshotFilesOffline snapshots each file, undoing the ones done if one fails.
-func (m *Manager) snapshotFilesOffline(ctx context.Context, files []string, name string) error {
+// snapshotFilesOffline snapshots each of a stopped desktop's files,
+// undoing the ones done if one fails.
+func (m *Manager) snapshotFilesOffline(ctx context.Context, d *desktop.Desktop, files []string, name string) error {
+	disks, err := m.stoppedDisks(ctx, d)
+	if err != nil {
+		return err
+	}
 	for i, f := range files {
-		if err := m.disks.Snapshot(ctx, f, name); err != nil {
+		if err := disks.Snapshot(ctx, f, name); err != nil {
 			for _, done := range files[:i] {
-				m.disks.DeleteSnapshot(context.WithoutCancel(ctx), done, name)
+				disks.DeleteSnapshot(context.WithoutCancel(ctx), done, name)
 			}
 			return err
 		}
@@ -194,10 +195,6 @@ func (m *Manager) RevertSnapshot(ctx context.Context, id, name, actor string) (*
 	}
 	sn, err := m.store.GetSnapshot(ctx, id, name)
 	if err != nil {
-		m.unlock(id)
-		return nil, err
-	}
-	if err := diskOnlyHere(d, sn, "reverting to a disk-only snapshot (move it to host "+desktop.LocalHost+" first)"); err != nil {
 		m.unlock(id)
 		return nil, err
 	}
@@ -240,8 +237,13 @@ func (m *Manager) revert(ctx context.Context, d *desktop.Desktop, sn *desktop.Sn
 			m.fail(ctx, d, "revert", err)
 			return
 		}
+		disks, err := m.stoppedDisks(ctx, d)
+		if err != nil {
+			m.fail(ctx, d, "revert", err)
+			return
+		}
 		for _, f := range m.snapshotFiles(d, sn.Scope) {
-			if err := m.disks.RevertSnapshot(ctx, f, sn.Name); err != nil {
+			if err := disks.RevertSnapshot(ctx, f, sn.Name); err != nil {
 				m.fail(ctx, d, "revert", err)
 				return
 			}
@@ -305,11 +307,12 @@ func (m *Manager) dropSnapshot(ctx context.Context, d *desktop.Desktop, sn *desk
 	if st == desktop.VMRunning || st == desktop.VMPaused {
 		return ignoreMissingSnapshot(m.hv.DeleteLiveDiskSnapshot(ctx, d.DomainName(), sn.Name, files))
 	}
-	if err := diskOnlyHere(d, sn, "deleting a disk-only snapshot while it is stopped (start it first)"); err != nil {
+	disks, err := m.stoppedDisks(ctx, d)
+	if err != nil {
 		return err
 	}
 	for _, f := range files {
-		if err := ignoreMissingSnapshot(m.disks.DeleteSnapshot(ctx, f, sn.Name)); err != nil {
+		if err := ignoreMissingSnapshot(disks.DeleteSnapshot(ctx, f, sn.Name)); err != nil {
 			return err
 		}
 	}
@@ -342,18 +345,36 @@ func latest(snaps []*desktop.Snapshot) string {
 	return name
 }
 
-// allocated sums the bytes the files take on the host.
-func allocated(d *desktop.Desktop, files []string) int64 {
-	if d.Remote() {
-		return 0 // its files are on its host: not measured (the snapshot counts 0 bytes)
-	}
+// allocated sums the bytes d's files take on its host's disk; false when
+// they could not be measured there (a snapshot then keeps the size it was
+// counted for when it was recorded).
+func (m *Manager) allocated(ctx context.Context, d *desktop.Desktop, files []string) (int64, bool) {
 	var n int64
-	for _, f := range files {
-		if fi, err := os.Stat(f); err == nil {
-			n += blocks(fi)
+	if !d.Remote() {
+		for _, f := range files {
+			if fi, err := os.Stat(f); err == nil {
+				n += blocks(fi)
+			}
 		}
+		return n, true
 	}
-	return n
+	s, err := m.site(ctx, d)
+	if err == nil && s.Sizes == nil {
+		err = errors.New("its files are not measured there")
+	}
+	for _, f := range files {
+		if err != nil {
+			break
+		}
+		var size int64
+		size, err = s.Sizes.Allocated(ctx, f)
+		n += size
+	}
+	if err != nil {
+		m.log.Warn("measuring a remote desktop's files", "desktop", d.ID, "host", d.Host, "err", err)
+		return 0, false
+	}
+	return n, true
 }
 
 // ignoreMissingSnapshot treats "no such snapshot" as deleted: a snapshot a
@@ -363,15 +384,4 @@ func ignoreMissingSnapshot(err error) error {
 		return nil
 	}
 	return err
-}
-
-// diskOnlyHere refuses what bureau does to a disk-only snapshot's files
-// itself (qemu-img, the VM off) when they are on another host; a snapshot
-// with memory, or any of a running VM, goes through libvirt, which reaches
-// every host.
-func diskOnlyHere(d *desktop.Desktop, sn *desktop.Snapshot, what string) error {
-	if sn.Memory {
-		return nil
-	}
-	return localOnly(d, what)
 }
