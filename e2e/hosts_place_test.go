@@ -13,9 +13,9 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-// checkPlacement runs with placement on (BUREAU_PLACEMENT=on) while host
-// two (labelled zone=b) runs far, a desktop of 2 GiB, and bureau's own
-// host none: a create naming no host lands on the emptier host (this one),
+// checkPlacement runs with placement as by default (BUREAU_PLACEMENT=auto,
+// on since bureau has a remote host) while host two (labelled zone=b)
+// runs far, a desktop of 2 GiB, and bureau's own host none: a create naming no host lands on the emptier host (this one),
 // one asking for zone=b on host two, one asking for a label no host
 // carries is refused naming each host and why. The hosts list shows what
 // each host's desktops hold.

@@ -38,7 +38,7 @@ func TestHostsRemoteDesktop(t *testing.T) {
 		t.Skip("several hosts need PostgreSQL (BUREAU_E2E_DATABASE_URL)")
 	}
 	s.stop()
-	s.env = append(s.env, "BUREAU_HOST_CHECK_SECONDS=2", "BUREAU_RECONCILE_SECONDS=5", "BUREAU_PLACEMENT=on", "BUREAU_HOST_ADDRESS=127.0.0.1")
+	s.env = append(s.env, "BUREAU_HOST_CHECK_SECONDS=2", "BUREAU_RECONCILE_SECONDS=5", "BUREAU_HOST_ADDRESS=127.0.0.1")
 	s.start()
 	local := s.waitHost("local", "up", 30*time.Second)
 	h2 := startHost2For(t, s.dataDir)
@@ -201,6 +201,8 @@ func TestHostsRemoteDesktop(t *testing.T) {
 			break
 		}
 	}
+
+	checkStoppedRemote(t, s, d, h2)
 
 	// Deleted with its data: nothing of it stays on host2.
 	var del apiv1.DeleteResult

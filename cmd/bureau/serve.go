@@ -66,6 +66,9 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	if cfg.TCGCacheMiB < 0 {
 		return fmt.Errorf("tcg cache %d MiB: want 0 (QEMU's default) or more", cfg.TCGCacheMiB)
 	}
+	if modes := []string{"auto", "on", "off"}; !slices.Contains(modes, cfg.Placement) {
+		return fmt.Errorf("BUREAU_PLACEMENT %q: want one of %v", cfg.Placement, modes)
+	}
 	if !slices.Contains(api.StepThumbnailModes, cfg.StepThumbnails) {
 		return fmt.Errorf("BUREAU_STEP_THUMBNAILS %q: want one of %v", cfg.StepThumbnails, api.StepThumbnailModes)
 	}

@@ -158,13 +158,14 @@ func remoteHosts(st *store.Store) func(ctx context.Context) (map[string]string, 
 
 // placementOf is how desktops are placed among the hosts: every host
 // checked with what bureau's desktops hold there, and creates naming no
-// host placed by weight when BUREAU_PLACEMENT=on.
+// host placed by weight (BUREAU_PLACEMENT: on, off, or auto: once bureau
+// has a remote host).
 func placementOf(cfg *config.Config, st *store.Store, capacity host.Capacity) manager.Placement {
 	return manager.Placement{
 		Hosts: places.Lister{Source: st, LocalMemory: capacity.MemoryMiB},
 		Policy: places.Policy{MemoryRatio: float64(max(cfg.MemoryRatioPercent, 1)) / 100,
 			ReserveMiB: host.MemoryReserveMiB, DiskReserveMiB: host.DiskReserveMiB},
-		Auto: cfg.Placement,
+		Auto: cfg.Placement == "on", WithHosts: cfg.Placement == "auto",
 	}
 }
 

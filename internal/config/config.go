@@ -49,12 +49,12 @@ type Config struct {
 	// template are kept restored ahead, paused, for creates to take
 	// (0 = none; each holds up to its RAM on the host).
 	WarmSpares int
-	// Placement (BUREAU_PLACEMENT=on) places a create that names no host
-	// on the host that weighs most (free memory after reservations, free
-	// disk, fewest desktops), among those carrying the labels it asks
-	// for; off (the default), it runs on bureau's own host. Opt-in while
-	// desktops on remote hosts lack snapshots.
-	Placement bool
+	// Placement (BUREAU_PLACEMENT) "on" places a create that names no
+	// host on the host that weighs most (free memory after reservations,
+	// free disk, fewest desktops), among those carrying the labels it
+	// asks for; "auto" (the default) does so once bureau has a remote
+	// host; "off" runs it on bureau's own host.
+	Placement string
 	// MemoryRatioPercent (BUREAU_MEMORY_RATIO_PERCENT, default 150) is
 	// the share of a host's RAM desktops may be given in all, placed by
 	// bureau on that host.
@@ -133,7 +133,7 @@ func FromEnv() Config {
 		MemoryLowMiB:        envInt("BUREAU_MEMORY_LOW_MIB", 2048),
 		SaveAsIs:            os.Getenv("BUREAU_SAVE_AS_IS") == "1",
 		WarmSpares:          envInt("BUREAU_WARM_SPARES", 1),
-		Placement:           os.Getenv("BUREAU_PLACEMENT") == "on",
+		Placement:           env("BUREAU_PLACEMENT", "auto"),
 		HostAddress:         os.Getenv("BUREAU_HOST_ADDRESS"),
 		MemoryRatioPercent:  envInt("BUREAU_MEMORY_RATIO_PERCENT", 150),
 		AgentBinary:         os.Getenv("BUREAU_AGENT_BIN"),

@@ -26,8 +26,25 @@ type Placement struct {
 	// Policy is how much of each host desktops may be given.
 	Policy placement.Policy
 	// Auto places a create that names no host on the host that weighs
-	// most (placement.Policy.Choose); off, it runs on bureau's own host.
-	Auto bool
+	// most (placement.Policy.Choose); WithHosts does so only while bureau
+	// has a remote host (on its own host alone there is nothing to
+	// weigh); neither, it runs on bureau's own host.
+	Auto, WithHosts bool
+}
+
+// placing says whether a create that names no host is placed by weight.
+func (m *Manager) placing(ctx context.Context) bool {
+	p := m.cfg.Placement
+	switch {
+	case p.Hosts == nil:
+		return false
+	case p.Auto:
+		return true
+	case !p.WithHosts:
+		return false
+	}
+	hs, err := p.Hosts.Candidates(ctx)
+	return err == nil && slices.ContainsFunc(hs, func(h placement.Host) bool { return h.Name != desktop.LocalHost })
 }
 
 // spot is the host a create runs on.
@@ -58,9 +75,10 @@ func (m *Manager) where(ctx context.Context, req CreateRequest, clone bool, skip
 	if len(req.PlaceLabels) > 0 && req.Host != "" {
 		return spot{}, &desktop.ValidationError{Field: "placement", Message: "name a host or placement labels, not both"}
 	}
-	auto := m.cfg.Placement.Auto && m.cfg.Placement.Hosts != nil
+	// Labels ask for placement, even among bureau's own host alone.
+	auto := m.placing(ctx) || len(req.PlaceLabels) > 0 && m.cfg.Placement.WithHosts && m.cfg.Placement.Hosts != nil
 	if req.Host == "" && len(req.PlaceLabels) > 0 && !auto {
-		return spot{}, &desktop.ValidationError{Field: "placement", Message: "placement is off on this bureau (BUREAU_PLACEMENT=on turns it on): name a host instead"}
+		return spot{}, &desktop.ValidationError{Field: "placement", Message: "placement is off on this bureau (BUREAU_PLACEMENT=off): name a host instead"}
 	}
 	if req.Host == "" && (!auto || clone) {
 		req.Host = desktop.LocalHost
@@ -103,7 +121,7 @@ func (m *Manager) fitsOn(ctx context.Context, d *desktop.Desktop, memHeld bool) 
 	if err != nil {
 		return nil, err
 	}
-	if !d.Remote() && !m.cfg.Placement.Auto {
+	if !d.Remote() && !m.placing(ctx) {
 		// Only a drain keeps desktops off bureau's own host.
 		if h.Draining {
 			return nil, &hostFullError{host: h.Name, why: errors.New("draining: its desktops are moving off it")}

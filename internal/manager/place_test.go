@@ -124,3 +124,36 @@ func TestPlacementTriesTheNextHostWhenOneFilledUp(t *testing.T) {
 	h.settle(t, a.ID)
 	h.settle(t, b.ID)
 }
+
+// By default (BUREAU_PLACEMENT=auto) a create that names no host stays on
+// bureau's own host until bureau has a remote host; then it is placed.
+func TestPlacementAutoOnceThereIsARemoteHost(t *testing.T) {
+	h, _, _, _, _ := newRemoteHarness(t)
+	ctx := context.Background()
+	if err := h.store.DeleteHost(ctx, "two"); err != nil {
+		t.Fatal(err)
+	}
+	h.m.cfg.Placement.Auto, h.m.cfg.Placement.WithHosts = false, true
+	create := func(name string) *desktop.Desktop {
+		t.Helper()
+		d, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: name, Actor: "test", Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 5}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.settle(t, d.ID)
+		return d
+	}
+	if a := create("a"); a.Host != desktop.LocalHost {
+		t.Errorf("with bureau's own host only: on %s", a.Host)
+	}
+	h.hostFree(t, "two", 8192)
+	// As much memory free on both; two runs fewer desktops.
+	if b := create("b"); b.Host != "two" {
+		t.Errorf("with host two there: on %s, want two (fewer desktops)", b.Host)
+	}
+	// Off: bureau's own host whatever the others.
+	h.m.cfg.Placement.WithHosts = false
+	if c := create("c"); c.Host != desktop.LocalHost {
+		t.Errorf("placement off: on %s", c.Host)
+	}
+}
