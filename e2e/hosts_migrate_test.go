@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -48,19 +49,31 @@ func checkMigration(t *testing.T, s *server, far desktop.Desktop, h2 *host2) {
 		if to == "two" {
 			from = "local"
 		}
+		var before apiv1.Host
+		s.call(adminToken, "GET", "/api/v1/hosts/"+to, nil, &before)
+		committedBefore := before.CommittedMemoryMiB
 		begun := time.Now()
 		var d desktop.Desktop
 		if code := s.call(adminToken, "POST", "/api/v1/desktops/"+far.ID+"/migrate", map[string]any{"host": to}, &d); code != http.StatusAccepted || d.State != desktop.StateMigrating {
 			t.Fatalf("migrate to %s: %d %s", to, code, d.State)
 		}
 		steps := map[string]bool{}
+		// Its memory counts on the host it moves to while it moves: read
+		// before the desktop, while the desktop still migrates.
+		held := false
 		for d.State == desktop.StateMigrating && time.Since(begun) < 10*time.Minute {
 			time.Sleep(500 * time.Millisecond)
+			var there apiv1.Host
+			s.call(adminToken, "GET", "/api/v1/hosts/"+to, nil, &there)
 			d = desktop.Desktop{} // fields left out of a reply (omitempty) must not keep the last one's
 			s.call(adminToken, "GET", "/api/v1/desktops/"+far.ID, nil, &d)
 			if i := strings.Index(d.Step, ": "); i > 0 {
 				steps[strings.Fields(d.Step[i+2:])[0]] = true
 			}
+			held = held || d.State == desktop.StateMigrating && there.CommittedMemoryMiB >= committedBefore+int64(far.MemoryMiB)
+		}
+		if !held {
+			t.Errorf("the move to %s did not hold its memory there while it moved", to)
 		}
 		took := time.Since(begun)
 		if d.State != desktop.StateRunning || d.Host != to || d.LastError != "" {

@@ -61,6 +61,9 @@ func (m *Manager) coldMove(ctx context.Context, d *desktop.Desktop, dest Destina
 	now := was // where the desktop is, should the move fail
 	var undo reverter
 	copied, err := func() (int64, error) {
+		if err := m.reserveMove(ctx, d, dest.Host, was); err != nil {
+			return 0, err
+		}
 		if was == desktop.StateRunning || was.Frozen() {
 			m.step(steps, d, label("hibernating"))
 			if err := m.hv.Hibernate(ctx, name); err != nil {

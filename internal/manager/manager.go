@@ -146,6 +146,11 @@ type DesktopStore interface {
 	// MoveDesktop records a desktop on another host, with its address
 	// there; renew: its guest asks for that address after its next wake.
 	MoveDesktop(ctx context.Context, id, host, ip string, renew bool) error
+	// ReserveMove counts a running desktop on the host it moves to, if
+	// fits allows it there (checked under that host's lock), until
+	// MoveDesktop or EndMove.
+	ReserveMove(ctx context.Context, id, to string, fits func(placement.Load) error) error
+	EndMove(ctx context.Context, id string) error
 	// RenewedAddress records that it did.
 	RenewedAddress(ctx context.Context, id string) error
 	GetDesktop(ctx context.Context, id string) (*desktop.Desktop, error)

@@ -93,12 +93,42 @@ func (m *Manager) Migrate(ctx context.Context, id, to, actor string) (*desktop.D
 		return nil, err
 	}
 	cp := *d
-	if cold != "" {
-		m.background(id, func(ctx context.Context) { m.coldMove(ctx, &cp, dest, was, cold, actor) })
-	} else {
-		m.background(id, func(ctx context.Context) { m.migrate(ctx, &cp, dest, actor) })
-	}
+	m.background(id, func(ctx context.Context) {
+		defer m.endMove(ctx, id)
+		if cold != "" {
+			m.coldMove(ctx, &cp, dest, was, cold, actor)
+		} else {
+			m.migrate(ctx, &cp, dest, actor)
+		}
+	})
 	return d, nil
+}
+
+// reserveMove counts d, running before its move (was), on the host it
+// moves to (d's memory held there from now on), if that host has room for
+// it with what its desktops take at this moment: destination's check,
+// made again under that host's lock in the store, so moves and creates
+// racing for one host never overfill it. A desktop that arrives stopped or
+// hibernated holds no memory there and reserves none.
+func (m *Manager) reserveMove(ctx context.Context, d *desktop.Desktop, to string, was desktop.State) error {
+	if was != desktop.StateRunning {
+		return nil
+	}
+	there := *d
+	there.Host = to
+	fits, err := m.fitsOn(ctx, &there, false)
+	if err != nil {
+		return err
+	}
+	return m.store.ReserveMove(ctx, d.ID, to, fits)
+}
+
+// endMove ends d's move reservation, whichever way its move ended (a
+// finished move's record ended it already).
+func (m *Manager) endMove(ctx context.Context, id string) {
+	if err := m.store.EndMove(context.WithoutCancel(ctx), id); err != nil {
+		m.log.Error("a move's reservation not ended: its memory still counts on the host it was moving to", "desktop", id, "err", err)
+	}
 }
 
 // CancelMigration stops a desktop's migration under way; the desktop
@@ -162,6 +192,9 @@ func (m *Manager) migrate(ctx context.Context, d *desktop.Desktop, dest Destinat
 	// Steps are recorded even once a cancel ended ctx.
 	steps := context.WithoutCancel(ctx)
 	res, err := func() (*MoveResult, error) {
+		if err := m.reserveMove(ctx, d, dest.Host, desktop.StateRunning); err != nil {
+			return nil, err
+		}
 		if err := m.filesThere(ctx, d, &there, &undo); err != nil {
 			return nil, err
 		}
@@ -266,6 +299,7 @@ func migratingTo(step string) string {
 // removed. The caller holds d.
 func (m *Manager) resumeMigrate(ctx context.Context, d *desktop.Desktop) {
 	defer m.unlock(d.ID)
+	defer m.endMove(ctx, d.ID)
 	to, from := migratingTo(d.Step), *d
 	there := *d
 	there.Host = to

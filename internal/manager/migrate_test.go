@@ -216,3 +216,47 @@ func TestMigrateInterruptedByARestartLeavesItWhereItRuns(t *testing.T) {
 		t.Errorf("migratingTo")
 	}
 }
+
+// A running desktop's memory counts on the host it moves to from the
+// start of its move: another move there that would not fit with it is
+// refused meanwhile; a cancelled move gives the room back.
+func TestAMoveHoldsMemoryOnItsDestination(t *testing.T) {
+	h, mv, _, _, _, d := newMoveHarness(t)
+	ctx := context.Background()
+	h.hostMemory(t, "two", 2048, 2048) // room for one 1 GiB desktop (512 MiB kept for the host)
+	b, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "second", Actor: "test", Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.settle(t, b.ID)
+	mv.block, mv.started = true, make(chan struct{})
+	if _, err := h.m.Migrate(ctx, d.ID, "two", "test"); err != nil {
+		t.Fatal(err)
+	}
+	<-mv.started
+	if loads, _ := h.store.HostLoads(ctx); loads["two"].CommittedMiB != 1024 || loads["two"].PendingMiB != 1024 {
+		t.Errorf("host two while a desktop moves there: %+v", loads["two"])
+	}
+	if _, err := h.m.Migrate(ctx, b.ID, "two", "test"); !errors.Is(err, desktop.ErrCapacity) {
+		t.Errorf("a second move to a host with room for one: %v", err)
+	}
+	if err := h.m.CancelMigration(ctx, d.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	h.settle(t, d.ID)
+	if loads, _ := h.store.HostLoads(ctx); loads["two"].CommittedMiB != 0 {
+		t.Errorf("host two after the move was cancelled: %+v", loads["two"])
+	}
+	mv.mu.Lock()
+	mv.block, mv.started = false, nil
+	mv.mu.Unlock()
+	if _, err := h.m.Migrate(ctx, b.ID, "two", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if b = h.settle(t, b.ID); b.Host != "two" || b.LastError != "" {
+		t.Errorf("the second move, once there was room: on %s (%q)", b.Host, b.LastError)
+	}
+	if loads, _ := h.store.HostLoads(ctx); loads["two"].CommittedMiB != 1024 || loads["two"].PendingMiB != 0 {
+		t.Errorf("host two after the move: %+v", loads["two"])
+	}
+}

@@ -11,19 +11,26 @@ import (
 	"github.com/bureau/bureau/internal/placement"
 )
 
-// loadColumns sum what live desktops take on a host: how many, the memory
-// of those holding RAM (not stopped, hibernated, crashed or failed), of
-// those starting (not yet in what the host reports), and how many are
-// being created.
+// loadColumns sum what live desktops take on a host, over rows of
+// loadRows: how many, the memory of those holding RAM (not stopped,
+// hibernated, crashed or failed), of those starting or arriving in a move
+// (not yet in what the host reports), and how many are being created.
 const loadColumns = `COUNT(*),
 COALESCE(SUM(CASE WHEN state IN ('stopped','hibernated','crashed','error') THEN 0 ELSE memory_mib END),0),
-COALESCE(SUM(CASE WHEN state IN ('creating','starting','resuming') THEN memory_mib ELSE 0 END),0),
+COALESCE(SUM(CASE WHEN state IN ('creating','starting','resuming') OR arriving=1 THEN memory_mib ELSE 0 END),0),
 COUNT(CASE WHEN state='creating' THEN 1 END)`
+
+// loadRows are the live desktops by the host they take memory on: their
+// own, and the one a running desktop is moving to (ReserveMove), where it
+// counts as arriving.
+const loadRows = `(SELECT host AS on_host, state, memory_mib, 0 AS arriving FROM desktops WHERE deleted_at IS NULL
+UNION ALL
+SELECT moving_to, state, memory_mib, 1 FROM desktops WHERE deleted_at IS NULL AND moving_to <> '') AS loads`
 
 // HostLoads says what bureau's live desktops take on each host that has
 // any.
 func (s *Store) HostLoads(ctx context.Context) (map[string]placement.Load, error) {
-	rows, err := s.query(ctx, `SELECT host, `+loadColumns+` FROM desktops WHERE deleted_at IS NULL GROUP BY host`)
+	rows, err := s.query(ctx, `SELECT on_host, `+loadColumns+` FROM `+loadRows+` GROUP BY on_host`)
 	if err != nil {
 		return nil, fmt.Errorf("host loads: %w", err)
 	}
@@ -58,7 +65,7 @@ func (s *Store) hostLoad(ctx context.Context, tx *sql.Tx, host string) (placemen
 	if err != nil {
 		return l, fmt.Errorf("lock host %s: %w", host, err)
 	}
-	err = s.txQueryRow(tx)(ctx, `SELECT `+loadColumns+` FROM desktops WHERE host=? AND deleted_at IS NULL`, host).
+	err = s.txQueryRow(tx)(ctx, `SELECT `+loadColumns+` FROM `+loadRows+` WHERE on_host=?`, host).
 		Scan(&l.Desktops, &l.CommittedMiB, &l.PendingMiB, &l.Creating)
 	if err != nil {
 		return l, fmt.Errorf("load of host %s: %w", host, err)
@@ -67,11 +74,12 @@ func (s *Store) hostLoad(ctx context.Context, tx *sql.Tx, host string) (placemen
 }
 
 // MoveDesktop records that desktop id now runs on host with address ip
-// (a migration finished); renew says its guest still holds its old host's
-// address and asks for the new one after its next wake (RenewedAddress).
-// An address another desktop has is ErrIdentityTaken.
+// (a migration finished, its reservation there ended); renew says its
+// guest still holds its old host's address and asks for the new one after
+// its next wake (RenewedAddress). An address another desktop has is
+// ErrIdentityTaken.
 func (s *Store) MoveDesktop(ctx context.Context, id, host, ip string, renew bool) error {
-	res, err := s.exec(ctx, `UPDATE desktops SET host=?, net_ip=?, renew_address=?, version=version+1 WHERE id=? AND deleted_at IS NULL`, host, ip, renew, id)
+	res, err := s.exec(ctx, `UPDATE desktops SET host=?, net_ip=?, renew_address=?, moving_to='', version=version+1 WHERE id=? AND deleted_at IS NULL`, host, ip, renew, id)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("address %s: %w", ip, ErrIdentityTaken)
 	}

@@ -90,3 +90,70 @@ func TestCreatesPlacedOnOneHostNeverOverfillIt(t *testing.T) {
 		})
 	}
 }
+
+// A running desktop moving to another host counts there (arriving, so
+// pending) from its reservation until the move is recorded or ends; a
+// reservation is refused, under the destination's row lock, when it does
+// not fit.
+func TestAMoveReservesItsDestination(t *testing.T) {
+	for db, s := range openStores(t) {
+		t.Run(db, func(t *testing.T) {
+			ctx := context.Background()
+			for _, name := range []string{"local", "two"} {
+				if err := s.InsertHost(ctx, &hosts.Host{Name: name, URI: "qemu+tcp://" + name + "/system", State: hosts.StateUp, CreatedAt: time.Now()}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d := newDesktop("mover", "alice", "m")
+			d.Host, d.State = "local", desktop.StateMigrating
+			if err := s.CreateDesktop(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+			full := func(l placement.Load) error {
+				if l.CommittedMiB > 0 {
+					return errHostFull
+				}
+				return nil
+			}
+			var seen placement.Load
+			fits := func(l placement.Load) error { seen = l; return nil }
+			if err := s.ReserveMove(ctx, d.ID, "two", fits); err != nil || seen != (placement.Load{}) {
+				t.Fatalf("reserve on an empty host: %v, load seen %+v", err, seen)
+			}
+			mem := int64(d.MemoryMiB)
+			loads, _ := s.HostLoads(ctx)
+			if want := (placement.Load{Desktops: 1, CommittedMiB: mem, PendingMiB: mem}); loads["two"] != want || loads["local"].CommittedMiB != mem {
+				t.Errorf("loads during the move: two %+v (want %+v), local %+v", loads["two"], want, loads["local"])
+			}
+			// Another move (or a create) to two now sees it there.
+			other := newDesktop("other", "bob", "o")
+			other.Host, other.State = "local", desktop.StateMigrating
+			if err := s.CreateDesktop(ctx, other); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.ReserveMove(ctx, other.ID, "two", full); !errors.Is(err, errHostFull) {
+				t.Errorf("a second move to a host that has room for one: %v", err)
+			}
+			if err := s.ReserveMove(ctx, "nobody", "two", nil); !errors.Is(err, desktop.ErrNotFound) {
+				t.Errorf("reserve for an unknown desktop: %v", err)
+			}
+			// Ended: two is empty again; recorded there: counted once.
+			if err := s.EndMove(ctx, d.ID); err != nil {
+				t.Fatal(err)
+			}
+			if loads, _ := s.HostLoads(ctx); loads["two"] != (placement.Load{}) {
+				t.Errorf("two after the move ended: %+v", loads["two"])
+			}
+			if err := s.ReserveMove(ctx, d.ID, "two", full); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.MoveDesktop(ctx, d.ID, "two", "10.121.0.9", false); err != nil {
+				t.Fatal(err)
+			}
+			loads, _ = s.HostLoads(ctx)
+			if want := (placement.Load{Desktops: 1, CommittedMiB: mem}); loads["two"] != want {
+				t.Errorf("two after the move: %+v, want %+v", loads["two"], want)
+			}
+		})
+	}
+}
