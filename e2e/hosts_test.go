@@ -122,6 +122,9 @@ func TestHosts(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "two") || !strings.Contains(string(out), h2.uri) {
 		t.Errorf("bureau host list: %v\n%s", err, out)
 	}
+	// The web console's Hosts page shows both, and drains two (it runs
+	// no desktops) and undrains it.
+	checkHostsPage(t, s, "two")
 
 	begun := time.Now()
 	h2.run("stop")

@@ -5,6 +5,7 @@ import { h, icon, clear } from './js/ui.js';
 import { listView } from './js/list.js';
 import { detailsView } from './js/details.js';
 import { dropAllShots } from './js/desktop.js';
+import { hostsView, adminHosts, forgetHosts, hostIcon } from './js/hosts.js';
 
 const app = document.getElementById('app');
 let info = null;
@@ -56,20 +57,39 @@ function logo() {
 // ---------- signed-in shell ----------
 let main;
 let liveBadge;
+let nav;
 
 function shell() {
   liveBadge = h('span.live');
   const infoText = info ? [info.version ? (/^\d/.test(info.version) ? `v${info.version}` : info.version) : null, info.accelerator ? info.accelerator.toUpperCase() : null].filter(Boolean).join(' · ') : '';
   main = h('main.container');
+  nav = h('nav.topnav', { 'aria-label': 'Sections', hidden: true });
   clear(app,
     h('header.topbar', h('div.container.topbar-inner',
-      h('a.brand', { href: '#/' }, logo(), 'bureau'),
+      h('div.topbar-left', h('a.brand', { href: '#/' }, logo(), 'bureau'), nav),
       h('div.topbar-right',
         liveBadge,
         infoText ? h('span.muted.small', { title: info.accelerator_reason || '' }, infoText) : null,
         h('button.btn.btn-sm.btn-ghost', { type: 'button', onclick: logout }, icon('logout', 14), 'Log out')))),
     main);
   renderLive();
+  // Hosts are for admins: the nav shows once GET /hosts answers (403 otherwise).
+  const myNav = nav;
+  adminHosts().then((hosts) => {
+    if (!hosts || nav !== myNav) return;
+    clear(nav,
+      h('a.topnav-link', { href: '#/', dataset: { section: 'list' } }, 'Desktops'),
+      h('a.topnav-link', { href: '#/hosts', dataset: { section: 'hosts' } }, hostIcon(14), 'Hosts'));
+    nav.hidden = false;
+    markNav();
+  }, () => { /* unreachable now: the nav stays hidden */ });
+}
+
+function markNav() {
+  const section = current?.key === 'hosts' ? 'hosts' : 'list';
+  nav?.querySelectorAll('.topnav-link').forEach((a) => {
+    if (a.dataset.section === section) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+  });
 }
 
 function renderLive() {
@@ -86,7 +106,7 @@ function route() {
   // #/desktops/<id>[/<tab>][?<params of the tab>]
   const m = hash.match(/^\/desktops\/([^/?]+)(?:\/([a-z]+))?(?:\?(.*))?$/);
   const params = m?.[3] ? Object.fromEntries(new URLSearchParams(m[3])) : {};
-  const key = m ? `d:${decodeURIComponent(m[1])}` : 'list';
+  const key = m ? `d:${decodeURIComponent(m[1])}` : hash === '/hosts' ? 'hosts' : 'list';
   if (current && current.key === key) {
     if (m && m[2]) current.setTab?.(m[2], params);
     return;
@@ -100,10 +120,14 @@ function route() {
     current = { key, ...v };
     const d = store.desktops.get(id);
     document.title = `${d ? d.name : 'Desktop'} · bureau`;
+  } else if (key === 'hosts') {
+    current = { key, cleanup: hostsView(main) };
+    document.title = 'Hosts · bureau';
   } else {
     current = { key, cleanup: listView(main) };
     document.title = 'Desktops · bureau';
   }
+  markNav();
 }
 
 function teardown() {
@@ -112,6 +136,7 @@ function teardown() {
   stopLive();
   dropAllShots();
   liveBadge = null;
+  nav = null;
 }
 
 function start() {
@@ -123,6 +148,7 @@ function start() {
 
 function logout() {
   clearToken();
+  forgetHosts();
   info = null;
   loginView();
 }

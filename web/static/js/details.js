@@ -8,6 +8,7 @@ import { placeholder } from './list.js';
 import { servicesTab } from './services.js';
 import { stepsTab } from './steps.js';
 import { recordingsTab } from './recordings.js';
+import { moveActions, loadMoveHosts } from './move.js';
 
 const SHOT_WIDTH = 1024;
 const TABS = [
@@ -63,7 +64,7 @@ export function detailsView(root, id, tab = 'events', params = {}) {
     clear(headBox, h('div.page-head.details-head',
       h('div', h('h1', d.name, statePill(d.state, d)),
         h('p.muted', h('code', d.id), d.operation ? ` · operation in progress: ${d.operation}` : '')),
-      h('div.head-actions', consoleButtons(d), actionButtons(d))),
+      h('div.head-actions', consoleButtons(d), actionButtons(d), moveActions(d))),
     d.last_error ? h('div.banner.banner-error', h('strong', 'Last error: '), d.last_error) : null);
   }
 
@@ -146,6 +147,7 @@ export function detailsView(root, id, tab = 'events', params = {}) {
   cleanups.push(() => { clearInterval(timer); document.removeEventListener('visibilitychange', tick); });
 
   renderAll();
+  loadMoveHosts(renderHead); // admins with several hosts get "Move to host…"
   get(`/desktops/${seg(id)}`).then((d) => { upsert(d); renderAll(); tick(); }).catch((e) => { loadError = e; renderAll(); });
 
   return {
