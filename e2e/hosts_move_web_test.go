@@ -3,10 +3,8 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/json"
+	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -19,18 +17,7 @@ import (
 // not wait for the move to end: the caller follows it through the API.
 func moveInBrowser(t *testing.T, s *server, id, to string) {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatalf("moving a desktop in the browser needs node (make setup installs it): %v", err)
-	}
 	shot := filepath.Join(os.TempDir(), "bureau-e2e-move-"+to+".png")
-	cmd := exec.Command("node", "move.mjs")
-	cmd.Dir = "browser"
-	cmd.Env = append(os.Environ(), "BUREAU_URL="+s.url, "BUREAU_TOKEN="+adminToken, "DESKTOP="+id, "HOST="+to, "SCREENSHOT="+shot)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("moving %s to %s in the browser (see %s): %v\n%s", id, to, shot, err, stderr.String())
-	}
 	var r struct {
 		Offered []string          `json:"offered"`
 		Refused map[string]string `json:"refused"`
@@ -40,9 +27,8 @@ func moveInBrowser(t *testing.T, s *server, id, to string) {
 		Cancel  bool              `json:"cancel"`
 		Errors  []string          `json:"errors"`
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &r); err != nil {
-		t.Fatalf("move.mjs printed %q: %v\n%s", stdout.String(), err, stderr.String())
-	}
+	consoleScript(t, s, "move.mjs", fmt.Sprintf("moving %s to %s in the browser (see %s)", id, to, shot), &r,
+		"DESKTOP="+id, "HOST="+to, "SCREENSHOT="+shot)
 	if !slices.Contains(r.Offered, to) {
 		t.Errorf("the move dialog (see %s) does not offer host %s: offered %v, refused %v", shot, to, r.Offered, r.Refused)
 	}

@@ -3,11 +3,8 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -21,22 +18,11 @@ import (
 // undrained. The API must agree at the end: host is not draining.
 func checkHostsPage(t *testing.T, s *server, host string) {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatalf("the Hosts page check needs node (make setup installs it): %v", err)
-	}
 	var list struct{ Hosts []apiv1.Host }
 	if code := s.call(adminToken, "GET", "/api/v1/hosts", nil, &list); code != http.StatusOK {
 		t.Fatalf("hosts: %d", code)
 	}
 	shot := filepath.Join(os.TempDir(), "bureau-e2e-hosts.png")
-	cmd := exec.Command("node", "hosts.mjs")
-	cmd.Dir = "browser"
-	cmd.Env = append(os.Environ(), "BUREAU_URL="+s.url, "BUREAU_TOKEN="+adminToken, "HOST="+host, "SCREENSHOT="+shot)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("hosts page in the browser: %v\n%s", err, stderr.String())
-	}
 	var r struct {
 		Listed    []string          `json:"listed"`
 		States    map[string]string `json:"states"`
@@ -46,9 +32,7 @@ func checkHostsPage(t *testing.T, s *server, host string) {
 		Undrained bool              `json:"undrained"`
 		Errors    []string          `json:"errors"`
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &r); err != nil {
-		t.Fatalf("hosts.mjs printed %q: %v\n%s", stdout.String(), err, stderr.String())
-	}
+	consoleScript(t, s, "hosts.mjs", "the Hosts page in the browser (see "+shot+")", &r, "HOST="+host, "SCREENSHOT="+shot)
 	for _, h := range list.Hosts {
 		if !slices.Contains(r.Listed, h.Name) {
 			t.Errorf("the Hosts page (see %s) does not list host %s as %s: it shows %v", shot, h.Name, h.State, r.States)

@@ -19,26 +19,13 @@
 //   {"listed":["local","two"],"states":{"local":"up",…},"nav":true,"drained":true,
 //    "drain":"done","undrained":true,"errors":["page errors"]}
 // On failure: a message on stderr (with the page's errors) and exit 1.
-import fs from 'node:fs';
-import { chromium } from 'playwright-core';
+import { BUREAU_URL, TOKEN, script } from './session.mjs';
 
 const env = process.env;
-const BUREAU_URL = (env.BUREAU_URL || '').replace(/\/+$/, '');
-const TOKEN = env.BUREAU_TOKEN || env.TOKEN || '';
 const HOST = env.HOST || '';
 const SCREENSHOT = env.SCREENSHOT || '';
-const CHROMIUM = env.CHROMIUM || '/usr/bin/chromium';
 
-const errors = [];
-let failing = false;
-
-function fail(msg) {
-  if (failing) return;
-  failing = true;
-  process.stderr.write(`hosts.mjs: FAIL: ${msg}\n`);
-  if (errors.length) process.stderr.write(`hosts.mjs: page errors: ${errors.join(' | ')}\n`);
-  process.exit(1);
-}
+const { errors, fail, signedIn } = script('hosts.mjs');
 
 async function apiHosts() {
   const res = await fetch(`${BUREAU_URL}/api/v1/hosts`, { headers: { Authorization: `Bearer ${TOKEN}` } });
@@ -50,17 +37,7 @@ const card = (name) => `article.host-card[data-host="${name}"]`;
 
 async function main() {
   if (!BUREAU_URL || !TOKEN || !HOST || !SCREENSHOT) fail('BUREAU_URL, BUREAU_TOKEN, HOST and SCREENSHOT are needed');
-  if (!fs.existsSync(CHROMIUM)) fail(`${CHROMIUM} not found`);
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
-  const guard = setTimeout(() => fail('gave up after 8 min'), 480_000);
-  try {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
-    // Signed in before any of the app's scripts run, as after a login.
-    await context.addInitScript((t) => localStorage.setItem('bureau.token', t), TOKEN);
-    const page = await context.newPage();
-    page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(`${BUREAU_URL}/#/hosts`, { waitUntil: 'domcontentloaded' });
-
+  await signedIn('#/hosts', 480_000, async (page) => {
     const out = { listed: [], states: {}, nav: false, drained: false, drain: '', undrained: false, errors };
     // The header's Hosts link shows for admins.
     out.nav = await page.locator('nav.topnav a[href="#/hosts"]').waitFor({ timeout: 30_000 }).then(() => true, () => false);
@@ -107,10 +84,7 @@ async function main() {
     const actionError = await c.locator('.host-action-error').textContent({ timeout: 1000 }).catch(() => '');
     if (actionError) errors.push(`card: ${actionError}`);
     process.stdout.write(JSON.stringify(out) + '\n');
-  } finally {
-    clearTimeout(guard);
-    await browser.close();
-  }
+  });
 }
 
 main().catch((e) => fail(e.stack || String(e)));

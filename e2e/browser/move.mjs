@@ -20,43 +20,20 @@
 //   {"offered":["two"],"refused":{"three":"Cannot take desktops: unreachable"},
 //    "from":"local","moving":true,"step":"to two: disks","cancel":true,"errors":[]}
 // On failure: a message on stderr (with the page's errors) and exit 1.
-import fs from 'node:fs';
-import { chromium } from 'playwright-core';
+import { BUREAU_URL, TOKEN, script } from './session.mjs';
 
 const env = process.env;
-const BUREAU_URL = (env.BUREAU_URL || '').replace(/\/+$/, '');
-const TOKEN = env.BUREAU_TOKEN || env.TOKEN || '';
 const DESKTOP = env.DESKTOP || '';
 const HOST = env.HOST || '';
 const SCREENSHOT = env.SCREENSHOT || '';
-const CHROMIUM = env.CHROMIUM || '/usr/bin/chromium';
 
-const errors = [];
-let failing = false;
-
-function fail(msg) {
-  if (failing) return;
-  failing = true;
-  process.stderr.write(`move.mjs: FAIL: ${msg}\n`);
-  if (errors.length) process.stderr.write(`move.mjs: page errors: ${errors.join(' | ')}\n`);
-  process.exit(1);
-}
+const { errors, fail, signedIn } = script('move.mjs');
 
 const HEAD = '.details-head';
 
 async function main() {
   if (!BUREAU_URL || !TOKEN || !DESKTOP || !HOST || !SCREENSHOT) fail('BUREAU_URL, BUREAU_TOKEN, DESKTOP, HOST and SCREENSHOT are needed');
-  if (!fs.existsSync(CHROMIUM)) fail(`${CHROMIUM} not found`);
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
-  const guard = setTimeout(() => fail('gave up after 4 min'), 240_000);
-  try {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
-    // Signed in before any of the app's scripts run, as after a login.
-    await context.addInitScript((t) => localStorage.setItem('bureau.token', t), TOKEN);
-    const page = await context.newPage();
-    page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(`${BUREAU_URL}/#/desktops/${encodeURIComponent(DESKTOP)}`, { waitUntil: 'domcontentloaded' });
-
+  await signedIn(`#/desktops/${encodeURIComponent(DESKTOP)}`, 240_000, async (page) => {
     const out = { offered: [], refused: {}, from: '', moving: false, step: '', cancel: false, errors };
     const mainText = async () => (await page.locator('main').innerText().catch(() => '')).slice(0, 400);
 
@@ -129,10 +106,7 @@ async function main() {
     out.step = last.steps[0] || '';
     out.cancel = last.cancel;
     process.stdout.write(JSON.stringify(out) + '\n');
-  } finally {
-    clearTimeout(guard);
-    await browser.close();
-  }
+  });
 }
 
 main().catch((e) => fail(e.stack || String(e)));
