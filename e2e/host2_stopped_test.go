@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
 	"github.com/bureau/bureau/internal/manager"
@@ -42,9 +43,17 @@ func checkStoppedDisks(t *testing.T, f *hv.Files, osDisk, dataDisk, folder strin
 		return string(out)
 	}
 
+	// timed logs how long a call took (a domain defined and undefined
+	// around qemu-img on host2 each time).
+	timed := func(what string, fn func() error) error {
+		begun := time.Now()
+		err := fn()
+		t.Logf("%s: %v in %s", what, err, time.Since(begun).Round(100*time.Microsecond))
+		return err
+	}
 	io("write -P 0x11 0 1M", dataDisk)
 	for _, disk := range []string{dataDisk, osDisk} {
-		if err := f.Snapshot(ctx, disk, "cold one"); err != nil {
+		if err := timed("Snapshot "+filepath.Base(disk), func() error { return f.Snapshot(ctx, disk, "cold one") }); err != nil {
 			t.Fatalf("snapshot of %s: %v", disk, err)
 		}
 		if !strings.Contains(snaps(disk), "cold one") {
@@ -56,7 +65,7 @@ func checkStoppedDisks(t *testing.T, f *hv.Files, osDisk, dataDisk, folder strin
 	}
 
 	// Revert: the bytes of the snapshot are back; an unknown one fails.
-	if err := f.RevertSnapshot(ctx, dataDisk, "cold one"); err != nil {
+	if err := timed("RevertSnapshot data.qcow2", func() error { return f.RevertSnapshot(ctx, dataDisk, "cold one") }); err != nil {
 		t.Fatalf("revert: %v", err)
 	}
 	if out := io("read -P 0x11 0 1M", dataDisk); !strings.Contains(out, "read 1048576/1048576") {
@@ -68,7 +77,7 @@ func checkStoppedDisks(t *testing.T, f *hv.Files, osDisk, dataDisk, folder strin
 
 	// Delete: gone from the file; deleting it again is fine.
 	for _, disk := range []string{dataDisk, osDisk} {
-		if err := f.DeleteSnapshot(ctx, disk, "cold one"); err != nil {
+		if err := timed("DeleteSnapshot "+filepath.Base(disk), func() error { return f.DeleteSnapshot(ctx, disk, "cold one") }); err != nil {
 			t.Fatalf("delete the snapshot of %s: %v", disk, err)
 		}
 		if strings.Contains(snaps(disk), "cold one") {
@@ -83,7 +92,7 @@ func checkStoppedDisks(t *testing.T, f *hv.Files, osDisk, dataDisk, folder strin
 	}
 
 	// Resize: the disk grows; the file stays the QEMU user's.
-	if err := f.Resize(ctx, dataDisk, 3); err != nil {
+	if err := timed("Resize data.qcow2 to 3 GiB", func() error { return f.Resize(ctx, dataDisk, 3) }); err != nil {
 		t.Fatalf("resize: %v", err)
 	}
 	if info := filesImageInfo(t, here(dataDisk)); info.VirtualSize != 3<<30 {
