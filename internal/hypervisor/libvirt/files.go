@@ -80,31 +80,46 @@ func (f *Files) MakeDir(ctx context.Context, dir string, uid, gid int) error {
 // (regular files and folders; not unix sockets or FIFOs, which libvirt
 // skips). A folder without a pool holds nothing here.
 func (f *Files) Exists(ctx context.Context, path string) (bool, error) {
-	dir, name, err := splitRemote(path)
-	if err != nil {
-		return false, err
-	}
-	p, err := f.pools(ctx)
-	if err != nil {
-		return false, err
-	}
-	ok, err := call(ctx, func() (bool, error) {
-		pl, err := p.openPool(dir)
-		if err != nil || pl == nil {
-			return false, err
-		}
-		defer pl.Free()
-		refresh(pl)
-		vol, err := lookupVolume(pl, name)
-		if vol != nil {
-			vol.Free()
-		}
-		return vol != nil, err
-	})
+	_, ok, err := atVolume(ctx, f, path, func(*libvirt.StorageVol) (struct{}, error) { return struct{}{}, nil })
 	if err != nil {
 		return false, fmt.Errorf("look for %s on the host: %w", path, err)
 	}
 	return ok, nil
+}
+
+// atVolume runs fn on the volume of the file at path on the host, in its
+// folder's pool (refreshed first: files made outside libvirt show); found
+// is false, and fn is not run, when the folder has no pool or the pool no
+// such file.
+func atVolume[T any](ctx context.Context, f *Files, path string, fn func(*libvirt.StorageVol) (T, error)) (v T, found bool, err error) {
+	dir, name, err := splitRemote(path)
+	if err != nil {
+		return v, false, err
+	}
+	p, err := f.pools(ctx)
+	if err != nil {
+		return v, false, err
+	}
+	type result struct {
+		v     T
+		found bool
+	}
+	r, err := call(ctx, func() (result, error) {
+		pl, err := p.openPool(dir)
+		if err != nil || pl == nil {
+			return result{}, err
+		}
+		defer pl.Free()
+		refresh(pl)
+		vol, err := lookupVolume(pl, name)
+		if err != nil || vol == nil {
+			return result{}, err
+		}
+		defer vol.Free()
+		v, err := fn(vol)
+		return result{v, true}, err
+	})
+	return r.v, r.found, err
 }
 
 // CreateOverlay makes path a qcow2 over base (which must be on the host,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"html"
 	"time"
@@ -59,36 +60,18 @@ func (f *Files) DeleteSnapshot(ctx context.Context, path, snap string) error {
 // resize of its volume, which the host's libvirtd carries out with
 // qemu-img resize. path's folder must have a pool (MakeDir).
 func (f *Files) Resize(ctx context.Context, path string, sizeGiB int) error {
-	dir, name, err := splitRemote(path)
-	if err != nil {
-		return err
-	}
 	if sizeGiB <= 0 {
 		return fmt.Errorf("resize %s: %d GiB", path, sizeGiB)
 	}
-	p, err := f.pools(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = call(ctx, func() (struct{}, error) {
-		pl, err := p.desktopPool(dir)
-		if err != nil {
-			return struct{}{}, err
-		}
-		defer pl.Free()
-		vol, err := lookupVolume(pl, name)
-		if err != nil {
-			return struct{}{}, err
-		}
-		if vol == nil {
-			return struct{}{}, fmt.Errorf("no file %s there", name)
-		}
-		defer vol.Free()
+	_, found, err := atVolume(ctx, f, path, func(vol *libvirt.StorageVol) (struct{}, error) {
 		if err := vol.Resize(uint64(sizeGiB)<<30, 0); err != nil {
 			return struct{}{}, hostErr("resize", err)
 		}
 		return struct{}{}, nil
 	})
+	if err == nil && !found {
+		err = errors.New("no such file there")
+	}
 	if err != nil {
 		return fmt.Errorf("resize %s on the host: %w", path, err)
 	}
@@ -173,26 +156,7 @@ func dropFileDomain(conn *libvirt.Connect, name string) {
 // volume's allocation (0 when it is not there). A snapshot's size is what
 // its disk files grew by when it was taken.
 func (f *Files) Allocated(ctx context.Context, path string) (int64, error) {
-	dir, name, err := splitRemote(path)
-	if err != nil {
-		return 0, err
-	}
-	p, err := f.pools(ctx)
-	if err != nil {
-		return 0, err
-	}
-	n, err := call(ctx, func() (int64, error) {
-		pl, err := p.openPool(dir)
-		if err != nil || pl == nil {
-			return 0, err
-		}
-		defer pl.Free()
-		refresh(pl)
-		vol, err := lookupVolume(pl, name)
-		if err != nil || vol == nil {
-			return 0, err
-		}
-		defer vol.Free()
+	n, _, err := atVolume(ctx, f, path, func(vol *libvirt.StorageVol) (int64, error) {
 		info, err := vol.GetInfo()
 		if err != nil {
 			return 0, hostErr("volume info", err)

@@ -19,30 +19,11 @@ const notEmpty = "Directory not empty"
 // Remove removes the file path on the host (none there, or no pool for
 // its folder, is fine).
 func (f *Files) Remove(ctx context.Context, path string) error {
-	dir, name, err := splitRemote(path)
-	if err != nil {
-		return err
-	}
-	p, err := f.pools(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = call(ctx, func() (bool, error) {
-		pl, err := p.openPool(dir)
-		if err != nil || pl == nil {
-			return false, err
-		}
-		defer pl.Free()
-		refresh(pl)
-		vol, err := lookupVolume(pl, name)
-		if err != nil || vol == nil {
-			return false, err
-		}
-		defer vol.Free()
+	_, _, err := atVolume(ctx, f, path, func(vol *libvirt.StorageVol) (struct{}, error) {
 		if err := vol.Delete(0); err != nil && !isCode(err, libvirt.ERR_NO_STORAGE_VOL) {
-			return false, hostErr("remove", err)
+			return struct{}{}, hostErr("remove", err)
 		}
-		return true, nil
+		return struct{}{}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("remove %s on the host: %w", path, err)
