@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -16,11 +15,7 @@ import (
 // never overfill it together. From then until MoveDesktop or EndMove the
 // desktop's memory counts on both hosts (HostLoads).
 func (s *Store) ReserveMove(ctx context.Context, id, to string, fits func(placement.Load) error) error {
-	var opts *sql.TxOptions
-	if s.postgres {
-		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted} // see checked
-	}
-	tx, err := s.db.BeginTx(ctx, opts)
+	tx, err := s.beginLocking(ctx) // the host's row lock, as checked's owner lock
 	if err != nil {
 		return fmt.Errorf("begin move reservation: %w", err)
 	}

@@ -95,11 +95,7 @@ func (s *Store) CreateSnapshotChecked(ctx context.Context, sn *desktop.Snapshot,
 // before the lock was granted. Another owner whose name hashes alike only
 // waits a moment longer.
 func (s *Store) checked(ctx context.Context, owner string, admit func(*desktop.Quota, desktop.Usage) error, write func(*sql.Tx) error) error {
-	var opts *sql.TxOptions
-	if s.postgres {
-		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-	}
-	tx, err := s.db.BeginTx(ctx, opts)
+	tx, err := s.beginLocking(ctx)
 	if err != nil {
 		return fmt.Errorf("begin quota check: %w", err)
 	}
@@ -130,6 +126,17 @@ func (s *Store) checked(ctx context.Context, owner string, admit func(*desktop.Q
 		return fmt.Errorf("commit quota check: %w", err)
 	}
 	return nil
+}
+
+// beginLocking begins a transaction whose statements each see what
+// another transaction committed before releasing a lock this one then took
+// (READ COMMITTED on PostgreSQL; SQLite's transactions hold the database).
+func (s *Store) beginLocking(ctx context.Context) (*sql.Tx, error) {
+	var opts *sql.TxOptions
+	if s.postgres {
+		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	}
+	return s.db.BeginTx(ctx, opts)
 }
 
 func (s *Store) txExec(tx *sql.Tx) execFunc {
