@@ -44,7 +44,12 @@ func (m *Manager) placing(ctx context.Context) bool {
 		return false
 	}
 	hs, err := p.Hosts.Candidates(ctx)
-	return err == nil && slices.ContainsFunc(hs, func(h placement.Host) bool { return h.Name != desktop.LocalHost })
+	return err == nil && p.placesAmong(hs)
+}
+
+// placesAmong is placing with the hosts as placement sees them at hand.
+func (p Placement) placesAmong(hosts []placement.Host) bool {
+	return p.Auto || p.WithHosts && slices.ContainsFunc(hosts, func(h placement.Host) bool { return h.Name != desktop.LocalHost })
 }
 
 // spot is the host a create runs on.
@@ -75,8 +80,11 @@ func (m *Manager) where(ctx context.Context, req CreateRequest, clone bool, skip
 	if len(req.PlaceLabels) > 0 && req.Host != "" {
 		return spot{}, &desktop.ValidationError{Field: "placement", Message: "name a host or placement labels, not both"}
 	}
-	// Labels ask for placement, even among bureau's own host alone.
-	auto := m.placing(ctx) || len(req.PlaceLabels) > 0 && m.cfg.Placement.WithHosts && m.cfg.Placement.Hosts != nil
+	auto := false
+	if req.Host == "" {
+		// Labels ask for placement, even among bureau's own host alone.
+		auto = len(req.PlaceLabels) > 0 && m.cfg.Placement.WithHosts && m.cfg.Placement.Hosts != nil || m.placing(ctx)
+	}
 	if req.Host == "" && len(req.PlaceLabels) > 0 && !auto {
 		return spot{}, &desktop.ValidationError{Field: "placement", Message: "placement is off on this bureau (BUREAU_PLACEMENT=off): name a host instead"}
 	}
@@ -114,14 +122,18 @@ func (m *Manager) fitsOn(ctx context.Context, d *desktop.Desktop, memHeld bool) 
 	if m.cfg.Placement.Hosts == nil {
 		return nil, nil
 	}
-	h, err := m.candidate(ctx, d.Host)
+	hosts, err := m.cfg.Placement.Hosts.Candidates(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("placement: %w", err)
+	}
+	h, err := hostIn(hosts, d.Host)
 	if errors.Is(err, desktop.ErrHostGone) && !d.Remote() {
 		return nil, nil // not recorded yet: bureau records its own host at start
 	}
 	if err != nil {
 		return nil, err
 	}
-	if !d.Remote() && !m.placing(ctx) {
+	if !d.Remote() && !m.cfg.Placement.placesAmong(hosts) {
 		// Only a drain keeps desktops off bureau's own host.
 		if h.Draining {
 			return nil, &hostFullError{host: h.Name, why: errors.New("draining: its desktops are moving off it")}
@@ -148,6 +160,11 @@ func (m *Manager) candidate(ctx context.Context, host string) (placement.Host, e
 	if err != nil {
 		return placement.Host{}, fmt.Errorf("placement: %w", err)
 	}
+	return hostIn(hosts, host)
+}
+
+// hostIn is host among hosts.
+func hostIn(hosts []placement.Host, host string) (placement.Host, error) {
 	i := slices.IndexFunc(hosts, func(h placement.Host) bool { return h.Name == host })
 	if i < 0 {
 		return placement.Host{}, fmt.Errorf("host %s: %w", host, desktop.ErrHostGone)

@@ -349,8 +349,8 @@ func latest(snaps []*desktop.Snapshot) string {
 // they could not be measured there (a snapshot then keeps the size it was
 // counted for when it was recorded).
 func (m *Manager) allocated(ctx context.Context, d *desktop.Desktop, files []string) (int64, bool) {
-	var n int64
 	if !d.Remote() {
+		var n int64
 		for _, f := range files {
 			if fi, err := os.Stat(f); err == nil {
 				n += blocks(fi)
@@ -358,23 +358,32 @@ func (m *Manager) allocated(ctx context.Context, d *desktop.Desktop, files []str
 		}
 		return n, true
 	}
-	s, err := m.site(ctx, d)
-	if err == nil && s.Sizes == nil {
-		err = errors.New("its files are not measured there")
-	}
-	for _, f := range files {
-		if err != nil {
-			break
-		}
-		var size int64
-		size, err = s.Sizes.Allocated(ctx, f)
-		n += size
-	}
+	n, err := m.allocatedThere(ctx, d, files)
 	if err != nil {
 		m.log.Warn("measuring a remote desktop's files", "desktop", d.ID, "host", d.Host, "err", err)
 		return 0, false
 	}
 	return n, true
+}
+
+// allocatedThere sums the bytes d's files take on its remote host.
+func (m *Manager) allocatedThere(ctx context.Context, d *desktop.Desktop, files []string) (int64, error) {
+	s, err := m.site(ctx, d)
+	if err != nil {
+		return 0, err
+	}
+	if s.Sizes == nil {
+		return 0, errors.New("its files are not measured there")
+	}
+	var n int64
+	for _, f := range files {
+		size, err := s.Sizes.Allocated(ctx, f)
+		if err != nil {
+			return 0, err
+		}
+		n += size
+	}
+	return n, nil
 }
 
 // ignoreMissingSnapshot treats "no such snapshot" as deleted: a snapshot a
