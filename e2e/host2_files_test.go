@@ -203,7 +203,7 @@ func TestHost2Files(t *testing.T) {
 	}
 
 	// A stopped desktop's snapshots and disk growth, through libvirt.
-	checkStoppedDisks(t, f, osDisk, dataDisk, host2Desk, uid, gid, virsh)
+	checkStoppedDisks(t, f, osDisk, dataDisk, host2Desk, uid, gid, virsh, timed)
 
 	// Upload: 300 KiB, byte for byte, readable by the QEMU user; again
 	// with other bytes: replaced.

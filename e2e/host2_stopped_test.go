@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
 	"github.com/bureau/bureau/internal/manager"
@@ -25,8 +24,11 @@ var (
 // stopped desktop's disk files on host2 and grows one, through hv.Files
 // (host2's libvirtd runs qemu-img there), as bureau does to a remote
 // desktop whose VM is off. osDisk and dataDisk are host2's paths, folder
-// the same folder as this host sees it; virsh runs on host2.
-func checkStoppedDisks(t *testing.T, f *hv.Files, osDisk, dataDisk, folder string, uid, gid int, virsh func(...string) (string, error)) {
+// the same folder as this host sees it; virsh runs on host2; timed runs a
+// call and logs how long it took (a domain defined and undefined around
+// qemu-img on host2 each time).
+func checkStoppedDisks(t *testing.T, f *hv.Files, osDisk, dataDisk, folder string, uid, gid int,
+	virsh func(...string) (string, error), timed func(string, func() error) error) {
 	ctx := context.Background()
 	here := func(path string) string { return filepath.Join(folder, filepath.Base(path)) }
 	io := func(cmd, path string) string {
@@ -43,14 +45,6 @@ func checkStoppedDisks(t *testing.T, f *hv.Files, osDisk, dataDisk, folder strin
 		return string(out)
 	}
 
-	// timed logs how long a call took (a domain defined and undefined
-	// around qemu-img on host2 each time).
-	timed := func(what string, fn func() error) error {
-		begun := time.Now()
-		err := fn()
-		t.Logf("%s: %v in %s", what, err, time.Since(begun).Round(100*time.Microsecond))
-		return err
-	}
 	io("write -P 0x11 0 1M", dataDisk)
 	for _, disk := range []string{dataDisk, osDisk} {
 		if err := timed("Snapshot "+filepath.Base(disk), func() error { return f.Snapshot(ctx, disk, "cold one") }); err != nil {

@@ -50,7 +50,8 @@ export function hostIcon(size = 16) {
 }
 
 // ---------- formatting ----------
-const mib = (n) => (n ? fmtBytes(n * 1048576) : '—');
+// A host's MiB figure, rounded to its unit ("4.0 GiB"); none: —.
+export const mib = (n) => (n ? fmtBytes(n * 1048576) : '—');
 
 function hostKind(state) {
   if (state === 'up') return 'ok';

@@ -2,8 +2,8 @@
 // the "Move to host…" dialog and, while a move runs, "Cancel move".
 import { post, del, seg, describe } from './api.js';
 import { upsert } from './store.js';
-import { h, icon, clear, toast, modal, busy, fmtBytes } from './ui.js';
-import { adminHosts, knownHosts, hostPill, hostIcon } from './hosts.js';
+import { h, icon, clear, toast, modal, busy } from './ui.js';
+import { adminHosts, knownHosts, hostPill, hostIcon, mib } from './hosts.js';
 
 // Which states a move may start from (mirrors internal/desktop/state.go, OpMigrate).
 const MOVABLE = ['running', 'paused', 'napping', 'sleeping', 'hibernated', 'stopped'];
@@ -61,8 +61,6 @@ function howItMoves(d) {
   if (d.state === 'stopped' || d.state === 'hibernated') return `It moves cold: its files are copied and it stays ${d.state} on the new host.`;
   return 'It is hibernated, then moved cold, and stays hibernated on the new host.';
 }
-
-const mib = (n) => (n ? fmtBytes(n * 1048576) : '—');
 
 /** Opens the dialog: pick a host, then POST …/migrate. */
 export function openMoveDialog(d) {
