@@ -285,7 +285,7 @@ func (c *Client) connect(ctx context.Context, domain string) (*yamux.Session, ag
 		}
 		return nil, agentwire.Info{}, fmt.Errorf("%w: no answer on its channel within %s (not installed or not started yet)", ErrNoAgent, handshakeWithin)
 	}
-	sess, err := yamux.Client(agentwire.Joined{R: r, C: raw}, agentwire.Config(true))
+	sess, err := agentwire.HostSession(r, raw, c.log.With("domain", domain))
 	if err != nil {
 		raw.Close()
 		return nil, agentwire.Info{}, err

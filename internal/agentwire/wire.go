@@ -3,7 +3,8 @@
 //
 // A connection starts with a handshake of text lines (see handshake.go)
 // that survives stale bytes left in the channel by an earlier connection,
-// then carries one yamux session. bureau opens a stream per call; the
+// then carries one yamux session. bureau opens a stream per call (the
+// agent opens none, and bureau's end refuses any: see HostSession); the
 // stream starts with a Request and its Response (each a length-prefixed
 // JSON header) and goes on with frames (kind, length, payload) or, for a
 // port dial, raw bytes.
