@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -17,6 +18,10 @@ import (
 type NetworkPolicy struct {
 	AllowOut []string `json:"allow_out"`
 	DenyOut  []string `json:"deny_out"`
+	// DenyDNS drops the desktop's DNS to its gateway, which is otherwise
+	// always allowed: with it an allow-list desktop cannot tunnel out
+	// through DNS queries nor learn host-internal names.
+	DenyDNS bool `json:"deny_dns,omitempty"`
 }
 
 // MaxNetworkRules bounds each list of a network policy.
@@ -33,12 +38,57 @@ func (p NetworkPolicy) Validate() error {
 			return &ValidationError{Field: l.field, Message: fmt.Sprintf("at most %d entries, got %d", MaxNetworkRules, len(l.entries))}
 		}
 		for _, e := range l.entries {
-			if _, _, err := ParseNetworkEntry(e); err != nil {
+			p, _, err := ParseNetworkEntry(e)
+			if err != nil {
 				return &ValidationError{Field: l.field, Message: err.Error()}
+			}
+			if l.field == "network.allow_out" && p.IsValid() && Within(p, NeverOpen) {
+				return &ValidationError{Field: l.field, Message: fmt.Sprintf(
+					"%q is link-local or loopback (cloud metadata answers at 169.254.169.254): no policy opens it", e)}
 			}
 		}
 	}
 	return nil
+}
+
+// ReservedOpens lists the allow entries that open part of ReservedRanges
+// (the host's LAN, other private networks, cloud metadata) beyond what an
+// owner may open: the install's openable ranges, and entries the policy
+// already had (kept: an admin opened them before). Only an admin may add
+// these. Host names are left to the firewall, which never opens a reserved
+// address a name resolves to (beyond openable).
+func (p NetworkPolicy) ReservedOpens(openable []netip.Prefix, kept []string) []string {
+	var out []string
+	for _, e := range p.AllowOut {
+		pre, _, err := ParseNetworkEntry(e)
+		if err != nil || !pre.IsValid() || slices.Contains(kept, e) {
+			continue
+		}
+		if Overlaps(pre, ReservedRanges) && !Within(pre, openable) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// ParseRanges reads a comma-separated list of IPv4 CIDRs (an install's
+// setting); link-local and loopback are refused.
+func ParseRanges(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, host, err := ParseNetworkEntry(f)
+		if err != nil || host != "" {
+			return nil, fmt.Errorf("%q is not an IPv4 CIDR", f)
+		}
+		if Overlaps(p, NeverOpen) {
+			return nil, fmt.Errorf("%q overlaps link-local or loopback, which nothing opens", f)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // ParseNetworkEntry reads one policy entry: an IPv4 CIDR or address
@@ -114,4 +164,55 @@ func TapNameOn(id, host string) string {
 		n = n[:15]
 	}
 	return n
+}
+
+// ReservedRanges is what no desktop reaches unless its policy allows it:
+// private, shared (CGNAT), loopback, link-local (cloud metadata lives
+// there), multicast, and reserved ranges. Only an admin opens them, or an
+// owner within the install's OwnerOpenable ranges.
+var ReservedRanges = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("10.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("169.254.0.0/16"),
+	netip.MustParsePrefix("172.16.0.0/12"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("224.0.0.0/4"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+}
+
+// NeverOpen is what no policy opens, not even an admin's: link-local,
+// where clouds serve instance metadata and the host's credentials
+// (169.254.169.254), and loopback.
+var NeverOpen = []netip.Prefix{
+	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("169.254.0.0/16"),
+}
+
+// Overlaps says whether p shares any address with one of ps.
+func Overlaps(p netip.Prefix, ps []netip.Prefix) bool {
+	for _, q := range ps {
+		if p.Overlaps(q) {
+			return true
+		}
+	}
+	return false
+}
+
+// Within says whether every address of p lies inside one of ps.
+func Within(p netip.Prefix, ps []netip.Prefix) bool {
+	for _, q := range ps {
+		if q.Bits() <= p.Bits() && q.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
+// Default says whether p is the default policy (nothing added to it).
+func (p NetworkPolicy) Default() bool {
+	return len(p.AllowOut) == 0 && len(p.DenyOut) == 0 && !p.DenyDNS
 }

@@ -61,3 +61,35 @@ func TestTapNameAndMAC(t *testing.T) {
 		t.Errorf("MAC %q: want a stable, locally administered address per id", m)
 	}
 }
+
+func TestNetworkPolicyNeverOpensMetadata(t *testing.T) {
+	for _, e := range []string{"169.254.169.254", "169.254.0.0/16", "169.254.77.0/24", "127.0.0.1"} {
+		var ve *ValidationError
+		if err := (NetworkPolicy{AllowOut: []string{e}}).Validate(); !errors.As(err, &ve) || ve.Field != "network.allow_out" {
+			t.Errorf("allow %s: %v, want refused", e, err)
+		}
+		// Denying it is always fine.
+		if err := (NetworkPolicy{DenyOut: []string{e}}).Validate(); err != nil {
+			t.Errorf("deny %s: %v", e, err)
+		}
+	}
+}
+
+func TestReservedOpensNeedAnAdmin(t *testing.T) {
+	openable, err := ParseRanges("10.50.0.0/16, 192.168.7.0/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NetworkPolicy{AllowOut: []string{"203.0.113.9", "api.example.com", "10.50.3.0/24", "10.0.0.0/8", "192.168.0.0/16",
+		"0.0.0.0/0", "100.64.1.1", "172.16.5.5", "10.99.0.0/24"}}
+	got := p.ReservedOpens(openable, []string{"10.99.0.0/24"})
+	want := []string{"10.0.0.0/8", "192.168.0.0/16", "0.0.0.0/0", "100.64.1.1", "172.16.5.5"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("reserved opens %v, want %v", got, want)
+	}
+	for _, bad := range []string{"169.254.0.0/16", "0.0.0.0/0", "10.0.0.0/8,example.com", "nope"} {
+		if _, err := ParseRanges(bad); err == nil {
+			t.Errorf("ParseRanges(%q) accepted", bad)
+		}
+	}
+}

@@ -33,24 +33,34 @@ type Firewall struct {
 	apply    Applier
 	log      *slog.Logger
 
+	lookups    chan struct{}  // a slot per lookup under way (maxLookups)
+	background sync.WaitGroup // lookups started by Set, Load and Forget
+
+	// mu guards what follows and orders applies; no lookup runs under it.
 	mu       sync.Mutex
 	desktops map[string]entry
-	// resolved keeps each host name's last good answer, so a failed
-	// lookup does not drop a desktop's rule for it.
-	resolved map[string][]netip.Prefix
-	last     string
+	openable []netip.Prefix // reserved ranges host-name allows may open
+	// answers caches each host name's last good answer, so rules render
+	// without waiting and a failed lookup does not drop a rule.
+	answers map[string]*answer
+	warned  map[string]bool // warnings plan gave, so each is given once
+	last    string
 }
 
 // entry is what the rules need of a desktop.
 type entry struct {
 	policy desktop.NetworkPolicy
-	ip     netip.Addr // its only source address; invalid = not bound
+	owner  string
+	ip     netip.Addr // its only source address; invalid = not known yet
 	tap    string     // its NIC's device on the host
 }
 
 func entryOf(d *desktop.Desktop) entry {
 	ip, _ := netip.ParseAddr(d.NetIP)
-	return entry{policy: d.Network, ip: ip, tap: desktop.TapNameOn(d.ID, d.Host)}
+	if ip = ip.Unmap(); !ip.Is4() {
+		ip = netip.Addr{} // not known: the guard lets it only ask for one
+	}
+	return entry{policy: d.Network, owner: d.Owner, ip: ip, tap: desktop.TapNameOn(d.ID, d.Host)}
 }
 
 // InstanceTag names a bureau instance's tables after its data directory,
@@ -65,8 +75,17 @@ func New(tag string, n Net, r Resolver, apply Applier, log *slog.Logger) *Firewa
 	if apply == nil {
 		apply = Nft
 	}
-	return &Firewall{tag: tag, net: n, resolver: r, apply: apply, log: log,
-		desktops: map[string]entry{}, resolved: map[string][]netip.Prefix{}}
+	return &Firewall{tag: tag, net: n, resolver: r, apply: apply, log: log, lookups: make(chan struct{}, maxLookups),
+		desktops: map[string]entry{}, answers: map[string]*answer{}}
+}
+
+// SetOpenable sets the reserved ranges owners may open (the install's
+// setting): a host name to allow may open its addresses there. It takes
+// effect at the next change or refresh.
+func (f *Firewall) SetOpenable(ps []netip.Prefix) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.openable = slices.Clone(ps)
 }
 
 // Nft loads script with `nft -f -`.
@@ -79,45 +98,55 @@ func Nft(ctx context.Context, script string) error {
 	return nil
 }
 
-// Load replaces every desktop's rules (at start-up).
+// Load replaces every desktop's rules (at start-up). Host names are looked
+// up in the background; their rules follow as answers arrive.
 func (f *Firewall) Load(ctx context.Context, ds []*desktop.Desktop) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.desktops = map[string]entry{}
 	for _, d := range ds {
 		f.desktops[d.ID] = entryOf(d)
 	}
-	return f.sync(ctx, true)
+	err := f.sync(ctx, true)
+	due := f.due()
+	f.mu.Unlock()
+	f.resolveLater(ctx, due)
+	return err
 }
 
 // Set applies a desktop's policy and address; its traffic follows them at
-// once. When they cannot be applied the rules stay as they were.
+// once, but for host names not looked up yet, which follow as their
+// answers arrive. When they cannot be applied the rules stay as they were.
 func (f *Firewall) Set(ctx context.Context, d *desktop.Desktop) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	old, had := f.desktops[d.ID]
 	f.desktops[d.ID] = entryOf(d)
-	if err := f.sync(ctx, true); err != nil {
+	err := f.sync(ctx, true)
+	if err != nil {
 		if had {
 			f.desktops[d.ID] = old
 		} else {
 			delete(f.desktops, d.ID)
 		}
-		return err
 	}
-	return nil
+	due := f.due()
+	f.mu.Unlock()
+	f.resolveLater(ctx, due)
+	return err
 }
 
 // Forget drops a deleted desktop's rules.
 func (f *Firewall) Forget(ctx context.Context, id string) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	delete(f.desktops, id)
-	return f.sync(ctx, true)
+	err := f.sync(ctx, true)
+	due := f.due() // names the owner's cap left out may fit now
+	f.mu.Unlock()
+	f.resolveLater(ctx, due)
+	return err
 }
 
-// Refresh looks host names up again every interval and applies the rules
-// when an answer changed, until ctx ends.
+// Refresh looks host names up again every interval once their answers
+// expire, applying the rules when one changed, until ctx ends.
 func (f *Firewall) Refresh(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -126,29 +155,27 @@ func (f *Firewall) Refresh(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			f.mu.Lock()
-			if err := f.sync(ctx, false); err != nil {
-				f.log.Error("refreshing desktop network rules", "err", err)
-			}
-			f.mu.Unlock()
+			f.refresh(ctx)
 		}
 	}
 }
 
-// sync renders and, when it changed (or force), applies the rules. f.mu is
-// held.
+// refresh is one round of Refresh: it applies rules a failed apply left
+// behind and looks expired names up, returning when they are done.
+func (f *Firewall) refresh(ctx context.Context) {
+	f.mu.Lock()
+	if err := f.sync(ctx, false); err != nil {
+		f.log.Error("refreshing desktop network rules", "err", err)
+	}
+	due := f.due()
+	f.mu.Unlock()
+	f.resolve(ctx, due)
+}
+
+// sync renders the rules from the cached answers and, when they changed
+// (or force), applies them. f.mu is held.
 func (f *Firewall) sync(ctx context.Context, force bool) error {
-	ids := make([]string, 0, len(f.desktops))
-	for id := range f.desktops {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	rules := make([]Rules, 0, len(ids))
-	for _, id := range ids {
-		e := f.desktops[id]
-		rules = append(rules, Rules{ID: id, Tap: e.tap, MAC: desktop.MAC(id), IP: e.ip,
-			Allow: f.prefixes(ctx, id, e.policy.AllowOut), Deny: f.prefixes(ctx, id, e.policy.DenyOut)})
-	}
+	rules, _ := f.plan()
 	script := Render(f.tag, f.net, rules)
 	if !force && script == f.last {
 		return nil
@@ -160,42 +187,4 @@ func (f *Firewall) sync(ctx context.Context, force bool) error {
 	}
 	f.last = script
 	return nil
-}
-
-// prefixes turns policy entries into prefixes, looking host names up.
-func (f *Firewall) prefixes(ctx context.Context, id string, entries []string) []netip.Prefix {
-	var out []netip.Prefix
-	for _, e := range entries {
-		p, host, err := desktop.ParseNetworkEntry(e)
-		if err != nil {
-			continue // validated on the way in
-		}
-		if host == "" {
-			out = append(out, p)
-			continue
-		}
-		out = append(out, f.lookup(ctx, id, host)...)
-	}
-	return out
-}
-
-func (f *Firewall) lookup(ctx context.Context, id, host string) []netip.Prefix {
-	if f.resolver == nil {
-		return f.resolved[host]
-	}
-	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	addrs, err := f.resolver.LookupNetIP(lctx, "ip4", host)
-	if err != nil || len(addrs) == 0 {
-		f.log.Warn("network policy: host name does not resolve; keeping its last answer", "desktop", id, "host", host, "err", err)
-		return f.resolved[host]
-	}
-	ps := make([]netip.Prefix, 0, len(addrs))
-	for _, a := range addrs {
-		if a = a.Unmap(); a.Is4() {
-			ps = append(ps, netip.PrefixFrom(a, 32))
-		}
-	}
-	f.resolved[host] = ps
-	return ps
 }

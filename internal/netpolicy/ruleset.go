@@ -16,8 +16,8 @@
 // (host, other desktops, reserved ranges), so a tap no instance knows still
 // gets the default policy; a desktop's own deny rules drop in its instance's
 // table and its allow rules set a mark the base rules honour, so an allow
-// wins over a deny and over the reserved ranges (never over the host or
-// other desktops).
+// wins over a deny and over the reserved ranges (never over the host, other
+// desktops, link-local or loopback).
 package netpolicy
 
 import (
@@ -25,6 +25,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/bureau/bureau/internal/desktop"
 )
 
 // Net is the desktops' network as the host sees it.
@@ -38,34 +40,25 @@ type Net struct {
 type Rules struct {
 	ID  string
 	Tap string
-	// MAC and IP are the only addresses the desktop may send from (IP
-	// invalid: any), so it cannot take another desktop's traffic by
-	// claiming its MAC or, through ARP, its address.
+	// MAC and IP are the only addresses the desktop may send from, so it
+	// cannot take another desktop's traffic by claiming its MAC or,
+	// through ARP, its address. With IP invalid (not known) it may send
+	// only what gets it one: DHCP and ARP probes from 0.0.0.0.
 	MAC   string
 	IP    netip.Addr
 	Allow []netip.Prefix
 	Deny  []netip.Prefix
+	// DenyDNS drops its DNS to the gateway (see
+	// desktop.NetworkPolicy.DenyDNS).
+	DenyDNS bool
 }
 
 // allowMark is the packet mark a desktop's allow rule sets.
 const allowMark = "0x00000b00"
 
-// Reserved is what no desktop reaches unless its policy allows it: private,
-// shared (CGNAT), loopback, link-local (cloud metadata lives there),
-// multicast, and reserved ranges.
-var Reserved = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("10.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("127.0.0.0/8"),
-	netip.MustParsePrefix("169.254.0.0/16"),
-	netip.MustParsePrefix("172.16.0.0/12"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("192.168.0.0/16"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("224.0.0.0/4"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-}
+// Reserved is what no desktop reaches unless its policy allows it (see
+// desktop.ReservedRanges).
+var Reserved = desktop.ReservedRanges
 
 // TableName is the nftables table of the bureau instance tagged tag.
 func TableName(tag string) string { return "bureau_" + tag }
@@ -89,9 +82,17 @@ func Render(tag string, n Net, desktops []Rules) string {
 			fmt.Fprintf(&b, "\t\tiifname %q ether saddr != %s drop\n", d.Tap, d.MAC)
 			fmt.Fprintf(&b, "\t\tiifname %q arp saddr ether != %s drop\n", d.Tap, d.MAC)
 		}
+		// 0.0.0.0 is a source only for asking DHCP for an address (the
+		// accept ends this chain alone: the input rules still apply).
+		fmt.Fprintf(&b, "\t\tiifname %q ether type ip ip saddr 0.0.0.0 ip daddr 255.255.255.255 udp dport 67 accept\n", d.Tap)
 		if d.IP.IsValid() {
 			fmt.Fprintf(&b, "\t\tiifname %q arp saddr ip != { %s, 0.0.0.0 } drop\n", d.Tap, d.IP)
-			fmt.Fprintf(&b, "\t\tiifname %q ether type ip ip saddr != { %s, 0.0.0.0 } drop\n", d.Tap, d.IP)
+			fmt.Fprintf(&b, "\t\tiifname %q ether type ip ip saddr != %s drop\n", d.Tap, d.IP)
+		} else {
+			// Not knowing its address must not mean any address: until
+			// it is known the desktop only probes and asks for one.
+			fmt.Fprintf(&b, "\t\tiifname %q arp saddr ip 0.0.0.0 accept\n", d.Tap)
+			fmt.Fprintf(&b, "\t\tiifname %q drop comment \"address not known: DHCP and ARP probes only\"\n", d.Tap)
 		}
 	}
 	b.WriteString("\t}\n")
@@ -107,6 +108,11 @@ func Render(tag string, n Net, desktops []Rules) string {
 	b.WriteString("\t}\n")
 	for _, d := range desktops {
 		fmt.Fprintf(&b, "\tchain d_%s {\n", d.ID)
+		if d.DenyDNS {
+			// Before the allow, which would otherwise accept it here
+			// when it covers the gateway.
+			fmt.Fprintf(&b, "\t\tip daddr %s meta l4proto { tcp, udp } th dport 53 drop comment \"no DNS\"\n", n.Gateway)
+		}
 		if allow := normalize(d.Allow); len(allow) > 0 {
 			fmt.Fprintf(&b, "\t\tip daddr %s meta mark set meta mark | %s accept\n", set(allow), allowMark)
 		}
@@ -124,6 +130,9 @@ func Render(tag string, n Net, desktops []Rules) string {
 	fmt.Fprintf(&b, "\t\tip daddr { %s, 255.255.255.255 } udp dport 67 accept\n", n.Gateway)
 	fmt.Fprintf(&b, "\t\tip daddr %s meta l4proto { tcp, udp } th dport 53 accept\n", n.Gateway)
 	fmt.Fprintf(&b, "\t\tip daddr %s drop comment \"the host and other desktops\"\n", n.Subnet)
+	// No allow, not even an admin's, opens link-local (cloud metadata
+	// and the host's credentials) or loopback.
+	fmt.Fprintf(&b, "\t\tip daddr %s drop comment \"never: link-local, loopback\"\n", set(desktop.NeverOpen))
 	fmt.Fprintf(&b, "\t\tmeta mark & %s == %s accept\n", allowMark, allowMark)
 	fmt.Fprintf(&b, "\t\tip daddr %s drop comment \"private, link-local, reserved\"\n", set(Reserved))
 	b.WriteString("\t}\n}\n")

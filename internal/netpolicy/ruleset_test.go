@@ -35,6 +35,12 @@ func TestRenderBaseRules(t *testing.T) {
 	if strings.Index(s, "ip daddr 10.120.0.0/16 drop") > strings.Index(s, "meta mark & 0x00000b00") {
 		t.Errorf("the subnet must be dropped before allows are honoured:\n%s", s)
 	}
+	// So are link-local (cloud metadata) and loopback: no allow, not even
+	// an admin's, opens them.
+	never := `ip daddr { 127.0.0.0/8, 169.254.0.0/16 } drop comment "never: link-local, loopback"`
+	if i := strings.Index(s, never); i < 0 || i > strings.Index(s, "meta mark & 0x00000b00") {
+		t.Errorf("link-local and loopback must be dropped before allows are honoured:\n%s", s)
+	}
 }
 
 func TestRenderDesktopRules(t *testing.T) {
@@ -47,14 +53,53 @@ func TestRenderDesktopRules(t *testing.T) {
 		`iifname "bd-0123456789ab" jump d_0123456789ab`,
 		"ip daddr { 10.99.0.0/24 } meta mark set meta mark | 0x00000b00 accept",
 		"ip daddr { 0.0.0.0/0 } drop",
-		// It sends only as itself, checked before the bridge learns from it.
+		// It sends only as itself, checked before the bridge learns from it;
+		// from 0.0.0.0 only to ask DHCP.
 		`iifname "bd-0123456789ab" ether saddr != 02:11:22:33:44:55 drop`,
+		`iifname "bd-0123456789ab" ether type ip ip saddr 0.0.0.0 ip daddr 255.255.255.255 udp dport 67 accept`,
 		`iifname "bd-0123456789ab" arp saddr ip != { 10.120.3.4, 0.0.0.0 } drop`,
-		`iifname "bd-0123456789ab" ether type ip ip saddr != { 10.120.3.4, 0.0.0.0 } drop`,
+		`iifname "bd-0123456789ab" ether type ip ip saddr != 10.120.3.4 drop`,
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("ruleset lacks %q:\n%s", want, s)
 		}
+	}
+	if strings.Index(s, "udp dport 67 accept") < strings.Index(s, "ether saddr != 02:11:22:33:44:55 drop") {
+		t.Errorf("the DHCP accept must come after the MAC check:\n%s", s)
+	}
+	if strings.Contains(s, "no DNS") {
+		t.Errorf("DNS dropped for a desktop whose policy does not deny it:\n%s", s)
+	}
+}
+
+// A desktop whose address is not known yet may not send as any address:
+// only DHCP from 0.0.0.0 and ARP probes, and still only from its MAC.
+func TestRenderGuardsDesktopWithoutAddress(t *testing.T) {
+	s := Render("t1", testNet, []Rules{{ID: "0123456789ab", Tap: "bd-0123456789ab", MAC: "02:11:22:33:44:55"}})
+	want := strings.Join([]string{
+		`iifname "bd-0123456789ab" ether saddr != 02:11:22:33:44:55 drop`,
+		`iifname "bd-0123456789ab" arp saddr ether != 02:11:22:33:44:55 drop`,
+		`iifname "bd-0123456789ab" ether type ip ip saddr 0.0.0.0 ip daddr 255.255.255.255 udp dport 67 accept`,
+		`iifname "bd-0123456789ab" arp saddr ip 0.0.0.0 accept`,
+		`iifname "bd-0123456789ab" drop comment "address not known: DHCP and ARP probes only"`,
+	}, "\n\t\t")
+	if !strings.Contains(s, want) {
+		t.Errorf("guard lacks, in order:\n%s\n\n%s", want, s)
+	}
+}
+
+// With deny_dns the desktop's DNS to the gateway is dropped in its own
+// chain, before its allow (which would accept it there) and so before the
+// base chain's DNS accept.
+func TestRenderDenyDNS(t *testing.T) {
+	s := Render("t1", testNet, []Rules{{ID: "0123456789ab", Tap: "bd-0123456789ab", IP: netip.MustParseAddr("10.120.3.4"), DenyDNS: true,
+		Allow: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}, Deny: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")}}})
+	want := "\tchain d_0123456789ab {\n" +
+		"\t\tip daddr 10.120.0.1 meta l4proto { tcp, udp } th dport 53 drop comment \"no DNS\"\n" +
+		"\t\tip daddr { 203.0.113.0/24 } meta mark set meta mark | 0x00000b00 accept\n" +
+		"\t\tip daddr { 0.0.0.0/0 } drop\n\t}\n"
+	if !strings.Contains(s, want) {
+		t.Errorf("desktop chain is not:\n%s\nin:\n%s", want, s)
 	}
 }
 
@@ -65,39 +110,6 @@ func TestNormalizeDropsNestedPrefixes(t *testing.T) {
 	})
 	if len(got) != 2 || got[0].String() != "10.0.0.0/8" || got[1].String() != "192.0.2.1/32" {
 		t.Fatalf("normalize = %v", got)
-	}
-}
-
-type fakeResolver map[string][]netip.Addr
-
-func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := f[host]; ok {
-		return a, nil
-	}
-	return nil, errors.New("no such host")
-}
-
-func TestFirewallResolvesHostNamesAndKeepsLastAnswer(t *testing.T) {
-	var scripts []string
-	r := fakeResolver{"api.example.com": {netip.MustParseAddr("203.0.113.5")}}
-	f := New("t2", testNet, r, func(_ context.Context, s string) error { scripts = append(scripts, s); return nil }, slog.New(slog.DiscardHandler))
-	if err := f.Set(context.Background(), &desktop.Desktop{ID: "0123456789ab", Network: desktop.NetworkPolicy{DenyOut: []string{"api.example.com", "198.51.100.0/24"}}}); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(scripts[0], "ip daddr { 198.51.100.0/24, 203.0.113.5/32 } drop") {
-		t.Fatalf("host name not resolved into the deny set:\n%s", scripts[0])
-	}
-	delete(r, "api.example.com") // the name stops resolving
-	if err := f.sync(context.Background(), false); err != nil {
-		t.Fatal(err)
-	}
-	if len(scripts) != 1 {
-		t.Fatalf("an unchanged ruleset was applied again (%d applies)", len(scripts))
-	}
-	r["api.example.com"] = []netip.Addr{netip.MustParseAddr("203.0.113.9")}
-	f.sync(context.Background(), false)
-	if len(scripts) != 2 || !strings.Contains(scripts[1], "203.0.113.9/32") {
-		t.Fatalf("a changed answer was not applied: %d applies", len(scripts))
 	}
 }
 
@@ -132,7 +144,8 @@ func TestRenderLoadsIntoNftables(t *testing.T) {
 	}
 	tag := "unittest" + strings.ToLower(InstanceTag(t.TempDir()))[:4]
 	script := Render(tag, testNet, []Rules{{ID: "0123456789ab", Tap: "bd-0123456789ab", MAC: "02:11:22:33:44:55", IP: netip.MustParseAddr("10.120.3.4"),
-		Allow: []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24")}, Deny: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")}}})
+		Allow: []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24")}, Deny: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")}, DenyDNS: true},
+		{ID: "ba9876543210", Tap: "bd-ba9876543210", MAC: "02:66:77:88:99:aa"}}) // address not known yet
 	ctx := context.Background()
 	if err := Nft(ctx, script); err != nil {
 		t.Fatalf("%v\n%s", err, script)
