@@ -62,27 +62,53 @@ func testIsolation(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	expect("bureau's API port, via the gateway", net.JoinHostPort(desktopGateway, bureauPort), false)
 	expect("PostgreSQL's port, via the gateway", net.JoinHostPort(desktopGateway, "5432"), false)
 
-	// A policy on the running desktop: allow the private net, deny the
-	// public one; invalid entries are refused whole.
+	// A policy on the running desktop: invalid entries are refused whole.
 	s.expectError(token, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": map[string]any{"deny_out": []string{"300.1.2.3/8"}}}, 422, "invalid")
 	s.expectError(token, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": map[string]any{"allow_out": []string{"fd00::/8"}}}, 422, "invalid")
-	var got desktop.Desktop
+	// Cloud metadata (link-local) is never opened, not even by an admin;
+	// private ranges only by an admin; a desktop's own token changes no
+	// policy of its desktop.
+	for _, who := range []string{token, adminToken} {
+		s.expectError(who, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": map[string]any{"allow_out": []string{"169.254.169.254"}}}, 422, "invalid")
+		s.expectError(who, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": map[string]any{"allow_out": []string{"169.254.77.77"}}}, 422, "invalid")
+	}
 	policy := map[string]any{"allow_out": []string{"10.99.0.0/24"}, "deny_out": []string{"198.51.100.0/24"}}
-	if code := s.call(token, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": policy}, &got); code != http.StatusOK {
-		t.Fatalf("set network policy: %d", code)
+	s.expectError(token, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": policy}, 403, "forbidden")
+	var agent struct {
+		Token string `json:"token"`
+	}
+	if code := s.call(token, "POST", "/api/v1/tokens", map[string]any{"desktop_id": d.ID, "ttl_seconds": 600}, &agent); code != http.StatusCreated {
+		t.Fatalf("desktop token: %d", code)
+	}
+	s.expectError(agent.Token, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": map[string]any{"allow_out": []string{"203.0.113.5"}}}, 403, "forbidden")
+	s.expectError(agent.Token, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"idle_timeout_seconds": 0}, 403, "forbidden")
+	expect("a private address an owner could not open", ns.private, false)
+	var got desktop.Desktop
+	if code := s.call(adminToken, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": policy}, &got); code != http.StatusOK {
+		t.Fatalf("set network policy as admin: %d", code)
 	}
 	if len(got.Network.AllowOut) != 1 || len(got.Network.DenyOut) != 1 {
 		t.Errorf("policy read back: %+v", got.Network)
 	}
-	expect("a private address the policy allows", ns.private, true)
+	expect("a private address the admin's policy allows", ns.private, true)
 	expect("a public address the policy denies", ns.public, false)
 	expect("a link-local address the policy does not name", ns.linkLocal, false)
-	// An allow wins over a deny; nothing opens the host.
-	policy = map[string]any{"allow_out": []string{"169.254.77.77", "10.120.0.0/16"}, "deny_out": []string{"0.0.0.0/0"}}
-	s.call(token, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": policy}, nil)
-	expect("a link-local address the policy allows under deny-all", ns.linkLocal, true)
+	// The owner may keep what the admin opened while changing the rest.
+	policy = map[string]any{"allow_out": []string{"10.99.0.0/24"}, "deny_out": []string{"0.0.0.0/0"}}
+	if code := s.call(token, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": policy}, nil); code != http.StatusOK {
+		t.Errorf("owner keeping the admin's allow: %d", code)
+	}
+	expect("a private address allowed under deny-all", ns.private, true)
 	expect("a public address under deny-all", ns.public, false)
+	// An admin's allow of everything still opens neither the host nor
+	// cloud metadata: the stand-in metadata server stays unreachable.
+	policy = map[string]any{"allow_out": []string{"0.0.0.0/0"}}
+	if code := s.call(adminToken, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": policy}, nil); code != http.StatusOK {
+		t.Errorf("admin allowing everything: %d", code)
+	}
+	expect("a link-local (metadata) address under allow-all", ns.linkLocal, false)
 	expect("the host, even when allowed", net.JoinHostPort(desktopGateway, strconv.Itoa(hostPort)), false)
+	s.call(adminToken, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": map[string]any{"deny_out": []string{"0.0.0.0/0"}}}, nil)
 
 	var evs struct{ Events []desktop.Event }
 	s.call(token, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &evs)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bureau/bureau/internal/config"
+	"github.com/bureau/bureau/internal/desktop"
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
 	"github.com/bureau/bureau/internal/netpolicy"
 )
@@ -65,6 +66,11 @@ func setUpIsolation(ctx context.Context, cfg *config.Config, h *hv.Hypervisor, l
 	}
 	fw := netpolicy.New(netpolicy.InstanceTag(cfg.DataDir), netpolicy.Net{Bridge: nc.Bridge, Subnet: nc.Subnet, Gateway: nc.Gateway},
 		net.DefaultResolver, nil, log)
+	openable, err := desktop.ParseRanges(cfg.NetworkOwnerRanges)
+	if err != nil {
+		return nil, fmt.Errorf("BUREAU_NETWORK_OWNER_RANGES: %w", err)
+	}
+	fw.SetOpenable(openable)
 	go fw.Refresh(ctx, time.Minute)
 	log.Info("desktop isolation", "network", desktopNetwork, "bridge", nc.Bridge, "subnet", nc.Subnet, "qemu_group", gid)
 	return &isolation{network: desktopNetwork, subnet: nc.Subnet, vmGroup: gid, firewall: fw,

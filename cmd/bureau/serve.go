@@ -53,6 +53,7 @@ func serveCmd(cfg *config.Config) *cobra.Command {
 	f.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "json or text (BUREAU_LOG_FORMAT)")
 	f.IntVar(&cfg.TCGCacheMiB, "tcg-cache-mib", cfg.TCGCacheMiB, "translation cache per desktop under TCG in MiB, 0 = QEMU's 1 GiB (BUREAU_TCG_CACHE_MIB)")
 	f.StringVar(&cfg.NetworkSubnet, "network-subnet", cfg.NetworkSubnet, "the desktops' private IPv4 network (BUREAU_NETWORK_SUBNET)")
+	f.StringVar(&cfg.NetworkOwnerRanges, "network-owner-ranges", cfg.NetworkOwnerRanges, "private IPv4 CIDRs owners may open in their desktops' network policies, comma-separated (BUREAU_NETWORK_OWNER_RANGES)")
 	f.StringVar(&cfg.PreviewDomain, "preview-domain", cfg.PreviewDomain, "live URLs are <port>-<desktop>.DOMAIN; \"\" for /preview/ paths only (BUREAU_PREVIEW_DOMAIN)")
 	f.StringVar(&cfg.DefaultPlan, "default-plan", cfg.DefaultPlan, "quota plan of owners without their own: free, team or unlimited (BUREAU_DEFAULT_PLAN)")
 	return cmd
@@ -71,6 +72,10 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 	if !slices.Contains(api.StepThumbnailModes, cfg.StepThumbnails) {
 		return fmt.Errorf("BUREAU_STEP_THUMBNAILS %q: want one of %v", cfg.StepThumbnails, api.StepThumbnailModes)
+	}
+	ownerOpenable, err := desktop.ParseRanges(cfg.NetworkOwnerRanges)
+	if err != nil {
+		return fmt.Errorf("BUREAU_NETWORK_OWNER_RANGES: %w", err)
 	}
 	accel, why, err := hv.ChooseAccelerator(cfg.Accelerator)
 	if err != nil {
@@ -197,7 +202,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		Consoles: consoles, Web: web.Static, Hosts: hostList, HostLoads: st, Migrations: m, Drains: m,
 		Desktops: m, Computer: newComputer(h, screens), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
 		SecretsChanged: func(owner, desktopID string) { sync.Changed(context.WithoutCancel(ctx), owner, desktopID) },
-		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, Tokens: tokens, Images: imageService(cfg, st, log), Steps: stepLog, StepThumbnails: cfg.StepThumbnails, Recordings: recorder, KeptRecordings: recorder, Log: log,
+		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, OwnerOpenable: ownerOpenable, Tokens: tokens, Images: imageService(cfg, st, log), Steps: stepLog, StepThumbnails: cfg.StepThumbnails, Recordings: recorder, KeptRecordings: recorder, Log: log,
 		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest, ConsoleBytes: met.ConsoleBytes, ObserveLiveURL: met.ObserveLiveURL,
 		Info: map[string]string{"version": version, "accelerator": string(accel), "accelerator_reason": why,
 			"database": st.Dialect(), "default_image": cfg.DefaultImage, "go": runtime.Version()},

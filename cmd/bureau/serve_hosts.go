@@ -35,6 +35,7 @@ func watchHosts(ctx context.Context, cfg *config.Config, st *store.Store, accel 
 		return hostList{}, fmt.Errorf("bureau's SSH key for remote hosts: %w", err)
 	}
 	prep := hostprep.New(signer, cfg.DataDir, net.DefaultResolver, log)
+	prep.Openable, _ = desktop.ParseRanges(cfg.NetworkOwnerRanges) // serve checked it
 	prep.Desktops = func(ctx context.Context, host string) ([]*desktop.Desktop, error) {
 		return st.ListDesktops(ctx, desktop.Filter{Host: host})
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -46,6 +47,26 @@ type updateDesktopRequest struct {
 	KeyboardLayout *string                `json:"keyboard_layout"`
 }
 
+// policies says whether the request changes one of the desktop's
+// policies (anything but the keyboard layout).
+func (r updateDesktopRequest) policies() bool {
+	return r.IdleTimeout != nil || r.NapAfter != nil || r.SleepAfter != nil || r.RestartOnCrash != nil || r.Network != nil
+}
+
+// mayOpen refuses a non-admin's network policy that opens private or
+// reserved ranges beyond the install's OwnerOpenable (kept: entries the
+// desktop's policy has already, which an admin opened).
+func (s *server) mayOpen(c *gin.Context, p desktop.NetworkPolicy, kept []string) error {
+	if isAdmin(c) {
+		return nil
+	}
+	if bad := p.ReservedOpens(s.OwnerOpenable, kept); len(bad) > 0 {
+		return fmt.Errorf("network.allow_out: %s opens private or reserved addresses (the host's LAN, other networks, cloud metadata); "+
+			"only an admin may open them (owners may open BUREAU_NETWORK_OWNER_RANGES): %w", strings.Join(bad, ", "), desktop.ErrForbidden)
+	}
+	return nil
+}
+
 // updateDesktop changes a desktop's settings (PATCH): idle tiers,
 // restart policy, network policy, keyboard layout (running desktops). The request is checked whole before any
 // of it is applied.
@@ -57,6 +78,11 @@ func (s *server) updateDesktop(c *gin.Context) (reply, error) {
 	var req updateDesktopRequest
 	if err := decode(c, &req); err != nil {
 		return reply{}, err
+	}
+	if caller(c).Scope == desktop.ScopeDesktop && req.policies() {
+		// An agent holding its desktop's token must not loosen the rules
+		// it runs under (what it reaches, when it sleeps, how it restarts).
+		return reply{}, fmt.Errorf("a desktop token may change only keyboard_layout; network, idle and restart policies are its owner's: %w", desktop.ErrForbidden)
 	}
 	tiers := manager.IdleTiers{NapAfter: req.NapAfter, SleepAfter: req.SleepAfter, HibernateAfter: req.IdleTimeout}
 	if tiers != (manager.IdleTiers{}) {
@@ -74,6 +100,9 @@ func (s *server) updateDesktop(c *gin.Context) (reply, error) {
 	}
 	if req.Network != nil {
 		if err := req.Network.Validate(); err != nil {
+			return reply{}, err
+		}
+		if err := s.mayOpen(c, *req.Network, d.Network.AllowOut); err != nil {
 			return reply{}, err
 		}
 		if d, err = s.Desktops.SetNetworkPolicy(c.Request.Context(), d.ID, *req.Network, actor(c)); err != nil {

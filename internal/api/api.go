@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/bureau/bureau/internal/auth"
@@ -88,7 +89,7 @@ type Tokens interface {
 	Create(ctx context.Context, req auth.CreateRequest) (string, *desktop.Token, error)
 	List(ctx context.Context, owner string) ([]*desktop.Token, error)
 	// Revoke revokes a token and the tokens it minted, and says how many.
-	Revoke(ctx context.Context, id string) (int, error)
+	Revoke(ctx context.Context, id string) ([]string, error)
 	// Usable returns a token by id if it may still authenticate.
 	Usable(ctx context.Context, id string) (*desktop.Token, error)
 }
@@ -115,6 +116,9 @@ type Deps struct {
 	Previews      Previews
 	URLs          URLs
 	PreviewDomain string
+	// OwnerOpenable are the private ranges owners may open in network
+	// policies (BUREAU_NETWORK_OWNER_RANGES); others need an admin.
+	OwnerOpenable []netip.Prefix
 	// Clipboard reads and sets desktops' clipboards (for the API and the
 	// console page).
 	Clipboard Clipboard

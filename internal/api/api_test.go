@@ -252,6 +252,9 @@ func (f *fakeDesktops) SetKeyboardLayout(_ context.Context, id, layout, _ string
 func (f *fakeDesktops) SetNetworkPolicy(_ context.Context, id string, p desktop.NetworkPolicy, _ string) (*desktop.Desktop, error) {
 	d, err := f.op(id)
 	if err == nil {
+		f.mu.Lock()
+		f.desktops[id].Network = p // kept, as the manager's store keeps it
+		f.mu.Unlock()
 		d.Network = p
 	}
 	return d, err

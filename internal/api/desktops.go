@@ -83,6 +83,9 @@ func (s *server) createDesktop(c *gin.Context) (reply, error) {
 	var policy desktop.NetworkPolicy
 	if req.Network != nil {
 		policy = *req.Network
+		if err := s.mayOpen(c, policy, nil); err != nil {
+			return reply{}, err
+		}
 	}
 	d, err := s.Desktops.Create(c.Request.Context(), manager.CreateRequest{From: req.From, Unlimited: isAdmin(c), Cold: req.Cold, Network: policy, KeyboardLayout: req.KeyboardLayout, Host: req.Host, PlaceLabels: labels,
 		Owner: caller(c).Owner, Name: req.Name, SSHKeys: req.SSHKeys, Actor: actor(c), IdleTimeout: req.IdleTimeout,

@@ -28,6 +28,11 @@ type Config struct {
 	// NetworkSubnet (BUREAU_NETWORK_SUBNET) is the desktops' private
 	// network behind NAT; it must not overlap the host's own networks.
 	NetworkSubnet string
+	// NetworkOwnerRanges (BUREAU_NETWORK_OWNER_RANGES) are the private
+	// IPv4 ranges (comma-separated CIDRs) owners may open in their
+	// desktops' network policies; anything else private or reserved only
+	// an admin opens, and link-local (cloud metadata) nobody. Default none.
+	NetworkOwnerRanges string
 	// ReconcileSeconds (BUREAU_RECONCILE_SECONDS) is how often every
 	// desktop is compared with its VM to repair missed events and finish
 	// interrupted operations.
@@ -140,7 +145,8 @@ func FromEnv() Config {
 		AgentViaStream:      os.Getenv("BUREAU_AGENT_VIA_STREAM") == "1",
 		PreviewDomain:       strings.TrimPrefix(strings.ToLower(env("BUREAU_PREVIEW_DOMAIN", "localhost")), "*."),
 
-		NetworkSubnet: env("BUREAU_NETWORK_SUBNET", "10.120.0.0/16"),
+		NetworkSubnet:      env("BUREAU_NETWORK_SUBNET", "10.120.0.0/16"),
+		NetworkOwnerRanges: os.Getenv("BUREAU_NETWORK_OWNER_RANGES"),
 	}
 	return c
 }

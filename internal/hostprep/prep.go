@@ -43,6 +43,9 @@ type Preparer struct {
 	// Desktops, when set, lists the desktops of a host, whose rules are
 	// loaded with the host's base rules.
 	Desktops func(ctx context.Context, host string) ([]*desktop.Desktop, error)
+	// Openable are the private ranges owners may open, which a host
+	// name's answers may then reach too (BUREAU_NETWORK_OWNER_RANGES).
+	Openable []netip.Prefix
 
 	mu    sync.Mutex
 	hosts map[string]*host
@@ -173,6 +176,7 @@ func (p *Preparer) firewall(h *hosts.Host, hp *host, subnet netip.Prefix) *netpo
 	if hp.fw == nil {
 		n := netpolicy.Net{Bridge: h.Network.Bridge, Subnet: subnet.Masked(), Gateway: subnet.Masked().Addr().Next()}
 		hp.fw = netpolicy.New(hp.tag, n, p.resolver, nftOver(hp.ssh), p.log.With("host", h.Name))
+		hp.fw.SetOpenable(p.Openable)
 	}
 	return hp.fw
 }

@@ -86,7 +86,7 @@ func (m *Manager) SetNetworkPolicy(ctx context.Context, id string, p desktop.Net
 }
 
 func policyText(p desktop.NetworkPolicy) string {
-	if len(p.AllowOut) == 0 && len(p.DenyOut) == 0 {
+	if p.Default() {
 		return "default (the internet, nothing private)"
 	}
 	var parts []string
@@ -95,6 +95,9 @@ func policyText(p desktop.NetworkPolicy) string {
 	}
 	if len(p.DenyOut) > 0 {
 		parts = append(parts, "deny "+strings.Join(p.DenyOut, ", "))
+	}
+	if p.DenyDNS {
+		parts = append(parts, "no DNS")
 	}
 	return strings.Join(parts, "; ")
 }

@@ -138,7 +138,7 @@ net_ip=CASE WHEN net_ip='' THEN ? ELSE net_ip END WHERE id=?`, uid, ip, id)
 var ErrIdentityTaken = errors.New("taken by another desktop")
 
 func policyJSON(p desktop.NetworkPolicy) string {
-	if len(p.AllowOut) == 0 && len(p.DenyOut) == 0 {
+	if p.Default() {
 		return ""
 	}
 	b, _ := json.Marshal(p)

@@ -170,8 +170,9 @@ function table(head, rows) {
 // What a desktop may reach outside, in a line.
 function policySummary(p) {
   const allow = p?.allow_out || [], deny = p?.deny_out || [];
-  if (!allow.length && !deny.length) return 'default: the internet, nothing private';
-  return [allow.length ? `allow ${allow.join(', ')}` : '', deny.length ? `deny ${deny.join(', ')}` : ''].filter(Boolean).join(' · ');
+  if (!allow.length && !deny.length && !p?.deny_dns) return 'default: the internet, nothing private';
+  return [allow.length ? `allow ${allow.join(', ')}` : '', deny.length ? `deny ${deny.join(', ')}` : '',
+    p?.deny_dns ? 'no DNS' : ''].filter(Boolean).join(' · ');
 }
 
 // The network tab: the desktop's egress policy, shown and edited. A change
@@ -181,15 +182,18 @@ function networkTab(box, id, desk) {
   const parse = (t) => t.split(/[\s,]+/).map((x) => x.trim()).filter(Boolean);
   const allow = h('textarea.mono', { id: 'net-allow', rows: 5, spellcheck: false, placeholder: '10.20.0.0/16\napi.example.com' });
   const deny = h('textarea.mono', { id: 'net-deny', rows: 5, spellcheck: false, placeholder: '0.0.0.0/0' });
+  const noDNS = h('input', { id: 'net-nodns', type: 'checkbox' });
   const current = h('p');
   const err = h('div.form-error', { hidden: true });
   let dirty = false; // the user is editing: a live update must not overwrite it
   allow.addEventListener('input', () => { dirty = true; });
   deny.addEventListener('input', () => { dirty = true; });
+  noDNS.addEventListener('change', () => { dirty = true; });
   function fill() {
     const p = desk()?.network;
     allow.value = lines(p?.allow_out);
     deny.value = lines(p?.deny_out);
+    noDNS.checked = !!p?.deny_dns;
     dirty = false;
     showCurrent();
   }
@@ -200,7 +204,7 @@ function networkTab(box, id, desk) {
   async function save(ev) {
     ev.preventDefault();
     err.hidden = true;
-    const network = { allow_out: parse(allow.value), deny_out: parse(deny.value) };
+    const network = { allow_out: parse(allow.value), deny_out: parse(deny.value), deny_dns: noDNS.checked };
     try {
       const d = await busy(ev.submitter, () => api('PATCH', `/desktops/${seg(id)}`, { network }));
       upsert(d);
@@ -214,11 +218,14 @@ function networkTab(box, id, desk) {
   box.append(h('div.tab-head', h('p.muted',
     'A desktop never reaches the host or other desktops. By default it reaches the internet and nothing private ',
     '(private, link-local and reserved addresses). Entries are IPv4 addresses, CIDRs or host names, one per line; ',
-    'an allow wins over a deny, so deny 0.0.0.0/0 plus allows is an allow-list. Changes apply at once.')),
+    'an allow wins over a deny, so deny 0.0.0.0/0 plus allows is an allow-list. Changes apply at once. ',
+    'Private ranges are opened by an admin; cloud metadata (link-local) by nobody.')),
   h('form.form.net-form', { onsubmit: save }, current, err,
     h('div.field', h('label', { for: 'net-allow' }, 'Allow out'), allow,
       h('span.hint', 'Opens private ranges or punches holes in a deny.')),
     h('div.field', h('label', { for: 'net-deny' }, 'Deny out'), deny),
+    h('div.field', h('label', { for: 'net-nodns' }, noDNS, ' No DNS'),
+      h('span.hint', 'Drops its DNS to the gateway too, so an allow-list cannot be tunnelled through DNS.')),
     h('div', h('button.btn.btn-primary', { type: 'submit' }, 'Save policy'), ' ',
       h('button.btn', { type: 'button', onclick: fill }, 'Reset'))));
   fill();
