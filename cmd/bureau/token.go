@@ -77,12 +77,12 @@ func tokenCmd(cfg *config.Config) *cobra.Command {
 		Short: "Revoke a token and every token minted from it",
 		Args:  cobra.ExactArgs(1),
 		RunE: withStore(cfg, func(ctx context.Context, st *store.Store, _ *slog.Logger, args []string) error {
-			n, err := auth.New(st).Revoke(ctx, args[0])
+			ids, err := auth.New(st).Revoke(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			fmt.Printf("token %s revoked", args[0])
-			if n > 1 {
+			if n := len(ids); n > 1 {
 				fmt.Printf(", with %d tokens minted from it", n-1)
 			}
 			fmt.Println()

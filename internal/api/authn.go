@@ -72,6 +72,15 @@ var computerRoutes = map[string]bool{
 	"POST /api/v1/desktops/:id/console":   true,
 }
 
+// ownerOnly are desktop routes a desktop token may not use: the policies
+// its desktop runs under (PATCH decides field by field, in
+// updateDesktop) and making a port public to anyone, which would outlive
+// the token.
+var ownerOnly = map[string]string{
+	"PUT /api/v1/desktops/:id/checkpoints": "the checkpoint policy is its owner's",
+	"PUT /api/v1/desktops/:id/urls/:port":  "making a port public is its owner's",
+}
+
 // scopeAllows confines a desktop token to its desktop (another desktop is
 // "not found", so existence does not leak) and, when computer-only, to the
 // screen, mouse and keyboard. It may not delete the desktop.
@@ -96,6 +105,9 @@ func scopeAllows(c *gin.Context, tok *desktop.Token) error {
 	}
 	if route == "DELETE /api/v1/desktops/:id" {
 		return fmt.Errorf("a desktop token cannot delete its desktop: %w", desktop.ErrForbidden)
+	}
+	if why, ok := ownerOnly[route]; ok {
+		return fmt.Errorf("a desktop token cannot do this: %s: %w", why, desktop.ErrForbidden)
 	}
 	if tok.ComputerOnly && !computerRoutes[route] {
 		return fmt.Errorf("this token may only see the screen and use mouse and keyboard: %w", desktop.ErrForbidden)

@@ -18,10 +18,11 @@ import (
 // screen, mouse and keyboard, and the owner and an admin are let through.
 // Routes without a desktop refuse desktop tokens.
 func TestAuthMatrix(t *testing.T) {
-	// What a desktop's own token may not do there: delete it, or set and
-	// delete its secrets.
+	// What a desktop's own token may not do there: delete it, set and
+	// delete its secrets, change its checkpoint policy, make a port public.
 	ownerOnly := map[string]bool{"DELETE /api/v1/desktops/:id": true,
-		"PUT /api/v1/desktops/:id/secrets/:name": true, "DELETE /api/v1/desktops/:id/secrets/:name": true}
+		"PUT /api/v1/desktops/:id/secrets/:name": true, "DELETE /api/v1/desktops/:id/secrets/:name": true,
+		"PUT /api/v1/desktops/:id/checkpoints": true, "PUT /api/v1/desktops/:id/urls/:port": true}
 	// Admin routes on a desktop: everyone else gets 403 before the desktop
 	// is looked up (which leaks nothing); another desktop's token is 404
 	// as ever.

@@ -48,6 +48,9 @@ func (s *server) putClipboard(c *gin.Context) (reply, error) {
 // consoleGetClipboard and consolePutClipboard serve the console page with
 // its console token; a view-only session may read but not set.
 func (s *server) consoleGetClipboard(c *gin.Context) (reply, error) {
+	if consoleToken(c).ScreenOnly {
+		return reply{}, fmt.Errorf("this console shows the screen only: it cannot read the desktop's clipboard: %w", desktop.ErrForbidden)
+	}
 	d, err := s.consoleDesktop(c, "read the clipboard of")
 	if err != nil {
 		return reply{}, err

@@ -21,6 +21,9 @@ type Consoles interface {
 	List(ctx context.Context, desktopID string) ([]*desktop.ConsoleToken, error)
 	Revoke(ctx context.Context, desktopID, tokenID, by string) error
 	Attach(ctx context.Context, t *desktop.ConsoleToken) (context.Context, func())
+	// EndMadeBy ends the live sessions of console tokens made by these
+	// (revoked) API tokens.
+	EndMadeBy(tokenIDs []string)
 }
 
 const ctxConsole = "bureau.console"
@@ -51,8 +54,12 @@ func (s *server) createConsole(c *gin.Context) (reply, error) {
 	if d.State == desktop.StateDeleting || d.State == desktop.StateError {
 		return reply{}, &desktop.TransitionError{Op: "open the console of", State: d.State}
 	}
+	me := caller(c)
+	// A computer-only token sees the screen and drives mouse and keyboard
+	// through the API; the console it makes may only watch.
 	secret, t, err := s.Consoles.Create(c.Request.Context(), console.CreateRequest{DesktopID: d.ID, Owner: d.Owner,
-		CreatedBy: actor(c), ViewOnly: req.ViewOnly, TTL: time.Duration(req.TTLSeconds) * time.Second})
+		CreatedBy: actor(c), ViewOnly: req.ViewOnly, TTL: time.Duration(req.TTLSeconds) * time.Second,
+		MadeBy: me.ID, Until: me.ExpiresAt, ScreenOnly: me.ComputerOnly})
 	if err != nil {
 		return reply{}, err
 	}
@@ -109,7 +116,7 @@ func (s *server) consoleSession(c *gin.Context) (reply, error) {
 	// The page asks this before it loads the viewer and connects.
 	s.Desktops.Prewake(c.Request.Context(), d.ID, "console/"+t.ID, "console page opened")
 	return reply{http.StatusOK, gin.H{"desktop_id": d.ID, "name": d.Name, "state": d.State,
-		"view_only": t.ViewOnly, "expires_at": t.ExpiresAt}}, nil
+		"view_only": t.ViewOnly, "screen_only": t.ScreenOnly, "expires_at": t.ExpiresAt}}, nil
 }
 
 // vnc upgrades to a WebSocket and pipes it to the desktop's display. A

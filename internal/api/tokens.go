@@ -100,10 +100,12 @@ func (s *server) revokeToken(c *gin.Context) (reply, error) {
 			return reply{}, fmt.Errorf("token %s: %w", id, desktop.ErrNotFound)
 		}
 	}
-	n, err := s.Tokens.Revoke(c.Request.Context(), id)
+	ids, err := s.Tokens.Revoke(c.Request.Context(), id)
 	if err != nil {
 		return reply{}, err
 	}
-	s.Log.Info("token revoked", "token", id, "revoked", n, "by", actor(c))
+	// What they made went with them in the store; live consoles end now.
+	s.Consoles.EndMadeBy(ids)
+	s.Log.Info("token revoked", "token", id, "revoked", len(ids), "by", actor(c))
 	return reply{http.StatusNoContent, nil}, nil
 }

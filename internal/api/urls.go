@@ -15,10 +15,10 @@ import (
 
 // URLs manages who may open a desktop's live URLs.
 type URLs interface {
-	Share(ctx context.Context, d *desktop.Desktop, port int, ttl time.Duration, readOnly bool, actor string) (string, *desktop.Share, error)
+	Share(ctx context.Context, d *desktop.Desktop, port int, ttl time.Duration, readOnly bool, by preview.Maker) (string, *desktop.Share, error)
 	Shares(ctx context.Context, desktopID string) ([]*desktop.Share, error)
 	Revoke(ctx context.Context, desktopID, id string) error
-	SetPublic(ctx context.Context, desktopID string, port int, public bool, actor string) error
+	SetPublic(ctx context.Context, desktopID string, port int, public bool, by preview.Maker) error
 	Forget(ctx context.Context, desktopID string) error
 }
 
@@ -117,7 +117,7 @@ func (s *server) setURL(c *gin.Context) (reply, error) {
 	if body.Public == nil {
 		return reply{}, &desktop.ValidationError{Field: "public", Message: "say true or false"}
 	}
-	if err := s.URLs.SetPublic(c.Request.Context(), d.ID, port, *body.Public, actor(c)); err != nil {
+	if err := s.URLs.SetPublic(c.Request.Context(), d.ID, port, *body.Public, maker(c)); err != nil {
 		return reply{}, err
 	}
 	u := s.urlOf(c, d, port)
@@ -151,6 +151,13 @@ func (s *server) openURL(c *gin.Context) (reply, error) {
 	return reply{http.StatusOK, gin.H{"port": port, "url": link + "?" + loginParam + "=" + code, "expires_in_s": 60}}, nil
 }
 
+// maker is the caller as the maker of a share link or public port, which
+// lives no longer than its token and is revoked with it.
+func maker(c *gin.Context) preview.Maker {
+	t := caller(c)
+	return preview.Maker{Actor: actor(c), Token: t.ID, Until: t.ExpiresAt}
+}
+
 func (s *server) listShares(c *gin.Context) (reply, error) {
 	d, err := s.owned(c)
 	if err != nil {
@@ -175,7 +182,7 @@ func (s *server) createShare(c *gin.Context) (reply, error) {
 	if err := decode(c, &body); err != nil {
 		return reply{}, err
 	}
-	secret, l, err := s.URLs.Share(c.Request.Context(), d, body.Port, time.Duration(body.TTLS)*time.Second, body.ReadOnly, actor(c))
+	secret, l, err := s.URLs.Share(c.Request.Context(), d, body.Port, time.Duration(body.TTLS)*time.Second, body.ReadOnly, maker(c))
 	if err != nil {
 		return reply{}, err
 	}

@@ -24,9 +24,10 @@ type Store interface {
 	TouchToken(ctx context.Context, id string, at time.Time) error
 	ListTokens(ctx context.Context, owner string) ([]*desktop.Token, error)
 	CountTokens(ctx context.Context) (int, error)
-	// RevokeToken revokes a token and, transitively, the tokens it minted,
-	// and says how many.
-	RevokeToken(ctx context.Context, id string, at time.Time) (int, error)
+	// RevokeToken revokes a token and, transitively, the tokens it minted
+	// and what they made (console tokens, share links, public ports), and
+	// returns the ids of the tokens it revoked.
+	RevokeToken(ctx context.Context, id string, at time.Time) ([]string, error)
 }
 
 // Service issues and checks tokens.
@@ -163,8 +164,8 @@ func (s *Service) Usable(ctx context.Context, id string) (*desktop.Token, error)
 }
 
 // Revoke revokes a token by id and every token minted from it, however
-// deep, and returns how many tokens it revoked.
-func (s *Service) Revoke(ctx context.Context, id string) (int, error) {
+// deep, with what they made, and returns the ids of the tokens it revoked.
+func (s *Service) Revoke(ctx context.Context, id string) ([]string, error) {
 	return s.store.RevokeToken(ctx, id, s.now().UTC())
 }
 

@@ -26,8 +26,8 @@ type CloseError struct {
 func (e *CloseError) Error() string { return fmt.Sprintf("%s (%d)", e.Reason, e.Code) }
 
 type session struct {
-	tokenID, desktopID string
-	cancel             context.CancelCauseFunc
+	tokenID, desktopID, madeBy string
+	cancel                     context.CancelCauseFunc
 }
 
 // Attach registers a live session for t. The returned context ends with a
@@ -35,7 +35,7 @@ type session struct {
 // stops; call done when the session is over.
 func (s *Service) Attach(ctx context.Context, t *desktop.ConsoleToken) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	ss := &session{tokenID: t.ID, desktopID: t.DesktopID, cancel: cancel}
+	ss := &session{tokenID: t.ID, desktopID: t.DesktopID, madeBy: t.MadeBy, cancel: cancel}
 	s.mu.Lock()
 	s.sessions[ss] = struct{}{}
 	s.mu.Unlock()
@@ -49,6 +49,18 @@ func (s *Service) Attach(ctx context.Context, t *desktop.ConsoleToken) (context.
 		delete(s.sessions, ss)
 		s.mu.Unlock()
 	}
+}
+
+// EndMadeBy ends the live sessions of console tokens made by the API
+// tokens ids, which were revoked (the store revoked their console tokens
+// with them).
+func (s *Service) EndMadeBy(ids []string) {
+	made := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		made[id] = true
+	}
+	s.end(func(ss *session) bool { return ss.madeBy != "" && made[ss.madeBy] },
+		&CloseError{Code: CodeRevoked, Reason: "the token that made this console link was revoked"})
 }
 
 func (s *Service) end(match func(*session) bool, why *CloseError) {

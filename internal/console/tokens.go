@@ -57,6 +57,14 @@ type CreateRequest struct {
 	CreatedBy string // who asked (owner/token id)
 	ViewOnly  bool
 	TTL       time.Duration // 0 = DefaultTTL
+	// MadeBy is the API token asking: revoking it revokes the console
+	// token. Until, when set, is that token's expiry: the console token
+	// expires no later.
+	MadeBy string
+	Until  *time.Time
+	// ScreenOnly shows the screen and nothing else (it implies ViewOnly):
+	// for a token that may only see the screen and use mouse and keyboard.
+	ScreenOnly bool
 }
 
 // Create issues a console token and returns its secret (shown only now).
@@ -72,8 +80,14 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (string, *deskt
 	id := make([]byte, 8)
 	rand.Read(id)
 	now := s.now().UTC()
+	expires := now.Add(ttl)
+	if req.Until != nil && req.Until.Before(expires) {
+		// Capped rather than refused: the answer says when it ends.
+		expires = req.Until.UTC()
+	}
 	t := &desktop.ConsoleToken{ID: "con_" + hex.EncodeToString(id), DesktopID: req.DesktopID, Owner: req.Owner,
-		Hash: auth.Hash(secret), ViewOnly: req.ViewOnly, CreatedBy: req.CreatedBy, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+		Hash: auth.Hash(secret), ViewOnly: req.ViewOnly || req.ScreenOnly, ScreenOnly: req.ScreenOnly, CreatedBy: req.CreatedBy,
+		MadeBy: req.MadeBy, CreatedAt: now, ExpiresAt: expires}
 	if err := s.store.CreateConsoleToken(ctx, t); err != nil {
 		return "", nil, err
 	}

@@ -17,6 +17,12 @@ type ConsoleToken struct {
 	// caller, or because the desktop stopped or was deleted).
 	RevokedAt    *time.Time `json:"revoked_at,omitempty"`
 	RevokeReason string     `json:"revoke_reason,omitempty"`
+	// MadeBy is the API token that made it: revoking that token revokes
+	// this one, and it never outlives it.
+	MadeBy string `json:"-"`
+	// ScreenOnly: made by a computer-only token, it shows the screen and
+	// nothing else (view-only, no terminal, no clipboard).
+	ScreenOnly bool `json:"screen_only"`
 }
 
 // Usable reports whether the token may open the console at now.

@@ -16,6 +16,9 @@ type Share struct {
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt time.Time  `json:"expires_at"`
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	// MadeBy is the API token that made it: revoking that token revokes
+	// the link, which never outlives it.
+	MadeBy string `json:"-"`
 }
 
 // Usable says whether the link still opens its URL at now.

@@ -28,7 +28,7 @@ type Store interface {
 	ShareByID(ctx context.Context, id string) (*desktop.Share, error)
 	ListShares(ctx context.Context, desktopID string) ([]*desktop.Share, error)
 	RevokeShare(ctx context.Context, desktopID, id string, at time.Time) error
-	SetPortPublic(ctx context.Context, desktopID string, port int, public bool, actor string, at time.Time) error
+	SetPortPublic(ctx context.Context, desktopID string, port int, public bool, actor, madeBy string, until *time.Time, at time.Time) error
 	PublicPorts(ctx context.Context, desktopID string) ([]int, error)
 	ForgetDesktopURLs(ctx context.Context, desktopID string) error
 }
@@ -77,8 +77,18 @@ func hash(secret string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// Share makes a share link; the secret is returned once.
-func (s *Service) Share(ctx context.Context, d *desktop.Desktop, port int, ttl time.Duration, readOnly bool, actor string) (string, *desktop.Share, error) {
+// Maker is who makes a share link or a public port: Actor ("owner/token")
+// for the record, Token the API token's id (revoking it revokes what it
+// made) and Until its expiry (nil: none), which what it makes never
+// outlives.
+type Maker struct {
+	Actor, Token string
+	Until        *time.Time
+}
+
+// Share makes a share link; the secret is returned once. Its expiry is
+// capped at its maker's.
+func (s *Service) Share(ctx context.Context, d *desktop.Desktop, port int, ttl time.Duration, readOnly bool, by Maker) (string, *desktop.Share, error) {
 	if port < 1 || port > 65535 {
 		return "", nil, &desktop.ValidationError{Field: "port", Message: "must be 1..65535"}
 	}
@@ -91,8 +101,12 @@ func (s *Service) Share(ctx context.Context, d *desktop.Desktop, port int, ttl t
 	secret := random("bsh_")
 	id := random("sh-")[:15]
 	now := time.Now().UTC().Truncate(time.Millisecond)
+	expires := now.Add(ttl)
+	if by.Until != nil && by.Until.Before(expires) {
+		expires = by.Until.UTC()
+	}
 	l := &desktop.Share{ID: id, DesktopID: d.ID, Owner: d.Owner, Port: port, Hash: hash(secret), ReadOnly: readOnly,
-		CreatedBy: actor, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+		CreatedBy: by.Actor, MadeBy: by.Token, CreatedAt: now, ExpiresAt: expires}
 	if err := s.st.CreateShare(ctx, l); err != nil {
 		return "", nil, err
 	}
@@ -131,11 +145,13 @@ func (s *Service) ShareUsable(ctx context.Context, id string) (*desktop.Share, e
 }
 
 // SetPublic makes a port public (anyone with the URL) or private again.
-func (s *Service) SetPublic(ctx context.Context, desktopID string, port int, public bool, actor string) error {
+// A public port stays so while its maker's token is good: until it
+// expires or is revoked.
+func (s *Service) SetPublic(ctx context.Context, desktopID string, port int, public bool, by Maker) error {
 	if port < 1 || port > 65535 {
 		return &desktop.ValidationError{Field: "port", Message: "must be 1..65535"}
 	}
-	return s.st.SetPortPublic(ctx, desktopID, port, public, actor, time.Now())
+	return s.st.SetPortPublic(ctx, desktopID, port, public, by.Actor, by.Token, by.Until, time.Now())
 }
 
 // PublicPorts lists a desktop's public ports.

@@ -37,11 +37,11 @@ func TestShareLinks(t *testing.T) {
 		ttl  time.Duration
 	}{{0, 0}, {70000, 0}, {80, time.Second}, {80, 31 * 24 * time.Hour}} {
 		var ve *desktop.ValidationError
-		if _, _, err := s.Share(ctx, d, bad.port, bad.ttl, false, "alice"); !errors.As(err, &ve) {
+		if _, _, err := s.Share(ctx, d, bad.port, bad.ttl, false, preview.Maker{Actor: "alice"}); !errors.As(err, &ve) {
 			t.Fatalf("port %d ttl %v: %v", bad.port, bad.ttl, err)
 		}
 	}
-	secret, l, err := s.Share(ctx, d, 3000, 0, true, "alice")
+	secret, l, err := s.Share(ctx, d, 3000, 0, true, preview.Maker{Actor: "alice"})
 	if err != nil || !strings.HasPrefix(secret, "bsh_") || l.Hash == secret || time.Until(l.ExpiresAt) < 23*time.Hour {
 		t.Fatalf("share: %q %+v %v", secret, l, err)
 	}

@@ -9,12 +9,12 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-const shareCols = `id, desktop_id, owner, port, hash, read_only, created_by, created_at, expires_at, revoked_at`
+const shareCols = `id, desktop_id, owner, port, hash, read_only, created_by, created_at, expires_at, revoked_at, made_by`
 
 // CreateShare stores a share link.
 func (s *Store) CreateShare(ctx context.Context, l *desktop.Share) error {
-	_, err := s.exec(ctx, `INSERT INTO share_links (`+shareCols+`) VALUES (?,?,?,?,?,?,?,?,?,?)`,
-		l.ID, l.DesktopID, l.Owner, l.Port, l.Hash, l.ReadOnly, l.CreatedBy, millis(l.CreatedAt), millis(l.ExpiresAt), nullMillis(l.RevokedAt))
+	_, err := s.exec(ctx, `INSERT INTO share_links (`+shareCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
+		l.ID, l.DesktopID, l.Owner, l.Port, l.Hash, l.ReadOnly, l.CreatedBy, millis(l.CreatedAt), millis(l.ExpiresAt), nullMillis(l.RevokedAt), l.MadeBy)
 	if err != nil {
 		return fmt.Errorf("create share link: %w", err)
 	}
@@ -25,7 +25,7 @@ func scanShare(r interface{ Scan(...any) error }) (*desktop.Share, error) {
 	var l desktop.Share
 	var created, expires int64
 	var revoked sql.NullInt64
-	if err := r.Scan(&l.ID, &l.DesktopID, &l.Owner, &l.Port, &l.Hash, &l.ReadOnly, &l.CreatedBy, &created, &expires, &revoked); err != nil {
+	if err := r.Scan(&l.ID, &l.DesktopID, &l.Owner, &l.Port, &l.Hash, &l.ReadOnly, &l.CreatedBy, &created, &expires, &revoked, &l.MadeBy); err != nil {
 		return nil, err
 	}
 	l.CreatedAt, l.ExpiresAt, l.RevokedAt = fromMillis(created), fromMillis(expires), fromNullMillis(revoked)
@@ -80,12 +80,17 @@ func (s *Store) RevokeShare(ctx context.Context, desktopID, id string, at time.T
 	return nil
 }
 
-// SetPortPublic makes a desktop's port public, or private again.
-func (s *Store) SetPortPublic(ctx context.Context, desktopID string, port int, public bool, actor string, at time.Time) error {
+// SetPortPublic makes a desktop's port public, or private again. A port
+// made public records the token that made it (madeBy: revoking that token
+// makes the port private again) and stops being public at until (nil:
+// never), the token's own expiry. Making a public port public again
+// records the new maker and expiry.
+func (s *Store) SetPortPublic(ctx context.Context, desktopID string, port int, public bool, actor, madeBy string, until *time.Time, at time.Time) error {
 	var err error
 	if public {
-		_, err = s.exec(ctx, `INSERT INTO public_ports (desktop_id, port, created_by, created_at) VALUES (?,?,?,?) ON CONFLICT (desktop_id, port) DO NOTHING`,
-			desktopID, port, actor, millis(at))
+		_, err = s.exec(ctx, `INSERT INTO public_ports (desktop_id, port, created_by, created_at, made_by, expires_at) VALUES (?,?,?,?,?,?)
+ON CONFLICT (desktop_id, port) DO UPDATE SET created_by=excluded.created_by, created_at=excluded.created_at, made_by=excluded.made_by, expires_at=excluded.expires_at`,
+			desktopID, port, actor, millis(at), madeBy, nullMillis(until))
 	} else {
 		_, err = s.exec(ctx, `DELETE FROM public_ports WHERE desktop_id=? AND port=?`, desktopID, port)
 	}
@@ -95,9 +100,11 @@ func (s *Store) SetPortPublic(ctx context.Context, desktopID string, port int, p
 	return nil
 }
 
-// PublicPorts lists a desktop's public ports.
+// PublicPorts lists a desktop's public ports (those whose maker's expiry
+// has passed are not).
 func (s *Store) PublicPorts(ctx context.Context, desktopID string) ([]int, error) {
-	rows, err := s.query(ctx, `SELECT port FROM public_ports WHERE desktop_id=? ORDER BY port`, desktopID)
+	rows, err := s.query(ctx, `SELECT port FROM public_ports WHERE desktop_id=? AND (expires_at IS NULL OR expires_at>?) ORDER BY port`,
+		desktopID, millis(time.Now()))
 	if err != nil {
 		return nil, fmt.Errorf("public ports: %w", err)
 	}

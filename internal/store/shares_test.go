@@ -43,14 +43,14 @@ func TestSharesAndPublicPortsOnBothDatabases(t *testing.T) {
 				t.Fatalf("revoked twice: %v", err)
 			}
 			for _, p := range []int{8080, 3000, 8080} {
-				if err := s.SetPortPublic(ctx, "d1", p, true, "alice", at); err != nil {
+				if err := s.SetPortPublic(ctx, "d1", p, true, "alice", "", nil, at); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if ports, _ := s.PublicPorts(ctx, "d1"); len(ports) != 2 || ports[0] != 3000 || ports[1] != 8080 {
 				t.Fatalf("public: %v", ports)
 			}
-			s.SetPortPublic(ctx, "d1", 3000, false, "alice", at)
+			s.SetPortPublic(ctx, "d1", 3000, false, "alice", "", nil, at)
 			if ports, _ := s.PublicPorts(ctx, "d1"); len(ports) != 1 || ports[0] != 8080 {
 				t.Fatalf("after private: %v", ports)
 			}
@@ -61,6 +61,28 @@ func TestSharesAndPublicPortsOnBothDatabases(t *testing.T) {
 			ports, _ := s.PublicPorts(ctx, "d1")
 			if len(list) != 0 || len(ports) != 0 {
 				t.Fatalf("after forget: %d links, ports %v", len(list), ports)
+			}
+		})
+	}
+}
+
+// TestPublicPortEndsWithItsMaker: a port made public by a token that
+// expires is public until then only.
+func TestPublicPortEndsWithItsMaker(t *testing.T) {
+	for db, s := range openStores(t) {
+		t.Run(db, func(t *testing.T) {
+			ctx := context.Background()
+			now := time.Now()
+			past, later := now.Add(-time.Second), now.Add(time.Hour)
+			s.SetPortPublic(ctx, "d1", 3000, true, "alice/t1", "t1", &past, now)
+			s.SetPortPublic(ctx, "d1", 3001, true, "alice/t2", "t2", &later, now)
+			if ports, err := s.PublicPorts(ctx, "d1"); err != nil || len(ports) != 1 || ports[0] != 3001 {
+				t.Errorf("public ports: %v, %v; want 3001 only (3000's maker expired)", ports, err)
+			}
+			// Made public again by a token without expiry: public for good.
+			s.SetPortPublic(ctx, "d1", 3000, true, "alice/t3", "t3", nil, now)
+			if ports, _ := s.PublicPorts(ctx, "d1"); len(ports) != 2 {
+				t.Errorf("public ports after making 3000 public again: %v", ports)
 			}
 		})
 	}

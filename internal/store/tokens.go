@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -76,23 +77,66 @@ func (s *Store) CountTokens(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// RevokeToken revokes a token and every token minted from it, however
-// deep, in one statement (a recursive query both databases understand), and
-// returns how many it revoked. A token that does not exist, or whose whole
-// tree is already revoked, is not found.
-func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (int, error) {
-	res, err := s.exec(ctx, `WITH RECURSIVE tree(id) AS (
+// RevokeToken revokes a token and, transitively, the tokens it minted,
+// and with them what any of those made: console tokens and share links are
+// revoked and public ports made private again, in one transaction. It
+// returns the ids of the tokens it revoked.
+func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) ([]string, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("revoke token: %w", err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, s.q(`WITH RECURSIVE tree(id) AS (
 			SELECT id FROM api_tokens WHERE id=?
 			UNION SELECT t.id FROM api_tokens t JOIN tree ON t.parent_id=tree.id)
-		UPDATE api_tokens SET revoked_at=? WHERE id IN (SELECT id FROM tree) AND revoked_at IS NULL`, id, millis(at))
+		SELECT t.id FROM api_tokens t JOIN tree ON t.id=tree.id WHERE t.revoked_at IS NULL ORDER BY t.id`), id)
 	if err != nil {
-		return 0, fmt.Errorf("revoke token: %w", err)
+		return nil, fmt.Errorf("revoke token: %w", err)
 	}
-	n, _ := res.RowsAffected()
-	if n == 0 {
-		return 0, fmt.Errorf("token %s: %w", id, desktop.ErrNotFound)
+	var ids []string
+	for rows.Next() {
+		var tid string
+		if err := rows.Scan(&tid); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("revoke token: %w", err)
+		}
+		ids = append(ids, tid)
 	}
-	return int(n), nil
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("revoke token: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("token %s: %w", id, desktop.ErrNotFound)
+	}
+	in, args := inList(ids)
+	for _, st := range []struct {
+		query string
+		args  []any
+	}{
+		{`UPDATE api_tokens SET revoked_at=? WHERE revoked_at IS NULL AND id IN ` + in, append([]any{millis(at)}, args...)},
+		{`UPDATE console_tokens SET revoked_at=?, revoke_reason='the token that made it was revoked' WHERE revoked_at IS NULL AND made_by IN ` + in, append([]any{millis(at)}, args...)},
+		{`UPDATE share_links SET revoked_at=? WHERE revoked_at IS NULL AND made_by IN ` + in, append([]any{millis(at)}, args...)},
+		{`DELETE FROM public_ports WHERE made_by IN ` + in, args},
+	} {
+		if _, err := tx.ExecContext(ctx, s.q(st.query), st.args...); err != nil {
+			return nil, fmt.Errorf("revoke token: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("revoke token: %w", err)
+	}
+	return ids, nil
+}
+
+// inList is "(?,?,…)" for values, and values as arguments.
+func inList(values []string) (string, []any) {
+	args := make([]any, len(values))
+	for i, v := range values {
+		args[i] = v
+	}
+	return "(" + strings.TrimSuffix(strings.Repeat("?,", len(values)), ",") + ")", args
 }
 
 func scanToken(r scanner) (*desktop.Token, error) {

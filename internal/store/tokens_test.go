@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,9 +28,31 @@ func TestRevokeTokenRevokesWhatItMinted(t *testing.T) {
 			if err != nil || got.ParentID != "child" {
 				t.Fatalf("grandchild = %+v, %v", got, err)
 			}
-			n, err := s.RevokeToken(ctx, "child", now)
-			if err != nil || n != 2 {
-				t.Fatalf("revoke child: %d, %v; want 2 revoked", n, err)
+			// What the tokens made: a console token and a public port by
+			// the grandchild, a share link by the child, a public port by
+			// the sibling.
+			if err := s.CreateConsoleToken(ctx, &desktop.ConsoleToken{ID: "con1", DesktopID: "d1", Owner: "alice", Hash: "hc1",
+				CreatedAt: now, ExpiresAt: now.Add(time.Hour), MadeBy: "grandchild"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.CreateShare(ctx, &desktop.Share{ID: "sh1", DesktopID: "d1", Owner: "alice", Port: 80, Hash: "hs1",
+				CreatedAt: now, ExpiresAt: now.Add(time.Hour), MadeBy: "child"}); err != nil {
+				t.Fatal(err)
+			}
+			s.SetPortPublic(ctx, "d1", 8080, true, "alice/grandchild", "grandchild", nil, now)
+			s.SetPortPublic(ctx, "d1", 9090, true, "alice/sibling", "sibling", nil, now)
+			ids, err := s.RevokeToken(ctx, "child", now)
+			if err != nil || strings.Join(ids, " ") != "child grandchild" {
+				t.Fatalf("revoke child: %v, %v; want child and grandchild", ids, err)
+			}
+			if ct, err := s.ConsoleTokenByHash(ctx, "hc1"); err != nil || ct.RevokedAt == nil || ct.MadeBy != "grandchild" {
+				t.Errorf("console token made by a revoked token: %+v, %v; want revoked", ct, err)
+			}
+			if sh, err := s.ShareByID(ctx, "sh1"); err != nil || sh.RevokedAt == nil || sh.MadeBy != "child" {
+				t.Errorf("share made by a revoked token: %+v, %v; want revoked", sh, err)
+			}
+			if ports, err := s.PublicPorts(ctx, "d1"); err != nil || len(ports) != 1 || ports[0] != 9090 {
+				t.Errorf("public ports after revoking the child: %v, %v; want the sibling's 9090 only", ports, err)
 			}
 			for id, revoked := range map[string]bool{"root": false, "child": true, "grandchild": true, "sibling": false} {
 				tok, err := s.TokenByID(ctx, id)
@@ -40,8 +63,11 @@ func TestRevokeTokenRevokesWhatItMinted(t *testing.T) {
 			if _, err := s.RevokeToken(ctx, "child", now); !errors.Is(err, desktop.ErrNotFound) {
 				t.Errorf("revoking a revoked tree: %v", err)
 			}
-			if n, err := s.RevokeToken(ctx, "root", now); err != nil || n != 2 {
-				t.Errorf("revoke root: %d, %v; want root and sibling", n, err)
+			if ids, err := s.RevokeToken(ctx, "root", now); err != nil || len(ids) != 2 {
+				t.Errorf("revoke root: %v, %v; want root and sibling", ids, err)
+			}
+			if ports, _ := s.PublicPorts(ctx, "d1"); len(ports) != 0 {
+				t.Errorf("public ports after revoking the root: %v", ports)
 			}
 			if _, err := s.TokenByID(ctx, "nope"); !errors.Is(err, desktop.ErrNotFound) {
 				t.Errorf("unknown id: %v", err)

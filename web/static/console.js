@@ -149,6 +149,8 @@ function showSessionInfo(s) {
   ui.badge.hidden = !viewOnly;
   document.body.classList.toggle('view-only', viewOnly);
   ui.clipOut.disabled = viewOnly;
+  // A screen-only console (made by a computer-only token) has no clipboard.
+  ui.clipboard.hidden = !!s.screen_only;
   if (rfb) rfb.viewOnly = viewOnly;
   if (s.expires_at) {
     const t = new Date(s.expires_at);

@@ -17,7 +17,7 @@ func FromDesktop(d *desktop.Desktop) *Desktop {
 		Accelerator: d.Accelerator, DataDiskPath: d.DataDiskPath,
 		IdleTimeoutSeconds: d.IdleTimeoutSeconds, NapAfterSeconds: d.NapAfterSeconds, SleepAfterSeconds: d.SleepAfterSeconds,
 		RestartOnCrash: d.RestartOnCrash,
-		Network:        NetworkPolicy{AllowOut: d.Network.AllowOut, DenyOut: d.Network.DenyOut},
+		Network:        NetworkPolicy{AllowOut: d.Network.AllowOut, DenyOut: d.Network.DenyOut, DenyDNS: d.Network.DenyDNS},
 		KeyboardLayout: d.KeyboardLayout, IP: d.NetIP, Host: d.Host,
 		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, DeletedAt: d.DeletedAt,
 	}
@@ -65,7 +65,7 @@ func FromConsoleToken(t *desktop.ConsoleToken) *ConsoleToken {
 	if t == nil {
 		return nil
 	}
-	return &ConsoleToken{ID: t.ID, DesktopID: t.DesktopID, Owner: t.Owner, ViewOnly: t.ViewOnly,
+	return &ConsoleToken{ID: t.ID, DesktopID: t.DesktopID, Owner: t.Owner, ViewOnly: t.ViewOnly, ScreenOnly: t.ScreenOnly,
 		CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt,
 		RevokedAt: t.RevokedAt, RevokeReason: t.RevokeReason}
 }

@@ -43,6 +43,7 @@ type Desktop struct {
 type NetworkPolicy struct {
 	AllowOut []string `json:"allow_out"`
 	DenyOut  []string `json:"deny_out"`
+	DenyDNS  bool     `json:"deny_dns,omitempty"`
 }
 
 // DeleteResult says what a delete did with the data disk.
@@ -126,6 +127,7 @@ type ConsoleToken struct {
 	DesktopID    string     `json:"desktop_id"`
 	Owner        string     `json:"owner"`
 	ViewOnly     bool       `json:"view_only"`
+	ScreenOnly   bool       `json:"screen_only"`
 	CreatedBy    string     `json:"created_by"`
 	CreatedAt    time.Time  `json:"created_at"`
 	ExpiresAt    time.Time  `json:"expires_at"`

@@ -186,6 +186,7 @@ class ConsoleToken(Model):
     desktop_id: str | None = None
     owner: str | None = None
     view_only: bool | None = None
+    screen_only: bool | None = None
     created_by: str | None = None
     created_at: str | None = None
     expires_at: str | None = None
@@ -202,6 +203,7 @@ class ConsoleLink(Model):
     desktop_id: str | None = None
     owner: str | None = None
     view_only: bool | None = None
+    screen_only: bool | None = None
     created_by: str | None = None
     created_at: str | None = None
     expires_at: str | None = None

@@ -121,6 +121,8 @@ export interface ConsoleToken {
   desktop_id: string;
   owner: string;
   view_only: boolean;
+  /** Made by a computer-only token: the screen only, no terminal or clipboard. */
+  screen_only?: boolean;
   created_by: string;
   created_at: string;
   expires_at: string;
@@ -134,6 +136,8 @@ export interface ConsoleLink {
   desktop_id: string;
   owner: string;
   view_only: boolean;
+  /** Made by a computer-only token: the screen only, no terminal or clipboard. */
+  screen_only?: boolean;
   created_by: string;
   created_at: string;
   expires_at: string;
@@ -501,6 +505,8 @@ export interface StepRevert {
 export interface NetworkPolicy {
   allow_out?: string[];
   deny_out?: string[];
+  /** Drop the desktop's DNS to its gateway (for allow-lists: no DNS tunnelling). */
+  deny_dns?: boolean;
 }
 
 /** Each interface's schema and fields, for the drift test. */
@@ -513,8 +519,8 @@ export const FIELDS: Record<string, { schema: string; fields: string[] }> = {
   Template: { schema: "Template", fields: ["key", "image", "vcpus", "memory_mib", "state", "error", "created_at", "build_time", "spares"] },
   Token: { schema: "Token", fields: ["id", "owner", "name", "scope", "created_at", "last_used_at", "expires_at", "revoked_at", "desktop_id", "computer_only", "parent_id"] },
   TokenCreated: { schema: "TokenCreated", fields: ["token", "info"] },
-  ConsoleToken: { schema: "ConsoleToken", fields: ["id", "desktop_id", "owner", "view_only", "created_by", "created_at", "expires_at", "revoked_at", "revoke_reason"] },
-  ConsoleLink: { schema: "ConsoleCreated", fields: ["id", "desktop_id", "owner", "view_only", "created_by", "created_at", "expires_at", "revoked_at", "revoke_reason", "token", "url"] },
+  ConsoleToken: { schema: "ConsoleToken", fields: ["id", "desktop_id", "owner", "view_only", "screen_only", "created_by", "created_at", "expires_at", "revoked_at", "revoke_reason"] },
+  ConsoleLink: { schema: "ConsoleCreated", fields: ["id", "desktop_id", "owner", "view_only", "screen_only", "created_by", "created_at", "expires_at", "revoked_at", "revoke_reason", "token", "url"] },
   Share: { schema: "Share", fields: ["id", "desktop_id", "owner", "port", "read_only", "created_by", "created_at", "expires_at", "revoked_at"] },
   ShareCreated: { schema: "ShareCreated", fields: ["share", "path_url", "url"] },
   LiveURL: { schema: "LiveURL", fields: ["port", "url", "path_url", "public", "service", "shares"] },
@@ -538,7 +544,7 @@ export const FIELDS: Record<string, { schema: string; fields: string[] }> = {
   ScreenImage: { schema: "ScreenImage", fields: ["media_type", "data", "width", "height", "settled", "settle_ms"] },
   Size: { schema: "Size", fields: ["width", "height"] },
   StreamToken: { schema: "StreamToken", fields: ["token", "expires_at", "url"] },
-  NetworkPolicy: { schema: "NetworkPolicy", fields: ["allow_out", "deny_out"] },
+  NetworkPolicy: { schema: "NetworkPolicy", fields: ["allow_out", "deny_out", "deny_dns"] },
   Recording: { schema: "Recording", fields: ["id", "desktop_id", "desktop_name", "desktop_deleted", "owner", "kept", "state", "actor", "fps", "max_seconds", "width", "height", "frames", "size_bytes", "started_at", "ended_at", "duration_ms", "ended_why", "error", "video_url"] },
   Step: { schema: "Step", fields: ["desktop_id", "seq", "at", "duration_ms", "actor", "kind", "input", "result", "status", "error", "thumbnail_before", "thumbnail_after", "checkpoint", "checkpoint_error"] },
   CheckpointPolicy: { schema: "CheckpointPolicy", fields: ["every_steps", "before", "memory", "keep"] },
