@@ -68,7 +68,7 @@ func (s *server) execCommand(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	secrets, err := s.secretsFor(c.Request.Context(), d, req.Secrets)
+	secrets, err := s.secretsFor(c, d, req.Secrets)
 	if err != nil {
 		return reply{}, err
 	}

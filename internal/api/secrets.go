@@ -14,6 +14,13 @@ import (
 type Secrets interface {
 	Put(ctx context.Context, owner, desktopID, name, value string) (*desktop.Secret, error)
 	List(ctx context.Context, owner, desktopID string) ([]*desktop.Secret, error)
+	// ListFor is what a desktop reaches on its own: its secrets and the
+	// owner secrets allowed on it.
+	ListFor(ctx context.Context, owner, desktopID string) ([]*desktop.Secret, error)
+	// Allow sets the desktops an owner secret reaches on its own;
+	// AllowNamed allows on a desktop the owner secrets among names.
+	Allow(ctx context.Context, owner, name string, desktops []string) error
+	AllowNamed(ctx context.Context, owner, desktopID string, names []string) error
 	Delete(ctx context.Context, owner, desktopID, name string) error
 	ForgetDesktop(ctx context.Context, desktopID string) error
 }
@@ -61,27 +68,85 @@ func (s *server) listSecrets(c *gin.Context) (reply, error) {
 		return reply{}, err
 	}
 	list, err := s.Secrets.List(c.Request.Context(), owner, id)
+	if id != "" && caller(c).Scope == desktop.ScopeDesktop {
+		list, err = s.Secrets.ListFor(c.Request.Context(), owner, id)
+	}
 	return reply{http.StatusOK, gin.H{"secrets": list}}, err
 }
 
 // putSecret sets a secret from {"value": "…"}; the answer never holds it.
+// An owner secret may also say which desktops it reaches on its own
+// ({"desktops": [ids] or ["*"]}: their desktop tokens and services), with
+// or without a new value.
 func (s *server) putSecret(c *gin.Context) (reply, error) {
 	owner, id, err := s.secretPlace(c, true)
 	if err != nil {
 		return reply{}, err
 	}
 	var body struct {
-		Value string `json:"value"`
+		Value    string    `json:"value"`
+		Desktops *[]string `json:"desktops"`
 	}
 	if err := decode(c, &body); err != nil {
 		return reply{}, err
 	}
-	sec, err := s.Secrets.Put(c.Request.Context(), owner, id, c.Param("name"), body.Value)
+	ctx := c.Request.Context()
+	if body.Desktops != nil {
+		if id != "" {
+			return reply{}, &desktop.ValidationError{Field: "desktops", Message: "a desktop's own secret reaches that desktop only"}
+		}
+		if err := s.checkSecretDesktops(c, owner, *body.Desktops); err != nil {
+			return reply{}, err
+		}
+	}
+	if body.Value != "" || body.Desktops == nil {
+		if _, err := s.Secrets.Put(ctx, owner, id, c.Param("name"), body.Value); err != nil {
+			return reply{}, err
+		}
+	}
+	if body.Desktops != nil {
+		if err := s.Secrets.Allow(ctx, owner, c.Param("name"), *body.Desktops); err != nil {
+			return reply{}, err
+		}
+	}
+	sec, err := s.secretNamed(ctx, owner, id, c.Param("name"))
 	if err != nil {
 		return reply{}, err
 	}
 	s.secretsChanged(owner, id)
 	return reply{http.StatusOK, sec}, nil
+}
+
+// checkSecretDesktops refuses desktops an owner secret could not be
+// allowed on: another owner's, or unknown.
+func (s *server) checkSecretDesktops(c *gin.Context, owner string, ids []string) error {
+	if len(ids) > 256 {
+		return &desktop.ValidationError{Field: "desktops", Message: "at most 256 desktops (or [\"*\"] for all)"}
+	}
+	for _, id := range ids {
+		if id == desktop.AllDesktops {
+			continue
+		}
+		d, err := s.Desktops.Get(c.Request.Context(), id)
+		if err != nil || d.Owner != owner || d.DeletedAt != nil {
+			return &desktop.ValidationError{Field: "desktops", Message: fmt.Sprintf("no desktop %q of %s", id, owner)}
+		}
+	}
+	return nil
+}
+
+// secretNamed is one secret's record as listed.
+func (s *server) secretNamed(ctx context.Context, owner, desktopID, name string) (*desktop.Secret, error) {
+	list, err := s.Secrets.List(ctx, owner, desktopID)
+	if err != nil {
+		return nil, err
+	}
+	for _, sec := range list {
+		if sec.Name == name && sec.DesktopID == desktopID {
+			return sec, nil
+		}
+	}
+	return nil, fmt.Errorf("secret %s: %w", name, desktop.ErrNotFound)
 }
 
 func (s *server) deleteSecret(c *gin.Context) (reply, error) {

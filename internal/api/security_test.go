@@ -145,3 +145,49 @@ func TestWhatATokenMakesEndsWithIt(t *testing.T) {
 		t.Errorf("console link after its maker was revoked: %d, want 401", code)
 	}
 }
+
+// TestDesktopTokenReachesOnlyAllowedSecrets: a desktop token lists and
+// injects its desktop's secrets and the owner secrets allowed there, not
+// every owner-wide secret.
+func TestDesktopTokenReachesOnlyAllowedSecrets(t *testing.T) {
+	e := newEnv(t)
+	id := runningDesktop(t, e, e.alice)
+	other := runningDesktop(t, e, e.bob)
+	_, agentTok, _ := e.mint(t, e.alice, fmt.Sprintf(`{"desktop_id":%q}`, id))
+	for path, v := range map[string]string{"/api/v1/secrets/OWNER_KEY": "o", "/api/v1/desktops/" + id + "/secrets/DESK_KEY": "d"} {
+		if code, r := e.do(t, e.alice, "PUT", path, `{"value":"`+v+`"}`); code != 200 {
+			t.Fatalf("PUT %s: %d %v", path, code, r)
+		}
+	}
+	names := func() []string {
+		_, r := e.do(t, agentTok, "GET", "/api/v1/desktops/"+id+"/secrets", "")
+		var out []string
+		for _, s := range r["secrets"].([]any) {
+			out = append(out, s.(map[string]any)["name"].(string))
+		}
+		return out
+	}
+	if got := names(); len(got) != 1 || got[0] != "DESK_KEY" {
+		t.Errorf("a desktop token lists %v, want its desktop's DESK_KEY only", got)
+	}
+	exec := `{"cmd":"true","secrets":["OWNER_KEY"]}`
+	if code, r := e.do(t, agentTok, "POST", "/api/v1/desktops/"+id+"/exec", exec); code != 403 {
+		t.Errorf("a desktop token injecting an owner secret not allowed there: %d %v, want 403", code, r)
+	}
+	if code, r := e.do(t, e.alice, "PUT", "/api/v1/secrets/OWNER_KEY", `{"desktops":["`+other+`"]}`); code != 422 {
+		t.Errorf("allowing on another owner's desktop: %d %v, want 422", code, r)
+	}
+	if code, r := e.do(t, e.alice, "PUT", "/api/v1/desktops/"+id+"/secrets/DESK_KEY", `{"desktops":["*"]}`); code != 422 {
+		t.Errorf("desktops on a desktop's own secret: %d %v, want 422", code, r)
+	}
+	code, r := e.do(t, e.alice, "PUT", "/api/v1/secrets/OWNER_KEY", `{"desktops":["`+id+`"]}`)
+	if ds, _ := r["desktops"].([]any); code != 200 || len(ds) != 1 || ds[0] != id {
+		t.Fatalf("allow OWNER_KEY on the desktop: %d %v", code, r)
+	}
+	if got := names(); len(got) != 2 {
+		t.Errorf("after allowing: %v", got)
+	}
+	if code, r := e.do(t, agentTok, "POST", "/api/v1/desktops/"+id+"/exec", exec); code == 403 {
+		t.Errorf("an allowed owner secret still refused: %d %v", code, r)
+	}
+}

@@ -23,8 +23,11 @@ type Services interface {
 
 // SecretValues looks secrets up by name for a desktop (a desktop's own
 // secret before its owner's); a name with neither is a ValidationError.
+// ResolveForDesktop is for the desktop's own token: owner secrets only
+// where their owner allowed them on it.
 type SecretValues interface {
 	Resolve(ctx context.Context, owner, desktopID string, names []string) (map[string]string, error)
+	ResolveForDesktop(ctx context.Context, owner, desktopID string, names []string) (map[string]string, error)
 }
 
 func (s *server) serviceRoutes(v1 *gin.RouterGroup) {
@@ -60,15 +63,20 @@ func (s *server) view(c *gin.Context, d *desktop.Desktop, sv *guest.ServiceInfo)
 	return v
 }
 
-// secretsFor resolves the secrets a request names, as the desktop's owner.
-func (s *server) secretsFor(ctx context.Context, d *desktop.Desktop, names []string) (map[string]string, error) {
+// secretsFor resolves the secrets a request names: as the desktop's owner
+// for the owner and admins, as the desktop itself for its own token
+// (owner secrets only where the owner allowed them on it).
+func (s *server) secretsFor(c *gin.Context, d *desktop.Desktop, names []string) (map[string]string, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
 	if s.SecretValues == nil {
 		return nil, &desktop.ValidationError{Field: "secrets", Message: "this bureau keeps no secrets"}
 	}
-	return s.SecretValues.Resolve(ctx, d.Owner, d.ID, names)
+	if caller(c).Scope == desktop.ScopeDesktop {
+		return s.SecretValues.ResolveForDesktop(c.Request.Context(), d.Owner, d.ID, names)
+	}
+	return s.SecretValues.Resolve(c.Request.Context(), d.Owner, d.ID, names)
 }
 
 func (s *server) listServices(c *gin.Context) (reply, error) {
@@ -126,9 +134,16 @@ func (s *server) putService(c *gin.Context, name string) (reply, error) {
 			return reply{}, &conflict{fmt.Sprintf("service %s exists: replace it with PUT /desktops/%s/services/%s", req.Name, d.ID, req.Name)}
 		}
 	}
-	values, err := s.secretsFor(ctx, d, req.Secrets)
+	values, err := s.secretsFor(c, d, req.Secrets)
 	if err != nil {
 		return reply{}, err
+	}
+	if caller(c).Scope != desktop.ScopeDesktop && s.Secrets != nil {
+		// The owner hands the service its secrets: bureau gives them to the
+		// desktop's agent again at every boot, so they are allowed there.
+		if err := s.Secrets.AllowNamed(ctx, d.Owner, d.ID, req.Secrets); err != nil {
+			return reply{}, err
+		}
 	}
 	sv, err := s.Services.PutService(ctx, d.DomainName(), req, values)
 	if err != nil {
@@ -188,7 +203,11 @@ func (s *server) serviceLogs(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	values, _ := s.secretsFor(ctx, d, sv.Secrets) // one since removed is not in the log's new runs
+	// Only to mask them in the log: resolved as the owner, never shown.
+	var values map[string]string
+	if s.SecretValues != nil && len(sv.Secrets) > 0 {
+		values, _ = s.SecretValues.Resolve(ctx, d.Owner, d.ID, sv.Secrets) // one since removed is not in the log's new runs
+	}
 	var w io.Writer
 	if follow {
 		defer s.Desktops.AddViewer(d.ID)()

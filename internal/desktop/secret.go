@@ -13,7 +13,15 @@ type Secret struct {
 	Owner     string    `json:"owner"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Desktops are where an owner secret reaches without its owner: the
+	// desktop tokens of these desktops may name it, and their services get
+	// it at every boot ("*": every desktop of the owner). The owner's own
+	// calls may name it anywhere.
+	Desktops []string `json:"desktops,omitempty"`
 }
+
+// AllDesktops in Secret.Desktops allows an owner secret on every desktop.
+const AllDesktops = "*"
 
 // Secret scopes.
 const (

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +25,8 @@ type Store interface {
 	ListSecrets(ctx context.Context, owner, desktopID string, withOwner bool) ([]*desktop.Secret, error)
 	DeleteSecret(ctx context.Context, owner, desktopID, name string) error
 	DeleteDesktopSecrets(ctx context.Context, desktopID string) error
+	SetSecretGrants(ctx context.Context, owner, name string, desktops []string, add bool, at time.Time) error
+	SecretGranted(ctx context.Context, owner, name, desktopID string) (bool, error)
 }
 
 // Limits.
@@ -110,9 +113,68 @@ func (s *Service) ForgetDesktop(ctx context.Context, desktopID string) error {
 	return s.st.DeleteDesktopSecrets(ctx, desktopID)
 }
 
-// Resolve opens the secrets a desktop names: its own first, else its
-// owner's. A name with neither is a ValidationError naming it.
+// Allow sets the desktops an owner secret reaches on its own
+// (desktop.AllDesktops: every one); the caller checked they are the
+// owner's.
+func (s *Service) Allow(ctx context.Context, owner, n string, desktops []string) error {
+	if _, _, err := s.st.SealedSecret(ctx, owner, "", n); err != nil {
+		return err
+	}
+	return s.st.SetSecretGrants(ctx, owner, n, desktops, false, time.Now())
+}
+
+// AllowNamed allows on desktopID the owner secrets among names that the
+// desktop has no own secret for: its owner handed them to it (a service
+// that names them gets them again at every boot).
+func (s *Service) AllowNamed(ctx context.Context, owner, desktopID string, names []string) error {
+	var grant []string
+	for _, n := range names {
+		if _, _, err := s.st.SealedSecret(ctx, owner, desktopID, n); err == nil {
+			continue
+		}
+		if _, _, err := s.st.SealedSecret(ctx, owner, "", n); err == nil {
+			grant = append(grant, n)
+		}
+	}
+	for _, n := range grant {
+		if err := s.st.SetSecretGrants(ctx, owner, n, []string{desktopID}, true, time.Now()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ListFor lists the secrets a desktop reaches on its own: its own and the
+// owner secrets allowed on it. Never values.
+func (s *Service) ListFor(ctx context.Context, owner, desktopID string) ([]*desktop.Secret, error) {
+	all, err := s.st.ListSecrets(ctx, owner, desktopID, true)
+	if err != nil {
+		return nil, err
+	}
+	out := []*desktop.Secret{}
+	for _, sec := range all {
+		if sec.Scope == desktop.SecretDesktop || slices.Contains(sec.Desktops, desktopID) || slices.Contains(sec.Desktops, desktop.AllDesktops) {
+			out = append(out, sec)
+		}
+	}
+	return out, nil
+}
+
+// Resolve opens the secrets a desktop names as its owner asks: the
+// desktop's own first, else the owner's. A name with neither is a
+// ValidationError naming it.
 func (s *Service) Resolve(ctx context.Context, owner, desktopID string, names []string) (map[string]string, error) {
+	return s.resolve(ctx, owner, desktopID, names, false)
+}
+
+// ResolveForDesktop opens the secrets a desktop names on its own (its
+// desktop token, its services at boot): its own, and owner secrets only
+// where the owner allowed them on it.
+func (s *Service) ResolveForDesktop(ctx context.Context, owner, desktopID string, names []string) (map[string]string, error) {
+	return s.resolve(ctx, owner, desktopID, names, true)
+}
+
+func (s *Service) resolve(ctx context.Context, owner, desktopID string, names []string, asDesktop bool) (map[string]string, error) {
 	out := make(map[string]string, len(names))
 	for _, n := range names {
 		if err := ValidName(n); err != nil {
@@ -120,6 +182,16 @@ func (s *Service) Resolve(ctx context.Context, owner, desktopID string, names []
 		}
 		v, err := s.open(ctx, owner, desktopID, n)
 		if errors.Is(err, desktop.ErrNotFound) && desktopID != "" {
+			if asDesktop {
+				ok, gerr := s.st.SecretGranted(ctx, owner, n, desktopID)
+				if gerr != nil {
+					return nil, gerr
+				}
+				if !ok {
+					return nil, fmt.Errorf("secret %s is its owner's and not allowed on desktop %s: its owner allows it with "+
+						`PUT /api/v1/secrets/%s {"desktops": [...]}: %w`, n, desktopID, n, desktop.ErrForbidden)
+				}
+			}
 			v, err = s.open(ctx, owner, "", n)
 		}
 		if errors.Is(err, desktop.ErrNotFound) {

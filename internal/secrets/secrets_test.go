@@ -163,3 +163,56 @@ func TestKeyFile(t *testing.T) {
 }
 
 func timeNow() time.Time { return time.Now() }
+
+// TestDesktopsReachOwnerSecretsOnlyWhereAllowed: a desktop on its own (its
+// token, its services at boot) gets its own secrets, and its owner's only
+// where the owner allowed them; the owner's calls get both.
+func TestDesktopsReachOwnerSecretsOnlyWhereAllowed(t *testing.T) {
+	s, _, _ := newService(t)
+	ctx := context.Background()
+	s.Put(ctx, "alice", "", "GITHUB_TOKEN", "gh-1")
+	s.Put(ctx, "alice", "", "PAY_KEY", "pay-1")
+	s.Put(ctx, "alice", "d1", "OWN", "own-1")
+	if v, err := s.Resolve(ctx, "alice", "d1", []string{"GITHUB_TOKEN", "OWN"}); err != nil || v["GITHUB_TOKEN"] != "gh-1" {
+		t.Fatalf("as the owner: %v, %v", v, err)
+	}
+	if v, err := s.ResolveForDesktop(ctx, "alice", "d1", []string{"OWN"}); err != nil || v["OWN"] != "own-1" {
+		t.Errorf("its own secret, on its own: %v, %v", v, err)
+	}
+	if _, err := s.ResolveForDesktop(ctx, "alice", "d1", []string{"GITHUB_TOKEN"}); !errors.Is(err, desktop.ErrForbidden) {
+		t.Errorf("an owner secret not allowed on d1: %v, want forbidden", err)
+	}
+	if err := s.Allow(ctx, "alice", "GITHUB_TOKEN", []string{"d1"}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.ResolveForDesktop(ctx, "alice", "d1", []string{"GITHUB_TOKEN"}); err != nil || v["GITHUB_TOKEN"] != "gh-1" {
+		t.Errorf("allowed on d1: %v, %v", v, err)
+	}
+	if _, err := s.ResolveForDesktop(ctx, "alice", "d2", []string{"GITHUB_TOKEN"}); !errors.Is(err, desktop.ErrForbidden) {
+		t.Errorf("allowed on d1, asked by d2: %v", err)
+	}
+	if err := s.Allow(ctx, "alice", "NOPE", []string{"d1"}); !errors.Is(err, desktop.ErrNotFound) {
+		t.Errorf("allowing a secret that does not exist: %v", err)
+	}
+	// A service the owner gives PAY_KEY (and its own OWN) allows PAY_KEY there.
+	if err := s.AllowNamed(ctx, "alice", "d2", []string{"PAY_KEY", "OWN", "MISSING"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ResolveForDesktop(ctx, "alice", "d2", []string{"PAY_KEY"}); err != nil {
+		t.Errorf("PAY_KEY after the owner named it for d2: %v", err)
+	}
+	list, err := s.ListFor(ctx, "alice", "d1")
+	if err != nil || len(list) != 2 || list[0].Name != "GITHUB_TOKEN" || list[1].Name != "OWN" {
+		t.Errorf("what d1 reaches on its own: %+v, %v", list, err)
+	}
+	// "*" allows it everywhere; deleting the secret forgets where.
+	s.Allow(ctx, "alice", "GITHUB_TOKEN", []string{desktop.AllDesktops})
+	if _, err := s.ResolveForDesktop(ctx, "alice", "d9", []string{"GITHUB_TOKEN"}); err != nil {
+		t.Errorf("allowed on every desktop: %v", err)
+	}
+	s.Delete(ctx, "alice", "", "GITHUB_TOKEN")
+	s.Put(ctx, "alice", "", "GITHUB_TOKEN", "gh-2")
+	if _, err := s.ResolveForDesktop(ctx, "alice", "d1", []string{"GITHUB_TOKEN"}); !errors.Is(err, desktop.ErrForbidden) {
+		t.Errorf("a secret deleted and set again keeps its old desktops: %v", err)
+	}
+}

@@ -74,7 +74,69 @@ func (s *Store) ListSecrets(ctx context.Context, owner, desktopID string, withOw
 		sec.CreatedAt, sec.UpdatedAt = fromMillis(created), fromMillis(updated)
 		out = append(out, &sec)
 	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	for _, sec := range out {
+		if sec.Scope != desktop.SecretOwner {
+			continue
+		}
+		if sec.Desktops, err = s.secretGrants(ctx, sec.Owner, sec.Name); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) secretGrants(ctx context.Context, owner, name string) ([]string, error) {
+	rows, err := s.query(ctx, `SELECT desktop_id FROM secret_grants WHERE owner=? AND name=? ORDER BY desktop_id`, owner, name)
+	if err != nil {
+		return nil, fmt.Errorf("secret %s: its desktops: %w", name, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
 	return out, rows.Err()
+}
+
+// SetSecretGrants replaces the desktops an owner secret reaches on its own
+// (desktop.AllDesktops: all of them); add only adds to them.
+func (s *Store) SetSecretGrants(ctx context.Context, owner, name string, desktops []string, add bool, at time.Time) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("secret %s: its desktops: %w", name, err)
+	}
+	defer tx.Rollback()
+	if !add {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM secret_grants WHERE owner=? AND name=?`), owner, name); err != nil {
+			return fmt.Errorf("secret %s: its desktops: %w", name, err)
+		}
+	}
+	for _, id := range desktops {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO secret_grants (owner, name, desktop_id, created_at) VALUES (?,?,?,?)
+ON CONFLICT (owner, name, desktop_id) DO NOTHING`), owner, name, id, millis(at)); err != nil {
+			return fmt.Errorf("secret %s: its desktops: %w", name, err)
+		}
+	}
+	return tx.Commit()
+}
+
+// SecretGranted says whether an owner secret reaches desktopID on its own.
+func (s *Store) SecretGranted(ctx context.Context, owner, name, desktopID string) (bool, error) {
+	var n int
+	err := s.queryRow(ctx, `SELECT COUNT(*) FROM secret_grants WHERE owner=? AND name=? AND desktop_id IN (?, ?)`,
+		owner, name, desktopID, desktop.AllDesktops).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("secret %s: its desktops: %w", name, err)
+	}
+	return n > 0, nil
 }
 
 // DeleteSecret deletes a secret; desktop.ErrNotFound when there is none.
@@ -86,6 +148,11 @@ func (s *Store) DeleteSecret(ctx context.Context, owner, desktopID, name string)
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("secret %s: %w", name, notFound(sql.ErrNoRows))
 	}
+	if desktopID == "" {
+		if _, err := s.exec(ctx, `DELETE FROM secret_grants WHERE owner=? AND name=?`, owner, name); err != nil {
+			return fmt.Errorf("delete secret %s: its desktops: %w", name, err)
+		}
+	}
 	return nil
 }
 
@@ -96,6 +163,9 @@ func (s *Store) DeleteDesktopSecrets(ctx context.Context, desktopID string) erro
 	}
 	if _, err := s.exec(ctx, `DELETE FROM secrets WHERE desktop_id=?`, desktopID); err != nil {
 		return fmt.Errorf("delete the secrets of desktop %s: %w", desktopID, err)
+	}
+	if _, err := s.exec(ctx, `DELETE FROM secret_grants WHERE desktop_id=?`, desktopID); err != nil {
+		return fmt.Errorf("forget desktop %s in owner secrets: %w", desktopID, err)
 	}
 	return nil
 }

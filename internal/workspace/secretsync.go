@@ -25,9 +25,11 @@ type Desktops interface {
 	List(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error)
 }
 
-// Secrets looks secret values up for a desktop.
+// Secrets looks secret values up for a desktop on its own: the names come
+// from its agent (the guest), so owner secrets only where their owner
+// allowed them on it.
 type Secrets interface {
-	Resolve(ctx context.Context, owner, desktopID string, names []string) (map[string]string, error)
+	ResolveForDesktop(ctx context.Context, owner, desktopID string, names []string) (map[string]string, error)
 }
 
 // SecretSync hands secrets to desktops' agents.
@@ -58,7 +60,7 @@ func (s *SecretSync) Sync(ctx context.Context, domain string) error {
 		for _, n := range names {
 			// One at a time: a name no longer set is left out (its service
 			// waits for it) without keeping the others back.
-			if v, err := s.Secrets.Resolve(ctx, d.Owner, d.ID, []string{n}); err == nil {
+			if v, err := s.Secrets.ResolveForDesktop(ctx, d.Owner, d.ID, []string{n}); err == nil {
 				out[n] = v[n]
 			}
 		}

@@ -63,7 +63,7 @@ func (f fakeDesktops) List(_ context.Context, flt desktop.Filter) ([]*desktop.De
 
 type fakeSecrets map[string]string // owner/name → value
 
-func (f fakeSecrets) Resolve(_ context.Context, owner, _ string, names []string) (map[string]string, error) {
+func (f fakeSecrets) ResolveForDesktop(_ context.Context, owner, _ string, names []string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, n := range names {
 		v, ok := f[owner+"/"+n]

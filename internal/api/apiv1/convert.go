@@ -85,7 +85,7 @@ func FromSecret(s *desktop.Secret) *Secret {
 		return nil
 	}
 	return &Secret{Name: s.Name, Scope: s.Scope, DesktopID: s.DesktopID, Owner: s.Owner,
-		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, Desktops: s.Desktops}
 }
 
 // FromQuota is q as the API shows it.

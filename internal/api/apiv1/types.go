@@ -156,6 +156,7 @@ type Secret struct {
 	Owner     string    `json:"owner"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	Desktops  []string  `json:"desktops,omitempty"`
 }
 
 // Quota is what one owner may use in total; 0 means no limit.

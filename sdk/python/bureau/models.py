@@ -276,6 +276,7 @@ class Secret(Model):
     owner: str | None = None
     created_at: str | None = None
     updated_at: str | None = None
+    desktops: list | None = None
 
 
 @dataclass

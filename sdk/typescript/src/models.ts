@@ -192,6 +192,8 @@ export interface Secret {
   owner: string;
   created_at: string;
   updated_at: string;
+  /** An owner secret's desktops that reach it on their own ("*": all). */
+  desktops?: string[];
 }
 
 /** A Quota as the API shows it. */
@@ -525,7 +527,7 @@ export const FIELDS: Record<string, { schema: string; fields: string[] }> = {
   ShareCreated: { schema: "ShareCreated", fields: ["share", "path_url", "url"] },
   LiveURL: { schema: "LiveURL", fields: ["port", "url", "path_url", "public", "service", "shares"] },
   URLLogin: { schema: "URLLogin", fields: ["port", "url", "expires_in_s"] },
-  Secret: { schema: "Secret", fields: ["name", "scope", "desktop_id", "owner", "created_at", "updated_at"] },
+  Secret: { schema: "Secret", fields: ["name", "scope", "desktop_id", "owner", "created_at", "updated_at", "desktops"] },
   Quota: { schema: "Quota", fields: ["owner", "plan", "max_desktops", "max_vcpus", "max_memory_mib", "max_disk_gib", "max_snapshots"] },
   Usage: { schema: "Usage", fields: ["desktops", "vcpus", "memory_mib", "disk_mib", "snapshots"] },
   Host: { schema: "Host", fields: ["name", "uri", "labels", "state", "hostname", "libvirt_version", "accelerator", "cpus", "memory_mib", "free_memory_mib", "disk_mib", "free_disk_mib", "desktops", "committed_memory_mib", "draining", "drain", "ssh_address", "ssh_host_key", "bridge", "subnet", "ready", "ready_error", "last_error", "last_seen_at", "created_at"] },
