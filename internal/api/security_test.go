@@ -191,3 +191,24 @@ func TestDesktopTokenReachesOnlyAllowedSecrets(t *testing.T) {
 		t.Errorf("an allowed owner secret still refused: %d %v", code, r)
 	}
 }
+
+// TestNamesArePlainText: free text refuses terminal escapes, NUL and line
+// breaks, naming the field.
+func TestNamesArePlainText(t *testing.T) {
+	e := newEnv(t)
+	id := runningDesktop(t, e, e.alice)
+	for _, c := range []struct{ path, body, field string }{
+		{"/api/v1/tokens", `{"name":"x\n\u001b[31mred\u0000"}`, "name"},
+		{"/api/v1/tokens", `{"name":"ok","owner":"al\u001bice"}`, "owner"},
+		{"/api/v1/desktops/" + id + "/snapshots", `{"name":"s1","description":"\u001b]0;pwned\u0007"}`, "description"},
+	} {
+		code, r := e.do(t, e.admin, "POST", c.path, c.body)
+		errBody, _ := r["error"].(map[string]any)
+		if code != 422 || errBody["field"] != c.field {
+			t.Errorf("POST %s %s: %d %v, want 422 on %s", c.path, c.body, code, r, c.field)
+		}
+	}
+	if code, r := e.do(t, e.alice, "POST", "/api/v1/tokens", `{"name":"CI runner – nightly"}`); code != 201 {
+		t.Errorf("a plain name: %d %v", code, r)
+	}
+}

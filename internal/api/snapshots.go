@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 
+	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/manager"
 	"github.com/gin-gonic/gin"
 )
@@ -20,6 +21,9 @@ func (s *server) createSnapshot(c *gin.Context) (reply, error) {
 	}
 	var req snapshotRequest
 	if err := decode(c, &req); err != nil {
+		return reply{}, err
+	}
+	if err := desktop.ValidateText("description", req.Description, 1024, true); err != nil {
 		return reply{}, err
 	}
 	// The manager checks the owner's quota as it records the snapshot.

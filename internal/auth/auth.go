@@ -75,6 +75,12 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (string, *deskt
 	if req.Owner == "" || len(req.Owner) > 64 || strings.ContainsAny(req.Owner, " \t\n/") {
 		return "", nil, &desktop.ValidationError{Field: "owner", Message: "must be 1-64 characters without spaces or '/'"}
 	}
+	if err := desktop.ValidateText("owner", req.Owner, 64, false); err != nil {
+		return "", nil, err
+	}
+	if err := desktop.ValidateText("name", req.Name, 128, false); err != nil {
+		return "", nil, err
+	}
 	switch req.Scope {
 	case desktop.ScopeAdmin, desktop.ScopeOwner:
 		if req.DesktopID != "" || req.ComputerOnly {

@@ -93,3 +93,20 @@ func TestReservedOpensNeedAnAdmin(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateTextRefusesControlCharacters(t *testing.T) {
+	for _, ok := range []string{"", "agent #3", "Zoë – 日本", strings.Repeat("a", 10)} {
+		if err := ValidateText("name", ok, 10, false); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	if err := ValidateText("description", "line one\n\tline two", 100, true); err != nil {
+		t.Errorf("multiline text: %v", err)
+	}
+	for _, bad := range []string{"x\n", "x\u001b[31mred", "nul\x00", "cr\r", "del\x7f", "rtl\u202eexe.txt", "iso\u2066x", "\xff\xfe", strings.Repeat("a", 11)} {
+		var ve *ValidationError
+		if err := ValidateText("name", bad, 10, false); !errors.As(err, &ve) || ve.Field != "name" {
+			t.Errorf("%q accepted (%v)", bad, err)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package desktop
 import (
 	"fmt"
 	"regexp"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Limits on what a desktop may be given.
@@ -93,6 +95,31 @@ func ValidateIdleTiers(napAfter, sleepAfter, hibernateAfter int) error {
 func ValidateIdleTimeout(s int) error {
 	if s != 0 && (s < MinIdleTimeout || s > MaxIdleTimeout) {
 		return &ValidationError{Field: "idle_timeout_seconds", Message: fmt.Sprintf("0 (never) or %d to %d seconds", MinIdleTimeout, MaxIdleTimeout)}
+	}
+	return nil
+}
+
+// ValidateText checks free text a person or agent gives a thing (a
+// token's name, a snapshot's description, a label): valid UTF-8 of at
+// most max characters, without control characters (NUL, terminal escapes,
+// carriage returns; newlines and tabs only where multiline) or the
+// invisible characters that reorder text (bidirectional overrides), which
+// would make a listing or a terminal show something other than what is
+// stored.
+func ValidateText(field, s string, max int, multiline bool) error {
+	if !utf8.ValidString(s) {
+		return &ValidationError{Field: field, Message: "must be valid UTF-8"}
+	}
+	if n := utf8.RuneCountInString(s); n > max {
+		return &ValidationError{Field: field, Message: fmt.Sprintf("at most %d characters, got %d", max, n)}
+	}
+	for _, r := range s {
+		if multiline && (r == '\n' || r == '\t') {
+			continue
+		}
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || r >= '\u202a' && r <= '\u202e' || r >= '\u2066' && r <= '\u2069' {
+			return &ValidationError{Field: field, Message: fmt.Sprintf("contains the control character %U: plain text only", r)}
+		}
 	}
 	return nil
 }

@@ -12,9 +12,9 @@ import (
 	"net/netip"
 	"net/url"
 	"regexp"
-	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/bureau/bureau/internal/desktop"
 )
 
 // Host is one libvirt host as bureau last saw it.
@@ -171,8 +171,8 @@ func ValidateLabels(labels map[string]string) error {
 		if !labelRe.MatchString(k) {
 			return fmt.Errorf("key %q: 1–63 letters, digits, '.', '_', '/', '-'", k)
 		}
-		if utf8.RuneCountInString(v) > 63 || strings.ContainsAny(v, "\x00\n\r") {
-			return fmt.Errorf("value of %q: at most 63 characters on one line", k)
+		if err := desktop.ValidateText("labels", v, 63, false); err != nil {
+			return fmt.Errorf("value of %q: at most 63 characters on one line, plain text", k)
 		}
 	}
 	return nil
