@@ -42,8 +42,13 @@ vet:
 
 test: setup vet unit fuzz image e2e bench-short
 
+# PostgreSQL must start: without it its half of the tests would not run
+# and go test would still say ok.
+START_POSTGRES = url=$$(scripts/postgres-setup.sh) && test -n "$$url" || { echo "$@: PostgreSQL did not start (scripts/postgres-setup.sh failed or printed no URL); its tests would not run" >&2; exit 1; }
+
 unit: sdk-unit
-	BUREAU_TEST_POSTGRES_URL=$$(scripts/postgres-setup.sh) go test -race -count=1 ./...
+	$(START_POSTGRES); \
+	BUREAU_REQUIRE_POSTGRES=1 BUREAU_TEST_POSTGRES_URL="$$url" go test -race -count=1 ./...
 
 # The SDKs' offline tests (a fake server); their live tests run in e2e.
 sdk-unit:
@@ -58,33 +63,40 @@ fuzz:
 # SQLite and once with PostgreSQL (the lifecycle and, needing it, many hosts).
 e2e: e2e-sqlite e2e-postgres
 
+# go test -v's output of the e2e targets goes through CHECK_SKIPS: a test
+# that skips fails the target unless e2e/skips.allowed lists it for that
+# target with its reason (printed at the end). pipefail keeps go test's
+# own failure.
+CHECK_SKIPS = scripts/check-skips.sh e2e/skips.allowed $@
+
 # playwright-core for the browser check of the console page (drives the
 # host's /usr/bin/chromium; no browser download).
 browser-deps:
 	@test -d e2e/browser/node_modules/playwright-core -a -d e2e/browser/node_modules/@modelcontextprotocol/sdk || npm ci --prefix e2e/browser --no-audit --no-fund
 
 e2e-sqlite: build browser-deps
-	BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \
-		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v ./e2e/
+	set -o pipefail; BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v ./e2e/ | $(CHECK_SKIPS)
 
 e2e-postgres: build browser-deps
+	set -o pipefail; $(START_POSTGRES); \
 	BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \
-		BUREAU_E2E_DATABASE_URL=$$(scripts/postgres-setup.sh) BUREAU_E2E_QUICK=1 \
-		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run 'TestDesktopLifecycle|TestHosts' ./e2e/
+		BUREAU_REQUIRE_POSTGRES=1 BUREAU_E2E_DATABASE_URL="$$url" BUREAU_E2E_QUICK=1 \
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run 'TestDesktopLifecycle|TestHosts' ./e2e/ | $(CHECK_SKIPS)
 
 # The typing and key checks TYPING_RUNS times in a row on one desktop
 # (make test runs them once).
 typing-soak: setup build image browser-deps
-	BUREAU_TYPING_RUNS=$(or $(TYPING_RUNS),20) BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \
-		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run 'TestDesktopLifecycle$$/computer_use' ./e2e/
+	set -o pipefail; BUREAU_TYPING_RUNS=$(or $(TYPING_RUNS),20) BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run 'TestDesktopLifecycle$$/computer_use' ./e2e/ | $(CHECK_SKIPS)
 
 # The fault soak: SOAK_FAULTS faults (kill -9 of bureau and of QEMU,
 # libvirtd restarts, clients hanging up) among random operations on two real
 # desktops, invariants checked after every step (make test runs 4, one of each kind;
 # SOAK_SEED replays a schedule). Results in RELIABILITY.md.
 soak: setup build image
-	BUREAU_SOAK_FAULTS=$(or $(SOAK_FAULTS),200) BUREAU_SOAK_SEED=$(SOAK_SEED) BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \
-		go test -count=1 -tags e2e -timeout $(or $(SOAK_TIMEOUT),600m) -v -run TestSoak ./e2e/
+	set -o pipefail; BUREAU_SOAK_FAULTS=$(or $(SOAK_FAULTS),200) BUREAU_SOAK_SEED=$(SOAK_SEED) BUREAU_E2E_BIN=$(CURDIR)/$(BIN) BUREAU_E2E_IMAGE_DATA_DIR=$(DATA_DIR) \
+		go test -count=1 -tags e2e -timeout $(or $(SOAK_TIMEOUT),600m) -v -run TestSoak ./e2e/ | $(CHECK_SKIPS)
 
 clean:
 	rm -rf bin
@@ -95,30 +107,30 @@ bench-proxy:
 
 # Boots one real desktop and prints a table of what a user waits for.
 bench: setup build image bench-proxy
-	BUREAU_BENCH=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
-		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestBench$$' ./e2e/
+	set -o pipefail; BUREAU_BENCH=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestBench$$' ./e2e/ | $(CHECK_SKIPS)
 
 # Typing speed in four rounds on one desktop: compare trees by several
 # rounds each, as the guest's speed varies from run to run.
 bench-typing: setup build image
-	BUREAU_BENCH_TYPING=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
-		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestTypingRounds$$' ./e2e/
+	set -o pipefail; BUREAU_BENCH_TYPING=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestTypingRounds$$' ./e2e/ | $(CHECK_SKIPS)
 
 # Ways back from hibernation side by side on one desktop: saved as is,
 # saved after its page cache was dropped, restored ahead by a console link.
 bench-wake: setup build image
-	BUREAU_BENCH_WAKE=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
-		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestWakeRounds$$' ./e2e/
+	set -o pipefail; BUREAU_BENCH_WAKE=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestWakeRounds$$' ./e2e/ | $(CHECK_SKIPS)
 
 # Warm-created desktops side by side until 20 run (BUREAU_DENSITY_N) or the
 # host refuses one: host memory and KSM as they settle, then 1 running,
 # 4 napping and the rest sleeping.
 bench-density: setup build image
-	BUREAU_BENCH_DENSITY=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
-		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestDensity$$' ./e2e/
+	set -o pipefail; BUREAU_BENCH_DENSITY=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestDensity$$' ./e2e/ | $(CHECK_SKIPS)
 
 # The benchmark suite once, with few repetitions, so CI keeps it working.
 bench-short: setup build image
 	$(MAKE) bench-proxy BENCHTIME=200ms
-	BUREAU_BENCH=1 BUREAU_BENCH_SHORT=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
-		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestBench$$' ./e2e/
+	set -o pipefail; BUREAU_BENCH=1 BUREAU_BENCH_SHORT=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestBench$$' ./e2e/ | $(CHECK_SKIPS)

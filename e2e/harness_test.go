@@ -59,7 +59,8 @@ func newServer(t *testing.T) *server {
 	return newServerIn(t, dataDir)
 }
 
-// needE2E skips a test that cannot run here.
+// needE2E skips a test that cannot run here, and fails one that would
+// run on SQLite when PostgreSQL is required.
 func needE2E(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -67,6 +68,11 @@ func needE2E(t *testing.T) {
 	}
 	if os.Getenv("BUREAU_E2E_BIN") == "" {
 		t.Skip("BUREAU_E2E_BIN not set: run through `make e2e`")
+	}
+	// make e2e-postgres: a PostgreSQL that did not start must not turn
+	// this run into a second SQLite run.
+	if os.Getenv("BUREAU_REQUIRE_POSTGRES") == "1" && os.Getenv("BUREAU_E2E_DATABASE_URL") == "" {
+		t.Fatal("BUREAU_REQUIRE_POSTGRES=1 but BUREAU_E2E_DATABASE_URL is empty: PostgreSQL did not start")
 	}
 }
 

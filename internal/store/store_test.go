@@ -14,7 +14,8 @@ import (
 )
 
 // openStores yields a migrated SQLite store and, when BUREAU_TEST_POSTGRES_URL
-// is set, a PostgreSQL one, so every test runs against both databases.
+// is set, a PostgreSQL one, so every test runs against both databases. With
+// BUREAU_REQUIRE_POSTGRES=1 (make unit) a missing URL fails the test.
 func openStores(t *testing.T) map[string]*Store {
 	t.Helper()
 	ctx := context.Background()
@@ -22,6 +23,8 @@ func openStores(t *testing.T) map[string]*Store {
 	urls := map[string]string{"sqlite": filepath.Join(t.TempDir(), "b.db")}
 	if pg := os.Getenv("BUREAU_TEST_POSTGRES_URL"); pg != "" {
 		urls["postgres"] = pg
+	} else if os.Getenv("BUREAU_REQUIRE_POSTGRES") == "1" {
+		t.Fatal("BUREAU_REQUIRE_POSTGRES=1 but BUREAU_TEST_POSTGRES_URL is empty: PostgreSQL did not start")
 	}
 	for name, url := range urls {
 		s, err := Open(ctx, url)

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Reads `go test -v` output on stdin and passes it through unchanged, as it
+# comes; at the end it fails (exit 1) if a test skipped that the allow-list
+# does not allow for this run, or if no test passed at all (a -run pattern
+# that matches nothing, say). It prints the allowed skips that happened with
+# their reasons, so a green run says what it did not check.
+#
+#   go test -v ... | scripts/check-skips.sh ALLOW_LIST RUN
+#
+# ALLOW_LIST: one line per allowed skip, "RUN TEST REASON…": RUN is the make
+# target (or * for any), TEST a shell pattern for the test's full name (as
+# in "--- SKIP: TestX/sub"), REASON the rest of the line; # starts a comment.
+# In a Makefile, use `set -o pipefail` so go test's own failure stays the
+# recipe's.
+set -uo pipefail
+if [ $# -ne 2 ]; then
+	echo "usage: go test -v ... | $0 ALLOW_LIST RUN" >&2
+	exit 2
+fi
+list=$1 run=$2
+log=$(mktemp "${TMPDIR:-/tmp}/check-skips.XXXXXX")
+trap 'rm -f "$log"' EXIT
+tee "$log" || true
+
+if [ ! -r "$list" ]; then
+	echo "check-skips ($run): cannot read the allow-list $list" >&2
+	exit 1
+fi
+
+# "name<TAB>reason" for each skip. go test -v streams a test's log lines
+# (file.go:N: message) before its "--- SKIP:" line, under the last
+# "=== RUN/CONT/NAME" naming it; the reason is that test's last one.
+skips=$(awk '
+	/^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
+	/^[ \t]+[^ \t]+\.go:[0-9]+: / && cur != "" { last[cur] = $0; sub(/^[ \t]+/, "", last[cur]); next }
+	/^[ \t]*--- SKIP: / { print $3 "\t" last[$3] }
+' "$log")
+passed=$(grep -cE '^[[:space:]]*--- PASS: ' "$log")
+
+# Allow-list entries for this run: "pattern<TAB>reason".
+entries=()
+while read -r target pattern reason; do
+	case $target in '' | '#'*) continue ;; esac
+	if [ -z "$pattern" ] || [ -z "$reason" ]; then
+		echo "check-skips ($run): $list: an entry needs a run, a test pattern and a reason: $target $pattern" >&2
+		exit 1
+	fi
+	if [ "$target" = "$run" ] || [ "$target" = "*" ]; then
+		entries+=("$pattern"$'\t'"$reason")
+	fi
+done <"$list"
+
+allowed=() refused=()
+while IFS=$'\t' read -r name why; do
+	[ -n "$name" ] || continue
+	match=""
+	for e in "${entries[@]+"${entries[@]}"}"; do
+		# shellcheck disable=SC2053 # the pattern is a glob on purpose
+		if [[ $name == ${e%%$'\t'*} ]]; then
+			match=${e#*$'\t'}
+			break
+		fi
+	done
+	if [ -n "$match" ]; then
+		allowed+=("  $name: $match")
+	else
+		refused+=("  $name${why:+ ($why)}")
+	fi
+done <<<"$skips"
+
+echo
+if [ ${#allowed[@]} -gt 0 ]; then
+	echo "check-skips ($run): ${#allowed[@]} skipped, allowed by $list:"
+	printf '%s\n' "${allowed[@]}"
+fi
+status=0
+if [ ${#refused[@]} -gt 0 ]; then
+	echo "check-skips ($run): FAIL: ${#refused[@]} skipped that $list does not allow for $run:"
+	printf '%s\n' "${refused[@]}"
+	status=1
+fi
+if [ "$passed" -eq 0 ]; then
+	echo "check-skips ($run): FAIL: no test passed (did -run match nothing, or did go test not start?)"
+	status=1
+fi
+if [ $status -eq 0 ] && [ ${#allowed[@]} -eq 0 ]; then
+	echo "check-skips ($run): no test skipped"
+fi
+exit $status
