@@ -6,7 +6,9 @@ set -euo pipefail
 
 PKGS=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients libvirt-dev pkg-config
       dnsmasq-base nftables acl mmdebstrap extlinux syslinux-common fdisk e2fsprogs gcc make git curl ca-certificates
-      chromium ffmpeg)  # chromium: the e2e browser check of the console page (e2e/browser, with node); ffmpeg: recordings
+      chromium ffmpeg openssh-client iproute2)
+# chromium: the e2e browser check of the console page (e2e/browser, with node); ffmpeg: recordings;
+# openssh-client (ssh-keygen) and iproute2 (ip): the e2e tests of a second host (e2e/host2_*).
 [ "${BUREAU_WITH_POSTGRES:-0}" = 1 ] && PKGS+=(postgresql)
 # node runs the browser check; hosts that bring their own keep it.
 command -v node >/dev/null && command -v npm >/dev/null || PKGS+=(nodejs npm)
