@@ -50,11 +50,11 @@ func TestFullDisk(t *testing.T) {
 	}
 	s.guest(&d, "sync")
 
+	// bureau restarted seeing a 256 MiB save directory of its own; the
+	// desktop keeps running meanwhile.
+	hostSaveDir := smallSaveDir(t, s, 256)
 	t.Run("hibernate_without_room_for_the_RAM", func(t *testing.T) {
 		s := s.with(t)
-		if !smallSaveDir(t, 256) {
-			return
-		}
 		e := s.expectError(adminToken, "POST", api+"/hibernate", nil, http.StatusInsufficientStorage, "insufficient_capacity")
 		if !strings.Contains(e.Error.Message, host.DefaultSaveDir) {
 			t.Errorf("the refusal does not name the save directory: %q", e.Error.Message)
@@ -63,6 +63,7 @@ func TestFullDisk(t *testing.T) {
 			t.Errorf("a refused hibernate touched the desktop: %+v", got)
 		}
 	})
+	hostSaveDir()
 
 	reserve := filepath.Join(dir, "reserve")
 	if !exists(reserve) {
@@ -220,22 +221,54 @@ func fill(t *testing.T, dir string) string {
 	return p
 }
 
-// smallSaveDir mounts a tmpfs of mib MiB over libvirt's save directory
-// until the test ends, unless hibernated VMs already live there (hiding
-// their images would make libvirt boot them afresh), which skips the test.
-func smallSaveDir(t *testing.T, mib int) bool {
+// smallSaveDir restarts the server so that it sees a tmpfs of mib MiB as
+// libvirt's save directory: the server runs in a mount namespace of its
+// own (unshare) with the tmpfs mounted over the directory there. libvirtd
+// and every other process still see the host's directory, so hibernated
+// VMs already there (another instance's desktops, or this run's) are left
+// alone and nothing depends on the directory being empty. The function
+// returned restarts the server as it was, seeing the host's directory (the
+// tmpfs goes with the namespace).
+func smallSaveDir(t *testing.T, s *server, mib int) (restore func()) {
 	t.Helper()
-	if entries, err := os.ReadDir(host.DefaultSaveDir); err != nil || len(entries) > 0 {
-		t.Skipf("libvirt's save directory holds other hibernated VMs (%d) or is unreadable (%v)", len(entries), err)
-		return false
+	if fi, err := os.Stat(host.DefaultSaveDir); err != nil || !fi.IsDir() {
+		t.Fatalf("libvirt's save directory %s: %v", host.DefaultSaveDir, err)
 	}
-	if err := syscall.Mount("tmpfs", host.DefaultSaveDir, "tmpfs", 0, fmt.Sprintf("size=%dm,mode=0755", mib)); err != nil {
-		t.Fatalf("mount a tmpfs over %s: %v", host.DefaultSaveDir, err)
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(host.DefaultSaveDir, 0); err != nil {
-			t.Errorf("unmount %s: %v", host.DefaultSaveDir, err)
-		}
-	})
-	return true
+	// Beside the harness's data directories: /tmp may be mounted noexec.
+	wdir, err := os.MkdirTemp("/var/lib", "bureau-e2e-wrapper-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(wdir) })
+	wrapper := filepath.Join(wdir, "bureau-small-save-dir")
+	script := fmt.Sprintf("#!/bin/sh\nexec %s --mount --propagation private sh -c 'mount -t tmpfs -o size=%dm,mode=0755 tmpfs %s && exec \"$0\" \"$@\"' %s \"$@\"\n",
+		unshare, mib, host.DefaultSaveDir, s.bin)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := s.bin
+	restartAs(s, wrapper)
+	// The server's own view, as it would check it: /proc/PID/root resolves
+	// paths in the server's mount namespace.
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(fmt.Sprintf("/proc/%d/root%s", s.cmd.Process.Pid, host.DefaultSaveDir), &st); err != nil {
+		t.Fatal(err)
+	}
+	if size := st.Blocks * uint64(st.Bsize) >> 20; size > uint64(mib) {
+		t.Fatalf("the server sees %d MiB in %s, want the %d MiB tmpfs", size, host.DefaultSaveDir, mib)
+	}
+	return func() { restartAs(s, bin) }
+}
+
+// restartAs stops the server and starts it again running bin (the bureau
+// binary itself, or a wrapper that execs it).
+func restartAs(s *server, bin string) {
+	s.t.Helper()
+	s.stop()
+	s.bin = bin
+	s.start()
 }
