@@ -30,11 +30,9 @@ func benchAgent(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, v
 			var res struct {
 				ExitCode int `json:"exit_code"`
 			}
-			if code := s.call(adminToken, "POST", base+"/exec"+via.q, map[string]any{"cmd": "true"}, &res); code != 200 {
-				t.Fatalf("exec via %s: %d", via.name, code)
-			}
+			benchCall(t, s, adminToken, "POST", base+"/exec"+via.q, map[string]any{"cmd": "true"}, &res)
 		})
-		addRow(fmt.Sprintf("exec round trip via %s p50 / p99 (%d runs)", via.name, reps()), fmt.Sprintf("%s / %s", pct(times, 50), pct(times, 99)))
+		addRow(fmt.Sprintf("exec round trip via %s p50 / %s (%d runs)", via.name, tail(reps()), reps()), fmt.Sprintf("%s / %s", pct(times, 50), pct(times, 99)))
 	}
 
 	size := 64 << 20
@@ -47,14 +45,13 @@ func benchAgent(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, v
 	rate := map[string][2]float64{}
 	for _, via := range []struct{ name, q string }{{"bureau-agent", ""}, {"qemu-ga", "&agent=qemu-ga"}} {
 		up := time.Now()
-		if code := s.putRaw(adminToken, base+"/files?path=bench.bin"+via.q, "application/octet-stream", data); code != 201 {
-			t.Fatalf("upload via %s: %d", via.name, code)
-		}
+		benchPut(t, s, adminToken, base+"/files?path=bench.bin"+via.q, "application/octet-stream", data)
 		upRate := mb / time.Since(up).Seconds()
 		down := time.Now()
 		var back []byte
-		if code := s.call(adminToken, "GET", base+"/files?path=bench.bin"+via.q, nil, &back); code != 200 || !bytes.Equal(back, data) {
-			t.Fatalf("download via %s: %d, %d bytes", via.name, code, len(back))
+		benchCall(t, s, adminToken, "GET", base+"/files?path=bench.bin"+via.q, nil, &back)
+		if !bytes.Equal(back, data) {
+			t.Fatalf("download via %s: %d bytes, not the %d uploaded", via.name, len(back), len(data))
 		}
 		rate[via.name] = [2]float64{upRate, mb / time.Since(down).Seconds()}
 		addRow(fmt.Sprintf("%d MiB upload / download via %s", size>>20, via.name), fmt.Sprintf("%.1f / %.1f MB/s", upRate, rate[via.name][1]))
@@ -83,10 +80,12 @@ func benchAgent(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, v
 	}
 	waitFor("ready\r\n")
 	echo := timeN(reps()*5, func() {
-		ws.Write(ctx, websocket.MessageBinary, []byte("x"))
+		if err := ws.Write(ctx, websocket.MessageBinary, []byte("x")); err != nil {
+			t.Fatalf("terminal write: %v", err)
+		}
 		waitFor("x")
 	})
-	addRow(fmt.Sprintf("terminal keystroke echo p50 / p99 (%d keys)", reps()*5), fmt.Sprintf("%s / %s", pct(echo, 50), pct(echo, 99)))
+	addRow(fmt.Sprintf("terminal keystroke echo p50 / %s (%d keys)", tail(reps()*5), reps()*5), fmt.Sprintf("%s / %s", pct(echo, 50), pct(echo, 99)))
 
 	// The port dialer against a direct connection inside the guest.
 	s.guest(d, fmt.Sprintf("mkdir -p /tmp/benchweb && head -c %d /dev/urandom > /tmp/benchweb/blob && chmod -R a+rX /tmp/benchweb", size))
@@ -111,6 +110,11 @@ func benchAgent(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, v
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 2000))
+		resp.Body.Close()
+		t.Fatalf("GET %s: %d %s", req.URL.Path, resp.StatusCode, bytes.TrimSpace(b))
 	}
 	n, _ := io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()

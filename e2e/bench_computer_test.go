@@ -19,22 +19,22 @@ func benchComputer(t *testing.T, s *server, d *desktop.Desktop, addRow func(name
 	i := 0
 	move := timeN(n, func() {
 		i++
-		s.call(adminToken, "POST", path, map[string]any{"action": "mouse_move", "coordinate": []int{300 + i, 300}}, nil)
+		benchCall(t, s, adminToken, "POST", path, map[string]any{"action": "mouse_move", "coordinate": []int{300 + i, 300}}, nil)
 	})
-	addRow(fmt.Sprintf("computer action round trip (mouse_move) p50 / p99 (%d runs)", n), fmt.Sprintf("%s / %s", pct(move, 50), pct(move, 99)))
+	addRow(fmt.Sprintf("computer action round trip (mouse_move) p50 / %s (%d runs)", tail(n), n), fmt.Sprintf("%s / %s", pct(move, 50), pct(move, 99)))
 	shot := timeN(n, func() {
-		s.call(adminToken, "POST", path, map[string]any{"action": "screenshot", "display": map[string]int{"width": 1024, "height": 640}}, nil)
+		benchCall(t, s, adminToken, "POST", path, map[string]any{"action": "screenshot", "display": map[string]int{"width": 1024, "height": 640}}, nil)
 	})
 	addRow("settled screenshot scaled to 1024×640 (action) p50", pct(shot, 50).String())
 	// What one of the step log's pictures costs: a 320-pixel JPEG of the
 	// screen (taken between calls, off the path of calls in quick
 	// succession; the mouse_move row above is such a burst).
 	thumb := timeN(n, func() {
-		s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/screenshot?format=jpeg&width=320&quality=60", nil, nil)
+		benchCall(t, s, adminToken, "GET", "/api/v1/desktops/"+d.ID+"/screenshot?format=jpeg&width=320&quality=60", nil, nil)
 	})
 	addRow("a step's picture (320-px JPEG screenshot, taken between calls) p50", pct(thumb, 50).String())
 	ex := timeN(n, func() {
-		s.call(adminToken, "POST", "/api/v1/desktops/"+d.ID+"/exec", map[string]any{"argv": []string{"true"}}, nil)
+		benchCall(t, s, adminToken, "POST", "/api/v1/desktops/"+d.ID+"/exec", map[string]any{"argv": []string{"true"}}, nil)
 	})
 	addRow("exec round trip (true) p50", pct(ex, 50).String())
 
@@ -51,7 +51,7 @@ func benchComputer(t *testing.T, s *server, d *desktop.Desktop, addRow func(name
 				Results []struct{ Keyboard string }
 			}
 			begun := time.Now()
-			s.call(adminToken, "POST", path, map[string]any{"action": "type", "text": text, "keyboard": kb}, &res)
+			benchCall(t, s, adminToken, "POST", path, map[string]any{"action": "type", "text": text, "keyboard": kb}, &res)
 			took := time.Since(begun)
 			what := fmt.Sprintf("type %d ASCII characters", len(text))
 			if text == uni {

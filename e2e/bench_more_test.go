@@ -24,7 +24,7 @@ func benchPersistence(t *testing.T, s *server, id string, d *desktop.Desktop, ad
 	// Idle host memory: what the QEMU process holds once the desktop settled.
 	time.Sleep(20 * time.Second)
 	var st desktop.VMStats
-	s.call(adminToken, "GET", base+"/stats", nil, &st)
+	benchCall(t, s, adminToken, "GET", base+"/stats", nil, &st)
 	rssMiB := st.MemoryRSSKiB / 1024
 	addRow("idle desktop host memory (QEMU RSS, 2 GiB guest)", fmt.Sprintf("%d MiB", rssMiB))
 	if rssMiB > 0 {
@@ -35,18 +35,18 @@ func benchPersistence(t *testing.T, s *server, id string, d *desktop.Desktop, ad
 	}
 
 	t0 := time.Now()
-	s.call(adminToken, "POST", base+"/pause", nil, nil)
+	benchCall(t, s, adminToken, "POST", base+"/pause", nil, nil)
 	add("pause", time.Since(t0))
 	t0 = time.Now()
-	s.call(adminToken, "POST", base+"/resume", nil, nil)
+	benchCall(t, s, adminToken, "POST", base+"/resume", nil, nil)
 	add("resume from pause", time.Since(t0))
 
 	t0 = time.Now()
-	s.call(adminToken, "POST", base+"/hibernate", nil, nil)
+	benchCall(t, s, adminToken, "POST", base+"/hibernate", nil, nil)
 	s.waitState(adminToken, id, desktop.StateHibernated, 5*time.Minute)
 	add("hibernate → hibernated", time.Since(t0))
 	t0 = time.Now()
-	s.call(adminToken, "POST", base+"/resume", nil, nil)
+	benchCall(t, s, adminToken, "POST", base+"/resume", nil, nil)
 	s.waitState(adminToken, id, desktop.StateRunning, 5*time.Minute)
 	add("resume from hibernation → running", time.Since(t0))
 	s.waitAgent(d, 2*time.Minute)
@@ -54,20 +54,20 @@ func benchPersistence(t *testing.T, s *server, id string, d *desktop.Desktop, ad
 
 	t0 = time.Now()
 	var sn desktop.Snapshot
-	s.call(adminToken, "POST", base+"/snapshots", map[string]any{"name": "bench-mem"}, &sn)
+	benchCall(t, s, adminToken, "POST", base+"/snapshots", map[string]any{"name": "bench-mem"}, &sn)
 	add("snapshot with memory (running)", time.Since(t0))
 	addRow("memory snapshot size", fmt.Sprintf("%d MiB", sn.SizeBytes>>20))
 	t0 = time.Now()
-	s.call(adminToken, "POST", base+"/snapshots", map[string]any{"name": "bench-data", "scope": "data"}, nil)
+	benchCall(t, s, adminToken, "POST", base+"/snapshots", map[string]any{"name": "bench-data", "scope": "data"}, nil)
 	add("snapshot of the data disk (live, quiesced)", time.Since(t0))
 	t0 = time.Now()
-	s.call(adminToken, "POST", base+"/snapshots/bench-mem/revert", nil, nil)
+	benchCall(t, s, adminToken, "POST", base+"/snapshots/bench-mem/revert", nil, nil)
 	s.waitState(adminToken, id, desktop.StateRunning, 5*time.Minute)
 	s.waitAgent(d, 2*time.Minute)
 	add("revert to the memory snapshot → guest agent answers", time.Since(t0))
 
 	if !strings.HasPrefix(s.dbURL, "postgres") {
-		addRow(fmt.Sprintf("GET /desktops p50 / p99 with 1,000 desktops in the DB (%d runs)", reps()), listLatency(t, s))
+		addRow(fmt.Sprintf("GET /desktops p50 / %s with 1,000 desktops in the DB (%d runs)", tail(reps()), reps()), listLatency(t, s))
 	}
 }
 
@@ -91,10 +91,10 @@ func listLatency(t *testing.T, s *server) string {
 		}
 	}
 	var tok struct{ Token string }
-	s.call(adminToken, "POST", "/api/v1/tokens", map[string]any{"owner": "bench"}, &tok)
+	benchCall(t, s, adminToken, "POST", "/api/v1/tokens", map[string]any{"owner": "bench"}, &tok)
 	times := timeN(reps(), func() {
 		var out struct{ Desktops []desktop.Desktop }
-		s.call(tok.Token, "GET", "/api/v1/desktops", nil, &out)
+		benchCall(t, s, tok.Token, "GET", "/api/v1/desktops", nil, &out)
 		if len(out.Desktops) != 1000 {
 			t.Fatalf("listed %d desktops", len(out.Desktops))
 		}

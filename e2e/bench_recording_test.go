@@ -46,10 +46,7 @@ func benchRecording(t *testing.T, s *server, d *desktop.Desktop, addRow func(nam
 			time.Sleep(2 * time.Second)
 		}
 		var r recordingView
-		if code := s.call(adminToken, "POST", base, map[string]any{"fps": 2}, &r); code != 201 {
-			t.Errorf("recording bench: start %d", code)
-			return
-		}
+		benchCall(t, s, adminToken, "POST", base, map[string]any{"fps": 2}, &r)
 		out, _ := exec.Command("pgrep", "-f", r.ID+".webm").Output()
 		ffmpeg, _ := strconv.Atoi(strings.Fields(string(out) + " 0")[0])
 		bureau := s.cmd.Process.Pid
@@ -57,7 +54,7 @@ func benchRecording(t *testing.T, s *server, d *desktop.Desktop, addRow func(nam
 		time.Sleep(span)
 		f1, b1 := cpuSeconds(ffmpeg), cpuSeconds(bureau)
 		var done recordingView
-		s.call(adminToken, "POST", base+"/"+r.ID+"/stop", nil, &done)
+		benchCall(t, s, adminToken, "POST", base+"/"+r.ID+"/stop", nil, &done)
 		secs := span.Seconds()
 		addRow(fmt.Sprintf("recording %s at 2 fps (%s): ffmpeg / bureau CPU, size", scene.name, span),
 			fmt.Sprintf("%.0f%% / %.0f%% of a core, %d changed frames, %.0f KiB a minute",

@@ -23,14 +23,16 @@ func benchScreen(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, 
 	base := "/api/v1/desktops/" + d.ID + "/screenshot"
 	get := func(q string) func() { return func() { s.shot(adminToken, base+q) } }
 	virsh := func() {
-		exec.Command("virsh", "-c", "qemu:///system", "screenshot", d.DomainName(), filepath.Join(t.TempDir(), "v.png")).Run()
+		if out, err := exec.Command("virsh", "-c", "qemu:///system", "screenshot", d.DomainName(), filepath.Join(t.TempDir(), "v.png")).CombinedOutput(); err != nil {
+			t.Fatalf("virsh screenshot: %v %s", err, out)
+		}
 	}
 	s.guest(d, "pkill -x xterm")
 	time.Sleep(2 * time.Second)
 	row := func(what string, f func()) {
 		f() // the first call may dial the framebuffer
 		r := timeN(n, f)
-		addRow(fmt.Sprintf("%s p50 / p99 (%d runs)", what, n), fmt.Sprintf("%s / %s", pct(r, 50), pct(r, 99)))
+		addRow(fmt.Sprintf("%s p50 / %s (%d runs)", what, tail(n), n), fmt.Sprintf("%s / %s", pct(r, 50), pct(r, 99)))
 	}
 	// As an agent takes them: one a second (QEMU's scans have backed off,
 	// and the poke fires one at once).
@@ -41,7 +43,7 @@ func benchScreen(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, 
 		for i := range r {
 			r[i] -= time.Second
 		}
-		addRow(fmt.Sprintf("screenshot PNG, %s, one a second, still screen p50 / p99 (%d runs)", src.name, n), fmt.Sprintf("%s / %s", pct(r, 50), pct(r, 99)))
+		addRow(fmt.Sprintf("screenshot PNG, %s, one a second, still screen p50 / %s (%d runs)", src.name, tail(n), n), fmt.Sprintf("%s / %s", pct(r, 50), pct(r, 99)))
 	}
 	for _, screen := range []string{"still", "changing 10×/s"} {
 		if screen != "still" {
@@ -73,7 +75,7 @@ func benchScreen(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, 
 		}
 		s.computer(adminToken, d, map[string]any{"action": "key", "text": "Escape"})
 		sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
-		addRow(fmt.Sprintf("settled screenshot after a click (menu opens), on the %s: wait p50 / p99 (%d runs, 300 ms quiet asked)", src.name, n),
+		addRow(fmt.Sprintf("settled screenshot after a click (menu opens), on the %s: wait p50 / %s (%d runs, 300 ms quiet asked)", src.name, tail(n), n),
 			fmt.Sprintf("%s / %s (%d not settled)", pct(took, 50), pct(took, 99), unsettled))
 	}
 }

@@ -37,19 +37,18 @@ func benchTiers(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, v
 			held = mem()
 		}
 		begun := time.Now()
-		if code := s.call(adminToken, "POST", base+"/resume", nil, nil); code >= 300 {
-			t.Fatalf("resume from %s: %d", tier, code)
-		}
+		benchCall(t, s, adminToken, "POST", base+"/resume", nil, nil)
 		for time.Since(begun) < 3*time.Minute {
-			if s.call(adminToken, "GET", base, nil, &got); got.State == desktop.StateRunning {
+			if benchCall(t, s, adminToken, "GET", base, nil, &got); got.State == desktop.StateRunning {
 				break
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		running := time.Since(begun)
-		if code := s.call(adminToken, "POST", base+"/exec", map[string]any{"argv": []string{"true"}}, nil); code != http.StatusOK {
-			t.Fatalf("exec after waking from %s: %d", tier, code)
+		if got.State != desktop.StateRunning {
+			t.Fatalf("woken from %s: still %s after 3 minutes", tier, got.State)
 		}
+		running := time.Since(begun)
+		benchCall(t, s, adminToken, "POST", base+"/exec", map[string]any{"argv": []string{"true"}}, nil)
 		agent := time.Since(begun)
 		s.settledScreenshot(adminToken, d.ID, 3*time.Minute)
 		screen := time.Since(begun)

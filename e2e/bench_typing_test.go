@@ -34,7 +34,7 @@ func TestTypingRounds(t *testing.T) {
 		var rate [2]float64
 		for i, text := range []string{ascii, uni} {
 			begun := time.Now()
-			s.call(adminToken, "POST", path, map[string]any{"action": "type", "text": text}, nil)
+			benchCall(t, s, adminToken, "POST", path, map[string]any{"action": "type", "text": text}, nil)
 			rate[i] = float64(len([]rune(text))) / time.Since(begun).Seconds()
 		}
 		fmt.Printf("| %d | %.0f chars/s | %.0f chars/s |\n", round, rate[0], rate[1])

@@ -78,10 +78,11 @@ func benchURL(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, val
 			t.Fatalf("GET %s: %v", u, err)
 		}
 		defer resp.Body.Close()
-		got, _ := io.Copy(io.Discard, resp.Body)
 		if resp.StatusCode != 200 {
-			t.Fatalf("GET %s: %d", u, resp.StatusCode)
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 2000))
+			t.Fatalf("GET %s: %d %s", u, resp.StatusCode, strings.TrimSpace(string(b)))
 		}
+		got, _ := io.Copy(io.Discard, resp.Body)
 		return got
 	}
 	deadline := time.Now().Add(time.Minute)
@@ -114,7 +115,7 @@ func benchURL(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, val
 	}
 	rate := float64(big) / 1e6 / time.Since(begun).Seconds()
 
-	addRow(fmt.Sprintf("live URL: 100-byte GET p50 / p99 (%d, one connection): inside the guest", n), fmt.Sprintf("%.1fms / %.1fms", inP50, inP99))
+	addRow(fmt.Sprintf("live URL: 100-byte GET p50 / %s (%d, one connection): inside the guest", tail(n), n), fmt.Sprintf("%.1fms / %.1fms", inP50, inP99))
 	addRow("live URL: … through /preview/<desktop>/<port>/", fmt.Sprintf("%s / %s", pct(viaPath, 50), pct(viaPath, 99)))
 	addRow("live URL: … through <port>-<desktop>.localhost", fmt.Sprintf("%s / %s", pct(viaHost, 50), pct(viaHost, 99)))
 	addRow(fmt.Sprintf("live URL: %d MiB GET: inside the guest / through the live URL", big>>20), fmt.Sprintf("%.1f / %.1f MB/s", inRate, rate))

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"slices"
 	"testing"
@@ -37,7 +36,7 @@ func TestWakeRounds(t *testing.T) {
 		t.Helper()
 		var got desktop.Desktop
 		for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if s.call(adminToken, "GET", base, nil, &got); got.State == want {
+			if benchCall(t, s, adminToken, "GET", base, nil, &got); got.State == want {
 				return
 			}
 		}
@@ -66,9 +65,7 @@ func TestWakeRounds(t *testing.T) {
 			// Work fills the page cache: read what a session would.
 			s.guest(run, "cat /usr/bin/* /usr/lib/x86_64-linux-gnu/*.so* >/dev/null 2>&1; true")
 			begun := time.Now()
-			if code := s.call(adminToken, "POST", base+"/hibernate", nil, nil); code != http.StatusAccepted {
-				t.Fatalf("hibernate: %d", code)
-			}
+			benchCall(t, s, adminToken, "POST", base+"/hibernate", nil, nil)
 			pollState(desktop.StateHibernated)
 			hib = append(hib, time.Since(begun))
 			if fi, err := os.Stat(savePath); err == nil {
@@ -85,15 +82,11 @@ func TestWakeRounds(t *testing.T) {
 				}
 			} else {
 				begun = time.Now()
-				if code := s.call(adminToken, "POST", base+"/resume", nil, nil); code >= 300 {
-					t.Fatalf("resume: %d", code)
-				}
+				benchCall(t, s, adminToken, "POST", base+"/resume", nil, nil)
 				pollState(desktop.StateRunning)
 			}
 			running = append(running, time.Since(begun))
-			if code := s.call(adminToken, "POST", base+"/exec", map[string]any{"argv": []string{"true"}}, nil); code != http.StatusOK {
-				t.Fatalf("exec after the wake: %d", code)
-			}
+			benchCall(t, s, adminToken, "POST", base+"/exec", map[string]any{"argv": []string{"true"}}, nil)
 			agent = append(agent, time.Since(begun))
 			s.settledScreenshot(adminToken, d.ID, 3*time.Minute)
 			screen = append(screen, time.Since(begun))
