@@ -1,6 +1,6 @@
 // Opens a live URL (URL, e.g. a share link) in headless Chromium, as a
 // person who was sent it would: waits for the page's WebSocket echo
-// (#ws reads "echo: …"), saves SCREENSHOT and prints {"status", "url",
+// (#ws reads "echo: …", or "websocket error"), saves SCREENSHOT and prints {"status", "url",
 // "title", "h1", "ws"} as JSON. With RELOAD_AFTER_STDIN=1 it then waits
 // for a line on stdin and reloads, adding "reload_status".
 import fs from 'node:fs';
@@ -23,7 +23,7 @@ async function main() {
   try {
     const page = await browser.newPage({ viewport: { width: 900, height: 500 } });
     const resp = await page.goto(env.URL, { waitUntil: 'domcontentloaded' });
-    await page.waitForFunction(() => (document.getElementById('ws')?.textContent || '').startsWith('echo'), null, { timeout: 60_000 })
+    await page.waitForFunction(() => !['', 'connecting'].includes(document.getElementById('ws')?.textContent || ''), null, { timeout: 60_000 })
       .catch(() => {});
     const out = {
       status: resp.status(),

@@ -162,7 +162,7 @@ func (s *server) servePreview(c *gin.Context, id string, port int, path, prefix,
 			s.previewError(c, http.StatusUnauthorized, "this link is not valid (any more): it expired, was revoked or was used already")
 			return
 		}
-		secure := c.Request.TLS != nil || c.GetHeader("X-Forwarded-Proto") == "https"
+		secure := requestScheme(c) == "https"
 		sameSite := http.SameSiteLaxMode
 		if prefix != "" && secure {
 			// A sandboxed page (the path form's) is an opaque origin: its
@@ -175,16 +175,22 @@ func (s *server) servePreview(c *gin.Context, id string, port int, path, prefix,
 		q.Del(loginParam)
 		u := *c.Request.URL
 		u.RawQuery = q.Encode()
-		c.Redirect(http.StatusSeeOther, u.RequestURI())
+		c.Redirect(http.StatusSeeOther, localPath(u.RequestURI()))
 		return
 	}
-	readOnly, err := s.previewAccess(c, d, port)
+	readOnly, byCookie, err := s.previewAccess(c, d, port)
 	if err != nil {
 		s.previewError(c, http.StatusUnauthorized, "this URL is private: open it from bureau's web console, with a share link, or send the owner's token (Authorization: Bearer)")
 		return
 	}
-	if readOnly && c.Request.Method != http.MethodGet && c.Request.Method != http.MethodHead {
-		s.previewError(c, http.StatusForbidden, "this share link is read-only (GET and HEAD only)")
+	upgrade := isUpgrade(c.Request)
+	if readOnly && (upgrade || c.Request.Method != http.MethodGet && c.Request.Method != http.MethodHead) {
+		// A WebSocket is a GET, and enough to drive a terminal or a notebook.
+		s.previewError(c, http.StatusForbidden, "this share link is read-only (GET and HEAD only, no WebSockets)")
+		return
+	}
+	if byCookie && (upgrade || !safeMethod(c.Request.Method)) && !fromOwnPage(c, prefix != "") {
+		s.previewError(c, http.StatusForbidden, "cross-site request refused: the browser's sign-in to this URL is for its own pages only")
 		return
 	}
 	var patience time.Duration
@@ -203,43 +209,133 @@ func (s *server) servePreview(c *gin.Context, id string, port int, path, prefix,
 
 // previewAccess says whether the request may open the URL, and if only to
 // read: a public port, the owner's (or an admin's) API token, or a cookie
-// from a login code or a share link still valid.
-func (s *server) previewAccess(c *gin.Context, d *desktop.Desktop, port int) (readOnly bool, err error) {
+// from a login code or a share link still valid (byCookie: the browser's
+// ambient sign-in, which any page can make it send).
+func (s *server) previewAccess(c *gin.Context, d *desktop.Desktop, port int) (readOnly, byCookie bool, err error) {
 	ctx := c.Request.Context()
 	if ports, _ := s.Previews.PublicPorts(ctx, d.ID); containsInt(ports, port) {
-		return false, nil
+		return false, false, nil
 	}
 	if secret, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer "); ok {
 		tok, err := s.Tokens.Authenticate(ctx, strings.TrimSpace(secret))
 		if err == nil && tokenReaches(tok, d) {
-			return false, nil
+			return false, false, nil
 		}
-		return false, desktop.ErrUnauthorized
+		return false, false, desktop.ErrUnauthorized
 	}
 	ck, err := c.Request.Cookie(previewCookie)
 	if err != nil {
-		return false, desktop.ErrUnauthorized
+		return false, false, desktop.ErrUnauthorized
 	}
 	claims, err := s.Previews.Verify(ck.Value)
 	if err != nil || claims.Desktop != d.ID || claims.Port != port {
-		return false, desktop.ErrUnauthorized
+		return false, false, desktop.ErrUnauthorized
 	}
 	switch claims.Kind {
 	case preview.KindOwner:
 		// The token that signed the browser in must still be good.
 		tok, err := s.Tokens.Usable(ctx, claims.Sub)
 		if err != nil || !tokenReaches(tok, d) {
-			return false, desktop.ErrUnauthorized
+			return false, false, desktop.ErrUnauthorized
 		}
-		return false, nil
+		return false, true, nil
 	case preview.KindShare:
 		l, err := s.Previews.ShareUsable(ctx, claims.Sub)
 		if err != nil || l.DesktopID != d.ID || l.Port != port {
-			return false, desktop.ErrUnauthorized
+			return false, false, desktop.ErrUnauthorized
 		}
-		return l.ReadOnly, nil
+		return l.ReadOnly, true, nil
 	}
-	return false, desktop.ErrUnauthorized
+	return false, false, desktop.ErrUnauthorized
+}
+
+// isUpgrade says whether the request asks to switch protocols (a
+// WebSocket, h2c): by an Upgrade header or an "upgrade" Connection token.
+func isUpgrade(r *http.Request) bool {
+	if r.Header.Get("Upgrade") != "" {
+		return true
+	}
+	for _, v := range r.Header.Values("Connection") {
+		for _, tok := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// safeMethod: the methods that must not change anything.
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// fromOwnPage says whether a browser sent the request from the URL's own
+// pages (or the user did, typing or following a bookmark), as Fetch
+// Metadata tells: Sec-Fetch-Site same-origin or none. A browser that sends
+// no Sec-Fetch-Site (an old one; Chromium's WebSocket handshakes) is
+// judged by Origin: none, or this URL's own scheme://host.
+//
+// With a real preview domain all live URLs are same-site with each other,
+// and the bureau_url cookie (SameSite=Lax) rides on requests that another
+// desktop's app starts: only this check keeps that app from changing
+// things through the user's sign-in (CSRF, a WebSocket hijacked).
+//
+// The path form (pathForm) serves its pages sandboxed: they are an opaque
+// origin, and their own requests come as Origin: null, Sec-Fetch-Site:
+// cross-site, with no Referer — the same as a sandboxed page or frame on
+// any other site sends (checked in Chromium 156, where such a page's form
+// posts carry the SameSite=None cookie the path form has over HTTPS; its
+// fetches and WebSockets carry none). Refusing them would break every
+// form of an app at the path form, so Origin: null is let through there.
+// What is left: over HTTPS, a page elsewhere that sandboxes itself can
+// make the signed-in browser POST to (or, in a browser that sends the
+// cookie, open a WebSocket to) an app at the path form. Over plain HTTP
+// the cookie is Lax and no cross-site POST carries it. The host form (a
+// preview domain) is not exposed so.
+func fromOwnPage(c *gin.Context, pathForm bool) bool {
+	origin := c.GetHeader("Origin")
+	switch c.GetHeader("Sec-Fetch-Site") {
+	case "same-origin", "none":
+		return true
+	case "":
+		if origin == "" || sameOrigin(origin, requestScheme(c), c.Request.Host) {
+			return true
+		}
+	}
+	return pathForm && origin == "null"
+}
+
+// sameOrigin says whether an Origin header names scheme://host.
+func sameOrigin(origin, scheme, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Scheme == "" || u.Host == "" || u.Path != "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return false
+	}
+	return strings.EqualFold(u.Scheme, scheme) && strings.EqualFold(withoutDefaultPort(u.Host, scheme), withoutDefaultPort(host, scheme))
+}
+
+func withoutDefaultPort(host, scheme string) string {
+	if scheme == "http" {
+		return strings.TrimSuffix(host, ":80")
+	}
+	return strings.TrimSuffix(host, ":443")
+}
+
+// requestScheme is the scheme the client reached bureau by (https through
+// a TLS proxy that says so).
+func requestScheme(c *gin.Context) string {
+	if c.Request.TLS != nil || c.GetHeader("X-Forwarded-Proto") == "https" {
+		return "https"
+	}
+	return "http"
+}
+
+// localPath makes a redirect's target a path on the same host: a leading
+// run of slashes and backslashes (//evil.example/ is another host's
+// address, and browsers read \ as /) becomes one slash.
+func localPath(uri string) string {
+	return "/" + strings.TrimLeft(uri, `/\`)
 }
 
 // tokenReaches: an admin, the owner, or a full token of this desktop.
@@ -331,10 +427,7 @@ func (s *server) previewError(c *gin.Context, status int, msg string) {
 // routing when the client can resolve it (hostFormReachable; "" if not),
 // and the path form.
 func (s *server) previewURL(c *gin.Context, id string, port int) (hostURL, pathURL string) {
-	scheme := "http"
-	if c.Request.TLS != nil || c.GetHeader("X-Forwarded-Proto") == "https" {
-		scheme = "https"
-	}
+	scheme := requestScheme(c)
 	host := c.Request.Host
 	pathURL = fmt.Sprintf("%s://%s/preview/%s/%d/", scheme, host, id, port)
 	if !s.hostFormReachable(c) {
