@@ -50,10 +50,10 @@ unit: sdk-unit
 	$(START_POSTGRES); \
 	BUREAU_REQUIRE_POSTGRES=1 BUREAU_TEST_POSTGRES_URL="$$url" go test -race -count=1 ./...
 
-# The SDKs' offline tests (a fake server); their live tests run in e2e.
+# The SDKs' offline tests (a fake server, the committed spec); their live tests run in e2e.
 sdk-unit:
 	cd sdk/python && PYTHONDONTWRITEBYTECODE=1 $$(test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3) -m unittest
-	cd sdk/typescript && { test -d node_modules/typescript || npm ci --no-audit --no-fund; } && npm run build && npm test
+	cd sdk/typescript && { test -d node_modules/typescript -a -d node_modules/yaml || npm ci --no-audit --no-fund; } && npm run build && npm test
 
 # Every fuzz target for a bounded time (FUZZTIME per target, default 15s).
 fuzz:

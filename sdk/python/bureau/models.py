@@ -1,8 +1,8 @@
 """The API's resources as dataclasses.
 
-Made from the OpenAPI spec's schemas (the live drift check compares each
-class's fields with its schema); unknown fields of a newer server are kept in
-``extra`` rather than refused.
+Made from the OpenAPI spec's schemas (the drift check compares each class's
+fields with its schema, committed and served); unknown fields of a newer
+server are kept in ``extra`` rather than refused.
 """
 
 from __future__ import annotations

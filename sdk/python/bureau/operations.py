@@ -1,8 +1,9 @@
 """Every API operation the SDK calls, by its OpenAPI operationId.
 
-The drift check (tests/test_live.py) compares this table with the spec a
-server serves: every entry must be there with this method and path, and every
-operation of the spec must be here or in EXCLUDED with its reason.
+The drift check (tests/spec.py) compares this table with the committed spec
+and the one a server serves: every entry must be there with this method and
+path, and every operation of the spec must be here or in EXCLUDED with its
+reason.
 """
 
 OPERATIONS: dict[str, tuple[str, str]] = {

@@ -5,7 +5,6 @@ suite sets them); the desktop is left as it was found.
 """
 
 import base64
-import dataclasses
 import hashlib
 import io
 import os
@@ -13,9 +12,9 @@ import time
 import unittest
 
 from bureau import BureauError, Client, Invalid, NotFound
-from bureau import models
 from bureau.adapters import AnthropicComputer, OpenAIComputer
-from bureau.operations import EXCLUDED, OPERATIONS
+
+from .spec import assert_no_drift
 
 LIVE = all(os.environ.get(k) for k in ("BUREAU_URL", "BUREAU_TOKEN", "BUREAU_DESKTOP"))
 PREFIX = "sdk-python-%d" % os.getpid()
@@ -30,25 +29,7 @@ class TestLive(unittest.TestCase):
         cls.d.wait_until("running", timeout=300)
 
     def test_drift_against_the_servers_spec(self):
-        spec = self.c.openapi()
-        ops = {}
-        for path, item in spec["paths"].items():
-            for method, op in item.items():
-                if isinstance(op, dict) and "operationId" in op:
-                    ops[op["operationId"]] = (method.upper(), path)
-        for op, want in OPERATIONS.items():
-            self.assertEqual(ops.get(op), want, f"the SDK's {op} is not the spec's")
-        missing = set(ops) - set(OPERATIONS) - set(EXCLUDED)
-        self.assertEqual(missing, set(), "operations of the spec the SDK neither calls nor excludes")
-        self.assertEqual(set(EXCLUDED) - set(ops), set(), "exclusions of operations the spec does not have")
-        # Every model's fields are its schema's properties.
-        schemas = spec["components"]["schemas"]
-        for name in dir(models):
-            cls = getattr(models, name)
-            if isinstance(cls, type) and issubclass(cls, models.Model) and cls.SCHEMA:
-                props = set(schemas[cls.SCHEMA].get("properties", {}))
-                fields = {f.name for f in dataclasses.fields(cls)} - {"extra"}
-                self.assertEqual(fields, props, f"{name} against schema {cls.SCHEMA}")
+        assert_no_drift(self, self.c.openapi(), "the served spec")
 
     def test_desktop_and_lists(self):
         self.assertEqual(self.d.refresh().state, "running")

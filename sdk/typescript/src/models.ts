@@ -1,6 +1,8 @@
 /**
- * The API's resources, made from the OpenAPI spec's schemas (the live drift
- * test compares each interface's fields, listed in FIELDS, with its schema).
+ * The API's resources, made from the OpenAPI spec's schemas (the drift tests
+ * compare each interface's fields, listed in FIELDS, with its schema in the
+ * committed spec and in the served one; fieldcheck.ts fails the build when a
+ * list is not exactly its interface's fields).
  */
 
 /** Where a desktop is: settled (running, paused, napping, sleeping, hibernated, stopped, crashed, error, deleted) or on its way. */
@@ -511,8 +513,8 @@ export interface NetworkPolicy {
   deny_dns?: boolean;
 }
 
-/** Each interface's schema and fields, for the drift test. */
-export const FIELDS: Record<string, { schema: string; fields: string[] }> = {
+/** Each interface's schema and fields, for the drift tests (fieldcheck.ts ties each list to its interface). */
+export const FIELDS = {
   Desktop: { schema: "Desktop", fields: ["id", "owner", "name", "image", "vcpus", "memory_mib", "data_disk_gib", "state", "desired_state", "last_error", "operation", "operation_step", "operation_started_at", "accelerator", "data_disk_path", "idle_timeout_seconds", "nap_after_seconds", "sleep_after_seconds", "restart_on_crash", "network", "keyboard_layout", "ip", "host", "created_at", "updated_at", "deleted_at"] },
   DeleteResult: { schema: "DeleteResult", fields: ["desktop", "data_deleted", "data_disk_kept"] },
   Event: { schema: "Event", fields: ["id", "desktop_id", "type", "message", "actor", "created_at"] },
@@ -551,4 +553,4 @@ export const FIELDS: Record<string, { schema: string; fields: string[] }> = {
   Step: { schema: "Step", fields: ["desktop_id", "seq", "at", "duration_ms", "actor", "kind", "input", "result", "status", "error", "thumbnail_before", "thumbnail_after", "checkpoint", "checkpoint_error"] },
   CheckpointPolicy: { schema: "CheckpointPolicy", fields: ["every_steps", "before", "memory", "keep"] },
   StepExport: { schema: "StepExport", fields: ["format", "desktop_id", "next_after", "steps", "tools", "messages", "input"] },
-};
+} as const satisfies Record<string, { schema: string; fields: readonly string[] }>;

@@ -1,7 +1,7 @@
 /**
  * Every API operation the SDK calls, by its OpenAPI operationId, and those
- * it leaves to other clients with the reason. The live drift test compares
- * this table with the spec the server serves.
+ * it leaves to other clients with the reason. The drift tests compare this
+ * table with the committed spec and with the one the server serves.
  */
 
 export const OPERATIONS = {
