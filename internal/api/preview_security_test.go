@@ -83,29 +83,6 @@ func wsHeaders(extra map[string]string) map[string]string {
 	return h
 }
 
-// send is get for requests that may be answered 101 (whose body is the
-// connection: not read, closed).
-func send(t *testing.T, method, u, host string, hdr map[string]string) hit {
-	t.Helper()
-	req, _ := http.NewRequest(method, u, nil)
-	if host != "" {
-		req.Host = host
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := noRedirect.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		return hit{resp.StatusCode, "", resp.Header}
-	}
-	b, _ := io.ReadAll(resp.Body)
-	return hit{resp.StatusCode, string(b), resp.Header}
-}
-
 func with(a, b map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range a {
@@ -156,7 +133,7 @@ func TestReadOnlyShareRefusesUpgradesAndWrites(t *testing.T) {
 	roHost := map[string]string{"Cookie": shareCookie(t, e, id, port, true, host)}
 	rw := map[string]string{"Cookie": shareCookie(t, e, id, port, false, "")}
 
-	if h := send(t, "GET", path+"/rw-ws", "", with(rw, wsHeaders(nil))); h.code != 101 || !app.saw("/rw-ws") {
+	if h := get(t, "GET", path+"/rw-ws", "", with(rw, wsHeaders(nil))); h.code != 101 || !app.saw("/rw-ws") {
 		t.Fatalf("a WebSocket through a share link that is not read-only: %d %s", h.code, h.body)
 	}
 	for _, c := range []struct {
@@ -175,16 +152,16 @@ func TestReadOnlyShareRefusesUpgradesAndWrites(t *testing.T) {
 		{"OPTIONS", "OPTIONS", path + "/ro-options", "", ro},
 		{"DELETE at the host form", "DELETE", e.srv.URL + "/ro-host-delete", host, roHost},
 	} {
-		h := send(t, c.method, c.url, c.host, c.hdr)
+		h := get(t, c.method, c.url, c.host, c.hdr)
 		p, _ := url.Parse(c.url)
 		if h.code != 403 || !strings.Contains(h.body, "read-only") || app.saw(strings.TrimPrefix(p.Path, "/preview/"+id+"/"+port)) {
 			t.Errorf("%s through a read-only share link: %d %s (the app saw it: %v)", c.name, h.code, h.body, app.saw(strings.TrimPrefix(p.Path, "/preview/"+id+"/"+port)))
 		}
 	}
-	if h := send(t, "GET", path+"/ro-get", "", ro); h.code != 200 || !app.saw("/ro-get") {
+	if h := get(t, "GET", path+"/ro-get", "", ro); h.code != 200 || !app.saw("/ro-get") {
 		t.Errorf("GET through a read-only share link: %d", h.code)
 	}
-	if h := send(t, "HEAD", path+"/ro-head", "", ro); h.code != 200 || !app.saw("/ro-head") {
+	if h := get(t, "HEAD", path+"/ro-head", "", ro); h.code != 200 || !app.saw("/ro-head") {
 		t.Errorf("HEAD through a read-only share link: %d", h.code)
 	}
 }
@@ -255,7 +232,7 @@ func TestLiveURLCookieRefusesCrossSiteRequests(t *testing.T) {
 		{"path form: WebSocket from another desktop's app", "GET", "/preview/" + id + "/" + port + "/p-ws-sibling", "", with(pck, wsHeaders(hdr{"Origin": sibling})), 403},
 		{"path form: WebSocket from the console's origin", "GET", "/preview/" + id + "/" + port + "/p-ws-own", "", with(pck, wsHeaders(hdr{"Origin": e.srv.URL})), 101},
 	} {
-		h := send(t, c.method, e.srv.URL+c.path, c.host, c.hdr)
+		h := get(t, c.method, e.srv.URL+c.path, c.host, c.hdr)
 		appPath := strings.TrimPrefix(c.path, "/preview/"+id+"/"+port)
 		if h.code != c.want || app.saw(appPath) != (c.want != 403) || c.want == 403 && !strings.Contains(h.body, "cross-site request refused") {
 			t.Errorf("%s: %d %s, want %d (the app saw it: %v)", c.name, h.code, h.body, c.want, app.saw(appPath))
@@ -265,7 +242,7 @@ func TestLiveURLCookieRefusesCrossSiteRequests(t *testing.T) {
 	if code, _ := e.do(t, e.alice, "PUT", "/api/v1/desktops/"+id+"/urls/"+port, `{"public":true}`); code != 200 {
 		t.Fatalf("make public: %d", code)
 	}
-	if h := send(t, "POST", path+"/public", "", with(pck, map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"})); h.code != 200 || !app.saw("/public") {
+	if h := get(t, "POST", path+"/public", "", with(pck, map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"})); h.code != 200 || !app.saw("/public") {
 		t.Errorf("POST to a public port from another site: %d %s", h.code, h.body)
 	}
 }
@@ -298,7 +275,7 @@ func TestAppOnBureausOriginStaysUnderItsPrefix(t *testing.T) {
 			"under=1; Path="+prefix+"/sub; HttpOnly; SameSite=Strict",
 			"empty=1; Path=",
 		)
-		h := send(t, "GET", e.srv.URL+prefix+"/cookies", "", bearer)
+		h := get(t, "GET", e.srv.URL+prefix+"/cookies", "", bearer)
 		var names []string
 		for _, line := range h.header.Values("Set-Cookie") {
 			name, _, _ := strings.Cut(line, "=")
@@ -310,7 +287,7 @@ func TestAppOnBureausOriginStaysUnderItsPrefix(t *testing.T) {
 		if h.header.Get("Clear-Site-Data") != "" || h.header.Get("Service-Worker-Allowed") != "" || h.header.Get("X-App") != "kept" {
 			t.Errorf("%s: headers %v", prefix, h.header)
 		}
-		h = send(t, "GET", e.srv.URL+prefix+"/early", "", bearer)
+		h = get(t, "GET", e.srv.URL+prefix+"/early", "", bearer)
 		if csp := h.header.Values("Content-Security-Policy"); h.code != 200 || !slices.Contains(csp, pathFormSandbox) {
 			t.Errorf("%s: a page after 103 Early Hints: %d, Content-Security-Policy %q", prefix, h.code, csp)
 		}
@@ -318,7 +295,7 @@ func TestAppOnBureausOriginStaysUnderItsPrefix(t *testing.T) {
 	// At the host form the app has an origin of its own: its cookies and
 	// headers pass, but for bureau's cookie.
 	app.setCookies("root=1; Path=/", "bureau_url=forged; Path=/")
-	h := send(t, "GET", e.srv.URL+"/cookies", port+"-"+id+".localhost", bearer)
+	h := get(t, "GET", e.srv.URL+"/cookies", port+"-"+id+".localhost", bearer)
 	if got := h.header.Values("Set-Cookie"); h.code != 200 || len(got) != 1 || got[0] != "root=1; Path=/" || h.header.Get("Clear-Site-Data") == "" {
 		t.Errorf("host form: %d %v", h.code, h.header)
 	}

@@ -36,6 +36,8 @@ type hit struct {
 	header http.Header
 }
 
+// get sends a request and reads its answer; a 101's body (the
+// connection) is not read.
 func get(t *testing.T, method, url, host string, hdr map[string]string) hit {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, nil)
@@ -50,6 +52,9 @@ func get(t *testing.T, method, url, host string, hdr map[string]string) hit {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return hit{resp.StatusCode, "", resp.Header} // the body is the connection
+	}
 	b, _ := io.ReadAll(resp.Body)
 	return hit{resp.StatusCode, string(b), resp.Header}
 }
