@@ -9,7 +9,7 @@ import (
 )
 
 func TestSubscribersSeeTheirOwnersChanges(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	alice := h.m.Subscribe(ctx, "alice")

@@ -13,7 +13,7 @@ import (
 
 func TestCloneFromSnapshot(t *testing.T) {
 	var ops []string
-	h := newHarness(t, fakeDisks{snaps: &ops})
+	h := newHarness(t, &fakeDisks{snaps: &ops})
 	ctx := context.Background()
 	src := h.settle(t, h.create(t, "src").ID)
 	h.m.CreateSnapshot(ctx, src.ID, SnapshotRequest{Name: "golden"})
@@ -41,7 +41,7 @@ func TestCloneFromSnapshot(t *testing.T) {
 
 func TestCloneOfDataSnapshotGetsFreshOS(t *testing.T) {
 	var ops []string
-	h := newHarness(t, fakeDisks{snaps: &ops})
+	h := newHarness(t, &fakeDisks{snaps: &ops})
 	ctx := context.Background()
 	src := h.settle(t, h.create(t, "src").ID)
 	h.m.CreateSnapshot(ctx, src.ID, SnapshotRequest{Name: "ws", Scope: desktop.ScopeData})
@@ -57,7 +57,7 @@ func TestCloneOfDataSnapshotGetsFreshOS(t *testing.T) {
 }
 
 func TestCloneRefusals(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	src := h.settle(t, h.create(t, "src").ID)
 	h.m.CreateSnapshot(ctx, src.ID, SnapshotRequest{Name: "s"})
@@ -72,5 +72,53 @@ func TestCloneRefusals(t *testing.T) {
 	var ve *desktop.ValidationError
 	if _, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "c", From: &CloneSource{DesktopID: src.ID, Snapshot: "s"}, Spec: spec}); !errors.As(err, &ve) || ve.Field != "image" {
 		t.Errorf("other image: %v", err)
+	}
+}
+
+// TestCloneWithAFailingCopy: a clone whose OS disk cannot be copied fails
+// with why and leaves nothing of itself (its data disk copy goes too);
+// its source keeps its snapshot.
+func TestCloneWithAFailingCopy(t *testing.T) {
+	h := newHarness(t, &fakeDisks{})
+	ctx := context.Background()
+	src := h.settle(t, h.create(t, "src").ID)
+	if _, err := h.m.CreateSnapshot(ctx, src.ID, SnapshotRequest{Name: "golden"}); err != nil {
+		t.Fatal(err)
+	}
+	h.disks.failOn("CopySnapshot os.qcow2", errors.New("Input/output error"))
+	d, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "copy", From: &CloneSource{DesktopID: src.ID, Snapshot: "golden"},
+		Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := h.settle(t, d.ID)
+	if got.State != desktop.StateError || !strings.Contains(got.LastError, "OS disk: ") || !strings.Contains(got.LastError, "Input/output error") {
+		t.Fatalf("clone: %s (%q)", got.State, got.LastError)
+	}
+	if exists(got.Dir) {
+		t.Errorf("the failed clone's files are left in %s", got.Dir)
+	}
+	if list, _ := h.m.ListSnapshots(ctx, src.ID); len(list) != 1 || !h.disks.has(src.DataDiskPath, "golden") {
+		t.Errorf("the source's snapshot after a failed clone: %v", list)
+	}
+}
+
+// TestCloneOfASnapshotTheDisksLack: a listed snapshot the source's disks do
+// not hold cannot be cloned; the clone says so.
+func TestCloneOfASnapshotTheDisksLack(t *testing.T) {
+	h := newHarness(t, &fakeDisks{})
+	ctx := context.Background()
+	src := h.settle(t, h.create(t, "src").ID)
+	if _, err := h.m.CreateSnapshot(ctx, src.ID, SnapshotRequest{Name: "ws", Scope: desktop.ScopeData}); err != nil {
+		t.Fatal(err)
+	}
+	h.disks.snapshots().remove(src.DataDiskPath, "ws")
+	d, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "copy", From: &CloneSource{DesktopID: src.ID, Snapshot: "ws"},
+		Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.settle(t, d.ID); got.State != desktop.StateError || !strings.Contains(got.LastError, desktop.ErrNoSnapshot.Error()) {
+		t.Fatalf("clone of a snapshot the disk lacks: %s (%q)", got.State, got.LastError)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // never an internal error; afterwards every desktop's recorded state is
 // its VM's, and no snapshot name is listed twice.
 func TestConcurrentOperationsOnManyDesktops(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	var ids []string
 	for i := range 8 {

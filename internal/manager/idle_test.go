@@ -11,7 +11,7 @@ import (
 )
 
 func TestIdleDesktopIsHibernated(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "idle").ID)
 	if d.IdleTimeoutSeconds != desktop.DefaultIdleTimeout {
@@ -58,7 +58,7 @@ func TestBusyDesktopsStayRunning(t *testing.T) {
 	}
 	for name, busy := range cases {
 		t.Run(name, func(t *testing.T) {
-			h := newHarness(t, fakeDisks{})
+			h := newHarness(t, &fakeDisks{})
 			d := h.settle(t, h.create(t, "busy").ID)
 			now := time.Now()
 			h.m.checkIdle(ctx, now)
@@ -72,7 +72,7 @@ func TestBusyDesktopsStayRunning(t *testing.T) {
 }
 
 func TestViewerLeavingRestartsQuietPeriod(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "v").ID)
 	done := h.m.AddViewer(d.ID)
@@ -84,7 +84,7 @@ func TestViewerLeavingRestartsQuietPeriod(t *testing.T) {
 }
 
 func TestSetIdleTimeoutValidates(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	d := h.settle(t, h.create(t, "v").ID)
 	var ve *desktop.ValidationError
 	for _, bad := range []int{-1, 5, 8 * 24 * 3600} {
@@ -105,7 +105,7 @@ func TestSetIdleTimeoutValidates(t *testing.T) {
 // TrimAfter has its page cache dropped once; use starts a new quiet period
 // and so a new trim; a watched desktop is never trimmed.
 func TestQuietDesktopIsTrimmedOncePerQuietPeriod(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "trim").ID)
 	trims := func() int {
@@ -153,7 +153,7 @@ func TestQuietDesktopIsTrimmedOncePerQuietPeriod(t *testing.T) {
 // the operation's new state survives a setting written from an older read
 // (the e2e burst of PATCH and pause left a desktop "pausing" for good).
 func TestSettingsAndStateNeverUndoEachOther(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "s").ID)
 	opCopy, _ := h.m.Get(ctx, d.ID) // what an operation began with

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 )
 
 func TestCreateBootsDesktop(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	d := h.settle(t, h.create(t, "agent-1").ID)
 	if d.State != desktop.StateRunning || d.Operation != "" || d.LastError != "" {
 		t.Fatalf("after create: %+v", d)
@@ -46,7 +47,7 @@ func TestCreateBootsDesktop(t *testing.T) {
 }
 
 func TestCreateRejectsBadInput(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	bad := []CreateRequest{
 		{Owner: "a", Name: "Bad_Name", Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 1}},
@@ -71,7 +72,7 @@ func TestCreateRejectsBadInput(t *testing.T) {
 }
 
 func TestFailedCreateCleansUp(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	h.hv.fail("Start")
 	d := h.settle(t, h.create(t, "broken").ID)
 	if d.State != desktop.StateError || !strings.Contains(d.LastError, "injected Start failure") {
@@ -86,7 +87,7 @@ func TestFailedCreateCleansUp(t *testing.T) {
 }
 
 func TestFailedCreateKeepsExistingDataDisk(t *testing.T) {
-	h := newHarness(t, fakeDisks{failOverlay: true})
+	h := newHarness(t, &fakeDisks{fail: map[string]error{"CreateOverlay": nil}})
 	d, err := h.m.Create(context.Background(), CreateRequest{Owner: "alice", Name: "reuse",
 		Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 1}})
 	if err != nil {
@@ -110,7 +111,7 @@ func TestFailedCreateKeepsExistingDataDisk(t *testing.T) {
 }
 
 func TestStopStartAndStateErrors(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	id := h.settle(t, h.create(t, "s1").ID).ID
 	d, err := h.m.Stop(ctx, id, "test", StopOptions{})
@@ -139,7 +140,7 @@ func TestStopStartAndStateErrors(t *testing.T) {
 }
 
 func TestStopForcesGuestThatIgnoresACPI(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	id := h.settle(t, h.create(t, "stubborn").ID).ID
 	h.hv.ignoreACPI = true
 	h.m.Stop(context.Background(), id, "test", StopOptions{Timeout: 100 * time.Millisecond})
@@ -154,7 +155,7 @@ func TestStopForcesGuestThatIgnoresACPI(t *testing.T) {
 }
 
 func TestDeleteKeepsDataDiskUnlessAsked(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	keep := h.settle(t, h.create(t, "keep").ID)
 	res, err := h.m.Delete(ctx, keep.ID, "test", false)
@@ -181,7 +182,7 @@ func TestDeleteKeepsDataDiskUnlessAsked(t *testing.T) {
 }
 
 func TestReconcile(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	running := h.settle(t, h.create(t, "running").ID)
 	vanished := h.settle(t, h.create(t, "vanished").ID)
@@ -216,7 +217,7 @@ func TestReconcile(t *testing.T) {
 // has loaded every domain) is asked about again before the desktop is
 // said to have lost it.
 func TestReconcileRechecksAMissingVM(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "back").ID)
 	h.hv.mu.Lock()
@@ -238,7 +239,7 @@ func TestReconcileRechecksAMissingVM(t *testing.T) {
 func init() { missingRecheck = 50 * time.Millisecond }
 
 func TestGuestPowerOffEventStopsDesktop(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	d := h.settle(t, h.create(t, "ev").ID)
 	if err := h.m.Run(); err != nil {
 		t.Fatal(err)
@@ -249,7 +250,7 @@ func TestGuestPowerOffEventStopsDesktop(t *testing.T) {
 }
 
 func TestCrashMarksCrashedAndRestartPolicyRestarts(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	plain := h.settle(t, h.create(t, "plain").ID)
 	kept := h.settle(t, h.create(t, "kept").ID)
@@ -297,7 +298,7 @@ func TestCrashMarksCrashedAndRestartPolicyRestarts(t *testing.T) {
 }
 
 func TestReconcileFinishesInterruptedCreates(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	defined := h.settle(t, h.create(t, "defined").ID)
 	early := h.settle(t, h.create(t, "early").ID)
@@ -320,5 +321,32 @@ func TestReconcileFinishesInterruptedCreates(t *testing.T) {
 	d, _ := h.m.Get(ctx, early.ID)
 	if d.State != desktop.StateError || !strings.Contains(d.LastError, "before the VM was defined") || !exists(d.DataDiskPath) {
 		t.Errorf("create interrupted before define: %+v", d)
+	}
+}
+
+// TestCreateWithAFailingDiskOperation: a disk qemu-img cannot make fails
+// the create with why, and leaves no half-made desktop behind: no files,
+// no folder, no VM.
+func TestCreateWithAFailingDiskOperation(t *testing.T) {
+	for op, why := range map[string]string{"CreateDataDisk": "data disk: ", "CreateOverlay": "OS disk: "} {
+		t.Run(op, func(t *testing.T) {
+			h := newHarness(t, &fakeDisks{})
+			h.disks.failOn(op, syscall.ENOSPC)
+			d := h.settle(t, h.create(t, "broken").ID)
+			if d.State != desktop.StateError || !strings.Contains(d.LastError, why) || !strings.Contains(d.LastError, syscall.ENOSPC.Error()) {
+				t.Fatalf("after create: %s (%q), want error with %q", d.State, d.LastError, why+"…"+syscall.ENOSPC.Error())
+			}
+			if exists(d.Dir) {
+				t.Errorf("files left in %s", d.Dir)
+			}
+			if st := h.hv.vm(d.DomainName()); st != "" {
+				t.Errorf("VM %s left", st)
+			}
+			for _, c := range h.hv.callList() {
+				if strings.HasPrefix(c, "Define ") || strings.HasPrefix(c, "Start ") {
+					t.Errorf("the VM was %s without its disks", c)
+				}
+			}
+		})
 	}
 }

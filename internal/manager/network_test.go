@@ -90,7 +90,7 @@ func (f *fakeFirewall) get(id string) (desktop.NetworkPolicy, bool) {
 // the desktop; every desktop's QEMU gets its own user and the VM is
 // defined on the desktops' network with its own tap.
 func TestNetworkPolicyLifecycle(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	fw := &fakeFirewall{policies: map[string]desktop.NetworkPolicy{}}
 	addrs := &fakeAddresses{ips: map[string]string{}}
 	h.m.cfg.Firewall, h.m.cfg.Network, h.m.cfg.VMGroup = fw, "bureau", 64055
@@ -161,7 +161,7 @@ func TestNetworkPolicyLifecycle(t *testing.T) {
 // unprivileged get a user of their own at start-up, and every desktop's
 // rules are loaded.
 func TestLoadNetworkGivesOldDesktopsAUser(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	d := h.create(t, "old")
 	h.settle(t, d.ID)
 	db, err := sql.Open("sqlite", filepath.Join(h.dir, "b.db"))
@@ -192,7 +192,7 @@ func TestLoadNetworkGivesOldDesktopsAUser(t *testing.T) {
 // network, with its own user, at its next start (its VM keeps its UUID:
 // the definition is written without one).
 func TestColdStartRedefines(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.create(t, "old")
 	h.settle(t, d.ID)

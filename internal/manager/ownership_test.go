@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,7 +44,7 @@ func (h *harness) events(t *testing.T, id string) string {
 }
 
 func TestStaleWriteIsAConflict(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "cas").ID)
 	a, _ := h.store.GetDesktop(ctx, d.ID)
@@ -62,7 +63,7 @@ func TestStaleWriteIsAConflict(t *testing.T) {
 }
 
 func TestInterruptedHibernateIsCarriedOut(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	// Two desktops a restart caught mid-hibernate: one VM still running
 	// (the save never happened), one already saved by libvirt.
@@ -92,7 +93,7 @@ func TestInterruptedHibernateIsCarriedOut(t *testing.T) {
 }
 
 func TestInterruptedRevertIsReported(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	d := h.settle(t, h.create(t, "rev").ID)
 	h.leave(t, d.ID, desktop.StateReverting, "revert", "", desktop.StateRunning)
 	h.m.Reconcile(context.Background())
@@ -106,7 +107,7 @@ func TestInterruptedRevertIsReported(t *testing.T) {
 }
 
 func TestInterruptedWarmCreateGetsItsIdentityOrFails(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	tp, _ := h.m.BuildTemplate(ctx, "base", 2, 2048)
 	h.waitTemplate(t, tp.Key)
@@ -154,7 +155,7 @@ func TestInterruptedWarmCreateGetsItsIdentityOrFails(t *testing.T) {
 }
 
 func TestDeleteFromAStuckStateRemovesEverything(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "stuck").ID)
 	h.leave(t, d.ID, desktop.StateResuming, "", "", desktop.StateRunning)
@@ -178,7 +179,7 @@ func TestDeleteFromAStuckStateRemovesEverything(t *testing.T) {
 }
 
 func TestDeleteAndForceStopCutAHangingOperationShort(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	h.m.cfg.StopTimeout = time.Hour // the guest ignores ACPI: stop would wait an hour
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "hang").ID)
@@ -207,7 +208,7 @@ func TestDeleteAndForceStopCutAHangingOperationShort(t *testing.T) {
 }
 
 func TestEventDuringAnOperationIsCheckedWhenItEnds(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "ev").ID)
 	if err := h.m.Run(); err != nil {
@@ -228,7 +229,7 @@ func TestEventDuringAnOperationIsCheckedWhenItEnds(t *testing.T) {
 }
 
 func TestLateEventDoesNotUndoNewerState(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "late").ID)
 	if err := h.m.Run(); err != nil {
@@ -243,7 +244,7 @@ func TestLateEventDoesNotUndoNewerState(t *testing.T) {
 }
 
 func TestPeriodicReconcileRepairsMissedEvents(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	h.m.cfg.ReconcileEvery = 50 * time.Millisecond
 	d := h.settle(t, h.create(t, "missed").ID)
 	if err := h.m.Run(); err != nil {
@@ -258,7 +259,7 @@ func TestPeriodicReconcileRepairsMissedEvents(t *testing.T) {
 }
 
 func TestResyncReconcilesAtOnce(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	h.m.cfg.ReconcileEvery = time.Hour
 	d := h.settle(t, h.create(t, "resync").ID)
 	if err := h.m.Run(); err != nil {
@@ -272,7 +273,7 @@ func TestResyncReconcilesAtOnce(t *testing.T) {
 }
 
 func TestPauseFinishesWhenTheCallerGoesAway(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	d := h.settle(t, h.create(t, "gone").ID)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -285,7 +286,7 @@ func TestPauseFinishesWhenTheCallerGoesAway(t *testing.T) {
 }
 
 func TestKeyboardLayout(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	var ve *desktop.ValidationError
 	if _, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "bad", Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 1},
@@ -321,7 +322,7 @@ func TestKeyboardLayout(t *testing.T) {
 }
 
 func TestReconcileKeepsWhyAnOperationFailed(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "failed").ID)
 	h.m.Stop(ctx, d.ID, "alice", StopOptions{Force: true})
@@ -344,7 +345,7 @@ func TestReconcileKeepsWhyAnOperationFailed(t *testing.T) {
 // settles as what its VM is (a paused VM naps, a running one runs); a VM
 // that is gone is reported as such, not settled silently.
 func TestInterruptedNapSettlesAsItsVM(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	for _, c := range []struct {
 		vm    desktop.VMState
 		want  desktop.State
@@ -364,5 +365,35 @@ func TestInterruptedNapSettlesAsItsVM(t *testing.T) {
 		if got.State != c.want || got.Operation != "" || !strings.Contains(got.LastError, c.error) {
 			t.Errorf("VM %s: %s (op %q, error %q), want %s", c.vm, got.State, got.Operation, got.LastError, c.want)
 		}
+	}
+}
+
+// TestKeyboardLayoutTheGuestRefuses: what the guest answers decides: a
+// layout it lacks (exit 3) is the caller's mistake, another failure says
+// what the guest printed, and neither is recorded.
+func TestKeyboardLayoutTheGuestRefuses(t *testing.T) {
+	h := newHarness(t, &fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "kb").ID)
+	setLayout := `set_layout "$1"`
+	h.hv.onExec(setLayout, desktop.ExecResult{ExitCode: 3, Stderr: []byte("the guest has no XKB layout fr")}, nil)
+	var ve *desktop.ValidationError
+	if _, err := h.m.SetKeyboardLayout(ctx, d.ID, "fr", "alice"); !errors.As(err, &ve) || ve.Field != "keyboard_layout" {
+		t.Errorf("a layout the guest lacks: %v, want a validation error", err)
+	}
+	h.hv.onExec(setLayout, desktop.ExecResult{ExitCode: 1, Stderr: []byte("su: user agent does not exist\n")}, nil)
+	if _, err := h.m.SetKeyboardLayout(ctx, d.ID, "fr", "alice"); err == nil || errors.As(err, &ve) || !strings.Contains(err.Error(), "exit 1: su: user agent does not exist") {
+		t.Errorf("a guest failing: %v, want its exit status and stderr", err)
+	}
+	h.hv.onExec(setLayout, desktop.ExecResult{}, fmt.Errorf("domain x: guest agent not answering: %w", desktop.ErrUnavailable))
+	if _, err := h.m.SetKeyboardLayout(ctx, d.ID, "fr", "alice"); !errors.Is(err, desktop.ErrUnavailable) {
+		t.Errorf("a guest agent not answering: %v, want unavailable", err)
+	}
+	if got, _ := h.m.Get(ctx, d.ID); got.KeyboardLayout != "us" || got.State != desktop.StateRunning {
+		t.Errorf("after refused changes: layout %q, %s", got.KeyboardLayout, got.State)
+	}
+	h.hv.onExec(setLayout, desktop.ExecResult{}, nil)
+	if got, err := h.m.SetKeyboardLayout(ctx, d.ID, "fr", "alice"); err != nil || got.KeyboardLayout != "fr" {
+		t.Errorf("once the guest takes it: %v", err)
 	}
 }

@@ -17,7 +17,7 @@ import (
 )
 
 func TestPauseResume(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "p").ID)
 	p, err := h.m.Pause(ctx, d.ID, "alice")
@@ -38,7 +38,7 @@ func TestPauseResume(t *testing.T) {
 }
 
 func TestPauseFailureKeepsDesktopRunning(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	d := h.settle(t, h.create(t, "p").ID)
 	h.hv.fail("Suspend")
 	if _, err := h.m.Pause(context.Background(), d.ID, "alice"); err == nil {
@@ -50,7 +50,7 @@ func TestPauseFailureKeepsDesktopRunning(t *testing.T) {
 }
 
 func TestHibernateAndResumeOrStart(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "h").ID)
 	hb, err := h.m.Hibernate(ctx, d.ID, "alice")
@@ -84,7 +84,7 @@ func TestHibernateAndResumeOrStart(t *testing.T) {
 }
 
 func TestFailedHibernateLeavesDesktopRunning(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	d := h.settle(t, h.create(t, "h").ID)
 	h.hv.fail("Hibernate")
 	h.m.Hibernate(context.Background(), d.ID, "alice")
@@ -95,7 +95,7 @@ func TestFailedHibernateLeavesDesktopRunning(t *testing.T) {
 }
 
 func TestStopHibernatedDiscardsSavedRAM(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "h").ID)
 	h.m.Hibernate(ctx, d.ID, "alice")
@@ -107,7 +107,7 @@ func TestStopHibernatedDiscardsSavedRAM(t *testing.T) {
 }
 
 func TestWake(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "w").ID)
 	h.m.Hibernate(ctx, d.ID, "alice")
@@ -137,7 +137,7 @@ func TestWake(t *testing.T) {
 }
 
 func TestReconcileFindsPausedAndHibernated(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	a := h.settle(t, h.create(t, "a").ID)
 	b := h.settle(t, h.create(t, "b").ID)
@@ -158,7 +158,7 @@ func TestReconcileFindsPausedAndHibernated(t *testing.T) {
 // disk) shows as paused with the reason; using the desktop says why
 // instead of resuming into the same error; an explicit resume runs it.
 func TestIOErrorPause(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "io").ID)
 	if err := h.m.Run(); err != nil {
@@ -188,7 +188,7 @@ func TestStateRecordedOnAFullDisk(t *testing.T) {
 	}
 	defer syscall.Unmount(dir, syscall.MNT_DETACH)
 	reserve := host.Reserve{Path: filepath.Join(dir, "reserve"), Size: 16 << 20}
-	h := newHarnessIn(t, fakeDisks{}, dir, reserve)
+	h := newHarnessIn(t, &fakeDisks{}, dir, reserve)
 	if err := h.m.Run(); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestStateRecordedOnAFullDisk(t *testing.T) {
 // while an operation holds the desktop (a resume into a still-full disk) is
 // applied once the operation ends, if the VM is still paused then.
 func TestIOErrorPauseDuringAnOperation(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	if err := h.m.Run(); err != nil {
 		t.Fatal(err)
@@ -260,7 +260,7 @@ func TestIOErrorPauseDuringAnOperation(t *testing.T) {
 // faster); a frozen one was trimmed before it froze and is saved as it is;
 // a guest that does not answer is hibernated anyway.
 func TestHibernateShrinksARunningGuestFirst(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "shrink").ID)
 	order := func() []string {

@@ -20,7 +20,7 @@ func (f *fakeMemory) AvailableMemoryMiB() (int, error) { return f.avail, nil }
 // used within the last minute is never frozen, and nothing moves once the
 // host has memory again.
 func TestMemoryPressureMovesTheLongestIdleFirst(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	mem := &fakeMemory{avail: 100}
 	h.m.cfg.HostMemory, h.m.cfg.MemoryLowMiB = mem, 1024

@@ -24,7 +24,7 @@ func hibernated(t *testing.T, h *harness) *desktop.Desktop {
 // hibernated desktop paused (it naps, with an event that says why); the
 // use itself then only resumes the VM.
 func TestPrewakeRestoresPausedThenUseResumes(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := hibernated(t, h)
 	h.m.Prewake(ctx, d.ID, "console/t1", "console page opened")
@@ -49,7 +49,7 @@ func TestPrewakeRestoresPausedThenUseResumes(t *testing.T) {
 // TestPrewakeLeavesOtherStatesAlone: only a hibernated desktop is
 // restored ahead of use; a running or stopped one is not touched.
 func TestPrewakeLeavesOtherStatesAlone(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "pw").ID)
 	h.m.Prewake(ctx, d.ID, "alice", "console link made")
@@ -68,7 +68,7 @@ func TestPrewakeLeavesOtherStatesAlone(t *testing.T) {
 // leaves the desktop hibernated with its save image, and says why; a use
 // then restores it the usual way.
 func TestFailedPrewakeStaysHibernated(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := hibernated(t, h)
 	h.hv.fail("StartPaused")

@@ -13,7 +13,7 @@ import (
 // Operations a caller waits through record each step and when they began,
 // so clients can show where they are; the end of an operation clears both.
 func TestOperationsRecordStepsAndStart(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sub := h.m.Subscribe(ctx, "")

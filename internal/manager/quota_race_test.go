@@ -18,7 +18,9 @@ import (
 
 // onEachDatabase runs test with a harness on SQLite and, when
 // BUREAU_TEST_POSTGRES_URL is set, on PostgreSQL, in a schema of its own
-// (dropped afterwards), so it meets no other test's tables.
+// (dropped afterwards), so it meets no other test's tables. Without the
+// URL the PostgreSQL half is skipped, or fails if BUREAU_REQUIRE_POSTGRES=1
+// (make unit sets it).
 func onEachDatabase(t *testing.T, test func(t *testing.T, h *harness)) {
 	t.Run("sqlite", func(t *testing.T) {
 		dir := t.TempDir()
@@ -26,13 +28,16 @@ func onEachDatabase(t *testing.T, test func(t *testing.T, h *harness)) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		test(t, newHarnessOn(t, fakeDisks{}, dir, nil, st))
+		test(t, newHarnessOn(t, &fakeDisks{}, dir, nil, st))
 	})
 	url := os.Getenv("BUREAU_TEST_POSTGRES_URL")
-	if url == "" {
-		return
-	}
 	t.Run("postgres", func(t *testing.T) {
+		if url == "" {
+			if os.Getenv("BUREAU_REQUIRE_POSTGRES") == "1" {
+				t.Fatal("BUREAU_REQUIRE_POSTGRES=1 but BUREAU_TEST_POSTGRES_URL is empty: PostgreSQL did not start")
+			}
+			t.Skip("BUREAU_TEST_POSTGRES_URL is not set (make unit starts PostgreSQL and sets it)")
+		}
 		ctx := context.Background()
 		admin, err := sql.Open("pgx", url)
 		if err != nil {
@@ -54,7 +59,7 @@ func onEachDatabase(t *testing.T, test func(t *testing.T, h *harness)) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		test(t, newHarnessOn(t, fakeDisks{}, t.TempDir(), nil, st))
+		test(t, newHarnessOn(t, &fakeDisks{}, t.TempDir(), nil, st))
 	})
 }
 

@@ -33,7 +33,7 @@ func (f fakeCapacity) Check(mem, disk int) error {
 }
 
 func TestQuotaDefaultsToTheFreeTierAndCountsSnapshots(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	h.m.cfg.DefaultPlan = "free"
 	ctx := context.Background()
 	q, u, err := h.m.Quota(ctx, "alice")
@@ -64,7 +64,7 @@ func TestQuotaDefaultsToTheFreeTierAndCountsSnapshots(t *testing.T) {
 func (h *harness) createFor(t *testing.T, name string) string { return h.create(t, name).ID }
 
 func TestCapacityRefusesCreateAndStart(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.createFor(t, "a"))
 	h.m.Stop(ctx, d.ID, "alice", StopOptions{Force: true})
@@ -82,7 +82,7 @@ func TestCapacityRefusesCreateAndStart(t *testing.T) {
 }
 
 func TestFullDiskFailsSnapshotCleanly(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "full").ID)
 	h.hv.fail("SnapshotWithMemory")
@@ -102,7 +102,7 @@ func TestFullDiskFailsSnapshotCleanly(t *testing.T) {
 }
 
 func TestHibernateRefusedWithoutRoomForTheRAM(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "h").ID)
 	h.m.cfg.Capacity = fakeCapacity{memFree: 1 << 20, saveFree: d.MemoryMiB - 1}
@@ -122,7 +122,7 @@ func TestHibernateRefusedWithoutRoomForTheRAM(t *testing.T) {
 }
 
 func TestMemorySnapshotRefusedWithoutRoomForTheRAM(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "m").ID)
 	h.m.cfg.Capacity = fakeCapacity{memFree: 1 << 20, diskFree: d.MemoryMiB - 1}

@@ -14,7 +14,7 @@ import (
 
 func TestReimageKeepsDataAndDataSnapshots(t *testing.T) {
 	var snaps []string
-	h := newHarness(t, fakeDisks{snaps: &snaps})
+	h := newHarness(t, &fakeDisks{snaps: &snaps})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "r").ID)
 	os.WriteFile(d.DataDiskPath, []byte("precious"), 0o600)
@@ -52,7 +52,7 @@ func TestReimageKeepsDataAndDataSnapshots(t *testing.T) {
 }
 
 func TestReimageStoppedStaysStopped(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "r").ID)
 	h.m.Stop(ctx, d.ID, "alice", StopOptions{Force: true})
@@ -65,7 +65,7 @@ func TestReimageStoppedStaysStopped(t *testing.T) {
 
 func TestResizeDataDisk(t *testing.T) {
 	var ops []string
-	h := newHarness(t, fakeDisks{snaps: &ops})
+	h := newHarness(t, &fakeDisks{snaps: &ops})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "g").ID) // 20 GiB data disk
 	var ve *desktop.ValidationError
@@ -90,7 +90,7 @@ func TestResizeDataDisk(t *testing.T) {
 }
 
 func TestReconcileRemovesUnfinishedReimageDisk(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	d := h.settle(t, h.create(t, "r").ID)
 	half := filepath.Join(d.Dir, "os.qcow2.new")
 	os.WriteFile(half, []byte("half"), 0o600)
@@ -102,5 +102,22 @@ func TestReconcileRemovesUnfinishedReimageDisk(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(d.Dir, "os.qcow2")); err != nil {
 		t.Errorf("the desktop's OS disk: %v", err)
+	}
+}
+
+// TestLiveResizeWhenTheGuestCannotGrowHome: the disk grows and the resize
+// counts even when the guest fails to grow its filesystem now (it does at
+// its next boot).
+func TestLiveResizeWhenTheGuestCannotGrowHome(t *testing.T) {
+	h := newHarness(t, &fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "g").ID)
+	h.hv.onExec(growHome, desktop.ExecResult{ExitCode: 1, Stderr: []byte("sfdisk: cannot open /dev/vdb")}, nil)
+	got, err := h.m.ResizeDataDisk(ctx, d.ID, ResizeRequest{SizeGiB: 30, Actor: "alice"})
+	if err != nil || got.DataDiskGiB != 30 {
+		t.Fatalf("live resize with the guest failing to grow /home: %v %+v", err, got)
+	}
+	if !slices.Contains(h.hv.callList(), "ResizeDisk "+d.DomainName()+" data.qcow2 32212254720") {
+		t.Errorf("calls %v", h.hv.callList())
 	}
 }

@@ -179,7 +179,7 @@ func (h *harness) hostMemory(t *testing.T, host string, total, free int64) {
 
 func newRemoteHarness(t *testing.T) (*harness, *fakeHostFiles, *fakeFirewall, *fakeAddresses, *fakeSites) {
 	t.Helper()
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	files := &fakeHostFiles{files: map[string]string{}}
 	fw, addrs := &fakeFirewall{policies: map[string]desktop.NetworkPolicy{}}, &fakeAddresses{ips: map[string]string{}}
 	sites := &fakeSites{}

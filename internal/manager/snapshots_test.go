@@ -3,8 +3,10 @@ package manager
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,7 +14,7 @@ import (
 )
 
 func TestSnapshotRunningWithMemoryAndRevert(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "s").ID)
 	sn, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "clean", Description: "fresh", Actor: "alice"})
@@ -48,7 +50,7 @@ func TestSnapshotRunningWithMemoryAndRevert(t *testing.T) {
 
 func TestDataSnapshotRevertRestartsRunningDesktop(t *testing.T) {
 	var snaps []string
-	h := newHarness(t, fakeDisks{snaps: &snaps})
+	h := newHarness(t, &fakeDisks{snaps: &snaps})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "s").ID)
 	sn, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "ws", Scope: desktop.ScopeData})
@@ -72,7 +74,7 @@ func TestDataSnapshotRevertRestartsRunningDesktop(t *testing.T) {
 
 func TestSnapshotStoppedDesktop(t *testing.T) {
 	var snaps []string
-	h := newHarness(t, fakeDisks{snaps: &snaps})
+	h := newHarness(t, &fakeDisks{snaps: &snaps})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "s").ID)
 	h.m.Stop(ctx, d.ID, "alice", StopOptions{Force: true})
@@ -105,7 +107,7 @@ func TestSnapshotStoppedDesktop(t *testing.T) {
 }
 
 func TestSnapshotRefusals(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "s").ID)
 	var ve *desktop.ValidationError
@@ -153,5 +155,180 @@ func TestSnapshotRefusals(t *testing.T) {
 	}()
 	if sn, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "y", Wait: 5 * time.Second}); err != nil || sn.Name != "y" {
 		t.Errorf("a snapshot waiting for an operation: %v %+v", err, sn)
+	}
+}
+
+// TestRevertToMissingSnapshot: a name the desktop never had is not found
+// at once and changes nothing; a listed snapshot libvirt does not have (a
+// bureau killed while taking it) fails the revert visibly, leaves the VM
+// untouched and stays listed, so it can be deleted.
+func TestRevertToMissingSnapshot(t *testing.T) {
+	h := newHarness(t, &fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "s").ID)
+	name := d.DomainName()
+	calls := len(h.hv.callList())
+	if _, err := h.m.RevertSnapshot(ctx, d.ID, "nope", "alice"); !errors.Is(err, desktop.ErrNotFound) {
+		t.Fatalf("revert to a name never taken: %v, want not found", err)
+	}
+	if got := h.settle(t, d.ID); got.State != desktop.StateRunning || got.Operation != "" || got.LastError != "" {
+		t.Errorf("after a revert to a name never taken: %s (op %q, error %q), want running as before", got.State, got.Operation, got.LastError)
+	}
+	if later := h.hv.callList()[calls:]; len(later) != 0 {
+		t.Errorf("a revert to a name never taken reached the hypervisor: %v", later)
+	}
+
+	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "gone"}); err != nil {
+		t.Fatal(err)
+	}
+	h.hv.loseSnapshot(name, "gone")
+	calls = len(h.hv.callList())
+	if _, err := h.m.RevertSnapshot(ctx, d.ID, "gone", "alice"); err != nil {
+		t.Fatalf("revert: %v", err)
+	}
+	got := h.settle(t, d.ID)
+	if got.State != desktop.StateError || !strings.Contains(got.LastError, desktop.ErrNoSnapshot.Error()) {
+		t.Errorf("revert to a snapshot libvirt lacks: %s (%q), want error saying %q", got.State, got.LastError, desktop.ErrNoSnapshot)
+	}
+	if st := h.hv.vm(name); st != desktop.VMRunning {
+		t.Errorf("VM %s after the failed revert, want running as it was", st)
+	}
+	for _, c := range h.hv.callList()[calls:] {
+		if !strings.HasPrefix(c, "RevertSnapshot ") {
+			t.Errorf("a failed revert did %q", c)
+		}
+	}
+	if list, _ := h.m.ListSnapshots(ctx, d.ID); len(list) != 1 || list[0].Name != "gone" {
+		t.Fatalf("snapshots after the failed revert: %v, want it still listed", list)
+	}
+	if err := h.m.DeleteSnapshot(ctx, d.ID, "gone", "alice"); err != nil {
+		t.Fatalf("deleting the snapshot libvirt lacks: %v", err)
+	}
+	if list, _ := h.m.ListSnapshots(ctx, d.ID); len(list) != 0 {
+		t.Errorf("after delete: %v", list)
+	}
+	// The desktop runs: a reconcile says so again.
+	h.m.Reconcile(ctx)
+	if got := h.settle(t, d.ID); got.State != desktop.StateRunning {
+		t.Errorf("after reconcile: %s (%q), want running", got.State, got.LastError)
+	}
+}
+
+// TestSnapshotsLiveInTheFiles: what the hypervisor and qemu-img take ends
+// up in the disk files, and deleting a snapshot takes it out of them,
+// whichever way it was taken.
+func TestSnapshotsLiveInTheFiles(t *testing.T) {
+	h := newHarness(t, &fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "s").ID)
+	osDisk := filepath.Join(d.Dir, "os.qcow2")
+	in := func(file, snap string) bool { return h.disks.has(file, snap) }
+	h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "ram"})
+	h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "live", Scope: desktop.ScopeData})
+	if !h.hv.hasSnapshot(d.DomainName(), "ram") || !in(osDisk, "ram") || !in(d.DataDiskPath, "ram") {
+		t.Error("a memory snapshot is not in libvirt and both disks")
+	}
+	if !in(d.DataDiskPath, "live") || in(osDisk, "live") || h.hv.hasSnapshot(d.DomainName(), "live") {
+		t.Error("a live data snapshot is not in the data disk alone")
+	}
+	h.m.Stop(ctx, d.ID, "alice", StopOptions{Force: true})
+	h.settle(t, d.ID)
+	h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "cold", Scope: desktop.ScopeOS})
+	if !in(osDisk, "cold") || in(d.DataDiskPath, "cold") {
+		t.Error("a stopped OS snapshot is not in the OS disk alone")
+	}
+	for _, n := range []string{"ram", "live", "cold"} {
+		if err := h.m.DeleteSnapshot(ctx, d.ID, n, "alice"); err != nil {
+			t.Fatalf("delete %s: %v", n, err)
+		}
+		if in(osDisk, n) || in(d.DataDiskPath, n) || h.hv.hasSnapshot(d.DomainName(), n) {
+			t.Errorf("snapshot %s left in the disks after delete", n)
+		}
+	}
+}
+
+// TestStoppedSnapshotFailingOnOneDisk: a snapshot of a stopped desktop
+// that fails on its second disk is undone on the first, not recorded,
+// and the error says why (a full disk is the host's capacity).
+func TestStoppedSnapshotFailingOnOneDisk(t *testing.T) {
+	h := newHarness(t, &fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "s").ID)
+	h.m.Stop(ctx, d.ID, "alice", StopOptions{Force: true})
+	h.settle(t, d.ID)
+	osDisk := filepath.Join(d.Dir, "os.qcow2")
+	h.disks.failOn("Snapshot data.qcow2", syscall.ENOSPC)
+	_, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "cold"})
+	if !errors.Is(err, desktop.ErrCapacity) {
+		t.Errorf("snapshot with the data disk full: %v, want ErrCapacity", err)
+	}
+	if list, _ := h.m.ListSnapshots(ctx, d.ID); len(list) != 0 {
+		t.Errorf("a failed snapshot is listed: %v", list)
+	}
+	if h.disks.has(osDisk, "cold") || h.disks.has(d.DataDiskPath, "cold") {
+		t.Error("a failed snapshot was left inside a disk file")
+	}
+	if got := h.settle(t, d.ID); got.State != desktop.StateStopped {
+		t.Errorf("after a failed snapshot: %s", got.State)
+	}
+	h.disks.heal("Snapshot data.qcow2")
+	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "cold"}); err != nil {
+		t.Fatalf("the same snapshot once there is room: %v", err)
+	}
+	if !h.disks.has(osDisk, "cold") || !h.disks.has(d.DataDiskPath, "cold") {
+		t.Error("the snapshot is not in both disks")
+	}
+}
+
+// TestDeleteSnapshotFailingOnOneDisk: a delete that fails on a disk keeps
+// the snapshot listed, and deleting it again finishes the job (the disk
+// already done counts as deleted).
+func TestDeleteSnapshotFailingOnOneDisk(t *testing.T) {
+	h := newHarness(t, &fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "s").ID)
+	h.m.Stop(ctx, d.ID, "alice", StopOptions{Force: true})
+	h.settle(t, d.ID)
+	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "cold"}); err != nil {
+		t.Fatal(err)
+	}
+	h.disks.failOn("DeleteSnapshot data.qcow2", errors.New("Permission denied"))
+	if err := h.m.DeleteSnapshot(ctx, d.ID, "cold", "alice"); err == nil || !strings.Contains(err.Error(), "Permission denied") {
+		t.Fatalf("delete failing on the data disk: %v", err)
+	}
+	if list, _ := h.m.ListSnapshots(ctx, d.ID); len(list) != 1 {
+		t.Fatalf("a snapshot whose delete failed is no longer listed: %v", list)
+	}
+	h.disks.heal("DeleteSnapshot data.qcow2")
+	if err := h.m.DeleteSnapshot(ctx, d.ID, "cold", "alice"); err != nil {
+		t.Fatalf("deleting it again: %v", err)
+	}
+	if list, _ := h.m.ListSnapshots(ctx, d.ID); len(list) != 0 || h.disks.has(d.DataDiskPath, "cold") {
+		t.Errorf("after the second delete: %v", list)
+	}
+}
+
+// TestRevertOfAStoppedDesktopFailingOnADisk: a revert qemu-img cannot do
+// fails visibly and the desktop stays off.
+func TestRevertOfAStoppedDesktopFailingOnADisk(t *testing.T) {
+	h := newHarness(t, &fakeDisks{})
+	ctx := context.Background()
+	d := h.settle(t, h.create(t, "s").ID)
+	h.m.Stop(ctx, d.ID, "alice", StopOptions{Force: true})
+	h.settle(t, d.ID)
+	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "ws", Scope: desktop.ScopeData}); err != nil {
+		t.Fatal(err)
+	}
+	h.disks.failOn("RevertSnapshot", errors.New("Could not open 'data.qcow2': Permission denied"))
+	h.m.RevertSnapshot(ctx, d.ID, "ws", "alice")
+	got := h.settle(t, d.ID)
+	if got.State != desktop.StateError || !strings.Contains(got.LastError, "Permission denied") {
+		t.Errorf("failed revert: %s (%q)", got.State, got.LastError)
+	}
+	if st := h.hv.vm(d.DomainName()); st != desktop.VMShutoff {
+		t.Errorf("VM %s after a failed revert of a stopped desktop", st)
+	}
+	if sn, _ := h.store.GetSnapshot(ctx, d.ID, "ws"); sn == nil || sn.RevertedAt != nil {
+		t.Errorf("a failed revert was recorded as done: %+v", sn)
 	}
 }

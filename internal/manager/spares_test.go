@@ -17,11 +17,23 @@ import (
 )
 
 // forget drops every ready spare from the list (as a new process starts
-// with none listed); their VMs and files stay.
-func (s *spares) forget() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.ready = nil
+// with none listed); their VMs and files stay. A new process has no fill
+// under way either: forget waits for the fills to end first, else one
+// would see the list empty and make a spare alongside the start-up's.
+func (s *spares) forget(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		s.mu.Lock()
+		if len(s.filling) == 0 {
+			s.ready = nil
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("spares still being made")
+		}
+	}
 }
 
 // readyWithSpare builds a template with one spare kept and waits for it.
@@ -63,7 +75,7 @@ func (h *harness) spareDirs() []string {
 }
 
 func TestSpareTakenByCreate(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	tp := readyWithSpare(t, h)
 	spares := h.spareDirs()
@@ -135,19 +147,19 @@ func TestSpareTakenByCreate(t *testing.T) {
 }
 
 func TestSpareAdoptedOrRemovedAtStartUp(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	tp := readyWithSpare(t, h)
 	kept := h.spareDirs()[0]
 	// A new process finds the paused spare and keeps it.
-	h.m.spares.forget()
+	h.m.spares.forget(t)
 	h.m.adoptSpares(ctx)
 	h.waitSpares(t, tp.Key, 1)
 	if got := h.spareDirs(); len(got) != 1 || got[0] != kept {
 		t.Fatalf("after start-up: %v, want %s kept", got, kept)
 	}
 	// One whose VM is gone is removed, and a new one made.
-	h.m.spares.forget()
+	h.m.spares.forget(t)
 	h.hv.Undefine(ctx, (&desktop.Desktop{ID: kept}).DomainName())
 	h.m.adoptSpares(ctx)
 	h.waitSpares(t, tp.Key, 1)
@@ -165,7 +177,7 @@ type varMemory struct{ avail atomic.Int64 }
 func (v *varMemory) AvailableMemoryMiB() (int, error) { return int(v.avail.Load()), nil }
 
 func TestSpareGoesFirstUnderMemoryPressure(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	mem := &varMemory{}
 	mem.avail.Store(64 << 10)
 	h.m.cfg.HostMemory, h.m.cfg.MemoryLowMiB = mem, 2048
@@ -195,7 +207,7 @@ func TestSpareGoesFirstUnderMemoryPressure(t *testing.T) {
 }
 
 func TestSpareRefusedCreateGivesItBack(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	tp := readyWithSpare(t, h)
 	id := h.spareDirs()[0]
@@ -218,7 +230,7 @@ func TestSpareRefusedCreateGivesItBack(t *testing.T) {
 }
 
 func TestSpareClashingWithADesktopIsRemoved(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	tp := readyWithSpare(t, h)
 	id := h.spareDirs()[0]
@@ -256,7 +268,7 @@ func (l loggedHold) Hold() func() {
 }
 
 func TestSpareTakenUnderTheCPUHoldAndRefilledAfterIt(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	h.m.cfg.CPUHold = loggedHold{h.hv}
 	tp := readyWithSpare(t, h)
@@ -296,7 +308,7 @@ func TestSpareTakenUnderTheCPUHoldAndRefilledAfterIt(t *testing.T) {
 // ~0.45 s, too long to wait for in a create); the desktop that takes it
 // keeps the address and puts its name on it; a removed spare's goes.
 func TestSpareAddressReservedAhead(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	addrs := &fakeAddresses{ips: map[string]string{}}
 	h.m.cfg.Addresses, h.m.cfg.Subnet = addrs, netip.MustParsePrefix("10.120.0.0/16")

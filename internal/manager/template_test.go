@@ -28,7 +28,7 @@ func (h *harness) waitTemplate(t *testing.T, key string) *Template {
 
 func TestWarmCreateFromTemplate(t *testing.T) {
 	var ops []string
-	h := newHarness(t, fakeDisks{snaps: &ops})
+	h := newHarness(t, &fakeDisks{snaps: &ops})
 	ctx := context.Background()
 	tp, err := h.m.BuildTemplate(ctx, "base", 2, 2048)
 	if err != nil || tp.State != "building" {
@@ -76,7 +76,7 @@ func TestWarmCreateFromTemplate(t *testing.T) {
 }
 
 func TestTemplateRefusals(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	var ve *desktop.ValidationError
 	if _, err := h.m.BuildTemplate(ctx, "nope", 2, 2048); !errors.As(err, &ve) {
@@ -95,5 +95,38 @@ func TestTemplateRefusals(t *testing.T) {
 	}
 	if h.m.readyTemplate("base", 1, 1024) != nil {
 		t.Error("a failed template is used")
+	}
+}
+
+// TestWarmCreateWhoseIdentityFails: a guest restored from a template that
+// fails to take the desktop's identity never runs as the template: the
+// create fails with what the guest printed and its VM is gone.
+func TestWarmCreateWhoseIdentityFails(t *testing.T) {
+	h := newHarness(t, &fakeDisks{})
+	ctx := context.Background()
+	tp, err := h.m.BuildTemplate(ctx, "base", 2, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.waitTemplate(t, tp.Key); got.State != "ready" {
+		t.Fatalf("template: %+v", got)
+	}
+	h.hv.onExec(identityScript, desktop.ExecResult{ExitCode: 2, Stderr: []byte("unknown identity file: --- x")}, nil)
+	d, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "warm", Spec: desktop.Spec{VCPUs: 2, MemoryMiB: 2048, DataDiskGiB: 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := h.settle(t, d.ID)
+	if got.State != desktop.StateError || !strings.Contains(got.LastError, "exit 2: unknown identity file") {
+		t.Fatalf("warm create whose identity failed: %s (%q)", got.State, got.LastError)
+	}
+	if !slices.Contains(h.hv.callList(), "RestoreAs "+d.DomainName()) {
+		t.Fatalf("not a warm create: %v", h.hv.callList())
+	}
+	if st := h.hv.vm(d.DomainName()); st != "" {
+		t.Errorf("VM %s left of a desktop without its identity", st)
+	}
+	if exists(got.Dir) {
+		t.Errorf("files left in %s", got.Dir)
 	}
 }

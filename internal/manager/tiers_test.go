@@ -37,7 +37,7 @@ func (h *harness) called(method string) int {
 // (guest trimmed, then paused), sleeps (memory pushed out) and hibernates,
 // each step with an event saying why; its VM follows.
 func TestQuietDesktopWalksDownTheTiers(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := tiered(t, h)
 	now := time.Now()
@@ -85,7 +85,7 @@ func TestUseWakesEveryTier(t *testing.T) {
 		state desktop.State
 	}{{2 * time.Minute, desktop.StateNapping}, {6 * time.Minute, desktop.StateSleeping}} {
 		t.Run(string(tier.state), func(t *testing.T) {
-			h := newHarness(t, fakeDisks{})
+			h := newHarness(t, &fakeDisks{})
 			ctx := context.Background()
 			d := tiered(t, h)
 			now := time.Now()
@@ -119,7 +119,7 @@ func TestUseWakesEveryTier(t *testing.T) {
 // leaves the desktop napping, says why once, and does not try again at
 // every check.
 func TestSleepWithoutSwapNaps(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := tiered(t, h)
 	h.hv.fail("Reclaim")
@@ -146,7 +146,7 @@ func TestSleepWithoutSwapNaps(t *testing.T) {
 
 // TestViewerKeepsTiersAway: a desktop with a console viewer never naps.
 func TestViewerKeepsTiersAway(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := tiered(t, h)
 	done := h.m.AddViewer(d.ID)
@@ -160,7 +160,7 @@ func TestViewerKeepsTiersAway(t *testing.T) {
 // TestUseDuringTheTrimCallsTheNapOff: use while the guest is trimmed before
 // a nap keeps the desktop running.
 func TestUseDuringTheTrimCallsTheNapOff(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := tiered(t, h)
 	h.m.checkIdle(ctx, time.Now())
@@ -179,7 +179,7 @@ func TestUseDuringTheTrimCallsTheNapOff(t *testing.T) {
 }
 
 func TestIdleTiersValidate(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	d := h.settle(t, h.create(t, "v").ID)
 	var ve *desktop.ValidationError
 	for _, bad := range []IdleTiers{
@@ -202,7 +202,7 @@ func TestIdleTiersValidate(t *testing.T) {
 // on, even while an operation holds it (the console connects during a
 // snapshot).
 func TestWakeOfARunningDesktopReturnsAtOnce(t *testing.T) {
-	h := newHarness(t, fakeDisks{})
+	h := newHarness(t, &fakeDisks{})
 	d := h.settle(t, h.create(t, "run").ID)
 	if err := h.m.lock(d.ID, "snapshot"); err != nil {
 		t.Fatal(err)
