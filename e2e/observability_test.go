@@ -17,8 +17,8 @@ import (
 func init() { runningChecks = append(runningChecks, runningCheck{"observability", testObservability}) }
 
 // testObservability reads the running desktop's statistics and Prometheus
-// series, and checks that the live event stream reports a state change
-// within a second.
+// series, and checks that the live event stream reports a state change as
+// it happens.
 func testObservability(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	var st desktop.VMStats
 	if code := s.call(token, "GET", "/api/v1/desktops/"+d.ID+"/stats", nil, &st); code != 200 || st.CPUTimeNs == 0 || st.MemoryRSSKiB == 0 || len(st.Disks) < 2 {
@@ -43,9 +43,15 @@ func testObservability(t *testing.T, s *server, token string, d *desktop.Desktop
 		}
 	}
 
-	// The live stream: a pause shows up within a second.
+	// The live stream: a pause shows up as it happens, flushed on its own.
+	// The stream also writes a keepalive comment every 15 s
+	// (api.streamCheckEvery), which would flush an event left in a
+	// buffer: the pause must come before the first, whatever the
+	// machine's speed.
+	const keepaliveEvery = 15 * time.Second
 	req, _ := http.NewRequest("GET", s.url+"/api/v1/events/stream", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
+	firstKeepalive := time.Now().Add(keepaliveEvery) // or later: the stream starts after this
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -76,13 +82,9 @@ func testObservability(t *testing.T, s *server, token string, d *desktop.Desktop
 	}
 	select {
 	case at := <-got:
-		if lag := at.Sub(pausedAt); lag > time.Second {
-			t.Errorf("the stream reported the pause after %s", lag)
-		} else {
-			t.Logf("event stream: pause seen after %s", lag.Round(time.Millisecond))
-		}
-	case <-time.After(5 * time.Second):
-		t.Error("the stream did not report the pause")
+		t.Logf("event stream: pause seen after %s", at.Sub(pausedAt).Round(time.Millisecond))
+	case <-time.After(time.Until(firstKeepalive)):
+		t.Errorf("the stream did not report the pause before its first keepalive (%s after it opened): not flushed as it happened", keepaliveEvery)
 	}
 	s.call(token, "POST", "/api/v1/desktops/"+d.ID+"/resume", nil, nil)
 	s.waitState(token, d.ID, desktop.StateRunning, time.Minute)
