@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -45,8 +46,17 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return &Store{db: db, postgres: true}, nil
 	}
 	path := strings.TrimPrefix(url, "sqlite://")
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+	// The data directory as serve keeps it (desktops' QEMU users pass
+	// through it to their own files), and a database that is root's alone
+	// from the first command (migrate, image build) on: SQLite gives its
+	// -wal and -shm files the database's mode.
+	if err := os.MkdirAll(filepath.Dir(path), 0o711); err != nil {
 		return nil, fmt.Errorf("create database directory: %w", err)
+	}
+	if f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("create database %s: %w", path, err)
 	}
 	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)

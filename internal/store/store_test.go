@@ -202,3 +202,24 @@ func TestAuditLogAndSnapshots(t *testing.T) {
 		})
 	}
 }
+
+// TestNewDatabaseIsRootsAlone: the first command that opens a new SQLite
+// database (migrate, image build) makes it 0600 in a data directory that
+// others may only pass through, as serve keeps them.
+func TestNewDatabaseIsRootsAlone(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	s, err := Open(context.Background(), filepath.Join(dir, "bureau.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(context.Background(), slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{dir: 0o711, filepath.Join(dir, "bureau.db"): 0o600} {
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v, %v; want mode %o", p, fi.Mode().Perm(), err, want)
+		}
+	}
+}
