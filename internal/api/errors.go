@@ -112,7 +112,7 @@ func classify(err error) (int, errorBody) {
 		return http.StatusForbidden, errorBody{Code: "quota_exceeded", Message: err.Error(), Field: qe.Limit}
 	case errors.Is(err, desktop.ErrCapacity):
 		return http.StatusInsufficientStorage, errorBody{Code: "insufficient_capacity", Message: err.Error()}
-	case errors.Is(err, desktop.ErrUnavailable):
+	case errors.Is(err, desktop.ErrUnavailable), errors.Is(err, desktop.ErrHostLost):
 		return http.StatusServiceUnavailable, errorBody{Code: "unavailable", Message: err.Error()}
 	}
 	return http.StatusInternalServerError, errorBody{Code: "internal", Message: "internal error; see the server log"}

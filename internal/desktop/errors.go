@@ -19,6 +19,10 @@ var (
 	ErrConflict = errors.New("the desktop was changed by another writer")
 	// ErrNoSnapshot is a snapshot the disks or the hypervisor do not have.
 	ErrNoSnapshot = errors.New("no such snapshot")
+	// ErrHostLost: the connection to the host's libvirtd broke during the
+	// call (libvirtd restarted, the link dropped), so what the call did is
+	// not known: it is for reconcile to see, not a failure of the desktop.
+	ErrHostLost = errors.New("lost the connection to the host's libvirtd")
 )
 
 // ValidationError names the field a request got wrong.

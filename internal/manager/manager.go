@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -495,6 +496,16 @@ func (m *Manager) event(ctx context.Context, id, typ, actor, format string, args
 
 // fail puts a desktop into the error state with a reason.
 func (m *Manager) fail(ctx context.Context, d *desktop.Desktop, op string, err error) {
+	if errors.Is(err, desktop.ErrHostLost) && d.Operation != "" {
+		// What libvirtd did before the link broke is not known: the
+		// operation stays recorded, cut short, and reconcile settles it
+		// once libvirtd answers again, as after a restart of bureau
+		// (finished if the VM got there, else run again).
+		d.Step, d.LastError = "", fmt.Sprintf("%s cut short: %v; bureau settles it when libvirtd answers again", op, err)
+		m.save(ctx, d)
+		m.event(ctx, d.ID, op+"_interrupted", "bureau", "%s", d.LastError)
+		return
+	}
 	d.State, d.Operation, d.Step, d.LastError = desktop.StateError, "", "", fmt.Sprintf("%s failed: %v", op, err)
 	m.save(ctx, d)
 	m.event(ctx, d.ID, op+"_failed", "bureau", "%s", d.LastError)

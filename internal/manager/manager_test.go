@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -348,5 +349,39 @@ func TestCreateWithAFailingDiskOperation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLostLibvirtdLeavesTheOperationToReconcile: a start whose link to
+// libvirtd broke mid-call is not a failure of the desktop: it stays
+// recorded as cut short (never error) and reconcile settles it once
+// libvirtd answers, here by running the start again.
+func TestLostLibvirtdLeavesTheOperationToReconcile(t *testing.T) {
+	h := newHarness(t, &fakeDisks{})
+	ctx := context.Background()
+	id := h.settle(t, h.create(t, "lost").ID).ID
+	h.m.Stop(ctx, id, "test", StopOptions{})
+	h.settle(t, id)
+	h.hv.mu.Lock()
+	h.hv.failOn, h.hv.failErr = "Start", fmt.Errorf("domain x: End of file while reading data: Input/output error: %w", desktop.ErrHostLost)
+	h.hv.mu.Unlock()
+	if _, err := h.m.Start(ctx, id, "test"); err != nil {
+		t.Fatal(err)
+	}
+	d := h.settle(t, id)
+	if d.State == desktop.StateError || d.Operation != "start" || !strings.Contains(d.LastError, "cut short") {
+		t.Fatalf("after the lost link: %s op=%q %q, want the start recorded as cut short", d.State, d.Operation, d.LastError)
+	}
+	if !strings.Contains(h.events(t, id), "start_interrupted") {
+		t.Error("no start_interrupted event")
+	}
+	h.hv.mu.Lock()
+	h.hv.failOn, h.hv.failErr = "", nil
+	h.hv.mu.Unlock()
+	if err := h.m.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := h.awaitState(t, id, desktop.StateRunning, 10*time.Second); d.Operation != "" || d.DesiredState != desktop.StateRunning {
+		t.Errorf("after reconcile: %+v", d)
 	}
 }

@@ -235,6 +235,9 @@ func translate(name string, err error) error {
 		case libvirt.ERR_NO_DOMAIN_SNAPSHOT:
 			return fmt.Errorf("domain %s: %s: %w", name, lerr.Message, desktop.ErrNoSnapshot)
 		}
+		if connectionLost(lerr) {
+			return fmt.Errorf("domain %s: %s: %w", name, lerr.Message, desktop.ErrHostLost)
+		}
 		if strings.Contains(lerr.Message, noSpace) {
 			// libvirt reports the errno of a failed write only as its text.
 			return fmt.Errorf("domain %s: %s: %w", name, lerr.Message, syscall.ENOSPC)
@@ -242,6 +245,18 @@ func translate(name string, err error) error {
 		return fmt.Errorf("domain %s: %s", name, lerr.Message)
 	}
 	return fmt.Errorf("domain %s: %w", name, err)
+}
+
+// connectionLost says whether a call failed because its connection to
+// libvirtd broke (libvirtd restarted mid-call: "End of file while reading
+// data", "client socket is closed"), not because of what it asked.
+func connectionLost(lerr libvirt.Error) bool {
+	switch lerr.Code {
+	case libvirt.ERR_NO_CONNECT, libvirt.ERR_INVALID_CONN, libvirt.ERR_RPC:
+		return true
+	}
+	return lerr.Domain == libvirt.FROM_RPC ||
+		strings.Contains(lerr.Message, "End of file while reading data") || strings.Contains(lerr.Message, "client socket is closed")
 }
 
 // noSpace is strerror(ENOSPC) as libvirt and QEMU print it (glibc's text;
