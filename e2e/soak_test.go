@@ -4,15 +4,15 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	mrand "math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,14 +22,30 @@ import (
 // TestSoak runs real desktops through a seeded random schedule of
 // operations mixed with faults — bureau killed (SIGKILL) mid-operation and
 // restarted, a desktop's QEMU killed, libvirtd restarted, a client that
-// hangs up mid-request — and after every step checks invariants against
-// libvirt, the disks and the guest: the recorded state is the VM's once
-// settled, nothing stays in a transient state, every desktop keeps its own
-// hostname, machine id and SSH host key, every data disk's marker file is
-// intact, snapshots are listed by bureau exactly when the disks hold them,
-// and no scratch file is left. BUREAU_SOAK_FAULTS sets how many faults (4,
-// one of each kind: the short run of make test; make soak runs more), BUREAU_SOAK_SEED
-// replays a schedule.
+// hangs up mid-request — and holds bureau to these invariants:
+//
+//   - every operation ends where it should within a bounded wait (its
+//     target, or, when a fault cut it short before bureau answered, the
+//     state it began from); a desktop in error is a violation at once, and
+//     so is any 5xx outside a libvirtd restart and any 4xx but a 409
+//     invalid_state the desktop's state explains;
+//   - no desktop stays not running for more than notRunningSteps steps in
+//     a row unless the schedule paused, hibernated or stopped it;
+//   - a desktop with restart_on_crash runs again within restartWait of its
+//     QEMU being killed, and one without stays crashed until started;
+//   - every step appends and fsyncs a record in each running guest; every
+//     record whose write was acknowledged is still there at every later
+//     check (after a kill -9 of QEMU too: records are written until the
+//     moment it is killed), and at the end every desktop is started and
+//     its records read once more;
+//
+// besides what it checked before: the recorded state is the VM's, nothing
+// stays in a transient state, every desktop keeps its own hostname, machine
+// id and SSH host key, every data disk's marker file is intact, snapshots
+// are listed by bureau exactly when the disks hold them, and no scratch file
+// is left. BUREAU_SOAK_FAULTS sets how many faults (4, one of each kind: the
+// short run of make test; make soak runs more), BUREAU_SOAK_SEED replays a
+// schedule.
 func TestSoak(t *testing.T) {
 	faults := envInt("BUREAU_SOAK_FAULTS", 4)
 	seed := int64(envInt("BUREAU_SOAK_SEED", int(time.Now().UnixNano()%1e9)))
@@ -39,7 +55,10 @@ func TestSoak(t *testing.T) {
 	s.env = []string{"BUREAU_RECONCILE_SECONDS=5"}
 	s.start()
 	k := &soak{s: s, t: t, rng: mrand.New(mrand.NewPCG(uint64(seed), 14)), begun: time.Now(),
-		marker: map[string]string{}, failed: map[string]string{}, ids: map[string]string{}, counts: map[string]int{}}
+		marker: map[string]string{}, failed: map[string]string{}, ids: map[string]string{}, counts: map[string]int{},
+		faultsBy: map[string]int{}, ops: map[string]*soakCount{}, records: map[string][]soakRecord{},
+		accept: map[string][]desktop.State{}, streak: map[string]int{}, unrestarted: map[string]bool{}}
+	defer k.report(seed) // also when a fatal failure ends the run early
 	k.setUp()
 	kinds := []func(){k.killBureau, k.killQEMU, k.restartLibvirtd, k.hangUp}
 	for k.faults < faults {
@@ -47,12 +66,51 @@ func TestSoak(t *testing.T) {
 		kinds[k.faults%len(kinds)]()
 		k.faults++
 	}
+	k.finale()
 	k.tearDown()
-	t.Logf("soak: seed %d, %d steps, %d faults (%d bureau killed, %d QEMU killed, %d libvirtd restarts, %d clients hung up), "+
-		"%d invariant checks (%d inside running guests), %d violations, %d data lost, %d operations failed by a fault, took %s",
-		seed, k.steps, k.faults, k.counts["kill-bureau"], k.counts["kill-qemu"], k.counts["libvirtd"], k.counts["hang-up"],
-		k.checks, k.counts["guest-checks"], k.violations, k.lost, k.counts["op-failed"], time.Since(k.begun).Round(time.Second))
 }
+
+// Bounds. Every wait is an upper bound on a hang, generous for desktops
+// booted under TCG on a busy 2-core host; none is a speed assertion.
+const (
+	// notRunningSteps: how many checks in a row a desktop may be seen not
+	// running when the schedule did not pause, hibernate or stop it. A
+	// desktop a fault left crashed is the next operation's (which starts
+	// it), so 1 is the usual worst case; 3 leaves room for a fault that
+	// cuts that start short.
+	notRunningSteps = 3
+	// Per operation, from its answer (or the fault that cut it short)
+	// until bureau has settled where it should.
+	syncWait      = 2 * time.Minute // pause, resume of a paused desktop, snapshot and its delete: done when answered
+	startWait     = 5 * time.Minute // define and start QEMU (the guest boots afterwards, checked by checkGuest)
+	stopWait      = 5 * time.Minute // ACPI shutdown; bureau forces it after 90 s
+	hibernateWait = 6 * time.Minute // guest memory trimmed (≤20 s), then up to 1 GiB of RAM saved
+	restoreWait   = 5 * time.Minute // resume of a hibernated desktop (5–10 s under TCG)
+	// faultSlack is added when a fault cut the operation short: bureau
+	// restarts and runs it again from the start (a stop waits out ACPI
+	// once more).
+	faultSlack = 5 * time.Minute
+	// answerWait bounds an operation's HTTP answer (bureau's own operation
+	// timeout is 10 minutes); getWait a read.
+	answerWait = 11 * time.Minute
+	getWait    = time.Minute
+	// quietWrong: an operation whose desktop has been settled this long
+	// where the operation may not end has ended there (a violation).
+	quietWrong = time.Minute
+	// restartWait: QEMU killed → a desktop with restart_on_crash recorded
+	// running again (its crash event starts it at once, a missed event
+	// within a 5 s reconcile); crashedWait: → one without recorded crashed.
+	restartWait = 3 * time.Minute
+	crashedWait = 2 * time.Minute
+	// recordWait bounds one append-and-fsync or read of the records.
+	recordWait = 30 * time.Second
+	recordFile = "/home/agent/soak.log"
+)
+
+var (
+	opClient  = &http.Client{Timeout: answerWait}
+	getClient = &http.Client{Timeout: getWait}
+)
 
 type soak struct {
 	s      *server
@@ -62,13 +120,37 @@ type soak struct {
 	ds     []string          // desktop ids
 	names  map[string]string // id → name (set up)
 	marker map[string]string // id → sha256 of its data disk's marker file
-	failed map[string]string // id → last error seen
-	ids    map[string]string // "machine-id "+id / "hostkey "+id → value
-	snaps  int
+	failed map[string]string // id → error reported (one violation per error)
+	// unrestarted: restart on crash reported not honoured (once per crash)
+	unrestarted map[string]bool
+	ids         map[string]string // "machine-id "+id / "hostkey "+id → value
+	snaps       int
+
+	// accept is, per desktop, where its last operation could end: a
+	// desktop paused, hibernated or stopped in it was left so by the
+	// schedule. streak counts the checks in a row it was not running
+	// otherwise.
+	accept    map[string][]desktop.State
+	streak    map[string]int
+	maxStreak int
+
+	// records are, per desktop, the records whose append and fsync the
+	// guest acknowledged.
+	records map[string][]soakRecord
+	seq     atomic.Int64
+	final   bool // the end: every desktop started, records read once more
 
 	steps, faults, checks, violations, lost int
 	counts                                  map[string]int
+	faultsBy                                map[string]int
+	ops                                     map[string]*soakCount
+	restarts                                []time.Duration // restart on crash: QEMU killed → running
+	recWritten, recUnacked, recChecked      int
+	recMissing, recFinal                    int
 }
+
+// soakCount counts one kind of operation by how it ended.
+type soakCount struct{ sent, reached, unchanged, refused, missed int }
 
 func envInt(key string, def int) int {
 	if n, err := strconv.Atoi(os.Getenv(key)); err == nil && n > 0 {
@@ -96,6 +178,7 @@ func (k *soak) setUp() {
 		}
 		k.ds = append(k.ds, d.ID)
 		k.names[d.ID] = name
+		k.accept[d.ID] = []desktop.State{desktop.StateRunning}
 	}
 	for _, id := range k.ds {
 		if k.names[id] == "soak-b" {
@@ -119,337 +202,126 @@ func (k *soak) setUp() {
 	k.check("set-up")
 }
 
+// fetchJSON GETs path within getWait into out. A read bureau fails is a
+// violation; it is retried for a minute, then the run ends.
+func (k *soak) fetchJSON(path string, out any) {
+	k.t.Helper()
+	for deadline, tries := time.Now().Add(time.Minute), 0; ; tries++ {
+		req, _ := http.NewRequest("GET", k.s.url+path, nil)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		a := soakDo(getClient, req)
+		if a.err == nil && a.code == http.StatusOK {
+			if err := json.Unmarshal(a.body, out); err != nil {
+				k.t.Fatalf("GET %s: %v: %s", path, err, a.body)
+			}
+			return
+		}
+		if tries == 0 {
+			k.violate("GET %s: %s", path, a)
+		}
+		time.Sleep(2 * time.Second)
+		if time.Now().After(deadline) {
+			k.t.Fatalf("GET %s: bureau has not answered for a minute", path)
+		}
+	}
+}
+
 func (k *soak) get(id string) *desktop.Desktop {
+	k.t.Helper()
 	var d desktop.Desktop
-	k.s.call(adminToken, "GET", "/api/v1/desktops/"+id, nil, &d)
+	k.fetchJSON("/api/v1/desktops/"+id, &d)
 	return &d
 }
 
-func (k *soak) pick() *desktop.Desktop { return k.get(k.ds[k.rng.IntN(len(k.ds))]) }
+func (k *soak) snapshots(id string) []desktop.Snapshot {
+	k.t.Helper()
+	var list struct{ Snapshots []desktop.Snapshot }
+	k.fetchJSON("/api/v1/desktops/"+id+"/snapshots", &list)
+	return list.Snapshots
+}
 
-// request is an operation that fits the desktop's state, as method and path.
-func (k *soak) request(d *desktop.Desktop) (string, string, string) {
-	base := "/api/v1/desktops/" + d.ID
+func (k *soak) listed(id, snap string) bool {
+	return slices.ContainsFunc(k.snapshots(id), func(sn desktop.Snapshot) bool { return sn.Name == snap })
+}
+
+// pick is the desktop the next operation or fault acts on: one a fault left
+// not running (an operator starts it again), else one at random.
+func (k *soak) pick() *desktop.Desktop {
+	for _, id := range k.ds {
+		if k.streak[id] > 0 {
+			return k.get(id)
+		}
+	}
+	return k.get(k.ds[k.rng.IntN(len(k.ds))])
+}
+
+// request is an operation that fits the desktop's state.
+func (k *soak) request(d *desktop.Desktop) *soakOp {
 	switch d.State {
 	case desktop.StateRunning:
 		switch r := k.rng.IntN(10); {
 		case r < 3:
-			return "POST", base + "/pause", ""
+			return newOp(d, "pause", desktop.StatePaused, syncWait)
 		case r < 6:
-			return "POST", base + "/hibernate", ""
+			return newOp(d, "hibernate", desktop.StateHibernated, hibernateWait)
 		case r < 9:
 			k.snaps++
-			return "POST", base + "/snapshots", fmt.Sprintf(`{"name":"s%d"}`, k.snaps)
+			op := newOp(d, "snapshot", desktop.StateRunning, syncWait)
+			op.path, op.snap = "/api/v1/desktops/"+d.ID+"/snapshots", fmt.Sprintf("s%d", k.snaps)
+			op.body = fmt.Sprintf(`{"name":%q}`, op.snap)
+			return op
 		default:
-			return "POST", base + "/stop", ""
+			return newOp(d, "stop", desktop.StateStopped, stopWait)
 		}
 	case desktop.StatePaused:
 		if k.rng.IntN(2) == 0 {
-			return "POST", base + "/hibernate", ""
+			return newOp(d, "hibernate", desktop.StateHibernated, hibernateWait)
 		}
-		return "POST", base + "/resume", ""
-	case desktop.StateHibernated:
-		return "POST", base + "/resume", ""
+		return newOp(d, "resume", desktop.StateRunning, syncWait)
 	}
-	return "POST", base + "/start", ""
+	return k.wake(d)
+}
+
+// wake is the operation that brings a desktop that does not run back.
+func (k *soak) wake(d *desktop.Desktop) *soakOp {
+	switch d.State {
+	case desktop.StatePaused:
+		return newOp(d, "resume", desktop.StateRunning, syncWait)
+	case desktop.StateHibernated:
+		return newOp(d, "resume", desktop.StateRunning, restoreWait)
+	}
+	return newOp(d, "start", desktop.StateRunning, startWait)
 }
 
 // operate runs one operation to its end, and keeps at most two snapshots
 // per desktop.
 func (k *soak) operate() {
 	d := k.pick()
-	method, path, body := k.request(d)
-	code := k.s.call(adminToken, method, path, body, nil)
-	k.t.Logf("soak step %d: %s %s %s → %d", k.steps, d.Name, method, strings.TrimPrefix(path, "/api/v1/desktops/"+d.ID), code)
-	if code >= 500 {
-		k.violate("%s %s: %d", method, path, code)
-	}
+	k.runOp(k.request(d))
 	k.check("operation")
-	var list struct{ Snapshots []desktop.Snapshot }
-	k.s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/snapshots", nil, &list)
-	if len(list.Snapshots) > 2 {
-		k.s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"/snapshots/"+list.Snapshots[0].Name, nil, nil)
+	if list := k.snapshots(d.ID); len(list) > 2 {
+		cur := k.get(d.ID)
+		op := newOp(cur, "snapshot-delete", cur.State, syncWait)
+		op.method, op.path, op.snap = "DELETE", "/api/v1/desktops/"+d.ID+"/snapshots/"+list[0].Name, list[0].Name
+		k.runOp(op)
 		k.check("snapshot delete")
 	}
 }
 
-// killBureau starts an operation and kills bureau (SIGKILL) 0–3 s into it.
-func (k *soak) killBureau() {
-	k.counts["kill-bureau"]++
-	d := k.pick()
-	method, path, body := k.request(d)
-	after := time.Duration(k.rng.IntN(3000)) * time.Millisecond
-	k.t.Logf("soak step %d: fault: bureau killed %s into %s %s of %s", k.steps, after, method, filepath.Base(path), d.Name)
-	go k.s.send(method, path, body)
-	time.Sleep(after)
-	k.s.cmd.Process.Kill()
-	<-k.s.exited
-	k.s.cmd = nil
-	k.s.start()
-	k.check("bureau killed")
-}
-
-// killQEMU kills a desktop's QEMU process (SIGKILL): bureau records a crash
-// and, for the desktop that asked for it, starts it again.
-func (k *soak) killQEMU() {
-	k.counts["kill-qemu"]++
-	var victim *desktop.Desktop
+// finale starts every desktop that does not run, then checks everything,
+// its records included, once more.
+func (k *soak) finale() {
+	k.final = true
 	for _, id := range k.ds {
-		if st := k.s.vmState(k.get(id)); st == desktop.VMRunning || st == desktop.VMPaused {
-			if d := k.get(id); victim == nil || k.rng.IntN(2) == 0 {
-				victim = d
-			}
+		if d := k.get(id); d.State != desktop.StateRunning {
+			k.t.Logf("soak: the end: %s is %s, started to read its records", d.Name, d.State)
+			k.runOp(k.wake(d))
 		}
 	}
-	if victim == nil {
-		k.t.Logf("soak step %d: fault: no QEMU runs; starting one first", k.steps)
-		d := k.pick()
-		k.s.call(adminToken, "POST", "/api/v1/desktops/"+d.ID+"/start", nil, nil)
-		k.check("start before QEMU kill")
-		victim = k.get(d.ID)
-	}
-	raw, err := os.ReadFile("/run/libvirt/qemu/" + victim.DomainName() + ".pid")
-	if err != nil {
-		k.violate("%s is %s with no QEMU pid file: %v", victim.Name, victim.State, err)
-		return
-	}
-	k.t.Logf("soak step %d: fault: QEMU of %s (%s) killed", k.steps, victim.Name, victim.State)
-	pid := strings.TrimSpace(string(raw))
-	exec.Command("kill", "-9", pid).Run()
-	// The process is gone a moment before libvirt has noticed: until
-	// libvirt drops (or replaces) the pid file it still reports the VM as
-	// it was, and a check in that moment would compare bureau with a stale
-	// VM state. Once the pid file is gone, libvirt's state is the crash.
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		now, err := os.ReadFile("/run/libvirt/qemu/" + victim.DomainName() + ".pid")
-		if _, gone := os.Stat("/proc/" + pid); gone != nil && (err != nil || strings.TrimSpace(string(now)) != pid) {
-			break
-		}
-	}
-	k.check("QEMU killed")
-}
-
-// restartLibvirtd restarts libvirtd, sometimes under an operation; QEMU
-// processes keep running.
-func (k *soak) restartLibvirtd() {
-	k.counts["libvirtd"]++
-	d := k.pick()
-	method, path, body := k.request(d)
-	under := k.rng.IntN(2) == 0
-	k.t.Logf("soak step %d: fault: libvirtd restarted (under %s %s of %s: %t)", k.steps, method, filepath.Base(path), d.Name, under)
-	if under {
-		go k.s.send(method, path, body)
-		time.Sleep(time.Duration(k.rng.IntN(1500)) * time.Millisecond)
-	}
-	exec.Command("pkill", "-TERM", "-x", "libvirtd").Run()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if exec.Command("pgrep", "-x", "libvirtd").Run() != nil {
-			break
-		}
-	}
-	if out, err := exec.Command("libvirtd", "-d").CombinedOutput(); err != nil {
-		k.t.Fatalf("starting libvirtd: %v %s", err, out)
-	}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		if exec.Command("virsh", "-c", "qemu:///system", "list").Run() == nil {
-			break
-		}
-	}
-	k.check("libvirtd restarted")
-}
-
-// hangUp sends an operation and hangs up before bureau answers.
-func (k *soak) hangUp() {
-	k.counts["hang-up"]++
-	d := k.pick()
-	method, path, body := k.request(d)
-	after := time.Duration(5+k.rng.IntN(300)) * time.Millisecond
-	k.t.Logf("soak step %d: fault: client hung up %s into %s %s of %s", k.steps, after, method, filepath.Base(path), d.Name)
-	ctx, cancel := context.WithTimeout(context.Background(), after)
-	req, _ := http.NewRequestWithContext(ctx, method, k.s.url+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	if resp, err := http.DefaultClient.Do(req); err == nil {
-		resp.Body.Close()
-	}
-	cancel()
-	k.check("client hung up")
-}
-
-// check waits until every desktop has settled and checks the invariants.
-func (k *soak) check(after string) {
-	k.t.Helper()
-	k.steps++
+	k.check("the end")
 	for _, id := range k.ds {
-		k.checks++
-		d := k.settle(id)
-		if d == nil {
-			continue
-		}
-		k.checkVM(d, after)
-		k.checkFiles(d)
-		k.checkSnapshots(d)
-		if d.State == desktop.StateRunning {
-			k.checkGuest(d)
-		}
-	}
-}
-
-// settle waits for a desktop with no operation, a settled state and that
-// state matching its VM's (bureau needs a moment to see a change made
-// behind its back: an event, or the next reconcile). At the deadline it
-// returns what it has: checkVM reports a mismatch, or it reports a desktop
-// stuck in a transient state.
-func (k *soak) settle(id string) *desktop.Desktop {
-	var d *desktop.Desktop
-	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
-		d = k.get(id)
-		if d.State.Settled() && d.Operation == "" && k.matches(d) {
-			// Restart on crash starts the desktop again: wait for that too.
-			if d.State == desktop.StateCrashed && d.RestartOnCrash {
-				continue
-			}
-			return d
-		}
-	}
-	if !d.State.Settled() || d.Operation != "" {
-		k.violate("%s stuck %s (operation %q, step %q)", d.Name, d.State, d.Operation, d.Step)
-		return nil
-	}
-	return d
-}
-
-// vmStates are the VM states a recorded state stands for.
-var vmStates = map[desktop.State][]desktop.VMState{
-	desktop.StateRunning:    {desktop.VMRunning},
-	desktop.StatePaused:     {desktop.VMPaused},
-	desktop.StateHibernated: {desktop.VMSaved},
-	desktop.StateStopped:    {desktop.VMShutoff},
-	desktop.StateCrashed:    {desktop.VMCrashed, desktop.VMShutoff},
-	desktop.StateError:      {desktop.VMShutoff, desktop.VMCrashed},
-}
-
-func (k *soak) matches(d *desktop.Desktop) bool {
-	return slices.Contains(vmStates[d.State], k.s.vmState(d))
-}
-
-// checkVM: the recorded state is the VM's.
-func (k *soak) checkVM(d *desktop.Desktop, after string) {
-	if vm := k.s.vmState(d); !slices.Contains(vmStates[d.State], vm) {
-		k.violate("after %s: %s is recorded %s (%q) but its VM is %s", after, d.Name, d.State, d.LastError, vm)
-	}
-	if d.State == desktop.StateError && k.failed[d.ID] != d.LastError {
-		// A fault that failed an operation is reported, not hidden; the
-		// next operation starts the desktop again.
-		k.counts["op-failed"]++
-		k.t.Logf("soak step %d: %s in error after %s: %s", k.steps, d.Name, after, d.LastError)
-	}
-	k.failed[d.ID] = d.LastError
-}
-
-// checkFiles: the disks are there and nothing an operation writes for a
-// moment (save images, unfinished disks, kept keys) is left behind.
-func (k *soak) checkFiles(d *desktop.Desktop) {
-	dir := filepath.Dir(d.DataDiskPath)
-	for _, f := range []string{"os.qcow2", "data.qcow2", "seed.iso"} {
-		if !exists(filepath.Join(dir, f)) {
-			k.violate("%s has no %s", d.Name, f)
-			if f == "data.qcow2" {
-				k.lost++
-			}
-		}
-	}
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		switch e.Name() {
-		case "os.qcow2", "data.qcow2", "seed.iso", "serial.log", "vnc.sock":
-		default:
-			k.violate("%s: scratch file %s left", d.Name, e.Name())
-		}
-	}
-}
-
-// checkSnapshots: bureau lists exactly the snapshots the disks hold, and
-// libvirt knows the memory ones.
-func (k *soak) checkSnapshots(d *desktop.Desktop) {
-	var list struct{ Snapshots []desktop.Snapshot }
-	k.s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/snapshots", nil, &list)
-	var listed, memory []string
-	for _, sn := range list.Snapshots {
-		listed = append(listed, sn.Name)
-		if sn.Memory {
-			memory = append(memory, sn.Name)
-		}
-	}
-	out, err := exec.Command("qemu-img", "snapshot", "-l", "-U", filepath.Join(filepath.Dir(d.DataDiskPath), "os.qcow2")).Output()
-	if err != nil {
-		k.violate("%s: qemu-img snapshot -l: %v", d.Name, err)
-		return
-	}
-	var inDisk []string
-	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) > 2 && f[0] != "ID" && f[0] != "Snapshot" {
-			inDisk = append(inDisk, f[1])
-		}
-	}
-	virsh, _ := exec.Command("virsh", "-c", "qemu:///system", "snapshot-list", "--name", d.DomainName()).Output()
-	inLibvirt := strings.Fields(string(virsh))
-	slices.Sort(listed)
-	slices.Sort(inDisk)
-	slices.Sort(memory)
-	slices.Sort(inLibvirt)
-	if !slices.Equal(listed, inDisk) {
-		k.violate("%s: bureau lists snapshots %v, the OS disk holds %v", d.Name, listed, inDisk)
-	}
-	if !slices.Equal(memory, inLibvirt) {
-		k.violate("%s: bureau lists memory snapshots %v, libvirt %v", d.Name, memory, inLibvirt)
-	}
-}
-
-// checkGuest: a running desktop answers, is still itself, and its data
-// disk's marker is intact.
-func (k *soak) checkGuest(d *desktop.Desktop) {
-	k.counts["guest-checks"]++
-	if !k.agentAnswers(d, 5*time.Minute) {
-		k.violate("%s is running but its guest agent has not answered for 5 minutes", d.Name)
-		return
-	}
-	if out, _ := k.s.guest(d, "hostname"); out != d.Name {
-		k.violate("%s: hostname %q", d.Name, out)
-	}
-	for _, what := range []string{"cat /etc/machine-id", "cut -d' ' -f2 /etc/ssh/ssh_host_ed25519_key.pub"} {
-		out, _ := k.s.guest(d, what)
-		if prev := k.ids[what+" "+d.ID]; prev != "" && prev != out {
-			k.violate("%s: %s changed from %q to %q", d.Name, what, prev, out)
-		}
-		k.ids[what+" "+d.ID] = out
-		for _, other := range k.ds {
-			if other != d.ID && k.ids[what+" "+other] == out {
-				k.violate("%s shares %q (%s) with another desktop", d.Name, out, what)
-			}
-		}
-	}
-	// After a crash the guest checks the data disk's file system before
-	// mounting it (nofail: the boot, and its agent, do not wait), so the
-	// marker is read once /home is mounted.
-	if !k.homeMounted(d, 3*time.Minute) {
-		k.violate("%s: its data disk is not mounted on /home 3 minutes after its agent answered", d.Name)
-		return
-	}
-	out, code := k.s.guest(d, "sha256sum /home/agent/soak.marker | cut -c1-64")
-	if code != 0 || out != k.marker[d.ID] {
-		k.lost++
-		k.violate("%s: data disk marker %q, want %q", d.Name, out, k.marker[d.ID])
-	}
-}
-
-// homeMounted waits until the desktop's data disk is mounted on /home.
-func (k *soak) homeMounted(d *desktop.Desktop, timeout time.Duration) bool {
-	for deadline := time.Now().Add(timeout); ; time.Sleep(2 * time.Second) {
-		if out, code := k.s.guest(d, "findmnt -n -o SOURCE /home"); code == 0 && strings.HasPrefix(out, "/dev/vdb") {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
+		if d := k.get(id); d.State != desktop.StateRunning {
+			k.violate("%s is %s at the end: its %d records were not read", d.Name, d.State, len(k.records[id]))
 		}
 	}
 }
@@ -460,9 +332,9 @@ func (k *soak) tearDown() {
 	for i, id := range k.ds {
 		d := k.get(id)
 		keep := i == 0
-		code := k.s.call(adminToken, "DELETE", "/api/v1/desktops/"+id+"?delete_data="+strconv.FormatBool(!keep), nil, nil)
-		if code != http.StatusOK {
-			k.violate("delete %s: %d", d.Name, code)
+		op := &soakOp{method: "DELETE", path: "/api/v1/desktops/" + id + "?delete_data=" + strconv.FormatBool(!keep)}
+		if a := soakDo(opClient, k.newRequest(context.Background(), op)); a.err != nil || a.code != http.StatusOK {
+			k.violate("delete %s: %s", d.Name, a)
 			continue
 		}
 		k.s.checkGone(d, keep)
@@ -471,16 +343,4 @@ func (k *soak) tearDown() {
 			os.Remove(filepath.Dir(d.DataDiskPath))
 		}
 	}
-}
-
-func (k *soak) agentAnswers(d *desktop.Desktop, timeout time.Duration) bool {
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(time.Second) {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		err := k.s.hv.GuestPing(ctx, d.DomainName())
-		cancel()
-		if err == nil {
-			return true
-		}
-	}
-	return false
 }
