@@ -67,9 +67,12 @@ func (s *server) listSecrets(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	list, err := s.Secrets.List(c.Request.Context(), owner, id)
+	var list []*desktop.Secret
 	if id != "" && caller(c).Scope == desktop.ScopeDesktop {
+		// A desktop's own token: only what the desktop reaches on its own.
 		list, err = s.Secrets.ListFor(c.Request.Context(), owner, id)
+	} else {
+		list, err = s.Secrets.List(c.Request.Context(), owner, id)
 	}
 	return reply{http.StatusOK, gin.H{"secrets": list}}, err
 }

@@ -78,30 +78,33 @@ func (s *Store) ListSecrets(ctx context.Context, owner, desktopID string, withOw
 		return nil, err
 	}
 	rows.Close()
+	grants, err := s.secretGrants(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
 	for _, sec := range out {
-		if sec.Scope != desktop.SecretOwner {
-			continue
-		}
-		if sec.Desktops, err = s.secretGrants(ctx, sec.Owner, sec.Name); err != nil {
-			return nil, err
+		if sec.Scope == desktop.SecretOwner {
+			sec.Desktops = grants[sec.Name]
 		}
 	}
 	return out, nil
 }
 
-func (s *Store) secretGrants(ctx context.Context, owner, name string) ([]string, error) {
-	rows, err := s.query(ctx, `SELECT desktop_id FROM secret_grants WHERE owner=? AND name=? ORDER BY desktop_id`, owner, name)
+// secretGrants are the desktops each of owner's secrets is allowed on, by
+// name: one query for a whole listing.
+func (s *Store) secretGrants(ctx context.Context, owner string) (map[string][]string, error) {
+	rows, err := s.query(ctx, `SELECT name, desktop_id FROM secret_grants WHERE owner=? ORDER BY name, desktop_id`, owner)
 	if err != nil {
-		return nil, fmt.Errorf("secret %s: its desktops: %w", name, err)
+		return nil, fmt.Errorf("list secrets: their desktops: %w", err)
 	}
 	defer rows.Close()
-	var out []string
+	out := map[string][]string{}
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var name, id string
+		if err := rows.Scan(&name, &id); err != nil {
 			return nil, err
 		}
-		out = append(out, id)
+		out[name] = append(out[name], id)
 	}
 	return out, rows.Err()
 }
