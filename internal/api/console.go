@@ -54,12 +54,13 @@ func (s *server) createConsole(c *gin.Context) (reply, error) {
 	if d.State == desktop.StateDeleting || d.State == desktop.StateError {
 		return reply{}, &desktop.TransitionError{Op: "open the console of", State: d.State}
 	}
-	me := caller(c)
-	// A computer-only token sees the screen and drives mouse and keyboard
-	// through the API; the console it makes may only watch.
+	// Like a share link, the console token lives no longer than its
+	// maker's. A computer-only token sees the screen and drives mouse and
+	// keyboard through the API; the console it makes may only watch.
+	by := maker(c)
 	secret, t, err := s.Consoles.Create(c.Request.Context(), console.CreateRequest{DesktopID: d.ID, Owner: d.Owner,
-		CreatedBy: actor(c), ViewOnly: req.ViewOnly, TTL: time.Duration(req.TTLSeconds) * time.Second,
-		MadeBy: me.ID, Until: me.ExpiresAt, ScreenOnly: me.ComputerOnly})
+		CreatedBy: by.Actor, ViewOnly: req.ViewOnly, TTL: time.Duration(req.TTLSeconds) * time.Second,
+		MadeBy: by.Token, Until: by.Until, ScreenOnly: caller(c).ComputerOnly})
 	if err != nil {
 		return reply{}, err
 	}

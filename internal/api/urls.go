@@ -151,8 +151,9 @@ func (s *server) openURL(c *gin.Context) (reply, error) {
 	return reply{http.StatusOK, gin.H{"port": port, "url": link + "?" + loginParam + "=" + code, "expires_in_s": 60}}, nil
 }
 
-// maker is the caller as the maker of a share link or public port, which
-// lives no longer than its token and is revoked with it.
+// maker is the caller as the maker of a share link, public port or
+// console token, which lives no longer than its token and is revoked with
+// it.
 func maker(c *gin.Context) preview.Maker {
 	t := caller(c)
 	return preview.Maker{Actor: actor(c), Token: t.ID, Until: t.ExpiresAt}
