@@ -272,7 +272,14 @@ type inFlight struct {
 }
 
 // lock marks a desktop busy with op; a second operation gets ErrBusy.
+// It takes the desktop's row lock for the moment it marks it, so an event
+// or a reconcile already looking at the desktop (they hold the row lock and
+// see it idle) records what it saw before the operation touches the VM:
+// never a state the operation is passing through.
 func (m *Manager) lock(id, op string) error {
+	row := m.row(id)
+	row.Lock()
+	defer row.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if cur, ok := m.busy[id]; ok {
@@ -290,15 +297,19 @@ func (m *Manager) lockWithin(ctx context.Context, id, op string, wait time.Durat
 	}
 	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
+	row := m.row(id)
 	for {
+		row.Lock() // as in lock
 		m.mu.Lock()
 		cur, ok := m.busy[id]
 		if !ok {
 			m.busy[id] = &inFlight{op: op, done: make(chan struct{})}
 			m.mu.Unlock()
+			row.Unlock()
 			return nil
 		}
 		m.mu.Unlock()
+		row.Unlock()
 		select {
 		case <-cur.done:
 		case <-timeout.C:
