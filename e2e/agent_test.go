@@ -24,8 +24,6 @@ import (
 	"github.com/coder/websocket"
 )
 
-func init() { runningChecks = append(runningChecks, runningCheck{"bureau_agent", testBureauAgent}) }
-
 // agentPort is where testBureauAgent leaves a web server running in the
 // background; the hibernate and revert checks find it again.
 const agentPort = "8123"

@@ -27,11 +27,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func init() {
-	runningChecks = append(runningChecks, runningCheck{"computer_use", testComputerUse},
-		runningCheck{"exec_files_clipboard", testExecFilesClipboard}, runningCheck{"mcp", testMCP})
-}
-
 // pointer is where the guest's X server says the pointer is.
 func (s *server) pointer(d *desktop.Desktop) (int, int) {
 	s.t.Helper()

@@ -11,8 +11,6 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-func init() { runningChecks = append(runningChecks, runningCheck{"concurrency", testConcurrency}) }
-
 // testConcurrency fires 50 mixed requests at one desktop at once: each is
 // served or refused (409 busy / invalid state, 429), none fails with 5xx,
 // and the desktop ends in a state its VM agrees with.

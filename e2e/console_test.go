@@ -20,8 +20,6 @@ import (
 	"github.com/coder/websocket"
 )
 
-func init() { runningChecks = append(runningChecks, runningCheck{"console", testConsole}) }
-
 type consoleGrant struct {
 	ID       string `json:"id"`
 	Token    string `json:"token"`

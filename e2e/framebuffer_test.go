@@ -16,10 +16,6 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-func init() {
-	runningChecks = append(runningChecks, runningCheck{"live_framebuffer", testLiveFramebuffer})
-}
-
 // shot is a GET /screenshot: the image and the settle headers.
 type shot struct {
 	img      image.Image

@@ -17,8 +17,6 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-func init() { runningChecks = append(runningChecks, runningCheck{"isolation", testIsolation}) }
-
 // The desktops' gateway: the host's address on their network (the first
 // address of BUREAU_NETWORK_SUBNET's default).
 const desktopGateway = "10.120.0.1"

@@ -106,8 +106,9 @@ func TestDesktopLifecycle(t *testing.T) {
 	os.WriteFile(filepath.Join(os.TempDir(), "bureau-e2e-desktop.png"), shot, 0o644)
 	t.Logf("create→desktop visible and settled: %s", time.Since(createdAt).Round(time.Second))
 
-	// Feature checks registered by other files run against this one
-	// running desktop: a boot is too slow to spend one per feature.
+	// The feature checks (runningChecks, e2e/checks_test.go, in its order)
+	// run against this one running desktop: a boot is too slow to spend
+	// one per feature.
 	for _, c := range runningChecks {
 		t.Run(c.name, func(t *testing.T) {
 			if guestOnly[c.name] && os.Getenv("BUREAU_E2E_QUICK") == "1" {
@@ -228,14 +229,6 @@ func TestDesktopLifecycle(t *testing.T) {
 	os.Remove(disk)
 }
 
-// runningCheck is a feature test run on the shared running desktop. It gets
-// a server bound to its own subtest, the owner's token and the desktop, and
-// must leave the desktop running for the checks after it.
-type runningCheck struct {
-	name string
-	fn   func(t *testing.T, s *server, token string, d *desktop.Desktop)
-}
-
 // guestOnly names the running checks that exercise the guest and clients
 // rather than what the database keeps; the quick PostgreSQL run of make
 // test skips them (they ran against the same code in the SQLite run).
@@ -244,9 +237,6 @@ type runningCheck struct {
 // PostgreSQL too.
 var guestOnly = map[string]bool{"computer_use": true, "console": true, "mcp_typescript": true, "recordings": true,
 	"sdk_python": true, "sdk_typescript": true, "resize_clone_reimage": true}
-
-// runningChecks is filled by init functions of feature test files.
-var runningChecks []runningCheck
 
 // settledScreenshot polls the API's screenshot until two frames a few
 // seconds apart are identical and something is drawn: the desktop has

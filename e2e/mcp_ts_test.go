@@ -15,8 +15,6 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-func init() { runningChecks = append(runningChecks, runningCheck{"mcp_typescript", testMCPTypeScript}) }
-
 // testMCPTypeScript drives the desktop through MCP with the official
 // TypeScript client from npm (e2e/browser/mcp-client.mjs): tools listed
 // with real descriptions and hints, files, a data snapshot, the

@@ -14,8 +14,6 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-func init() { runningChecks = append(runningChecks, runningCheck{"observability", testObservability}) }
-
 // testObservability reads the running desktop's statistics and Prometheus
 // series, and checks that the live event stream reports a state change as
 // it happens.

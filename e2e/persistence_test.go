@@ -12,10 +12,6 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-func init() {
-	runningChecks = append(runningChecks, runningCheck{"pause_and_hibernate", testPauseHibernate})
-}
-
 // testPauseHibernate starts a counter process, pauses and resumes the
 // desktop, then hibernates and resumes it: the same process must still be
 // counting afterwards, and the guest clock must be right again.

@@ -17,8 +17,6 @@ import (
 	"github.com/bureau/bureau/internal/recording"
 )
 
-func init() { runningChecks = append(runningChecks, runningCheck{"recordings", testRecordings}) }
-
 // recordingView is a recording as the API shows it.
 type recordingView struct {
 	recording.Recording

@@ -13,10 +13,6 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-func init() {
-	runningChecks = append(runningChecks, runningCheck{"resize_clone_reimage", testResizeCloneReimage})
-}
-
 // testResizeCloneReimage grows the data disk live, clones the desktop from
 // a snapshot (the clone has the files but its own identity) and reimages
 // it (the OS is fresh, /home is kept). It boots two more times, so it can

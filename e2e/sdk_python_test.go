@@ -16,8 +16,6 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-func init() { runningChecks = append(runningChecks, runningCheck{"sdk_python", testSDKPython}) }
-
 // testSDKPython runs the Python SDK's tests (sdk/python, standard library
 // only) with Debian's python3 against this server and desktop, then its
 // example that replays a recorded agent transcript through the Anthropic

@@ -14,8 +14,6 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-func init() { runningChecks = append(runningChecks, runningCheck{"sdk_typescript", testSDKTypeScript}) }
-
 // testSDKTypeScript builds the TypeScript SDK (sdk/typescript) and runs its
 // tests with node against this server and desktop, then its example that
 // replays a recorded agent transcript through the adapters, and checks the

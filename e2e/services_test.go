@@ -20,8 +20,6 @@ import (
 
 // Registered after reimage (file order): a reimage starts the OS disk, and
 // with it the desktop's services, afresh.
-func init() { runningChecks = append(runningChecks, runningCheck{"services", testServices}) }
-
 // servicePort is where testServices leaves a service running; the
 // lifecycle test finds it again after the desktop boots.
 const servicePort = "8124"

@@ -13,8 +13,6 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-func init() { runningChecks = append(runningChecks, runningCheck{"snapshots", testSnapshots}) }
-
 // acpiInterrupts prints how many ACPI (SCI) interrupts the guest has had.
 const acpiInterrupts = `awk '/ acpi$/ {n=0; for (i=2; i<NF; i++) if ($i ~ /^[0-9]+$/) n+=$i; print n}' /proc/interrupts`
 

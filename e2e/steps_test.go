@@ -20,8 +20,6 @@ import (
 	"github.com/bureau/bureau/internal/steps"
 )
 
-func init() { runningChecks = append(runningChecks, runningCheck{"step_log", testStepLog}) }
-
 // stepList is GET /steps.
 type stepList struct {
 	Steps []steps.Step `json:"steps"`

@@ -23,8 +23,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func init() { runningChecks = append(runningChecks, runningCheck{"live_urls", testLiveURLs}) }
-
 // liveURL is one entry of list_urls.
 type liveURL struct {
 	Port    int    `json:"port"`
