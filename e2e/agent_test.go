@@ -25,7 +25,7 @@ import (
 )
 
 // agentPort is where testBureauAgent leaves a web server running in the
-// background; the hibernate and revert checks find it again.
+// background; pause_and_hibernate finds it again after the resume.
 const agentPort = "8123"
 
 type agentStatus struct {
