@@ -55,7 +55,7 @@ function refusal(host) {
   return '';
 }
 
-// How a desktop in d's state moves (README, "Moving desktops").
+// How a desktop in d's state moves (docs/hosts.md, "Moving desktops").
 function howItMoves(d) {
   if (d.state === 'running') return 'It moves live: it keeps running while its disks and memory are copied, then runs on the new host with a new address (one with snapshots is hibernated, moved cold and woken there).';
   if (d.state === 'stopped' || d.state === 'hibernated') return `It moves cold: its files are copied and it stays ${d.state} on the new host.`;
