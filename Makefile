@@ -13,7 +13,7 @@ DATA_DIR ?= /var/lib/bureau
 BIN := bin/bureau
 E2E_TIMEOUT ?= 60m
 
-.PHONY: run serve setup build image migrate test unit sdk-unit fuzz e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy bench-typing bench-wake bench-density typing-soak soak clean
+.PHONY: run serve setup setup-test check build image migrate test unit sdk-unit fuzz fuzz-short e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy bench-typing bench-wake bench-density typing-soak soak clean
 
 run: setup build image migrate serve
 
@@ -22,6 +22,10 @@ serve:
 
 setup:
 	@scripts/host-setup.sh
+
+# setup, plus what only the tests need (Chromium, Node.js, Python).
+setup-test:
+	@BUREAU_SETUP_TESTS=1 scripts/host-setup.sh
 
 # bureau, and bureau-agent (static, for the desktops) beside it.
 build:
@@ -36,11 +40,16 @@ image: build
 migrate: build
 	$(BIN) migrate --data-dir $(DATA_DIR)
 
+# The inner loop: vet, gofmt and the unit tests, without root, VMs or
+# PostgreSQL (its tests skip; make unit runs them). A few minutes.
+check: vet
+	go test -race ./...
+
 vet:
 	go vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 
-test: setup vet unit fuzz image e2e bench-short
+test: setup-test vet unit fuzz-short image e2e bench-short
 
 # PostgreSQL must start: without it its half of the tests would not run
 # and go test would still say ok.
@@ -51,13 +60,17 @@ unit: sdk-unit
 	BUREAU_REQUIRE_POSTGRES=1 BUREAU_TEST_POSTGRES_URL="$$url" go test -race -count=1 ./...
 
 # The SDKs' offline tests (a fake server, the committed spec); their live tests run in e2e.
-sdk-unit:
+sdk-unit: setup-test
 	cd sdk/python && PYTHONDONTWRITEBYTECODE=1 $$(test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3) -m unittest
 	cd sdk/typescript && { test -d node_modules/typescript -a -d node_modules/yaml || npm ci --no-audit --no-fund; } && npm run build && npm test
 
-# Every fuzz target for a bounded time (FUZZTIME per target, default 15s).
+# Every fuzz target for a bounded time (FUZZTIME per target, default 15s);
+# make test gives each 6s (their seed corpora also run in unit).
 fuzz:
 	scripts/fuzz.sh
+
+fuzz-short:
+	FUZZTIME=6s scripts/fuzz.sh
 
 # End-to-end: boots real desktops through a real bureau server, once with
 # SQLite and once with PostgreSQL (the lifecycle and, needing it, many hosts).
@@ -71,7 +84,7 @@ CHECK_SKIPS = scripts/check-skips.sh e2e/skips.allowed $@
 
 # playwright-core for the browser check of the console page (drives the
 # host's /usr/bin/chromium; no browser download).
-browser-deps:
+browser-deps: setup-test
 	@test -d e2e/browser/node_modules/playwright-core -a -d e2e/browser/node_modules/@modelcontextprotocol/sdk || npm ci --prefix e2e/browser --no-audit --no-fund
 
 e2e-sqlite: build browser-deps
@@ -129,8 +142,8 @@ bench-density: setup build image
 	set -o pipefail; BUREAU_BENCH_DENSITY=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
 		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestDensity$$' ./e2e/ | $(CHECK_SKIPS)
 
-# The benchmark suite once, with few repetitions, so CI keeps it working.
-bench-short: setup build image
+# make test's benchmarks: the console proxy's, briefly. The rest run in
+# short on the lifecycle's desktop (TestDesktopLifecycle/benchmarks in
+# e2e-sqlite) instead of a boot of their own; make bench runs them in full.
+bench-short:
 	$(MAKE) bench-proxy BENCHTIME=200ms
-	set -o pipefail; BUREAU_BENCH=1 BUREAU_BENCH_SHORT=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
-		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestBench$$' ./e2e/ | $(CHECK_SKIPS)

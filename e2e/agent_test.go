@@ -13,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -209,7 +208,7 @@ func testBureauAgent(t *testing.T, s *server, token string, d *desktop.Desktop) 
 
 	// 256 MiB up and down, intact (32 MiB in the quick PostgreSQL run).
 	size := 256 << 20
-	if os.Getenv("BUREAU_E2E_QUICK") == "1" {
+	if quick() {
 		size = 32 << 20
 	}
 	data := make([]byte, size)

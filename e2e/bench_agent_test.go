@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,7 +35,7 @@ func benchAgent(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, v
 	}
 
 	size := 64 << 20
-	if os.Getenv("BUREAU_BENCH_SHORT") == "1" {
+	if benchShort() {
 		size = 8 << 20
 	}
 	data := make([]byte, size)

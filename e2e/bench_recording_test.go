@@ -32,7 +32,7 @@ func cpuSeconds(pid int) float64 {
 // with the screen idle and with a terminal scrolling text.
 func benchRecording(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, value string)) {
 	span := 30 * time.Second
-	if os.Getenv("BUREAU_BENCH_SHORT") == "1" {
+	if benchShort() {
 		span = 10 * time.Second
 	}
 	base := "/api/v1/desktops/" + d.ID + "/recordings"

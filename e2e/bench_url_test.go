@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +48,7 @@ print("%.3f %.3f %.1f" % (t[(n * 50 + 99) // 100 - 1] * 1000, t[(n * 99 + 99) //
 func benchURL(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, value string)) {
 	base := "/api/v1/desktops/" + d.ID
 	big, n := 64<<20, reps()*10
-	if os.Getenv("BUREAU_BENCH_SHORT") == "1" {
+	if benchShort() {
 		big = 8 << 20
 	}
 	s.agentUp(adminToken, d, 3*time.Minute)

@@ -62,6 +62,7 @@ var runningChecks = []runningCheck{
 	{"snapshots", testSnapshots},                     // snapshots_test.go
 	{"step_log", testStepLog},                        // steps_test.go
 	{"live_urls", testLiveURLs},                      // urls_test.go
+	{"benchmarks", testBenchmarks},                   // bench_test.go
 }
 
 // TestRunningChecksTable checks the list of running checks against the
@@ -88,7 +89,11 @@ func TestRunningChecksTable(t *testing.T) {
 		}
 	}
 	// TestDesktopLifecycle/<name> in the allowed skips and in the
-	// Makefile's -run patterns (TestDesktopLifecycle$$/<name>).
+	// Makefile's -run patterns (TestDesktopLifecycle$$/<name>); the
+	// lifecycle's own subtests are names too.
+	for _, own := range lifecycleSubtests {
+		in[own] = true
+	}
 	ref := regexp.MustCompile(`TestDesktopLifecycle\$*/([A-Za-z0-9_]+)`)
 	for _, f := range []string{"skips.allowed", filepath.Join("..", "Makefile")} {
 		b, err := os.ReadFile(f)

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +17,7 @@ import (
 // it (the OS is fresh, /home is kept). It boots two more times, so it can
 // be skipped with BUREAU_E2E_QUICK=1 (the PostgreSQL run does).
 func testResizeCloneReimage(t *testing.T, s *server, token string, d *desktop.Desktop) {
-	if os.Getenv("BUREAU_E2E_QUICK") == "1" {
+	if quick() {
 		t.Skip("BUREAU_E2E_QUICK=1")
 	}
 	base := "/api/v1/desktops/" + d.ID

@@ -4,16 +4,21 @@
 # are not running (works with and without systemd). Idempotent.
 set -euo pipefail
 
+# What bureau itself needs. ffmpeg: recordings; openssh-client and
+# iproute2: remote hosts (SSH) and the desktop network.
 PKGS=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients libvirt-dev pkg-config
       dnsmasq-base nftables acl mmdebstrap extlinux syslinux-common fdisk e2fsprogs gcc make git curl ca-certificates
-      chromium ffmpeg openssh-client iproute2)
-# chromium: the e2e browser check of the console page (e2e/browser, with node); ffmpeg: recordings;
-# openssh-client (ssh-keygen) and iproute2 (ip): the e2e tests of a second host (e2e/host2_*).
+      ffmpeg openssh-client iproute2)
+# BUREAU_SETUP_TESTS=1 (make test) adds what only the tests need: chromium
+# for the browser checks (e2e/browser, driven by node), node and npm, and
+# python3 for the Python SDK's tests (standard library only).
+if [ "${BUREAU_SETUP_TESTS:-0}" = 1 ]; then
+	PKGS+=(chromium)
+	# Hosts that bring their own node keep it.
+	command -v node >/dev/null && command -v npm >/dev/null || PKGS+=(nodejs npm)
+	command -v python3 >/dev/null || PKGS+=(python3)
+fi
 [ "${BUREAU_WITH_POSTGRES:-0}" = 1 ] && PKGS+=(postgresql)
-# node runs the browser check; hosts that bring their own keep it.
-command -v node >/dev/null && command -v npm >/dev/null || PKGS+=(nodejs npm)
-# python3 runs the Python SDK's tests (standard library only).
-command -v python3 >/dev/null || PKGS+=(python3)
 
 log() { echo "host-setup: $*" >&2; }
 
