@@ -105,8 +105,7 @@ func (m *Manager) coldMove(ctx context.Context, d *desktop.Desktop, dest Destina
 		if errors.Is(err, context.Canceled) {
 			reason = "cancelled"
 		}
-		d.State, d.Operation, d.Step, d.LastError = now, "", "", "migrate failed: "+reason
-		m.save(cleanup, d)
+		m.end(cleanup, d, desktop.OpMigrate, false, now, "migrate failed: "+reason)
 		m.event(cleanup, d.ID, "migrate_failed", "bureau", "move to host %s failed after %s, %s on host %s: %s",
 			dest.Host, time.Since(begun).Round(time.Millisecond), now, from.Host, reason)
 		return
@@ -176,19 +175,22 @@ func (m *Manager) coldMoved(ctx context.Context, d, from, there *desktop.Desktop
 	}
 	m.recordMove(ctx, d, there, final == desktop.StateHibernated)
 	m.leaveHost(ctx, from)
-	d.Operation, d.LastError = "", ""
 	if final == desktop.StateRunning {
+		// The move is over before the wake: a restart now must not take
+		// it for a move cut short (that would undo it on the host it is
+		// now on), so no operation is recorded while it wakes.
+		d.Operation, d.LastError = "", ""
 		m.step(ctx, d, migrateStep(there.Host, "restore"))
 		if err := m.hv.Start(ctx, d.DomainName()); err != nil {
 			m.event(ctx, d.ID, "migrated", actor, "%s; address now %s", what, there.NetIP)
-			m.fail(ctx, d, "wake after the move", err)
+			m.end(ctx, d, desktop.OpMigrate, false, "", fmt.Sprintf("wake after the move failed: %v", err))
+			m.event(ctx, d.ID, "wake after the move_failed", "bureau", "%s", d.LastError)
 			return
 		}
 		m.renewAddress(ctx, d)
 		m.syncClock(d)
 	}
-	d.State, d.Step = final, ""
-	m.save(ctx, d)
+	m.end(ctx, d, desktop.OpMigrate, true, final, "")
 	m.event(ctx, d.ID, "migrated", actor, "%s; address now %s", what, there.NetIP)
 }
 

@@ -115,9 +115,13 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	now := time.Now().UTC()
 	id := newID()
 	dir := m.desktopDir(id)
+	through, err := desktop.Begin(desktop.OpCreate, desktop.StateNone)
+	if err != nil {
+		return nil, err
+	}
 	d := &desktop.Desktop{
 		ID: id, Owner: req.Owner, Name: req.Name, Spec: req.Spec,
-		State: desktop.StateCreating, DesiredState: desktop.StateRunning, Operation: "create", OperationStartedAt: &now,
+		State: through, DesiredState: desktop.Target(desktop.OpCreate), Operation: string(desktop.OpCreate), OperationStartedAt: &now,
 		Accelerator: string(at.accel), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"),
 		IdleTimeoutSeconds: tiers.IdleTimeoutSeconds, NapAfterSeconds: tiers.NapAfterSeconds, SleepAfterSeconds: tiers.SleepAfterSeconds, CreatedAt: now, UpdatedAt: now,
 		Network: req.Network, KeyboardLayout: req.KeyboardLayout, Host: at.host,
@@ -243,8 +247,7 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 		return
 	}
 	m.failpoint("create:after-start")
-	d.State, d.Operation, d.LastError = desktop.StateRunning, "", ""
-	m.save(ctx, d)
+	m.end(ctx, d, desktop.OpCreate, true, "", "")
 	m.observe("create", start, nil)
 	took := time.Since(start).Round(time.Millisecond).String()
 	how := "created and started"
@@ -406,7 +409,6 @@ func (m *Manager) hostFor(ctx context.Context, req CreateRequest, clone bool) (d
 
 // created records a finished create.
 func (m *Manager) created(ctx context.Context, d *desktop.Desktop, how string) {
-	d.State, d.Operation, d.LastError = desktop.StateRunning, "", ""
-	m.save(ctx, d)
+	m.end(ctx, d, desktop.OpCreate, true, "", "")
 	m.event(ctx, d.ID, "created", "bureau", "desktop %s created %s", d.Name, how)
 }

@@ -31,14 +31,12 @@ func (m *Manager) interrupted(ctx context.Context, d *desktop.Desktop, vm deskto
 		m.resumePower(ctx, d, vm, target)
 	default:
 		// revert, reimage: half done is not a state to finish from. The
-		// desktop is recorded as its VM is, and the caller told to retry.
+		// desktop is recorded as its VM is (a failure, by the table), and
+		// the caller told to retry.
 		defer m.unlock(d.ID)
-		d.State, d.Operation = observedAs(vm), ""
-		if vm == desktop.VMMissing || vm == desktop.VMCrashed {
-			d.State = desktop.StateError
-		}
-		d.LastError = fmt.Sprintf("%s was interrupted by a bureau restart before it finished (the desktop is %s as found); run it again", op, d.State)
-		m.save(ctx, d)
+		found, _, _ := desktop.End(desktop.Op(op), false, "", observedAs(vm))
+		m.end(ctx, d, desktop.Op(op), false, observedAs(vm),
+			fmt.Sprintf("%s was interrupted by a bureau restart before it finished (the desktop is %s as found); run it again", op, found))
 		m.event(ctx, d.ID, op+"_failed", "bureau", "%s", d.LastError)
 	}
 }
@@ -50,16 +48,16 @@ func (m *Manager) resumePower(ctx context.Context, d *desktop.Desktop, vm deskto
 	op := d.Operation
 	if (target == desktop.StateNapping || target == desktop.StateSleeping) && vm != desktop.VMMissing {
 		// An idle tier cut short: the desktop is what its VM is (a paused
-		// one naps); the idle monitor takes it further down again.
-		target = observedAs(vm)
-		if vm == desktop.VMPaused {
-			target = desktop.StateNapping
-		}
-	}
-	if observedAs(vm) == target || target == desktop.StateNapping && vm == desktop.VMPaused {
+		// one naps), as the table has it; the idle monitor takes it
+		// further down again.
 		defer m.unlock(d.ID)
-		d.State, d.DesiredState, d.Operation, d.LastError = target, target, "", ""
-		m.save(ctx, d)
+		m.end(ctx, d, desktop.Op(op), false, observedAs(vm), "")
+		m.event(ctx, d.ID, "reconciled", "bureau", "the %s interrupted by a restart had finished: the desktop is %s", op, d.State)
+		return
+	}
+	if observedAs(vm) == target {
+		defer m.unlock(d.ID)
+		m.end(ctx, d, desktop.Op(op), true, "", "")
 		m.event(ctx, d.ID, "reconciled", "bureau", "the %s interrupted by a restart had finished: the desktop is %s", op, target)
 		return
 	}
@@ -77,7 +75,7 @@ func (m *Manager) resumePower(ctx context.Context, d *desktop.Desktop, vm deskto
 		case desktop.StateStopped:
 			m.stop(ctx, &cp, StopOptions{Force: op == string(desktop.OpForceStop), Timeout: m.cfg.StopTimeout})
 		case desktop.StateHibernated:
-			m.hibernate(ctx, &cp, "bureau", desktop.StatePaused)
+			m.hibernate(ctx, &cp, "bureau")
 		case desktop.StatePaused:
 			m.pause(ctx, &cp, "bureau")
 		}

@@ -36,7 +36,7 @@ func (m *Manager) begin(ctx context.Context, id string, op desktop.Op, desired d
 		}
 		return nil, err
 	}
-	d, err := m.beginRow(ctx, id, op, desired)
+	d, err := m.beginRow(ctx, id, op, func(*desktop.Desktop) desktop.State { return desired })
 	if err != nil {
 		m.unlock(id)
 		return nil, err
@@ -45,8 +45,10 @@ func (m *Manager) begin(ctx context.Context, id string, op desktop.Op, desired d
 	return d, nil
 }
 
-// beginRow records op's transient state and intent under the row lock.
-func (m *Manager) beginRow(ctx context.Context, id string, op desktop.Op, desired desktop.State) (*desktop.Desktop, error) {
+// beginRow records op's transient state and intent (desired, from the
+// record as it is) under the row lock, and keeps the state op began from
+// for its end (see end). The caller holds the desktop (lock).
+func (m *Manager) beginRow(ctx context.Context, id string, op desktop.Op, desired func(*desktop.Desktop) desktop.State) (*desktop.Desktop, error) {
 	mu := m.row(id)
 	mu.Lock()
 	defer mu.Unlock()
@@ -61,11 +63,17 @@ func (m *Manager) beginRow(ctx context.Context, id string, op desktop.Op, desire
 	if err != nil {
 		return nil, err
 	}
-	d.State, d.DesiredState, d.Operation, d.Step = through, desired, string(op), ""
+	began := d.State
+	d.State, d.DesiredState, d.Operation, d.Step = through, desired(d), string(op), ""
 	d.OperationStartedAt = nil // write stamps the start of this one
 	if err := m.write(ctx, d); err != nil {
 		return nil, err
 	}
+	m.mu.Lock()
+	if f := m.busy[id]; f != nil {
+		f.began = began
+	}
+	m.mu.Unlock()
 	return d, nil
 }
 
@@ -116,8 +124,7 @@ func (m *Manager) start(ctx context.Context, d *desktop.Desktop) {
 		m.fail(ctx, d, op, err)
 		return
 	}
-	d.State, d.Operation, d.LastError = desktop.StateRunning, "", ""
-	m.save(ctx, d)
+	m.end(ctx, d, desktop.Op(op), true, "", "")
 	m.event(ctx, d.ID, "started", "bureau", "started in %s", time.Since(begun).Round(time.Millisecond))
 }
 
@@ -156,8 +163,7 @@ func (m *Manager) stop(ctx context.Context, d *desktop.Desktop, opts StopOptions
 		m.fail(ctx, d, "stop", err)
 		return
 	}
-	d.State, d.Operation, d.LastError = desktop.StateStopped, "", ""
-	m.save(ctx, d)
+	m.end(ctx, d, desktop.OpOf(d.Operation), true, "", "")
 	m.event(ctx, d.ID, "stopped", "bureau", "stopped (%s) in %s", how, time.Since(begun).Round(time.Millisecond))
 }
 
@@ -228,8 +234,7 @@ func (m *Manager) Reboot(ctx context.Context, id, actor string) (*desktop.Deskto
 			m.fail(ctx, &cp, "reboot", err)
 			return
 		}
-		cp.State, cp.Operation, cp.LastError = desktop.StateRunning, "", ""
-		m.save(ctx, &cp)
+		m.end(ctx, &cp, desktop.OpReboot, true, "", "")
 		m.event(ctx, cp.ID, "rebooted", "bureau", "reboot sent to the guest")
 	})
 	return d, nil
@@ -321,8 +326,8 @@ func (m *Manager) deleted(ctx context.Context, d *desktop.Desktop, res *DeleteRe
 	}
 	m.dropAddressAndRules(ctx, d)
 	now := time.Now().UTC()
-	d.State, d.DesiredState, d.Operation, d.DeletedAt = desktop.StateDeleted, desktop.StateDeleted, "", &now
-	if err := m.put(ctx, d); err != nil {
+	d.DeletedAt = &now
+	if err := m.end(ctx, d, desktop.OpDelete, true, "", d.LastError); err != nil {
 		return nil, err
 	}
 	if res.DataDiskKept != "" && d.Remote() {

@@ -266,7 +266,10 @@ func (m *Manager) Accelerator() desktop.Accelerator { return m.cfg.Accelerator }
 
 // inFlight is an operation holding a desktop.
 type inFlight struct {
-	op     string
+	op string
+	// began is the state the desktop was in when the operation began (""
+	// for a create, or one a restart cut short).
+	began  desktop.State
 	cancel context.CancelFunc // nil: the operation cannot be cut short
 	done   chan struct{}      // closed by unlock
 }
@@ -505,7 +508,9 @@ func (m *Manager) event(ctx context.Context, id, typ, actor, format string, args
 	m.log.Info(e.Message, "desktop", id, "event", typ, "actor", actor)
 }
 
-// fail puts a desktop into the error state with a reason.
+// fail ends d's operation in failure with a reason, its VM's state not
+// known: error, by the table. One whose link to libvirtd broke is not
+// ended (see below).
 func (m *Manager) fail(ctx context.Context, d *desktop.Desktop, op string, err error) {
 	if errors.Is(err, desktop.ErrHostLost) && d.Operation != "" {
 		// What libvirtd did before the link broke is not known: the
@@ -517,9 +522,36 @@ func (m *Manager) fail(ctx context.Context, d *desktop.Desktop, op string, err e
 		m.event(ctx, d.ID, op+"_interrupted", "bureau", "%s", d.LastError)
 		return
 	}
-	d.State, d.Operation, d.Step, d.LastError = desktop.StateError, "", "", fmt.Sprintf("%s failed: %v", op, err)
-	m.save(ctx, d)
+	m.end(ctx, d, desktop.OpOf(d.Operation), false, "", fmt.Sprintf("%s failed: %v", op, err))
 	m.event(ctx, d.ID, op+"_failed", "bureau", "%s", d.LastError)
+}
+
+// end records the end of d's operation op, the one place an operation's
+// end is written (observe1 records what a VM does by itself): the state
+// and desired state the table gives for it (desktop.End) — ok: it
+// succeeded; vm: the state its VM is in, where the table's end is as its
+// VM is ("" = not known) — no operation, and lastError. It writes under
+// the row lock; a store error is logged and returned.
+func (m *Manager) end(ctx context.Context, d *desktop.Desktop, op desktop.Op, ok bool, vm desktop.State, lastError string) error {
+	m.mu.Lock()
+	var began desktop.State
+	if f := m.busy[d.ID]; f != nil {
+		began = f.began
+	}
+	m.mu.Unlock()
+	st, desired, err := desktop.End(op, ok, began, vm)
+	if err != nil {
+		m.log.Error("an operation ended where the table of operations does not allow", "desktop", d.ID, "err", err)
+	}
+	d.State, d.Operation, d.Step, d.LastError = st, "", "", lastError
+	if desired != "" {
+		d.DesiredState = desired
+	}
+	if err := m.put(ctx, d); err != nil {
+		m.log.Error("saving desktop", "desktop", d.ID, "err", err)
+		return err
+	}
+	return nil
 }
 
 func newID() string {

@@ -219,8 +219,8 @@ func (m *Manager) migrate(ctx context.Context, d *desktop.Desktop, dest Destinat
 		if errors.Is(err, context.Canceled) {
 			why = "cancelled"
 		}
-		d.State, d.Operation, d.Step, d.LastError = desktop.StateRunning, "", "", "migrate failed: "+why
-		m.save(cleanup, d)
+		// Still running where it was.
+		m.end(cleanup, d, desktop.OpMigrate, false, desktop.StateRunning, "migrate failed: "+why)
 		m.event(cleanup, d.ID, "migrate_failed", "bureau", "migration to host %s failed after %s, still running on host %s: %s",
 			dest.Host, time.Since(begun).Round(time.Millisecond), from.Host, why)
 		return
@@ -239,8 +239,7 @@ func (m *Manager) moved(ctx context.Context, d, from, there *desktop.Desktop, re
 		m.log.Warn("a migrated desktop's NIC not bounced: it keeps its old address until its DHCP lease ends", "desktop", d.ID, "err", err)
 	}
 	m.leaveHost(ctx, from)
-	d.State, d.Operation, d.Step, d.LastError = desktop.StateRunning, "", "", ""
-	m.save(ctx, d)
+	m.end(ctx, d, desktop.OpMigrate, true, desktop.StateRunning, "")
 	if res == nil {
 		m.event(ctx, d.ID, "migrated", actor, "moved live from host %s to host %s, finished after a bureau restart; address now %s", from.Host, there.Host, there.NetIP)
 		return
@@ -316,9 +315,7 @@ func (m *Manager) resumeMigrate(ctx context.Context, d *desktop.Desktop) {
 				m.log.Error("files of an interrupted migration not removed", "desktop", d.ID, "host", to, "err", err)
 			}
 		}
-		d.State, d.Operation, d.Step = observedAs(st), "", ""
-		d.LastError = fmt.Sprintf("migrate to host %s was interrupted by a bureau restart; the desktop stayed on host %s", to, d.Host)
-		m.save(ctx, d)
+		m.end(ctx, d, desktop.OpMigrate, false, observedAs(st), fmt.Sprintf("migrate to host %s was interrupted by a bureau restart; the desktop stayed on host %s", to, d.Host))
 		m.event(ctx, d.ID, "migrate_failed", "bureau", "%s", d.LastError)
 		return
 	}

@@ -27,13 +27,12 @@ func (m *Manager) Pause(ctx context.Context, id, actor string) (*desktop.Desktop
 
 func (m *Manager) pause(ctx context.Context, d *desktop.Desktop, actor string) error {
 	if err := m.hv.Suspend(ctx, d.DomainName()); err != nil {
-		// The VM is as it was: say so instead of marking the desktop broken.
-		d.State, d.DesiredState, d.Operation = desktop.StateRunning, desktop.StateRunning, ""
-		m.save(ctx, d)
+		// The VM is as it was, running: say so instead of marking the
+		// desktop broken.
+		m.end(ctx, d, desktop.OpPause, false, desktop.StateRunning, d.LastError)
 		return fmt.Errorf("pause: %w", err)
 	}
-	d.State, d.Operation, d.LastError = desktop.StatePaused, "", ""
-	m.save(ctx, d)
+	m.end(ctx, d, desktop.OpPause, true, "", "")
 	m.event(ctx, d.ID, "paused", actor, "paused")
 	return nil
 }
@@ -61,8 +60,8 @@ func (m *Manager) Resume(ctx context.Context, id, actor string) (*desktop.Deskto
 		defer m.unlock(id)
 		begun := time.Now()
 		if err := m.hv.Resume(ctx, d.DomainName()); err != nil {
-			d.State, d.DesiredState, d.Operation = from, from, ""
-			m.save(ctx, d)
+			// The VM is as it was, paused: the desktop stays frozen.
+			m.end(ctx, d, desktop.OpResume, false, observedAs(st), d.LastError)
 			return nil, fmt.Errorf("resume: %w", err)
 		}
 		m.observe("wake_"+string(from), begun, nil)
@@ -71,8 +70,7 @@ func (m *Manager) Resume(ctx context.Context, id, actor string) (*desktop.Deskto
 			m.renewAddress(ctx, d)
 		}
 		m.syncClock(d)
-		d.State, d.Operation, d.LastError = desktop.StateRunning, "", ""
-		m.save(ctx, d)
+		m.end(ctx, d, desktop.OpResume, true, "", "")
 		m.event(ctx, id, "resumed", actor, "resumed from %s in %s", resumedFrom[from], time.Since(begun).Round(time.Millisecond))
 		return d, nil
 	}
@@ -101,8 +99,7 @@ func (m *Manager) restore(ctx context.Context, d *desktop.Desktop, op string) {
 	if d.RenewAddress {
 		m.renewAddress(ctx, d)
 	}
-	d.State, d.Operation, d.LastError = desktop.StateRunning, "", ""
-	m.save(ctx, d)
+	m.end(ctx, d, desktop.Op(op), true, "", "")
 	m.event(ctx, d.ID, "resumed", "bureau", "resumed from hibernation in %s", time.Since(begun).Round(time.Millisecond))
 	m.syncClock(d)
 }
@@ -126,14 +123,10 @@ func (m *Manager) syncClock(d *desktop.Desktop) {
 // Hibernate saves a desktop's RAM to disk and stops its VM in the
 // background; resume or start brings its programs back.
 func (m *Manager) Hibernate(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
-	frozen := desktop.StatePaused // what a paused VM is if the save fails
 	running := false
 	if cur, err := m.live(ctx, id); err == nil && (cur.State == desktop.StateRunning || cur.State.Frozen()) {
 		if err := m.roomToSaveOn(cur); err != nil {
 			return nil, err
-		}
-		if cur.State.Frozen() {
-			frozen = cur.State
 		}
 		running = cur.State == desktop.StateRunning && !m.cfg.SaveAsIs
 	}
@@ -152,14 +145,14 @@ func (m *Manager) Hibernate(ctx context.Context, id, actor string) (*desktop.Des
 			m.trimGuest(tctx, &cp)
 			cancel()
 		}
-		m.hibernate(ctx, &cp, actor, frozen)
+		m.hibernate(ctx, &cp, actor)
 	})
 	return d, nil
 }
 
 // hibernate saves d's RAM; a save that fails on a paused VM leaves the
 // desktop frozen (paused, napping or sleeping, as it was).
-func (m *Manager) hibernate(ctx context.Context, d *desktop.Desktop, actor string, frozen desktop.State) {
+func (m *Manager) hibernate(ctx context.Context, d *desktop.Desktop, actor string) {
 	begun := time.Now()
 	err := m.hv.Hibernate(ctx, d.DomainName())
 	m.observe("hibernate", begun, err)
@@ -167,22 +160,12 @@ func (m *Manager) hibernate(ctx context.Context, d *desktop.Desktop, actor strin
 		// A failed save leaves the VM running (libvirt only stops it once the
 		// image is complete): report it without losing the desktop.
 		st, _ := m.hv.State(ctx, d.DomainName())
-		d.Operation, d.LastError = "", fmt.Sprintf("hibernate failed: %v", err)
-		switch st {
-		case desktop.VMRunning:
-			d.State, d.DesiredState = desktop.StateRunning, desktop.StateRunning
-		case desktop.VMPaused:
-			d.State, d.DesiredState = frozen, frozen
-		default:
-			d.State = desktop.StateError
-		}
-		m.save(ctx, d)
+		m.end(ctx, d, desktop.OpHibernate, false, observedAs(st), fmt.Sprintf("hibernate failed: %v", err))
 		m.event(ctx, d.ID, "hibernate_failed", "bureau", "%s", d.LastError)
 		return
 	}
 	m.failpoint("hibernate:after-save")
-	d.State, d.Operation, d.LastError = desktop.StateHibernated, "", ""
-	m.save(ctx, d)
+	m.end(ctx, d, desktop.OpHibernate, true, "", "")
 	m.event(ctx, d.ID, "hibernated", actor, "hibernated in %s", time.Since(begun).Round(time.Millisecond))
 }
 

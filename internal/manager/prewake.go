@@ -40,8 +40,7 @@ func (m *Manager) prewake(ctx context.Context, d *desktop.Desktop, actor, why st
 		if st, _ := m.hv.State(ctx, d.DomainName()); st == desktop.VMSaved {
 			// Nothing changed: its RAM is still saved, and a use restores
 			// it the usual way (and reports why if that fails too).
-			d.State, d.DesiredState, d.Operation, d.Step = desktop.StateHibernated, desktop.StateHibernated, "", ""
-			m.save(ctx, d)
+			m.end(ctx, d, desktop.OpPrewake, false, observedAs(st), d.LastError)
 			m.event(ctx, d.ID, "prewake_failed", "bureau", "could not restore it ahead of use (%v); it stays hibernated", err)
 			return
 		}
@@ -49,8 +48,7 @@ func (m *Manager) prewake(ctx context.Context, d *desktop.Desktop, actor, why st
 		return
 	}
 	m.Touch(d.ID) // a new quiet period: it naps until used or idle again
-	d.State, d.Operation, d.Step, d.LastError = desktop.StateNapping, "", "", ""
-	m.save(ctx, d)
+	m.end(ctx, d, desktop.OpPrewake, true, "", "")
 	m.event(ctx, d.ID, "napping", actor, "restored paused ahead of use (%s) in %s: the next use wakes it in milliseconds",
 		why, time.Since(begun).Round(time.Millisecond))
 }

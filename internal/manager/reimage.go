@@ -89,11 +89,11 @@ func (m *Manager) reimage(ctx context.Context, d *desktop.Desktop, img *desktop.
 		m.fail(ctx, d, "reimage", err)
 		return
 	}
-	d.State, d.Operation, d.LastError = desktop.StateStopped, "", ""
+	left := desktop.StateStopped // what the reimage leaves its VM
 	if wasRunning {
-		d.State = desktop.StateRunning
+		left = desktop.StateRunning
 	}
-	m.save(ctx, d)
+	m.end(ctx, d, desktop.OpReimage, true, left, "")
 	m.event(ctx, d.ID, "reimaged", actor, "OS disk replaced with a fresh copy of %s in %s; data disk kept", img.Name,
 		time.Since(begun).Round(time.Millisecond))
 }

@@ -188,8 +188,7 @@ func (m *Manager) RevertSnapshot(ctx context.Context, id, name, actor string) (*
 	if err := m.lock(id, "revert"); err != nil {
 		return nil, err
 	}
-	d, err := m.live(ctx, id)
-	if err != nil {
+	if _, err := m.live(ctx, id); err != nil {
 		m.unlock(id)
 		return nil, err
 	}
@@ -198,17 +197,16 @@ func (m *Manager) RevertSnapshot(ctx context.Context, id, name, actor string) (*
 		m.unlock(id)
 		return nil, err
 	}
-	through, err := desktop.Begin(desktop.OpRevert, d.State)
+	wasRunning := false
+	d, err := m.beginRow(ctx, id, desktop.OpRevert, func(d *desktop.Desktop) desktop.State {
+		// It comes back running with a memory snapshot, or as it was.
+		wasRunning = d.State != desktop.StateStopped
+		if sn.Memory || wasRunning {
+			return desktop.StateRunning
+		}
+		return d.DesiredState
+	})
 	if err != nil {
-		m.unlock(id)
-		return nil, err
-	}
-	wasRunning := d.State != desktop.StateStopped
-	d.State, d.Operation = through, "revert"
-	if sn.Memory || wasRunning {
-		d.DesiredState = desktop.StateRunning
-	}
-	if err := m.put(ctx, d); err != nil {
 		m.unlock(id)
 		return nil, err
 	}
@@ -221,7 +219,7 @@ func (m *Manager) RevertSnapshot(ctx context.Context, id, name, actor string) (*
 func (m *Manager) revert(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot, wasRunning bool, actor string) {
 	begun := time.Now()
 	name := d.DomainName()
-	final := desktop.StateStopped
+	vm := desktop.StateStopped // what the revert leaves its VM
 	if sn.Memory {
 		if err := m.hv.RevertSnapshot(ctx, name, sn.Name); err != nil {
 			m.fail(ctx, d, "revert", err)
@@ -231,7 +229,7 @@ func (m *Manager) revert(ctx context.Context, d *desktop.Desktop, sn *desktop.Sn
 			// Its RAM holds the address it had on the host it was on then.
 			m.renewAddress(ctx, d)
 		}
-		final = desktop.StateRunning
+		vm = desktop.StateRunning
 	} else {
 		if _, err := m.powerOff(ctx, name, StopOptions{Timeout: m.cfg.StopTimeout}); err != nil {
 			m.fail(ctx, d, "revert", err)
@@ -253,7 +251,7 @@ func (m *Manager) revert(ctx context.Context, d *desktop.Desktop, sn *desktop.Sn
 				m.fail(ctx, d, "revert", err)
 				return
 			}
-			final = desktop.StateRunning
+			vm = desktop.StateRunning
 		}
 	}
 	m.observe("revert", begun, nil)
@@ -262,8 +260,7 @@ func (m *Manager) revert(ctx context.Context, d *desktop.Desktop, sn *desktop.Sn
 	if err := m.store.MarkSnapshotReverted(ctx, sn); err != nil {
 		m.log.Error("recording revert", "desktop", d.ID, "err", err)
 	}
-	d.State, d.DesiredState, d.Operation, d.LastError = final, final, "", ""
-	m.save(ctx, d)
+	m.end(ctx, d, desktop.OpRevert, true, vm, "")
 	m.event(ctx, d.ID, "reverted", actor, "reverted to snapshot %q in %s", sn.Name, time.Since(begun).Round(time.Millisecond))
 }
 

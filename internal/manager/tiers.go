@@ -108,14 +108,13 @@ func (m *Manager) freeze(ctx context.Context, id string, op desktop.Op, running 
 	begun := time.Now()
 	if running {
 		if err := m.hv.Suspend(ctx, d.DomainName()); err != nil {
-			d.State, d.DesiredState, d.Operation = desktop.StateRunning, desktop.StateRunning, ""
-			m.save(ctx, d)
+			// The VM is as it was, running.
+			m.end(ctx, d, op, false, desktop.StateRunning, d.LastError)
 			return nil, fmt.Errorf("%s: pause: %w", op, err)
 		}
 	}
 	if op == desktop.OpNap {
-		d.State, d.Operation, d.LastError = desktop.StateNapping, "", ""
-		m.save(ctx, d)
+		m.end(ctx, d, op, true, "", "")
 		m.event(ctx, id, "napping", "bureau", "napping: paused with its memory resident")
 		return d, nil
 	}
@@ -124,13 +123,12 @@ func (m *Manager) freeze(ctx context.Context, id string, op desktop.Op, running 
 	m.observe("sleep", begun, err)
 	if err != nil {
 		m.noSleep(id)
-		d.State, d.DesiredState, d.Operation, d.Step = desktop.StateNapping, desktop.StateNapping, "", ""
-		m.save(ctx, d)
+		// Its VM is paused, its memory resident: it naps.
+		m.end(ctx, d, op, false, desktop.StatePaused, d.LastError)
 		m.event(ctx, id, "sleep_failed", "bureau", "could not push its memory out (%v); napping instead", err)
 		return d, nil
 	}
-	d.State, d.Operation, d.Step, d.LastError = desktop.StateSleeping, "", "", ""
-	m.save(ctx, d)
+	m.end(ctx, d, op, true, "", "")
 	m.event(ctx, id, "sleeping", "bureau", "sleeping: paused, memory pushed to swap in %s (%d MiB left resident that no other desktop shares)",
 		time.Since(begun).Round(time.Millisecond), rss/1024)
 	return d, nil
