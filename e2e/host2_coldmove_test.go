@@ -23,6 +23,7 @@ import (
 
 	"github.com/bureau/bureau/internal/desktop"
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
+	"github.com/bureau/bureau/internal/hypervisor/libvirt/link"
 	"golang.org/x/sys/unix"
 )
 
@@ -110,7 +111,7 @@ func TestHost2ColdMove(t *testing.T) {
 	defer h.Close()
 	var where atomic.Value // for State, Start and Hibernate only
 	where.Store("local")
-	h.SetRemotes(hv.Remotes{
+	h.SetRemotes(link.Remotes{
 		Where: func(d string) string {
 			if d == name {
 				return where.Load().(string)

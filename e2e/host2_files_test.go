@@ -22,16 +22,18 @@ import (
 	"time"
 
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
+	"github.com/bureau/bureau/internal/hypervisor/libvirt/link"
+	"github.com/bureau/bureau/internal/hypervisor/libvirt/pools"
 	"github.com/bureau/bureau/internal/manager"
 	"github.com/bureau/bureau/internal/storage"
 )
 
-// hv.Files is the manager's HostFiles.
-var _ manager.HostFiles = (*hv.Files)(nil)
+// pools.Files is the manager's HostFiles.
+var _ manager.HostFiles = (*pools.Files)(nil)
 
 // TestHost2Files makes and removes a remote desktop's files on host2
 // (scripts/host2.sh: its /var/lib/bureau/{images,desktops} are its own
-// DIR/images and DIR/desktops) through hv.Files, the storage-pool side of
+// DIR/images and DIR/desktops) through pools.Files, the storage-pool side of
 // manager.HostFiles: the base image copied once, the desktop's folder
 // 0700 owned by its QEMU user (and given back to it when changed), the
 // overlay over the base, the data disk (never replaced), the seed ISO
@@ -99,7 +101,7 @@ func TestHost2Files(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	h.SetRemotes(hv.Remotes{
+	h.SetRemotes(link.Remotes{
 		Where: func(string) string { return "" },
 		Hosts: func(context.Context) (map[string]string, error) { return map[string]string{"two": uri}, nil },
 	})
@@ -270,7 +272,7 @@ func TestHost2Files(t *testing.T) {
 	// files libvirt lists go and the error names what is left.
 	_, err = f.RemoveAllBut(ctx, deskDir, "")
 	t.Logf("RemoveAllBut with vnc.sock left, no Sweep: %v", err)
-	if !errors.Is(err, hv.ErrUnlisted) || !strings.Contains(err.Error(), deskDir) || !strings.Contains(err.Error(), "vnc.sock") {
+	if !errors.Is(err, pools.ErrUnlisted) || !strings.Contains(err.Error(), deskDir) || !strings.Contains(err.Error(), "vnc.sock") {
 		t.Errorf("RemoveAllBut with a socket left: %v, want ErrUnlisted naming the folder", err)
 	}
 	if left := filesNames(t, host2Desk); left != "vnc.sock" {

@@ -20,6 +20,8 @@ import (
 
 	"github.com/bureau/bureau/internal/desktop"
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
+	"github.com/bureau/bureau/internal/hypervisor/libvirt/link"
+	"github.com/bureau/bureau/internal/hypervisor/libvirt/moves"
 )
 
 // TestHost2Migrate moves a tiny running domain live from host1 (the
@@ -74,7 +76,7 @@ func TestHost2Migrate(t *testing.T) {
 	defer h.Close()
 	var where atomic.Value
 	where.Store("local")
-	h.SetRemotes(hv.Remotes{
+	h.SetRemotes(link.Remotes{
 		Where: func(d string) string {
 			if d == name {
 				return where.Load().(string)
@@ -97,9 +99,9 @@ func TestHost2Migrate(t *testing.T) {
 		run(t, "qemu-img", "create", "-q", "-f", "qcow2", "-b", base, "-F", "qcow2", filepath.Join(dst, "os.qcow2"), fmt.Sprint(sizes["vda"]))
 		run(t, "qemu-img", "create", "-q", "-f", "qcow2", filepath.Join(dst, "data.qcow2"), fmt.Sprint(sizes["vdb"]))
 	}
-	migrate := func(ctx context.Context, to, tap string, progress func(hv.MigrateProgress)) (*hv.MigrateResult, error) {
-		var reports []hv.MigrateProgress
-		res, err := h.Migrate(ctx, name, hv.MigrateOptions{To: to, Address: "127.0.0.1", Tap: tap, Progress: func(p hv.MigrateProgress) {
+	migrate := func(ctx context.Context, to, tap string, progress func(moves.MigrateProgress)) (*moves.MigrateResult, error) {
+		var reports []moves.MigrateProgress
+		res, err := h.Migrate(ctx, name, moves.MigrateOptions{To: to, Address: "127.0.0.1", Tap: tap, Progress: func(p moves.MigrateProgress) {
 			reports = append(reports, p)
 			if progress != nil {
 				progress(p)
@@ -165,7 +167,7 @@ func TestHost2Migrate(t *testing.T) {
 		t.Fatalf("migrate-setspeed: %v %s", err, out)
 	}
 	var phases sync.Map
-	if _, err := migrate(ctx, "local", tapA, func(p hv.MigrateProgress) { phases.Store(p.Phase, true) }); err != nil {
+	if _, err := migrate(ctx, "local", tapA, func(p moves.MigrateProgress) { phases.Store(p.Phase, true) }); err != nil {
 		t.Fatal(err)
 	}
 	where.Store("local")
@@ -181,7 +183,7 @@ func TestHost2Migrate(t *testing.T) {
 	}
 	cctx, ccancel := context.WithCancel(ctx)
 	var cancelled time.Time
-	_, err = migrate(cctx, "two", tapB, func(p hv.MigrateProgress) {
+	_, err = migrate(cctx, "two", tapB, func(p moves.MigrateProgress) {
 		if cancelled.IsZero() && p.DiskProcessed > 0 {
 			cancelled = time.Now()
 			ccancel()

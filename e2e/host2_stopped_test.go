@@ -10,24 +10,24 @@ import (
 	"syscall"
 	"testing"
 
-	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
+	"github.com/bureau/bureau/internal/hypervisor/libvirt/pools"
 	"github.com/bureau/bureau/internal/manager"
 )
 
-// hv.Files is also the manager's StoppedDisks and FileSizes of a remote host.
+// pools.Files is also the manager's StoppedDisks and FileSizes of a remote host.
 var (
-	_ manager.StoppedDisks = (*hv.Files)(nil)
-	_ manager.FileSizes    = (*hv.Files)(nil)
+	_ manager.StoppedDisks = (*pools.Files)(nil)
+	_ manager.FileSizes    = (*pools.Files)(nil)
 )
 
 // checkStoppedDisks takes, reverts and deletes internal snapshots of a
-// stopped desktop's disk files on host2 and grows one, through hv.Files
+// stopped desktop's disk files on host2 and grows one, through pools.Files
 // (host2's libvirtd runs qemu-img there), as bureau does to a remote
 // desktop whose VM is off. osDisk and dataDisk are host2's paths, folder
 // the same folder as this host sees it; virsh runs on host2; timed runs a
 // call and logs how long it took (a domain defined and undefined around
 // qemu-img on host2 each time).
-func checkStoppedDisks(t *testing.T, f *hv.Files, osDisk, dataDisk, folder string, uid, gid int,
+func checkStoppedDisks(t *testing.T, f *pools.Files, osDisk, dataDisk, folder string, uid, gid int,
 	virsh func(...string) (string, error), timed func(string, func() error) error) {
 	ctx := context.Background()
 	here := func(path string) string { return filepath.Join(folder, filepath.Base(path)) }

@@ -18,12 +18,13 @@ import (
 	"github.com/bureau/bureau/internal/config"
 	"github.com/bureau/bureau/internal/desktop"
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
+	"github.com/bureau/bureau/internal/hypervisor/libvirt/network"
 	"github.com/bureau/bureau/internal/netpolicy"
 )
 
 // The desktops' libvirt network and its bridge.
 const (
-	desktopNetwork = hv.DesktopNetwork
+	desktopNetwork = network.DesktopNetwork
 	desktopBridge  = "bureau0"
 )
 
@@ -33,7 +34,7 @@ type isolation struct {
 	subnet    netip.Prefix
 	vmGroup   int
 	firewall  *netpolicy.Firewall
-	addresses hv.Addresses
+	addresses network.Addresses
 }
 
 // setUpIsolation locks the data directory down for unprivileged QEMU,
@@ -51,7 +52,7 @@ func setUpIsolation(ctx context.Context, cfg *config.Config, h *hv.Hypervisor, l
 	if err != nil {
 		return nil, fmt.Errorf("network subnet %q: %w", cfg.NetworkSubnet, err)
 	}
-	nc, err := hv.NewNetworkConfig(desktopNetwork, desktopBridge, subnet)
+	nc, err := network.NewNetworkConfig(desktopNetwork, desktopBridge, subnet)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +75,7 @@ func setUpIsolation(ctx context.Context, cfg *config.Config, h *hv.Hypervisor, l
 	go fw.Refresh(ctx, time.Minute)
 	log.Info("desktop isolation", "network", desktopNetwork, "bridge", nc.Bridge, "subnet", nc.Subnet, "qemu_group", gid)
 	return &isolation{network: desktopNetwork, subnet: nc.Subnet, vmGroup: gid, firewall: fw,
-		addresses: hv.Addresses{H: h, Network: desktopNetwork}}, nil
+		addresses: network.Addresses{H: h.Conn, Network: desktopNetwork}}, nil
 }
 
 // lockDownDataDir lets desktops' QEMU users pass through the data

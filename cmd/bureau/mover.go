@@ -4,6 +4,7 @@ import (
 	"context"
 
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
+	"github.com/bureau/bureau/internal/hypervisor/libvirt/moves"
 	"github.com/bureau/bureau/internal/manager"
 )
 
@@ -12,8 +13,8 @@ import (
 type mover struct{ h *hv.Hypervisor }
 
 func (mv mover) Migrate(ctx context.Context, name string, dest manager.Destination, progress func(manager.MoveProgress)) (*manager.MoveResult, error) {
-	res, err := mv.h.Migrate(ctx, name, hv.MigrateOptions{To: dest.Host, Address: dest.Address, Tap: dest.Tap,
-		Progress: func(p hv.MigrateProgress) {
+	res, err := mv.h.Migrate(ctx, name, moves.MigrateOptions{To: dest.Host, Address: dest.Address, Tap: dest.Tap,
+		Progress: func(p moves.MigrateProgress) {
 			pct := 0
 			if p.DataTotal > 0 {
 				pct = int(min(p.DataProcessed*100/p.DataTotal, 100))

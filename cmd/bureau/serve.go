@@ -24,6 +24,7 @@ import (
 	"github.com/bureau/bureau/internal/guest"
 	"github.com/bureau/bureau/internal/host"
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
+	"github.com/bureau/bureau/internal/hypervisor/libvirt/link"
 	"github.com/bureau/bureau/internal/manager"
 	"github.com/bureau/bureau/internal/metrics"
 	"github.com/bureau/bureau/internal/preview"
@@ -126,7 +127,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 	// Desktops on remote hosts: every call about one goes to its host.
 	where := &placements{st: st}
-	h.SetRemotes(hv.Remotes{Where: where.where, Hosts: remoteHosts(st)})
+	h.SetRemotes(link.Remotes{Where: where.where, Hosts: remoteHosts(st)})
 	hostList.OnRemove = h.ForgetRemote
 	met := metrics.New(st, h, log)
 	capacity := host.Capacity{DataDir: cfg.DataDir}

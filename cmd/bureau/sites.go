@@ -21,6 +21,7 @@ import (
 	"github.com/bureau/bureau/internal/hostrelay"
 	"github.com/bureau/bureau/internal/hosts"
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
+	"github.com/bureau/bureau/internal/hypervisor/libvirt/network"
 	"github.com/bureau/bureau/internal/manager"
 	places "github.com/bureau/bureau/internal/placement"
 	"github.com/bureau/bureau/internal/sshlink"
@@ -73,7 +74,7 @@ func (s sites) Site(ctx context.Context, name string) (*manager.Site, error) {
 		return nil, err
 	}
 	files.Sweep = func(ctx context.Context, dir string) error { return sweep(ctx, link, dir) }
-	return &manager.Site{Accelerator: desktop.Accelerator(h.Accelerator), Subnet: subnet, Firewall: fw, Addresses: hv.Addresses{H: remote, Network: hv.DesktopNetwork}, Files: files, Disks: files, Sizes: files,
+	return &manager.Site{Accelerator: desktop.Accelerator(h.Accelerator), Subnet: subnet, Firewall: fw, Addresses: network.Addresses{H: remote, Network: network.DesktopNetwork}, Files: files, Disks: files, Sizes: files,
 		Display: func(ctx context.Context, path string, uid int) (net.Conn, error) {
 			return hostrelay.Dial(ctx, link, path, uid)
 		},

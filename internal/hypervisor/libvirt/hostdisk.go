@@ -3,12 +3,9 @@ package libvirt
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/bureau/bureau/internal/hosts"
-	"libvirt.org/go/libvirt"
-	"libvirt.org/go/libvirtxml"
 )
 
 // A host's disk is the filesystem of bureau's images folder
@@ -51,7 +48,7 @@ func (l *HostLink) disk() (total, free int64) {
 	case l.local:
 		return statfsMiB(l.imagesDir)
 	default:
-		return l.storage().diskOf(l.imagesDir)
+		return l.storage().DiskOf(l.imagesDir)
 	}
 }
 
@@ -72,80 +69,4 @@ func statfsMiB(dir string) (total, free int64) {
 		return int64(st.Blocks * unit >> 20), int64(st.Bfree * unit >> 20)
 	}
 	return 0, 0
-}
-
-// diskOf measures the filesystem of imagesDir on the host through a
-// running pool: imagesDir's own, else one of bureau's under its parent
-// (DATA_DIR). Its folder is re-read first so the figures are fresh.
-func (p pools) diskOf(imagesDir string) (total, free int64) {
-	pl := p.diskPool(imagesDir)
-	if pl == nil {
-		return 0, 0
-	}
-	defer pl.Free()
-	refresh(pl)
-	info, err := pl.GetInfo()
-	if err != nil {
-		return 0, 0
-	}
-	return int64(info.Capacity >> 20), int64(info.Available >> 20)
-}
-
-// diskPool is the running pool to measure imagesDir's filesystem by (nil
-// if none). The caller frees it.
-func (p pools) diskPool(imagesDir string) *libvirt.StoragePool {
-	if pl, err := p.conn.LookupStoragePoolByName(poolName(imagesDir)); err == nil {
-		if _, ok := targetIs(pl, imagesDir); ok && running(pl) {
-			return pl
-		}
-		pl.Free()
-	}
-	all, err := p.conn.ListAllStoragePools(libvirt.CONNECT_LIST_STORAGE_POOLS_ACTIVE)
-	if err != nil {
-		return nil
-	}
-	dataDir := filepath.Dir(imagesDir)
-	var own, near *libvirt.StoragePool
-	for i := range all {
-		pl := &all[i]
-		switch {
-		case own == nil && hasTarget(pl, func(t string) bool { return t == imagesDir }):
-			own = pl
-		case near == nil && ours(pl) && hasTarget(pl, func(t string) bool { return strings.HasPrefix(t, dataDir+"/") }):
-			near = pl
-		default:
-			pl.Free()
-		}
-	}
-	if own != nil {
-		if near != nil {
-			near.Free()
-		}
-		return own
-	}
-	return near
-}
-
-// ours says whether pl is one of the pools bureau names (poolName).
-func ours(pl *libvirt.StoragePool) bool {
-	name, err := pl.GetName()
-	return err == nil && strings.HasPrefix(name, "bureau-")
-}
-
-// hasTarget says whether pl's target path passes is.
-func hasTarget(pl *libvirt.StoragePool, is func(string) bool) bool {
-	x, err := pl.GetXMLDesc(0)
-	if err != nil {
-		return false // gone meanwhile
-	}
-	var def libvirtxml.StoragePool
-	if def.Unmarshal(x) != nil || def.Target == nil || def.Target.Path == "" {
-		return false
-	}
-	return is(filepath.Clean(def.Target.Path))
-}
-
-func running(pl *libvirt.StoragePool) bool {
-	active, err := pl.IsActive()
-	return err == nil && active
 }

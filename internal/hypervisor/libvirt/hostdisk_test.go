@@ -6,9 +6,20 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/bureau/bureau/internal/hypervisor/libvirt/pools"
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 )
+
+func testLink(t *testing.T) *HostLink {
+	t.Helper()
+	link, err := DialHost(context.Background(), "test:///default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { link.Close() })
+	return link.(*HostLink)
+}
 
 // diskFacts dials uri as the hosts registry does and returns the disk
 // its facts report.
@@ -61,14 +72,14 @@ func TestRemoteDiskIsMeasuredThroughBureausPools(t *testing.T) {
 	if total, free := diskFacts(t, d, "test:///default"); total != 0 || free != 0 {
 		t.Errorf("without pools: %d/%d MiB, want 0", total, free)
 	}
-	if pl, _, _ := l.storage().lookupPool(images); pl != nil {
+	if pl, err := l.conn.LookupStoragePoolByName(pools.PoolName(images)); err == nil {
 		pl.Free()
 		t.Fatal("a health check made the images pool")
 	}
 
 	// A stopped desktop pool is not started to be measured, nor is a
 	// pool that is not bureau's, even under DATA_DIR.
-	stopped := definePool(t, l.conn, poolName(root+"/desktops/d0"), root+"/desktops/d0", false)
+	stopped := definePool(t, l.conn, pools.PoolName(root+"/desktops/d0"), root+"/desktops/d0", false)
 	definePool(t, l.conn, "not-bureaus", root+"/other", true)
 	if total, _ := diskFacts(t, d, "test:///default"); total != 0 {
 		t.Errorf("through a stopped or foreign pool: %d MiB, want 0", total)
@@ -79,14 +90,14 @@ func TestRemoteDiskIsMeasuredThroughBureausPools(t *testing.T) {
 
 	// A running desktop pool under DATA_DIR stands in for the images
 	// folder's (the test driver gives every pool 100 GiB).
-	definePool(t, l.conn, poolName(root+"/desktops/d1"), root+"/desktops/d1", true)
+	definePool(t, l.conn, pools.PoolName(root+"/desktops/d1"), root+"/desktops/d1", true)
 	if total, free := diskFacts(t, d, "test:///default"); total != 100<<10 || free != 100<<10 {
 		t.Errorf("through a desktop's pool: %d/%d MiB, want 102400/102400", total, free)
 	}
 
 	// The images folder's own pool is preferred: a 1 GiB volume there
 	// shows in its free space only.
-	ip := definePool(t, l.conn, poolName(images), images, true)
+	ip := definePool(t, l.conn, pools.PoolName(images), images, true)
 	vx, _ := (&libvirtxml.StorageVolume{Name: "base.qcow2", Capacity: &libvirtxml.StorageVolumeSize{Unit: "bytes", Value: 1 << 30},
 		Allocation: &libvirtxml.StorageVolumeSize{Unit: "bytes", Value: 1 << 30}}).Marshal()
 	vol, err := ip.StorageVolCreateXML(vx, 0)

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/bureau/bureau/internal/hosts"
+	"github.com/bureau/bureau/internal/hypervisor/libvirt/link"
+	"github.com/bureau/bureau/internal/hypervisor/libvirt/network"
+	"github.com/bureau/bureau/internal/hypervisor/libvirt/pools"
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 )
@@ -31,11 +35,11 @@ type HostLink struct {
 	closeOnce sync.Once
 }
 
-// do runs fn on the connection within ctx (see call), counted in flight
+// do runs fn on the connection within ctx (see link.Call), counted in flight
 // until fn itself returns.
 func do[T any](ctx context.Context, l *HostLink, fn func() (T, error)) (T, error) {
 	l.inflight.Add(1)
-	return call(ctx, func() (T, error) {
+	return link.Call(ctx, func() (T, error) {
 		defer l.inflight.Done()
 		return fn()
 	})
@@ -83,15 +87,15 @@ func dialHost(ctx context.Context, uri string) (*HostLink, error) {
 		return nil, fmt.Errorf("no answer within %s", time.Since(begun).Round(time.Second))
 	}
 	if r.err != nil {
-		return nil, message(r.err)
+		return nil, link.Message(r.err)
 	}
 	conn := r.conn
 	l := &HostLink{uri: uri, conn: conn}
 	// Drivers that run in this process (test:///) have no connection to
 	// keep alive.
-	if err := conn.SetKeepAlive(5, 3); err != nil && !isCode(err, libvirt.ERR_NO_SUPPORT) {
+	if err := conn.SetKeepAlive(5, 3); err != nil && !link.IsCode(err, libvirt.ERR_NO_SUPPORT) {
 		conn.Close()
-		return nil, fmt.Errorf("keepalive: %w", message(err))
+		return nil, fmt.Errorf("keepalive: %w", link.Message(err))
 	}
 	conn.RegisterCloseCallback(func(_ *libvirt.Connect, reason libvirt.ConnectCloseReason) {
 		why := closeReasons[reason]
@@ -132,22 +136,22 @@ func (l *HostLink) Facts(ctx context.Context) (hosts.Facts, error) {
 		var f hosts.Facts
 		info, err := l.conn.GetNodeInfo()
 		if err != nil {
-			return f, message(err)
+			return f, link.Message(err)
 		}
 		free, err := l.freeMemoryMiB()
 		if err != nil {
-			return f, message(err)
+			return f, link.Message(err)
 		}
 		f.CPUs, f.MemoryMiB, f.FreeMemoryMiB = int(info.Cpus), int64(info.Memory>>10), free
 		if f.Hostname, err = l.conn.GetHostname(); err != nil {
-			return f, message(err)
+			return f, link.Message(err)
 		}
 		if v, err := l.conn.GetLibVersion(); err == nil {
 			f.LibvirtVersion = fmt.Sprintf("%d.%d.%d", v/1000000, v/1000%1000, v%1000)
 		}
 		caps, err := l.conn.GetCapabilities()
 		if err != nil {
-			return f, message(err)
+			return f, link.Message(err)
 		}
 		if f.Accelerator, err = acceleratorOf(caps); err != nil {
 			return f, err
@@ -202,15 +206,6 @@ func (l *HostLink) Close() error {
 	return nil
 }
 
-// message is libvirt's own text of err.
-func message(err error) error {
-	var lerr libvirt.Error
-	if errors.As(err, &lerr) {
-		return errors.New(lerr.Message)
-	}
-	return err
-}
-
 // freeMemoryMiB is the memory the host can still give: free, plus its
 // buffers and page cache, which the kernel gives back on demand (the
 // host's node memory statistics, in KiB); virNodeGetFreeMemory's figure
@@ -224,4 +219,56 @@ func (l *HostLink) freeMemoryMiB() (int64, error) {
 	}
 	free, err := l.conn.GetFreeMemory()
 	return int64(free >> 20), err
+}
+
+// EnsureNetwork puts bureau's desktop network on the host as the local
+// host's EnsureNetwork does, named "bureau".
+func (l *HostLink) EnsureNetwork(ctx context.Context, bridge string, subnet netip.Prefix) error {
+	c, err := network.NewNetworkConfig(network.DesktopNetwork, bridge, subnet)
+	if err != nil {
+		return err
+	}
+	want, err := network.NetworkXML(c)
+	if err != nil {
+		return err
+	}
+	_, err = do(ctx, l, func() (bool, error) { return network.Ensure(l.conn, c, want) })
+	return err
+}
+
+// storage is the link's storage-pool code.
+func (l *HostLink) storage() pools.Host { return pools.NewHost(l.conn, l.uri) }
+
+// CopyImage makes remotePath on the host a copy of the local file
+// localPath (a base image; its bytes as they are) through a dir storage
+// pool whose target is remotePath's folder: an existing pool with that
+// target (started and set to autostart if it is not), else a new one
+// named "bureau-" and a hash of the folder, defined, built (which makes the
+// folder, or sets an existing one to mode 0755, owner root) and started.
+// The file gets mode 0644, owner root.
+//
+// A complete copy already there is kept (progress reports it done); any
+// other file at remotePath (a copy cut short) is replaced. progress, if
+// not nil, is called at most every 250 ms while data moves and once at the
+// end with done == total, from the goroutine moving the data: it must
+// return quickly. Cancelling ctx aborts the stream and removes the
+// partial volume; a copy that moves no data for a minute is ended too. A
+// second copy to the same path on the same host while one runs is refused.
+func (l *HostLink) CopyImage(ctx context.Context, localPath, remotePath string, progress pools.CopyProgress) error {
+	if why := l.closed.Load(); why != nil {
+		return errors.New(*why)
+	}
+	return l.storage().CopyImage(ctx, localPath, remotePath, progress, false)
+}
+
+// ImageOnHost says whether remotePath on the host is a complete copy of
+// the local file localPath: the same file size, the same virtual size
+// (libvirt reads the qcow2 header on the host) and the same first 4 KiB.
+// It finds or makes the folder's pool as CopyImage does, and refreshes it,
+// so files put there outside libvirt count too.
+func (l *HostLink) ImageOnHost(ctx context.Context, localPath, remotePath string) (bool, error) {
+	if why := l.closed.Load(); why != nil {
+		return false, errors.New(*why)
+	}
+	return l.storage().ImageOnHost(ctx, localPath, remotePath)
 }

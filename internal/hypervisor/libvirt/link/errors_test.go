@@ -1,0 +1,22 @@
+package link
+
+import (
+	"errors"
+	"syscall"
+	"testing"
+
+	"libvirt.org/go/libvirt"
+)
+
+func TestHostErrKeepsLibvirtsCodeAndFindsAFullDisk(t *testing.T) {
+	full := HostErr("upload", libvirt.Error{Code: libvirt.ERR_SYSTEM_ERROR, Message: "Unable to write to '/x': No space left on device"})
+	var lerr libvirt.Error
+	if !errors.Is(full, syscall.ENOSPC) || !errors.As(full, &lerr) || lerr.Code != libvirt.ERR_SYSTEM_ERROR ||
+		full.Error() != "upload: Unable to write to '/x': No space left on device (the host's disk is full)" {
+		t.Errorf("%v", full)
+	}
+	other := HostErr("upload", libvirt.Error{Code: libvirt.ERR_NO_SUPPORT, Message: "not supported"})
+	if errors.Is(other, syscall.ENOSPC) || other.Error() != "upload: not supported" {
+		t.Errorf("%v", other)
+	}
+}
