@@ -7,21 +7,14 @@ import (
 	"testing"
 
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/hypervisor/libvirt/libvirttest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-func testConfig(accel desktop.Accelerator) desktop.VMConfig {
-	return desktop.VMConfig{Name: "bureau-abc123", UUID: "6f1c1a38-6a0e-4c53-9d51-1b1f7c0b6c11", VCPUs: 2, MemoryMiB: 2048,
-		Accelerator: accel, OSDisk: "/var/lib/bureau/desktops/abc123/os.qcow2", DataDisk: "/var/lib/bureau/desktops/abc123/data.qcow2",
-		SeedISO: "/var/lib/bureau/desktops/abc123/seed.iso", SerialLog: "/var/lib/bureau/desktops/abc123/serial.log",
-		VNCSocket: "/var/lib/bureau/desktops/abc123/vnc.sock", TCGCacheMiB: 256,
-		Network: "default", Tap: "bd-abc123", MAC: "02:11:22:33:44:55", UID: 1073741825, GID: 64055}
-}
-
 func TestDomainXMLGolden(t *testing.T) {
 	for _, accel := range []desktop.Accelerator{desktop.AccelTCG, desktop.AccelKVM} {
-		got, err := DomainXML(testConfig(accel))
+		got, err := DomainXML(libvirttest.VMConfig(accel))
 		if err != nil {
 			t.Fatal(err)
 		}

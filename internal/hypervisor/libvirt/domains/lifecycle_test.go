@@ -3,13 +3,12 @@ package domains
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/hypervisor/libvirt/guestchan"
+	"github.com/bureau/bureau/internal/hypervisor/libvirt/libvirttest"
 	"github.com/bureau/bureau/internal/hypervisor/libvirt/link"
 )
 
@@ -17,7 +16,7 @@ import (
 // through libvirt's built-in test driver: real libvirt code, no daemon.
 func TestLifecycleOnTestDriver(t *testing.T) {
 	ctx, h := openTestDriver(t)
-	c := testConfig(desktop.AccelTCG)
+	c := libvirttest.VMConfig(desktop.AccelTCG)
 	c.Name = "bureau-lifecycle"
 	xml, _ := DomainXML(c)
 	// The test driver knows only type='test' domains.
@@ -67,12 +66,6 @@ func TestLifecycleOnTestDriver(t *testing.T) {
 // in-process hypervisor per connection) for 30 s.
 func openTestDriver(t *testing.T) (context.Context, *Domains) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	c, err := link.Open(ctx, "test:///default", slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	ctx, c := libvirttest.Open(t)
 	return ctx, New(c, guestchan.NewAgent(c))
 }

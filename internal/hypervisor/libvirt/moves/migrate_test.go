@@ -3,31 +3,21 @@ package moves
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/hypervisor/libvirt/domains"
 	"github.com/bureau/bureau/internal/hypervisor/libvirt/guestchan"
+	"github.com/bureau/bureau/internal/hypervisor/libvirt/libvirttest"
 	"github.com/bureau/bureau/internal/hypervisor/libvirt/link"
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 )
 
-// testConfig is a desktop's VM, as in package domains' tests.
-func testConfig(accel desktop.Accelerator) desktop.VMConfig {
-	return desktop.VMConfig{Name: "bureau-abc123", UUID: "6f1c1a38-6a0e-4c53-9d51-1b1f7c0b6c11", VCPUs: 2, MemoryMiB: 2048,
-		Accelerator: accel, OSDisk: "/var/lib/bureau/desktops/abc123/os.qcow2", DataDisk: "/var/lib/bureau/desktops/abc123/data.qcow2",
-		SeedISO: "/var/lib/bureau/desktops/abc123/seed.iso", SerialLog: "/var/lib/bureau/desktops/abc123/serial.log",
-		VNCSocket: "/var/lib/bureau/desktops/abc123/vnc.sock", TCGCacheMiB: 256,
-		Network: "default", Tap: "bd-abc123", MAC: "02:11:22:33:44:55", UID: 1073741825, GID: 64055}
-}
-
 func TestMigrationXMLRenamesTheTapAndListsWritableDisks(t *testing.T) {
-	xml, err := domains.DomainXML(testConfig(desktop.AccelTCG))
+	xml, err := domains.DomainXML(libvirttest.VMConfig(desktop.AccelTCG))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,13 +81,7 @@ func TestProgressPhases(t *testing.T) {
 // any job starts; the test driver cannot migrate, so a job that fails
 // leaves the domain running where it was.
 func TestMigrateRefusesOnTheTestDriver(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	c, err := link.Open(ctx, "test:///default", slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	ctx, c := libvirttest.Open(t)
 	h := New(c)
 	c.SetRemotes(link.Remotes{
 		Where: func(string) string { return "" },
@@ -105,7 +89,7 @@ func TestMigrateRefusesOnTheTestDriver(t *testing.T) {
 			return map[string]string{"two": "test:///default"}, nil
 		},
 	})
-	vm := testConfig(desktop.AccelTCG)
+	vm := libvirttest.VMConfig(desktop.AccelTCG)
 	vm.Name = "bureau-migrate"
 	xml, _ := domains.DomainXML(vm)
 	conn, _ := c.Connect(ctx)

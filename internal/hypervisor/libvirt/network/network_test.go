@@ -2,12 +2,11 @@ package network
 
 import (
 	"context"
-	"log/slog"
 	"net/netip"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/bureau/bureau/internal/hypervisor/libvirt/libvirttest"
 	"github.com/bureau/bureau/internal/hypervisor/libvirt/link"
 )
 
@@ -57,14 +56,7 @@ func TestNetworkOnTestDriver(t *testing.T) {
 // in-process hypervisor per connection) for 30 s.
 func openTestDriver(t *testing.T) (context.Context, *link.Conn) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	h, err := link.Open(ctx, "test:///default", slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
-	return ctx, h
+	return libvirttest.Open(t)
 }
 
 func networkXML(t *testing.T, h *link.Conn, name string) string {
