@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bureau/bureau/internal/agentclient"
+	"github.com/bureau/bureau/internal/agent/client"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/coder/websocket"
 )
@@ -101,14 +101,14 @@ func viaStream(t *testing.T, s *server, d *desktop.Desktop) {
 	defer cancel()
 	s.hv.AgentViaStream = true
 	defer func() { s.hv.AgentViaStream = false }()
-	c, err := agentclient.New(s.hv, "", slog.New(slog.DiscardHandler))
+	c, err := client.New(s.hv, "", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Forget(d.DomainName())
 	var out bytes.Buffer
-	ex, err := c.Exec(ctx, d.DomainName(), agentclient.Command{Argv: []string{"/bin/sh", "-c", "echo via-stream; hostname"}},
-		agentclient.ExecIO{Out: func(stream string, b []byte) error { out.Write(b); return nil }})
+	ex, err := c.Exec(ctx, d.DomainName(), client.Command{Argv: []string{"/bin/sh", "-c", "echo via-stream; hostname"}},
+		client.ExecIO{Out: func(stream string, b []byte) error { out.Write(b); return nil }})
 	if err != nil || ex.Code != 0 || out.String() != "via-stream\n"+d.Name+"\n" {
 		t.Errorf("exec over libvirt's channel stream: %v %+v %q", err, ex, out.String())
 	}

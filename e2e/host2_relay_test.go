@@ -15,15 +15,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bureau/bureau/internal/hostrelay"
 	"github.com/bureau/bureau/internal/sshlink"
+	"github.com/bureau/bureau/internal/vncrelay"
 )
 
 // TestHost2Relay checks the display of a desktop on a remote host with
 // bureau's peer check kept (docs/research/multi-host.md §5): through SSH
-// streamlocal forwarding the peer bureau sees is sshd, so hostrelay runs
+// streamlocal forwarding the peer bureau sees is sshd, so vncrelay runs
 // the check on the host. On host2 (scripts/host2.sh, its sshd inside
-// host2's mount namespace), hostrelay.Dial through an sshlink.Link relays
+// host2's mount namespace), vncrelay.Dial through an sshlink.Link relays
 // a tiny domain's VNC socket when its QEMU user is the one asked for (RFB
 // 3.8 handshake through it), refuses with the script's message when it
 // is not, and the relay on the host ends when bureau closes its conn.
@@ -90,7 +90,7 @@ func TestHost2Relay(t *testing.T) {
 		if conn != nil {
 			conn.Close()
 		}
-		if conn, err = hostrelay.Dial(ctx, link, sock, qemuUID); err != nil {
+		if conn, err = vncrelay.Dial(ctx, link, sock, qemuUID); err != nil {
 			t.Fatalf("relay with the right uid: %v", err)
 		}
 	})
@@ -135,7 +135,7 @@ func TestHost2Relay(t *testing.T) {
 	// Another uid: refused by Dial itself, with the script's message.
 	var refusal error
 	refused := timed(5, func() {
-		c, err := hostrelay.Dial(ctx, link, sock, qemuUID+1)
+		c, err := vncrelay.Dial(ctx, link, sock, qemuUID+1)
 		if err == nil {
 			c.Close()
 			t.Fatal("relay with another uid: no error")
@@ -147,7 +147,7 @@ func TestHost2Relay(t *testing.T) {
 		refusal = err
 	})
 	t.Logf("another uid refused in %s (median of 5): %v", refused, refusal)
-	if _, err := hostrelay.Dial(ctx, link, "/var/lib/bureau/desktops/"+name+"/missing.sock", qemuUID); err == nil || !strings.Contains(err.Error(), "No such file") {
+	if _, err := vncrelay.Dial(ctx, link, "/var/lib/bureau/desktops/"+name+"/missing.sock", qemuUID); err == nil || !strings.Contains(err.Error(), "No such file") {
 		t.Errorf("relay to a socket that is not there: %v", err)
 	} else {
 		t.Logf("relay to a socket that is not there: %v", err)

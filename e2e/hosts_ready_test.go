@@ -98,7 +98,8 @@ func addHost2(t *testing.T, s *server, h2 *host2, local apiv1.Host) apiv1.Host {
 }
 
 // hostTable is the inet table of bureau's firewall for host on s's
-// instance (hostprep names it after the data directory and the host).
+// instance (internal/hosts/prepare names it after the data directory and
+// the host).
 func hostTable(s *server, host string) string {
 	return netpolicy.TableName(netpolicy.InstanceTag(s.dataDir + "\x00" + host))
 }

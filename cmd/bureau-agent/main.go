@@ -1,6 +1,7 @@
 // Command bureau-agent is bureau's agent inside a desktop (see package
-// agentd). It runs as root from a systemd unit, serves bureau over the
-// virtio-serial port org.bureau.agent.0, and needs no network.
+// internal/agent/server). It runs as root from a systemd unit, serves
+// bureau over the virtio-serial port org.bureau.agent.0, and needs no
+// network.
 package main
 
 import (
@@ -15,15 +16,15 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/bureau/bureau/internal/agentd"
-	"github.com/bureau/bureau/internal/agentwire"
+	"github.com/bureau/bureau/internal/agent/server"
+	"github.com/bureau/bureau/internal/agent/wire"
 )
 
 // version is set at build time (-ldflags -X main.version=…).
 var version = "dev"
 
 func main() {
-	device := flag.String("device", agentwire.DevicePath, "the virtio-serial port to serve")
+	device := flag.String("device", wire.DevicePath, "the virtio-serial port to serve")
 	state := flag.String("state", "/var/lib/bureau-agent", "where background processes and services are recorded")
 	run := flag.String("run", "/run/bureau-secrets", "a tmpfs where services find their secrets as files")
 	showVersion := flag.Bool("version", false, "print the version and the binary's SHA-256, and exit")
@@ -43,8 +44,8 @@ func main() {
 		fmt.Println(version, sum)
 		return
 	}
-	s := &agentd.Server{
-		Info:     agentwire.Info{SHA256: sum, Version: version},
+	s := &server.Server{
+		Info:     wire.Info{SHA256: sum, Version: version},
 		Log:      log,
 		StateDir: *state,
 		RunDir:   *run,

@@ -16,7 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bureau/bureau/internal/agentclient"
+	agentclient "github.com/bureau/bureau/internal/agent/client"
+	"github.com/bureau/bureau/internal/agent/secretsync"
 	"github.com/bureau/bureau/internal/api"
 	"github.com/bureau/bureau/internal/auth"
 	"github.com/bureau/bureau/internal/config"
@@ -32,7 +33,6 @@ import (
 	"github.com/bureau/bureau/internal/secrets"
 	"github.com/bureau/bureau/internal/steps"
 	"github.com/bureau/bureau/internal/storage"
-	"github.com/bureau/bureau/internal/workspace"
 	"github.com/spf13/cobra"
 )
 
@@ -166,7 +166,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	gs := guest.New(h).WithChannel(agents)
 	// A desktop's agent holds its services' secrets in memory only: hand
 	// them over at every new session and whenever a desktop starts.
-	sync := &workspace.SecretSync{Agents: gs, Desktops: m, Secrets: sec, Log: log}
+	sync := &secretsync.SecretSync{Agents: gs, Desktops: m, Secrets: sec, Log: log}
 	agents.OnSession(func(domain string) {
 		sctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
@@ -240,7 +240,7 @@ type desktopFollowers struct {
 	screens    screenForgetter
 }
 
-func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.Service, agents *agentclient.Client, sync *workspace.SecretSync, f desktopFollowers) {
+func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.Service, agents *agentclient.Client, sync *secretsync.SecretSync, f desktopFollowers) {
 	sub := m.Subscribe(ctx, "")
 	was := map[string]desktop.State{} // each desktop's last state seen
 	prune := time.NewTicker(time.Hour)

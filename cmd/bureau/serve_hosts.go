@@ -10,8 +10,8 @@ import (
 
 	"github.com/bureau/bureau/internal/config"
 	"github.com/bureau/bureau/internal/desktop"
-	"github.com/bureau/bureau/internal/hostprep"
 	"github.com/bureau/bureau/internal/hosts"
+	"github.com/bureau/bureau/internal/hosts/prepare"
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
 	"github.com/bureau/bureau/internal/sshlink"
 	"github.com/bureau/bureau/internal/store"
@@ -21,7 +21,7 @@ import (
 // hosts with, as the API serves them.
 type hostList struct {
 	*hosts.Registry
-	prep *hostprep.Preparer
+	prep *prepare.Preparer
 }
 
 func (l hostList) SSHPublicKey() string { return l.prep.PublicKey() }
@@ -34,7 +34,7 @@ func watchHosts(ctx context.Context, cfg *config.Config, st *store.Store, accel 
 	if err != nil {
 		return hostList{}, fmt.Errorf("bureau's SSH key for remote hosts: %w", err)
 	}
-	prep := hostprep.New(signer, cfg.DataDir, net.DefaultResolver, log)
+	prep := prepare.New(signer, cfg.DataDir, net.DefaultResolver, log)
 	prep.Openable, _ = desktop.ParseRanges(cfg.NetworkOwnerRanges) // serve checked it
 	prep.Desktops = func(ctx context.Context, host string) ([]*desktop.Desktop, error) {
 		return st.ListDesktops(ctx, desktop.Filter{Host: host})

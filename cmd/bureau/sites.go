@@ -17,15 +17,15 @@ import (
 	"github.com/bureau/bureau/internal/config"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/host"
-	"github.com/bureau/bureau/internal/hostprep"
-	"github.com/bureau/bureau/internal/hostrelay"
 	"github.com/bureau/bureau/internal/hosts"
+	"github.com/bureau/bureau/internal/hosts/prepare"
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
 	"github.com/bureau/bureau/internal/hypervisor/libvirt/network"
 	"github.com/bureau/bureau/internal/manager"
 	places "github.com/bureau/bureau/internal/placement"
 	"github.com/bureau/bureau/internal/sshlink"
 	"github.com/bureau/bureau/internal/store"
+	"github.com/bureau/bureau/internal/vncrelay"
 )
 
 // sites gives the manager what desktops on remote hosts use there: the
@@ -34,7 +34,7 @@ import (
 type sites struct {
 	st   *store.Store
 	h    *hv.Hypervisor
-	prep *hostprep.Preparer
+	prep *prepare.Preparer
 }
 
 func (s sites) Site(ctx context.Context, name string) (*manager.Site, error) {
@@ -76,7 +76,7 @@ func (s sites) Site(ctx context.Context, name string) (*manager.Site, error) {
 	files.Sweep = func(ctx context.Context, dir string) error { return sweep(ctx, link, dir) }
 	return &manager.Site{Accelerator: desktop.Accelerator(h.Accelerator), Subnet: subnet, Firewall: fw, Addresses: network.Addresses{H: remote, Network: network.DesktopNetwork}, Files: files, Disks: files, Sizes: files,
 		Display: func(ctx context.Context, path string, uid int) (net.Conn, error) {
-			return hostrelay.Dial(ctx, link, path, uid)
+			return vncrelay.Dial(ctx, link, path, uid)
 		},
 		Address: migrationAddress(h)}, nil
 }

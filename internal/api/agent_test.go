@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bureau/bureau/internal/agentd/agenttest"
+	"github.com/bureau/bureau/internal/agent/agenttest"
 	"github.com/bureau/bureau/internal/guest"
 	"github.com/coder/websocket"
 )

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/bureau/bureau/internal/agentclient"
+	"github.com/bureau/bureau/internal/agent/client"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/coder/websocket"
 	"github.com/gin-gonic/gin"
@@ -15,7 +15,7 @@ import (
 
 // Terminals opens terminals in desktops.
 type Terminals interface {
-	Terminal(ctx context.Context, domain, user string, rows, cols int) (*agentclient.Terminal, error)
+	Terminal(ctx context.Context, domain, user string, rows, cols int) (*client.Terminal, error)
 }
 
 // ptyMessage is a text message on a terminal's WebSocket: the client

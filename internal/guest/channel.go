@@ -10,25 +10,25 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bureau/bureau/internal/agentclient"
+	"github.com/bureau/bureau/internal/agent/client"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
 // Channel is bureau's own agent in the desktop (bureau-agent): real
 // pipes, background processes and streamed files. Its calls fail with
-// agentclient.ErrNoAgent when no agent is up in the desktop (yet); QEMU's
+// client.ErrNoAgent when no agent is up in the desktop (yet); QEMU's
 // guest agent then does what it can.
 type Channel interface {
-	Exec(ctx context.Context, domain string, cmd agentclient.Command, io agentclient.ExecIO) (agentclient.Exit, error)
-	Spawn(ctx context.Context, domain, name string, cmd agentclient.Command) (agentclient.Proc, error)
-	Procs(ctx context.Context, domain string) ([]agentclient.Proc, error)
+	Exec(ctx context.Context, domain string, cmd client.Command, io client.ExecIO) (client.Exit, error)
+	Spawn(ctx context.Context, domain, name string, cmd client.Command) (client.Proc, error)
+	Procs(ctx context.Context, domain string) ([]client.Proc, error)
 	Kill(ctx context.Context, domain, id string, signal int) error
 	Log(ctx context.Context, domain, id string, offset int64, follow bool, w io.Writer) error
 	ReadFile(ctx context.Context, domain, path string, w io.Writer) (int64, error)
 	WriteFile(ctx context.Context, domain, path string, mode uint32, r io.Reader) (int64, error)
 	DialPort(ctx context.Context, domain string, port int) (net.Conn, error)
-	PTY(ctx context.Context, domain string, cmd agentclient.Command, rows, cols int) (*agentclient.Terminal, error)
-	Info(ctx context.Context, domain string) (agentclient.Info, error)
+	PTY(ctx context.Context, domain string, cmd client.Command, rows, cols int) (*client.Terminal, error)
+	Info(ctx context.Context, domain string) (client.Info, error)
 	// Shipped is the digest of the agent binary bureau installs.
 	Shipped() string
 }
@@ -66,10 +66,10 @@ func (s *Service) WithChannel(c Channel) *Service {
 
 // Supervisor is the part of bureau-agent that keeps services running.
 type Supervisor interface {
-	PutService(ctx context.Context, domain string, spec agentclient.ServiceSpec, values map[string]string) (agentclient.ServiceStatus, error)
-	Services(ctx context.Context, domain string) ([]agentclient.ServiceStatus, error)
-	ControlService(ctx context.Context, domain, name, action string) (agentclient.ServiceStatus, error)
-	SetSecrets(ctx context.Context, domain string, values map[string]string) ([]agentclient.ServiceStatus, error)
+	PutService(ctx context.Context, domain string, spec client.ServiceSpec, values map[string]string) (client.ServiceStatus, error)
+	Services(ctx context.Context, domain string) ([]client.ServiceStatus, error)
+	ControlService(ctx context.Context, domain, name, action string) (client.ServiceStatus, error)
+	SetSecrets(ctx context.Context, domain string, values map[string]string) ([]client.ServiceStatus, error)
 	ServiceLog(ctx context.Context, domain, name string, offset int64, follow bool, w io.Writer) error
 }
 
@@ -93,7 +93,7 @@ func (s *Service) channel(ctx context.Context) Channel {
 }
 
 // noAgent reports whether err means bureau-agent is not there to ask.
-func noAgent(err error) bool { return errors.Is(err, agentclient.ErrNoAgent) }
+func noAgent(err error) bool { return errors.Is(err, client.ErrNoAgent) }
 
 // exec runs e through bureau-agent, or QEMU's guest agent when bureau-agent
 // is not up, keeping at most limit bytes of each output (and saying so).
@@ -136,7 +136,7 @@ func (s *Service) execAgent(ctx context.Context, domain string, e desktop.Exec, 
 	if len(e.Stdin) > 0 {
 		stdin = bytes.NewReader(e.Stdin)
 	}
-	ex, err := s.ch.Exec(ctx, domain, agentclient.Command{Argv: e.Argv, Env: e.Env}, agentclient.ExecIO{Stdin: stdin,
+	ex, err := s.ch.Exec(ctx, domain, client.Command{Argv: e.Argv, Env: e.Env}, client.ExecIO{Stdin: stdin,
 		Out: func(stream string, b []byte) error {
 			if stream == "stdout" {
 				out.add(b)
@@ -156,7 +156,7 @@ func (s *Service) execAgent(ctx context.Context, domain string, e desktop.Exec, 
 var errClient = errors.New("the client stopped reading")
 
 // streamAgent is ExecStream through bureau-agent: output as it is
-// written, no polling. It reports agentclient.ErrNoAgent before anything
+// written, no polling. It reports client.ErrNoAgent before anything
 // was started, so the caller can fall back.
 func (s *Service) streamAgent(ctx context.Context, domain string, r ExecRequest, out StreamOutput) (*ExecResult, error) {
 	full, timeout, limit := s.command(r)
@@ -166,7 +166,7 @@ func (s *Service) streamAgent(ctx context.Context, domain string, r ExecRequest,
 		stdin = strings.NewReader(r.Stdin)
 	}
 	begun := time.Now()
-	ex, err := s.ch.Exec(ctx, domain, agentclient.Command{Argv: full, Env: s.env(r.Cwd, r.Env)}, agentclient.ExecIO{
+	ex, err := s.ch.Exec(ctx, domain, client.Command{Argv: full, Env: s.env(r.Cwd, r.Env)}, client.ExecIO{
 		Stdin: stdin,
 		Started: func() error {
 			if err := out.Started(); err != nil {

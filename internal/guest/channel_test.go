@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bureau/bureau/internal/agentclient"
-	"github.com/bureau/bureau/internal/agentd/agenttest"
+	"github.com/bureau/bureau/internal/agent/agenttest"
+	"github.com/bureau/bureau/internal/agent/client"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-func agentService(t *testing.T, c *agentclient.Client, ga Agent) *Service {
+func agentService(t *testing.T, c *client.Client, ga Agent) *Service {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("runs commands as root through runuser")

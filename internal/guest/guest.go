@@ -1,8 +1,10 @@
-// Package guest runs commands and moves files inside a desktop through its
-// QEMU guest agent: exec with user, directory, environment and timeout;
-// file download, upload and listing checked against the user's own
-// permissions inside the guest; the clipboard and the screen resolution of
-// the user's X session.
+// Package guest runs commands and moves files inside a desktop: exec with
+// user, directory, environment and timeout; background processes,
+// services and terminals; file download, upload and listing checked
+// against the user's own permissions inside the guest; the clipboard and
+// the screen resolution of the user's X session. It asks bureau-agent
+// (internal/agent/client) first and, where the agent is not up, does what
+// it can through the desktop's QEMU guest agent.
 package guest
 
 import (

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bureau/bureau/internal/agentclient"
+	"github.com/bureau/bureau/internal/agent/client"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -52,9 +52,9 @@ func (s *Service) Start(ctx context.Context, domain string, r ExecRequest) (*Pro
 	case len(r.Name) > 64 || !printableLine(r.Name):
 		return nil, invalid("name", "at most 64 printable characters")
 	case s.ch == nil:
-		return nil, needAgent("a background process", agentclient.ErrNoAgent)
+		return nil, needAgent("a background process", client.ErrNoAgent)
 	}
-	p, err := s.ch.Spawn(ctx, domain, r.Name, agentclient.Command{Argv: s.asUser(r), Env: s.env(r.Cwd, r.Env)})
+	p, err := s.ch.Spawn(ctx, domain, r.Name, client.Command{Argv: s.asUser(r), Env: s.env(r.Cwd, r.Env)})
 	if err != nil {
 		return nil, needAgent("a background process", err)
 	}
@@ -68,7 +68,7 @@ func printableLine(s string) bool {
 
 // process shows a Proc with the user's command rather than bureau's
 // wrapper around it.
-func process(p agentclient.Proc) *Process {
+func process(p client.Proc) *Process {
 	out := &Process{ID: p.ID, Name: p.Name, PID: p.PID, Command: userCommand(p.Argv), Running: p.Running,
 		ExitCode: p.ExitCode, StartedAt: time.UnixMilli(p.StartedAt).UTC(), LogBytes: p.LogBytes}
 	if p.EndedAt != 0 {
@@ -91,7 +91,7 @@ func userCommand(argv []string) []string {
 // Processes lists the desktop's background processes, oldest first.
 func (s *Service) Processes(ctx context.Context, domain string) ([]*Process, error) {
 	if s.ch == nil {
-		return nil, needAgent("listing background processes", agentclient.ErrNoAgent)
+		return nil, needAgent("listing background processes", client.ErrNoAgent)
 	}
 	list, err := s.ch.Procs(ctx, domain)
 	if err != nil {
@@ -142,7 +142,7 @@ func (s *Service) Signal(ctx context.Context, domain, id, name string) error {
 		return fmt.Errorf("background process %q: %w", id, desktop.ErrNotFound)
 	}
 	if s.ch == nil {
-		return needAgent("signalling a background process", agentclient.ErrNoAgent)
+		return needAgent("signalling a background process", client.ErrNoAgent)
 	}
 	return needAgent("signalling a background process", s.ch.Kill(ctx, domain, id, int(sig)))
 }
@@ -160,7 +160,7 @@ func (s *Service) ProcessLog(ctx context.Context, domain, id string, tail int64,
 		return fmt.Errorf("background process %q: %w", id, desktop.ErrNotFound)
 	}
 	if s.ch == nil {
-		return needAgent("reading a process log", agentclient.ErrNoAgent)
+		return needAgent("reading a process log", client.ErrNoAgent)
 	}
 	return needAgent("reading a process log", s.ch.Log(ctx, domain, id, -tail, follow, w))
 }

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bureau/bureau/internal/agentclient"
-	"github.com/bureau/bureau/internal/agentwire"
+	"github.com/bureau/bureau/internal/agent/client"
+	"github.com/bureau/bureau/internal/agent/wire"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -73,8 +73,8 @@ func (r *ServiceRequest) Validate() error {
 	}
 	switch r.Restart {
 	case "":
-		r.Restart = agentwire.RestartOnFailure
-	case agentwire.RestartNo, agentwire.RestartOnFailure, agentwire.RestartAlways:
+		r.Restart = wire.RestartOnFailure
+	case wire.RestartNo, wire.RestartOnFailure, wire.RestartAlways:
 	default:
 		return invalid("restart", "one of on-failure (the default), always, no")
 	}
@@ -95,7 +95,7 @@ func (s *Service) PutService(ctx context.Context, domain string, r ServiceReques
 		return nil, err
 	}
 	if s.sup == nil {
-		return nil, needAgent("a service", agentclient.ErrNoAgent)
+		return nil, needAgent("a service", client.ErrNoAgent)
 	}
 	argv := r.Argv
 	if r.Cmd != "" {
@@ -105,7 +105,7 @@ func (s *Service) PutService(ctx context.Context, domain string, r ServiceReques
 	if user == "" {
 		user = s.User
 	}
-	spec := agentclient.ServiceSpec{Name: r.Name, Argv: s.wrap(user, argv), Env: s.env(r.Cwd, r.Env), Secrets: r.Secrets,
+	spec := client.ServiceSpec{Name: r.Name, Argv: s.wrap(user, argv), Env: s.env(r.Cwd, r.Env), Secrets: r.Secrets,
 		Restart: r.Restart, Port: r.Port, User: user, Command: argv, Cwd: r.Cwd}
 	st, err := s.sup.PutService(ctx, domain, spec, values)
 	if err != nil {
@@ -116,7 +116,7 @@ func (s *Service) PutService(ctx context.Context, domain string, r ServiceReques
 
 // serviceInfo shows a service; env is the caller's own variables (the
 // agent's copy also holds bureau's base environment).
-func serviceInfo(st agentclient.ServiceStatus, env map[string]string) *ServiceInfo {
+func serviceInfo(st client.ServiceStatus, env map[string]string) *ServiceInfo {
 	if env == nil {
 		env = userEnv(st.Env)
 	}
@@ -126,7 +126,7 @@ func serviceInfo(st agentclient.ServiceStatus, env map[string]string) *ServiceIn
 	if st.StartedAt != 0 {
 		t := time.UnixMilli(st.StartedAt).UTC()
 		out.StartedAt = &t
-		if st.State == agentwire.SvcRunning {
+		if st.State == wire.SvcRunning {
 			out.UptimeS = int64(time.Since(t).Seconds())
 		}
 	}
@@ -156,7 +156,7 @@ func userEnv(env []string) map[string]string {
 // Services lists the desktop's services by name.
 func (s *Service) Services(ctx context.Context, domain string) ([]*ServiceInfo, error) {
 	if s.sup == nil {
-		return nil, needAgent("listing services", agentclient.ErrNoAgent)
+		return nil, needAgent("listing services", client.ErrNoAgent)
 	}
 	list, err := s.sup.Services(ctx, domain)
 	if err != nil {
@@ -192,7 +192,7 @@ func (s *Service) ControlService(ctx context.Context, domain, name, action strin
 		return nil, fmt.Errorf("service %q: %w", name, desktop.ErrNotFound)
 	}
 	if s.sup == nil {
-		return nil, needAgent("a service", agentclient.ErrNoAgent)
+		return nil, needAgent("a service", client.ErrNoAgent)
 	}
 	st, err := s.sup.ControlService(ctx, domain, name, action)
 	if err != nil {
@@ -211,7 +211,7 @@ func (s *Service) ServiceLog(ctx context.Context, domain, name string, tail int6
 		return fmt.Errorf("service %q: %w", name, desktop.ErrNotFound)
 	}
 	if s.sup == nil {
-		return needAgent("reading a service log", agentclient.ErrNoAgent)
+		return needAgent("reading a service log", client.ErrNoAgent)
 	}
 	return needAgent("reading a service log", s.sup.ServiceLog(ctx, domain, name, -tail, follow, w))
 }
@@ -221,7 +221,7 @@ func (s *Service) ServiceLog(ctx context.Context, domain, name string, tail int6
 // and its service waits for it). It returns the names it sent.
 func (s *Service) SyncSecrets(ctx context.Context, domain string, resolve func(names []string) map[string]string) ([]string, error) {
 	if s.sup == nil {
-		return nil, agentclient.ErrNoAgent
+		return nil, client.ErrNoAgent
 	}
 	list, err := s.sup.Services(ctx, domain)
 	if err != nil {

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/bureau/bureau/internal/agentclient"
+	"github.com/bureau/bureau/internal/agent/client"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
 // Terminal starts a login shell for user ("" = the desktop's user) on a
 // new terminal of rows×cols in the desktop.
-func (s *Service) Terminal(ctx context.Context, domain, user string, rows, cols int) (*agentclient.Terminal, error) {
+func (s *Service) Terminal(ctx context.Context, domain, user string, rows, cols int) (*client.Terminal, error) {
 	if user == "" {
 		user = s.User
 	}
@@ -22,9 +22,9 @@ func (s *Service) Terminal(ctx context.Context, domain, user string, rows, cols 
 		return nil, invalid("rows", "rows must be 2..500 and cols 10..1000")
 	}
 	if s.ch == nil {
-		return nil, needAgent("a terminal", agentclient.ErrNoAgent)
+		return nil, needAgent("a terminal", client.ErrNoAgent)
 	}
-	t, err := s.ch.PTY(ctx, domain, agentclient.Command{Argv: s.wrap(user, []string{"/bin/bash", "-l"}), Env: s.env("", nil)}, rows, cols)
+	t, err := s.ch.PTY(ctx, domain, client.Command{Argv: s.wrap(user, []string{"/bin/bash", "-l"}), Env: s.env("", nil)}, rows, cols)
 	if err != nil {
 		return nil, needAgent("a terminal", err)
 	}
@@ -37,7 +37,7 @@ func (s *Service) DialPort(ctx context.Context, domain string, port int) (net.Co
 		return nil, invalid("port", "must be 1..65535")
 	}
 	if s.ch == nil {
-		return nil, needAgent("reaching a port", agentclient.ErrNoAgent)
+		return nil, needAgent("reaching a port", client.ErrNoAgent)
 	}
 	c, err := s.ch.DialPort(ctx, domain, port)
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 
-	"github.com/bureau/bureau/internal/agentwire"
+	"github.com/bureau/bureau/internal/agent/wire"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/hypervisor/libvirt/display"
 	"libvirt.org/go/libvirtxml"
@@ -54,7 +54,7 @@ func DomainXML(c desktop.VMConfig) (string, error) {
 				Target: &libvirtxml.DomainChannelTarget{VirtIO: &libvirtxml.DomainChannelTargetVirtIO{Name: guestAgentChannel}},
 			}, {
 				Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{}},
-				Target: &libvirtxml.DomainChannelTarget{VirtIO: &libvirtxml.DomainChannelTargetVirtIO{Name: agentwire.Channel}},
+				Target: &libvirtxml.DomainChannelTarget{VirtIO: &libvirtxml.DomainChannelTargetVirtIO{Name: wire.Channel}},
 			}},
 			// Virtio input devices, whose queues bureau reads (see
 			// internal/computer/keyboard.go); QEMU routes to PS/2 until

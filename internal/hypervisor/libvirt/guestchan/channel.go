@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bureau/bureau/internal/agentwire"
+	"github.com/bureau/bureau/internal/agent/wire"
 	"github.com/bureau/bureau/internal/hypervisor/libvirt/link"
 	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
@@ -48,7 +48,7 @@ func (ch *Channel) DialAgent(ctx context.Context, name string) (net.Conn, error)
 		if err != nil {
 			return "", err
 		}
-		return channelPath(x, agentwire.Channel)
+		return channelPath(x, wire.Channel)
 	})
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func openChannel(ctx context.Context, h *link.Conn, name string) (net.Conn, erro
 		if err != nil {
 			return nil, err
 		}
-		if err := d.OpenChannel(agentwire.Channel, st, libvirt.DOMAIN_CHANNEL_FORCE); err != nil {
+		if err := d.OpenChannel(wire.Channel, st, libvirt.DOMAIN_CHANNEL_FORCE); err != nil {
 			st.Free()
 			return nil, err
 		}
@@ -157,7 +157,7 @@ func (s *streamConn) Close() error {
 type streamAddr struct{}
 
 func (streamAddr) Network() string { return "libvirt-stream" }
-func (streamAddr) String() string  { return agentwire.Channel }
+func (streamAddr) String() string  { return wire.Channel }
 
 func (s *streamConn) LocalAddr() net.Addr              { return streamAddr{} }
 func (s *streamConn) RemoteAddr() net.Addr             { return streamAddr{} }
