@@ -11,7 +11,7 @@ import (
 
 // cloneSource checks a clone request's source desktop and snapshot.
 func (m *Manager) cloneSource(ctx context.Context, req CreateRequest) (*clone, error) {
-	src, err := m.live(ctx, req.From.DesktopID)
+	src, err := m.ops.live(ctx, req.From.DesktopID)
 	if errors.Is(err, desktop.ErrNotFound) {
 		return nil, &desktop.ValidationError{Field: "from.desktop", Message: fmt.Sprintf("no desktop %q", req.From.DesktopID)}
 	}

@@ -65,7 +65,7 @@ func (m *Manager) coldMove(ctx context.Context, d *desktop.Desktop, dest Destina
 			return 0, err
 		}
 		if was == desktop.StateRunning || was.Frozen() {
-			m.step(steps, d, label("hibernating"))
+			m.ops.step(steps, d, label("hibernating"))
 			if err := m.hv.Hibernate(ctx, name); err != nil {
 				return 0, fmt.Errorf("hibernate: %w", err)
 			}
@@ -82,7 +82,7 @@ func (m *Manager) coldMove(ctx context.Context, d *desktop.Desktop, dest Destina
 		if err != nil {
 			return 0, err
 		}
-		m.step(steps, d, label("definition"))
+		m.ops.step(steps, d, label("definition"))
 		if err := m.cfg.ColdMover.DefineOn(ctx, name, from.Host, there.Host, dest.Tap, m.copyProgress(steps, d, label, "memory")); err != nil {
 			return 0, fmt.Errorf("define on host %s: %w", there.Host, err)
 		}
@@ -96,7 +96,7 @@ func (m *Manager) coldMove(ctx context.Context, d *desktop.Desktop, dest Destina
 		}
 		return copied, nil
 	}()
-	m.observe("migrate_cold", begun, err)
+	m.ops.observe("migrate_cold", begun, err)
 	if err != nil {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
@@ -105,8 +105,8 @@ func (m *Manager) coldMove(ctx context.Context, d *desktop.Desktop, dest Destina
 		if errors.Is(err, context.Canceled) {
 			reason = "cancelled"
 		}
-		m.end(cleanup, d, desktop.OpMigrate, false, now, "migrate failed: "+reason)
-		m.event(cleanup, d.ID, "migrate_failed", "bureau", "move to host %s failed after %s, %s on host %s: %s",
+		m.ops.end(cleanup, d, desktop.OpMigrate, false, now, "migrate failed: "+reason)
+		m.ops.event(cleanup, d.ID, "migrate_failed", "bureau", "move to host %s failed after %s, %s on host %s: %s",
 			dest.Host, time.Since(begun).Round(time.Millisecond), now, from.Host, reason)
 		return
 	}
@@ -122,7 +122,7 @@ func (m *Manager) coldMove(ctx context.Context, d *desktop.Desktop, dest Destina
 func (m *Manager) copyFilesThere(ctx context.Context, d, there *desktop.Desktop, undo *reverter) (int64, error) {
 	steps := context.WithoutCancel(ctx)
 	label := func(step string) string { return migrateStep(there.Host, step) }
-	m.step(steps, d, label("disks"))
+	m.ops.step(steps, d, label("disks"))
 	s, err := m.folderThere(ctx, d, there, undo)
 	if err != nil {
 		return 0, err
@@ -160,7 +160,7 @@ func (m *Manager) copyProgress(ctx context.Context, d *desktop.Desktop, label fu
 	return func(done, total int64) {
 		if total > 0 && time.Since(last) > time.Second {
 			last = time.Now()
-			m.step(ctx, d, label(fmt.Sprintf("%s %d%%", what, done*100/total)))
+			m.ops.step(ctx, d, label(fmt.Sprintf("%s %d%%", what, done*100/total)))
 		}
 	}
 }
@@ -180,18 +180,18 @@ func (m *Manager) coldMoved(ctx context.Context, d, from, there *desktop.Desktop
 		// it for a move cut short (that would undo it on the host it is
 		// now on), so no operation is recorded while it wakes.
 		d.Operation, d.LastError = "", ""
-		m.step(ctx, d, migrateStep(there.Host, "restore"))
+		m.ops.step(ctx, d, migrateStep(there.Host, "restore"))
 		if err := m.hv.Start(ctx, d.DomainName()); err != nil {
-			m.event(ctx, d.ID, "migrated", actor, "%s; address now %s", what, there.NetIP)
-			m.end(ctx, d, desktop.OpMigrate, false, "", fmt.Sprintf("wake after the move failed: %v", err))
-			m.event(ctx, d.ID, "wake after the move_failed", "bureau", "%s", d.LastError)
+			m.ops.event(ctx, d.ID, "migrated", actor, "%s; address now %s", what, there.NetIP)
+			m.ops.end(ctx, d, desktop.OpMigrate, false, "", fmt.Sprintf("wake after the move failed: %v", err))
+			m.ops.event(ctx, d.ID, "wake after the move_failed", "bureau", "%s", d.LastError)
 			return
 		}
 		m.renewAddress(ctx, d)
 		m.syncClock(d)
 	}
-	m.end(ctx, d, desktop.OpMigrate, true, final, "")
-	m.event(ctx, d.ID, "migrated", actor, "%s; address now %s", what, there.NetIP)
+	m.ops.end(ctx, d, desktop.OpMigrate, true, final, "")
+	m.ops.event(ctx, d.ID, "migrated", actor, "%s; address now %s", what, there.NetIP)
 }
 
 // renewAddress makes a woken desktop's guest ask its host's DHCP for its

@@ -110,7 +110,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	}
 	var tmpl *Template
 	if cl == nil && !req.Cold && img.RecipeHash != "" && at.host == desktop.LocalHost {
-		tmpl = m.readyTemplate(img.Name, req.Spec.VCPUs, req.Spec.MemoryMiB)
+		tmpl = m.warm.ready(img.Name, req.Spec.VCPUs, req.Spec.MemoryMiB)
 	}
 	now := time.Now().UTC()
 	id := newID()
@@ -126,7 +126,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		IdleTimeoutSeconds: tiers.IdleTimeoutSeconds, NapAfterSeconds: tiers.NapAfterSeconds, SleepAfterSeconds: tiers.SleepAfterSeconds, CreatedAt: now, UpdatedAt: now,
 		Network: req.Network, KeyboardLayout: req.KeyboardLayout, Host: at.host,
 	}
-	ctx, cancel := m.detach(ctx)
+	ctx, cancel := m.ops.detach(ctx)
 	defer cancel()
 	fresh := *d
 	sp, err := m.lockAndRecord(ctx, d, req.Unlimited, tmpl)
@@ -151,19 +151,19 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	}
 	id = d.ID
 	if err := m.armNetwork(ctx, d, sp != nil); err != nil {
-		m.fail(ctx, d, "create", err)
-		m.unlock(id)
+		m.ops.fail(ctx, d, "create", err)
+		m.ops.unlock(id)
 		return nil, err
 	}
-	m.event(ctx, id, "create_requested", req.Actor, "create %s requested: %d vCPU, %d MiB, %d GiB data disk, image %s, %s, on host %s%s",
+	m.ops.event(ctx, id, "create_requested", req.Actor, "create %s requested: %d vCPU, %d MiB, %d GiB data disk, image %s, %s, on host %s%s",
 		d.Name, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, d.Image, d.Accelerator, d.Host, placedWhy(at, req.PlaceLabels))
 	cp := *d
 	seed := Seed{DesktopID: id, Hostname: d.Name, SSHKeys: req.SSHKeys, InstallDesktop: img.RecipeHash == "", KeyboardLayout: d.KeyboardLayout}
 	if cl != nil {
-		m.event(ctx, id, "clone_requested", req.Actor, "cloned from snapshot %q (scope %s) of desktop %s",
+		m.ops.event(ctx, id, "clone_requested", req.Actor, "cloned from snapshot %q (scope %s) of desktop %s",
 			cl.snap.Name, cl.snap.Scope, cl.src.Name)
 	}
-	m.background(id, func(ctx context.Context) { m.build(ctx, &cp, img.Path, seed, cl, tmpl, sp != nil) })
+	m.ops.background(id, func(ctx context.Context) { m.build(ctx, &cp, img.Path, seed, cl, tmpl, sp != nil) })
 	return d, nil
 }
 
@@ -183,25 +183,25 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 		if fromSpare {
 			// Deferred first, so it runs last: the next spare is made
 			// once the CPU hold below is released, not racing it.
-			defer m.fillSpares(tmpl.Key)
+			defer m.warm.fill(tmpl.Key)
 		}
 		if tmpl != nil {
-			defer m.holdCPU()()
+			defer m.warm.holdCPU()()
 		}
 		if fromSpare {
-			defer m.renameAddress(d)
+			defer m.warm.renameAddress(d)
 			// Everything but the data disk is the spare's; on failure it goes.
 			undo.add(func(ctx context.Context) {
 				m.hv.Undefine(ctx, d.DomainName())
 				os.Remove(d.DataDiskPath)
 				os.RemoveAll(d.Dir)
 			})
-			return m.warmFromSpare(ctx, d, seed, &warm)
+			return m.warm.fromSpare(ctx, d, seed, &warm)
 		}
 		if tmpl != nil {
-			return m.warmBuild(ctx, d, tmpl, seed, &undo, &warm)
+			return m.warm.fromTemplate(ctx, d, tmpl, seed, &undo, &warm)
 		}
-		m.step(ctx, d, "disks")
+		m.ops.step(ctx, d, "disks")
 		if _, err := os.Stat(d.DataDiskPath); errors.Is(err, os.ErrNotExist) {
 			if err := m.makeDataDisk(ctx, d, cl); err != nil {
 				return fmt.Errorf("data disk: %w", err)
@@ -209,24 +209,24 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 			// A data disk made by this create holds nothing of the user's yet.
 			undo.add(func(context.Context) { os.Remove(d.DataDiskPath) })
 		}
-		m.failpoint("create:after-data-disk")
+		m.ops.failpoint("create:after-data-disk")
 		vm := m.VMConfig(d, newUUID())
 		if err := m.makeOSDisk(ctx, vm.OSDisk, basePath, cl); err != nil {
 			return fmt.Errorf("OS disk: %w", err)
 		}
 		undo.add(func(context.Context) { os.Remove(vm.OSDisk) })
-		m.failpoint("create:after-os-disk")
+		m.ops.failpoint("create:after-os-disk")
 		if err := m.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
 			return fmt.Errorf("cloud-init seed: %w", err)
 		}
 		undo.add(func(context.Context) { os.Remove(vm.SeedISO); os.Remove(vm.SerialLog) })
-		m.step(ctx, d, "define")
+		m.ops.step(ctx, d, "define")
 		if err := m.hv.Define(ctx, vm); err != nil {
 			return err
 		}
 		undo.add(func(ctx context.Context) { m.hv.Undefine(ctx, vm.Name) })
-		m.failpoint("create:after-define")
-		m.step(ctx, d, "start")
+		m.ops.failpoint("create:after-define")
+		m.ops.step(ctx, d, "start")
 		if err := m.hv.Start(ctx, vm.Name); err != nil {
 			return fmt.Errorf("start: %w", err)
 		}
@@ -242,19 +242,19 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 		} else {
 			os.Remove(d.Dir) // only succeeds when nothing (no older data disk) is left
 		}
-		m.fail(cleanup, d, "create", err)
-		m.observe("create", start, err)
+		m.ops.fail(cleanup, d, "create", err)
+		m.ops.observe("create", start, err)
 		return
 	}
-	m.failpoint("create:after-start")
-	m.end(ctx, d, desktop.OpCreate, true, "", "")
-	m.observe("create", start, nil)
+	m.ops.failpoint("create:after-start")
+	m.ops.end(ctx, d, desktop.OpCreate, true, "", "")
+	m.ops.observe("create", start, nil)
 	took := time.Since(start).Round(time.Millisecond).String()
 	how := "created and started"
 	if tmpl != nil {
 		how, took = "created from the warm template "+tmpl.Key+" and running", took+" ("+warm.String()+")"
 	}
-	m.event(ctx, d.ID, "created", "bureau", "desktop %s %s in %s", d.Name, how, took)
+	m.ops.event(ctx, d.ID, "created", "bureau", "desktop %s %s in %s", d.Name, how, took)
 }
 
 // lockAndRecord takes a ready spare of tmpl for d when there is one (d
@@ -264,25 +264,25 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 // recorded as it came.
 func (m *Manager) lockAndRecord(ctx context.Context, d *desktop.Desktop, unlimited bool, tmpl *Template) (*spare, error) {
 	own := *d
-	sp := m.takeSpare(ctx, tmpl, d)
-	if err := m.lock(d.ID, "create"); err != nil {
+	sp := m.warm.take(ctx, tmpl, d)
+	if err := m.ops.lock(d.ID, "create"); err != nil {
 		if sp != nil {
-			m.giveBackSpare(ctx, sp, err)
+			m.warm.giveBack(ctx, sp, err)
 		}
 		return nil, err
 	}
 	err := m.recordWithIdentity(ctx, d, unlimited, sp != nil)
 	if err == nil {
 		if sp != nil {
-			m.claimSpare(d)
+			claimSpare(d)
 		}
 		return sp, nil
 	}
-	m.unlock(d.ID)
+	m.ops.unlock(d.ID)
 	if sp == nil {
 		return nil, err
 	}
-	m.giveBackSpare(ctx, sp, err)
+	m.warm.giveBack(ctx, sp, err)
 	if !errors.Is(err, errSpareClash) {
 		return nil, err
 	}
@@ -344,43 +344,43 @@ func (m *Manager) resumeCreate(ctx context.Context, d *desktop.Desktop, vm deskt
 	warm := strings.HasPrefix(d.Step, "warm-")
 	running := vm == desktop.VMRunning || vm == desktop.VMPaused || vm == desktop.VMShutdown
 	if warm && running {
-		m.event(ctx, d.ID, "reconciled", "bureau", "applying the desktop's own identity: a restart cut its warm create short after its RAM was restored")
+		m.ops.event(ctx, d.ID, "reconciled", "bureau", "applying the desktop's own identity: a restart cut its warm create short after its RAM was restored")
 		cp := *d
-		m.background(d.ID, func(ctx context.Context) {
+		m.ops.background(d.ID, func(ctx context.Context) {
 			if vm == desktop.VMPaused {
 				m.hv.Resume(ctx, cp.DomainName())
 			}
 			if err := m.applyIdentity(ctx, &cp); err != nil {
 				m.hv.Destroy(ctx, cp.DomainName())
-				m.fail(ctx, &cp, "create", fmt.Errorf("interrupted by a bureau restart, and then %w; the VM was stopped so it never runs as the template: delete the desktop and create it again", err))
+				m.ops.fail(ctx, &cp, "create", fmt.Errorf("interrupted by a bureau restart, and then %w; the VM was stopped so it never runs as the template: delete the desktop and create it again", err))
 				return
 			}
 			m.created(ctx, &cp, "from a warm template, finished after a bureau restart")
 		})
 		return
 	}
-	defer m.unlock(d.ID)
+	defer m.ops.unlock(d.ID)
 	switch {
 	case warm:
 		if vm != desktop.VMMissing {
 			m.hv.Destroy(ctx, d.DomainName())
 		}
-		m.fail(ctx, d, "create", errors.New("interrupted by a bureau restart before the desktop had its own identity; it was not started, as it would run as the template: delete it and create it again"))
+		m.ops.fail(ctx, d, "create", errors.New("interrupted by a bureau restart before the desktop had its own identity; it was not started, as it would run as the template: delete it and create it again"))
 	case vm == desktop.VMMissing:
 		// The VM never got defined: the files made so far stay (the data
 		// disk may be reused), the desktop says what happened.
-		m.fail(ctx, d, "create", errors.New("interrupted by a bureau restart before the VM was defined"))
+		m.ops.fail(ctx, d, "create", errors.New("interrupted by a bureau restart before the VM was defined"))
 	case vm == desktop.VMShutoff:
 		// Everything was made: finish the create by starting the VM.
 		if err := m.hv.Start(ctx, d.DomainName()); err != nil {
-			m.fail(ctx, d, "create", fmt.Errorf("interrupted by a bureau restart before the VM started, and starting it failed: %w", err))
+			m.ops.fail(ctx, d, "create", fmt.Errorf("interrupted by a bureau restart before the VM started, and starting it failed: %w", err))
 			return
 		}
 		m.created(ctx, d, "and started, finished after a bureau restart")
 	case running:
 		m.created(ctx, d, "and started, finished after a bureau restart")
 	default:
-		m.fail(ctx, d, "create", fmt.Errorf("interrupted by a bureau restart; the VM was found %s", vm))
+		m.ops.fail(ctx, d, "create", fmt.Errorf("interrupted by a bureau restart; the VM was found %s", vm))
 	}
 }
 
@@ -409,6 +409,6 @@ func (m *Manager) hostFor(ctx context.Context, req CreateRequest, clone bool) (d
 
 // created records a finished create.
 func (m *Manager) created(ctx context.Context, d *desktop.Desktop, how string) {
-	m.end(ctx, d, desktop.OpCreate, true, "", "")
-	m.event(ctx, d.ID, "created", "bureau", "desktop %s created %s", d.Name, how)
+	m.ops.end(ctx, d, desktop.OpCreate, true, "", "")
+	m.ops.event(ctx, d.ID, "created", "bureau", "desktop %s created %s", d.Name, how)
 }

@@ -12,7 +12,7 @@ import (
 // DialVNC connects to a running desktop's display: QEMU's VNC server on a
 // unix socket in the desktop's directory, never on a network port.
 func (m *Manager) DialVNC(ctx context.Context, id string) (net.Conn, error) {
-	d, err := m.live(ctx, id)
+	d, err := m.ops.live(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +29,7 @@ func (m *Manager) DialDisplay(ctx context.Context, domain string) (net.Conn, err
 	if !ok {
 		return nil, fmt.Errorf("%s is not a desktop's VM", domain)
 	}
-	d, err := m.live(ctx, id)
+	d, err := m.ops.live(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -78,4 +78,7 @@ func (m *Manager) ScreenDir(domain string) string {
 }
 
 // desktopDir is the folder of desktop (or spare) id.
-func (m *Manager) desktopDir(id string) string { return filepath.Join(m.cfg.DataDir, "desktops", id) }
+func (m *Manager) desktopDir(id string) string { return desktopFolder(m.cfg.DataDir, id) }
+
+// desktopFolder is the folder of desktop (or spare) id under dataDir.
+func desktopFolder(dataDir, id string) string { return filepath.Join(dataDir, "desktops", id) }

@@ -76,16 +76,14 @@ func (m *Manager) Drain(ctx context.Context, host, actor string) (*DrainStatus, 
 	if err := m.cfg.Drains.SetHostDraining(ctx, host, true); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(m.ctx)
+	ctx, cancel := context.WithCancel(m.ops.ctx)
 	r := &drainRun{status: DrainStatus{Host: host, StartedAt: time.Now().UTC(), Left: map[string]string{}}, cancel: cancel}
 	m.drains.m[host] = r
 	m.log.Info("host draining", "host", host, "actor", actor)
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
+	m.ops.goUntilClose(func() {
 		defer cancel()
 		m.drain(ctx, r, actor)
-	}()
+	})
 	st := r.status
 	return &st, nil
 }
@@ -212,7 +210,7 @@ func (m *Manager) settled(ctx context.Context, id string) (*desktop.Desktop, err
 		if err != nil {
 			return nil, err
 		}
-		if !m.isBusy(id) && d.State.Settled() {
+		if !m.ops.isBusy(id) && d.State.Settled() {
 			return d, nil
 		}
 		if time.Now().After(deadline) {

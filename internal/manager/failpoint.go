@@ -1,7 +1,6 @@
 package manager
 
 import (
-	"os"
 	"strings"
 )
 
@@ -20,13 +19,4 @@ func ParseFailpoints(s string) Failpoints {
 		}
 	}
 	return fp
-}
-
-// failpoint ends the process at name when a test asked for it. It exits
-// without running deferred functions or flushing anything, like a kill -9.
-func (m *Manager) failpoint(name string) {
-	if m.cfg.Failpoints[name] {
-		m.log.Error("failpoint reached: exiting at once", "failpoint", name)
-		os.Exit(137)
-	}
 }

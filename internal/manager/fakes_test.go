@@ -768,9 +768,9 @@ func newHarnessOn(t *testing.T, disks Disks, dir string, reserve Reserve, st *st
 
 // lowering reports an idle tier change under way.
 func (h *harness) lowering(id string) bool {
-	h.m.idleMu.Lock()
-	defer h.m.idleMu.Unlock()
-	st, ok := h.m.idle[id]
+	h.m.idle.mu.Lock()
+	defer h.m.idle.mu.Unlock()
+	st, ok := h.m.idle.quiet[id]
 	return ok && st.lowering
 }
 
@@ -779,7 +779,7 @@ func (h *harness) settle(t *testing.T, id string) *desktop.Desktop {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if !h.m.isBusy(id) && !h.lowering(id) {
+		if !h.m.ops.isBusy(id) && !h.lowering(id) {
 			d, err := h.m.Get(context.Background(), id)
 			if err != nil {
 				t.Fatal(err)

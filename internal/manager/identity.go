@@ -34,21 +34,11 @@ func keepIdentityKeys(d *desktop.Desktop, seed Seed) error {
 	return nil
 }
 
-// identityTimed applies d's identity as the last step of a warm create
-// and logs the steps' times.
-func (m *Manager) identityTimed(ctx context.Context, d *desktop.Desktop, took *warmTimes) error {
-	begun := time.Now()
-	err := m.applyIdentity(ctx, d)
-	took.identity = time.Since(begun)
-	m.log.Info("warm create steps", "desktop", d.ID, "steps", took.String())
-	return err
-}
-
 // applyIdentity gives a guest restored from a template this desktop's name,
 // machine id, SSH host keys, the caller's SSH keys (on stdin, never in the
 // command line) and its data disk size. Applying it twice is harmless.
 func (m *Manager) applyIdentity(ctx context.Context, d *desktop.Desktop) error {
-	m.step(ctx, d, stepWarmIdentity)
+	m.ops.step(ctx, d, stepWarmIdentity)
 	keys, err := os.ReadFile(identityKeys(d))
 	if err != nil {
 		return fmt.Errorf("the desktop's SSH keys: %w", err)

@@ -18,13 +18,13 @@ func TestIdleDesktopIsHibernated(t *testing.T) {
 		t.Fatalf("default idle timeout = %d", d.IdleTimeoutSeconds)
 	}
 	now := time.Now()
-	h.m.checkIdle(ctx, now)
+	h.m.idle.check(ctx, now)
 	h.hv.addCPU(time.Second) // 1 s of CPU in 29 min: idle
-	h.m.checkIdle(ctx, now.Add(29*time.Minute))
+	h.m.idle.check(ctx, now.Add(29*time.Minute))
 	if got, _ := h.m.Get(ctx, d.ID); got.State != desktop.StateRunning {
 		t.Fatalf("hibernated before its timeout: %s", got.State)
 	}
-	h.m.checkIdle(ctx, now.Add(31*time.Minute))
+	h.m.idle.check(ctx, now.Add(31*time.Minute))
 	got := h.settle(t, d.ID)
 	if got.State != desktop.StateHibernated {
 		t.Fatalf("after 31 idle minutes: %s", got.State)
@@ -48,7 +48,7 @@ func TestBusyDesktopsStayRunning(t *testing.T) {
 		},
 		"api action": func(h *harness, id string, now time.Time) {
 			h.m.Touch(id)
-			h.m.idle[id].since = now.Add(20 * time.Minute)
+			h.m.idle.quiet[id].since = now.Add(20 * time.Minute)
 		},
 		"never": func(h *harness, id string, now time.Time) {
 			if _, err := h.m.SetIdleTiers(ctx, id, IdleTiers{HibernateAfter: new(0)}, "alice"); err != nil {
@@ -61,9 +61,9 @@ func TestBusyDesktopsStayRunning(t *testing.T) {
 			h := newHarness(t, &fakeDisks{})
 			d := h.settle(t, h.create(t, "busy").ID)
 			now := time.Now()
-			h.m.checkIdle(ctx, now)
+			h.m.idle.check(ctx, now)
 			busy(h, d.ID, now)
-			h.m.checkIdle(ctx, now.Add(40*time.Minute))
+			h.m.idle.check(ctx, now.Add(40*time.Minute))
 			if got := h.settle(t, d.ID); got.State != desktop.StateRunning {
 				t.Errorf("%s: desktop %s", name, got.State)
 			}
@@ -77,7 +77,7 @@ func TestViewerLeavingRestartsQuietPeriod(t *testing.T) {
 	d := h.settle(t, h.create(t, "v").ID)
 	done := h.m.AddViewer(d.ID)
 	done()
-	h.m.checkIdle(ctx, time.Now().Add(10*time.Minute))
+	h.m.idle.check(ctx, time.Now().Add(10*time.Minute))
 	if got := h.settle(t, d.ID); got.State != desktop.StateRunning {
 		t.Errorf("hibernated 10 minutes after the viewer left: %s", got.State)
 	}
@@ -109,7 +109,7 @@ func TestQuietDesktopIsTrimmedOncePerQuietPeriod(t *testing.T) {
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "trim").ID)
 	trims := func() int {
-		h.m.wg.Wait()
+		h.m.ops.wg.Wait()
 		n := 0
 		for _, c := range h.hv.callList() {
 			if c == "GuestExec "+d.DomainName() {
@@ -119,30 +119,30 @@ func TestQuietDesktopIsTrimmedOncePerQuietPeriod(t *testing.T) {
 		return n
 	}
 	now := time.Now()
-	h.m.checkIdle(ctx, now)
-	h.m.checkIdle(ctx, now.Add(time.Minute))
+	h.m.idle.check(ctx, now)
+	h.m.idle.check(ctx, now.Add(time.Minute))
 	if n := trims(); n != 0 {
 		t.Fatalf("trimmed after 1 quiet minute: %d", n)
 	}
-	h.m.checkIdle(ctx, now.Add(3*time.Minute))
-	h.m.checkIdle(ctx, now.Add(5*time.Minute))
+	h.m.idle.check(ctx, now.Add(3*time.Minute))
+	h.m.idle.check(ctx, now.Add(5*time.Minute))
 	if n := trims(); n != 1 {
 		t.Fatalf("trims after 5 quiet minutes: %d, want 1", n)
 	}
 	h.m.Touch(d.ID)
-	h.m.idle[d.ID].since = now.Add(6 * time.Minute) // as if used at minute 6
-	h.m.checkIdle(ctx, now.Add(7*time.Minute))
+	h.m.idle.quiet[d.ID].since = now.Add(6 * time.Minute) // as if used at minute 6
+	h.m.idle.check(ctx, now.Add(7*time.Minute))
 	if n := trims(); n != 1 {
 		t.Fatalf("trimmed 1 minute after use: %d", n)
 	}
-	h.m.checkIdle(ctx, now.Add(9*time.Minute))
+	h.m.idle.check(ctx, now.Add(9*time.Minute))
 	if n := trims(); n != 2 {
 		t.Fatalf("trims after use and 3 more quiet minutes: %d, want 2", n)
 	}
 	done := h.m.AddViewer(d.ID)
 	defer done()
-	h.m.idle[d.ID].since = now.Add(15 * time.Minute) // quiet since minute 15
-	h.m.checkIdle(ctx, now.Add(20*time.Minute))
+	h.m.idle.quiet[d.ID].since = now.Add(15 * time.Minute) // quiet since minute 15
+	h.m.idle.check(ctx, now.Add(20*time.Minute))
 	if n := trims(); n != 2 {
 		t.Fatalf("a desktop with a viewer was trimmed: %d", n)
 	}
@@ -161,7 +161,7 @@ func TestSettingsAndStateNeverUndoEachOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	opCopy.State = desktop.StatePaused
-	if err := h.m.put(ctx, opCopy); err != nil {
+	if err := h.m.ops.put(ctx, opCopy); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := h.m.Get(ctx, d.ID)

@@ -14,14 +14,14 @@ import (
 // state as listed.
 func (m *Manager) interrupted(ctx context.Context, d *desktop.Desktop, vm desktop.VMState) {
 	op := d.Operation
-	if err := m.lock(d.ID, "recover "+op); err != nil {
+	if err := m.ops.lock(d.ID, "recover "+op); err != nil {
 		return // an operation began meanwhile: it owns the desktop now
 	}
 	switch target := desktop.Target(desktop.Op(op)); {
 	case strings.HasPrefix(op, "delete"):
-		defer m.unlock(d.ID)
+		defer m.ops.unlock(d.ID)
 		if _, err := m.finishDelete(ctx, d, op == "delete+data"); err == nil {
-			m.event(ctx, d.ID, "reconciled", "bureau", "finished a delete interrupted by a restart")
+			m.ops.event(ctx, d.ID, "reconciled", "bureau", "finished a delete interrupted by a restart")
 		}
 	case op == "create":
 		m.resumeCreate(ctx, d, vm)
@@ -33,11 +33,11 @@ func (m *Manager) interrupted(ctx context.Context, d *desktop.Desktop, vm deskto
 		// revert, reimage: half done is not a state to finish from. The
 		// desktop is recorded as its VM is (a failure, by the table), and
 		// the caller told to retry.
-		defer m.unlock(d.ID)
+		defer m.ops.unlock(d.ID)
 		found, _, _ := desktop.End(desktop.Op(op), false, "", observedAs(vm))
-		m.end(ctx, d, desktop.Op(op), false, observedAs(vm),
+		m.ops.end(ctx, d, desktop.Op(op), false, observedAs(vm),
 			fmt.Sprintf("%s was interrupted by a bureau restart before it finished (the desktop is %s as found); run it again", op, found))
-		m.event(ctx, d.ID, op+"_failed", "bureau", "%s", d.LastError)
+		m.ops.event(ctx, d.ID, op+"_failed", "bureau", "%s", d.LastError)
 	}
 }
 
@@ -50,25 +50,25 @@ func (m *Manager) resumePower(ctx context.Context, d *desktop.Desktop, vm deskto
 		// An idle tier cut short: the desktop is what its VM is (a paused
 		// one naps), as the table has it; the idle monitor takes it
 		// further down again.
-		defer m.unlock(d.ID)
-		m.end(ctx, d, desktop.Op(op), false, observedAs(vm), "")
-		m.event(ctx, d.ID, "reconciled", "bureau", "the %s interrupted by a restart had finished: the desktop is %s", op, d.State)
+		defer m.ops.unlock(d.ID)
+		m.ops.end(ctx, d, desktop.Op(op), false, observedAs(vm), "")
+		m.ops.event(ctx, d.ID, "reconciled", "bureau", "the %s interrupted by a restart had finished: the desktop is %s", op, d.State)
 		return
 	}
 	if observedAs(vm) == target {
-		defer m.unlock(d.ID)
-		m.end(ctx, d, desktop.Op(op), true, "", "")
-		m.event(ctx, d.ID, "reconciled", "bureau", "the %s interrupted by a restart had finished: the desktop is %s", op, target)
+		defer m.ops.unlock(d.ID)
+		m.ops.end(ctx, d, desktop.Op(op), true, "", "")
+		m.ops.event(ctx, d.ID, "reconciled", "bureau", "the %s interrupted by a restart had finished: the desktop is %s", op, target)
 		return
 	}
 	if vm == desktop.VMMissing {
-		defer m.unlock(d.ID)
-		m.fail(ctx, d, op, fmt.Errorf("interrupted by a bureau restart, and the VM is gone from libvirt; files are kept in %s", d.Dir))
+		defer m.ops.unlock(d.ID)
+		m.ops.fail(ctx, d, op, fmt.Errorf("interrupted by a bureau restart, and the VM is gone from libvirt; files are kept in %s", d.Dir))
 		return
 	}
-	m.event(ctx, d.ID, "reconciled", "bureau", "running again the %s interrupted by a restart (the VM is %s, %s was asked for)", op, vm, target)
+	m.ops.event(ctx, d.ID, "reconciled", "bureau", "running again the %s interrupted by a restart (the VM is %s, %s was asked for)", op, vm, target)
 	cp := *d
-	m.background(d.ID, func(ctx context.Context) {
+	m.ops.background(d.ID, func(ctx context.Context) {
 		switch target {
 		case desktop.StateRunning:
 			m.start(ctx, &cp)

@@ -31,7 +31,7 @@ func (m *Manager) SetKeyboardLayout(ctx context.Context, id, layout, actor strin
 	if err := desktop.ValidateKeyboardLayout(layout); err != nil {
 		return nil, err
 	}
-	d, err := m.changeSettings(ctx, id, func(ctx context.Context, d *desktop.Desktop) error {
+	d, err := m.ops.changeSettings(ctx, id, func(ctx context.Context, d *desktop.Desktop) error {
 		if d.State != desktop.StateRunning {
 			return &desktop.TransitionError{Op: "change the keyboard layout of", State: d.State}
 		}
@@ -44,7 +44,7 @@ func (m *Manager) SetKeyboardLayout(ctx context.Context, id, layout, actor strin
 	if err != nil {
 		return nil, err
 	}
-	m.event(ctx, id, "keyboard_layout_set", actor, "keyboard layout set to %s", layout)
+	m.ops.event(ctx, id, "keyboard_layout_set", actor, "keyboard layout set to %s", layout)
 	return d, nil
 }
 

@@ -11,85 +11,19 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-// preemptWait is how long delete and force-stop wait for the operation
-// they cut short to let go of the desktop.
-const preemptWait = 30 * time.Second
-
-// begin locks a desktop for op, checks the transition and records the
-// transient state and intent before anything is done. Delete and force-stop
-// first cut short any operation in flight.
-func (m *Manager) begin(ctx context.Context, id string, op desktop.Op, desired desktop.State, actor string) (*desktop.Desktop, error) {
-	// Once locked, the intent is recorded and reported even if the caller
-	// goes away.
-	ctx, cancel := m.detach(ctx)
-	defer cancel()
-	if op == desktop.OpDelete || op == desktop.OpForceStop {
-		m.preempt(id, preemptWait)
-	}
-	if err := m.lock(id, string(op)); err != nil {
-		// An operation the state forbids anyway is refused for that reason
-		// (clearer, and the same whether or not something else runs).
-		if d, gerr := m.store.GetDesktop(ctx, id); gerr == nil {
-			if _, terr := desktop.Begin(op, d.State); terr != nil {
-				return nil, terr
-			}
-		}
-		return nil, err
-	}
-	d, err := m.beginRow(ctx, id, op, func(*desktop.Desktop) desktop.State { return desired })
-	if err != nil {
-		m.unlock(id)
-		return nil, err
-	}
-	m.event(ctx, id, string(op)+"_requested", actor, "%s requested", op)
-	return d, nil
-}
-
-// beginRow records op's transient state and intent (desired, from the
-// record as it is) under the row lock, and keeps the state op began from
-// for its end (see end). The caller holds the desktop (lock).
-func (m *Manager) beginRow(ctx context.Context, id string, op desktop.Op, desired func(*desktop.Desktop) desktop.State) (*desktop.Desktop, error) {
-	mu := m.row(id)
-	mu.Lock()
-	defer mu.Unlock()
-	d, err := m.store.GetDesktop(ctx, id)
-	if err == nil && d.DeletedAt != nil {
-		err = fmt.Errorf("desktop %s: %w", id, desktop.ErrNotFound)
-	}
-	if err != nil {
-		return nil, err
-	}
-	through, err := desktop.Begin(op, d.State)
-	if err != nil {
-		return nil, err
-	}
-	began := d.State
-	d.State, d.DesiredState, d.Operation, d.Step = through, desired(d), string(op), ""
-	d.OperationStartedAt = nil // write stamps the start of this one
-	if err := m.write(ctx, d); err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	if f := m.busy[id]; f != nil {
-		f.began = began
-	}
-	m.mu.Unlock()
-	return d, nil
-}
-
 // Start boots a stopped desktop in the background.
 func (m *Manager) Start(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
-	if cur, err := m.live(ctx, id); err == nil && cur.State != desktop.StateRunning {
+	if cur, err := m.ops.live(ctx, id); err == nil && cur.State != desktop.StateRunning {
 		if err := m.roomOn(ctx, cur, cur.MemoryMiB); err != nil {
 			return nil, err
 		}
 	}
-	d, err := m.begin(ctx, id, desktop.OpStart, desktop.StateRunning, actor)
+	d, err := m.ops.begin(ctx, id, desktop.OpStart, desktop.StateRunning, actor)
 	if err != nil {
 		return nil, err
 	}
 	cp := *d
-	m.background(id, func(ctx context.Context) { m.start(ctx, &cp) })
+	m.ops.background(id, func(ctx context.Context) { m.start(ctx, &cp) })
 	return d, nil
 }
 
@@ -113,19 +47,19 @@ func (m *Manager) start(ctx context.Context, d *desktop.Desktop) {
 	} else if err == nil && st != desktop.VMRunning {
 		// A cold boot takes the current definition: a desktop made before
 		// bureau isolated desktops gets its own network and user here.
-		m.step(ctx, d, "define")
+		m.ops.step(ctx, d, "define")
 		if err = m.hv.Define(ctx, m.VMConfig(d, "")); err == nil {
-			m.step(ctx, d, "start")
+			m.ops.step(ctx, d, "start")
 			err = m.hv.Start(ctx, d.DomainName())
 		}
 	}
-	m.observe("start", begun, err)
+	m.ops.observe("start", begun, err)
 	if err != nil {
-		m.fail(ctx, d, op, err)
+		m.ops.fail(ctx, d, op, err)
 		return
 	}
-	m.end(ctx, d, desktop.Op(op), true, "", "")
-	m.event(ctx, d.ID, "started", "bureau", "started in %s", time.Since(begun).Round(time.Millisecond))
+	m.ops.end(ctx, d, desktop.Op(op), true, "", "")
+	m.ops.event(ctx, d.ID, "started", "bureau", "started in %s", time.Since(begun).Round(time.Millisecond))
 }
 
 // StopOptions tune Stop.
@@ -143,7 +77,7 @@ func (m *Manager) Stop(ctx context.Context, id, actor string, opts StopOptions) 
 		// operation holds the desktop.
 		op = desktop.OpForceStop
 	}
-	d, err := m.begin(ctx, id, op, desktop.StateStopped, actor)
+	d, err := m.ops.begin(ctx, id, op, desktop.StateStopped, actor)
 	if err != nil {
 		return nil, err
 	}
@@ -151,20 +85,20 @@ func (m *Manager) Stop(ctx context.Context, id, actor string, opts StopOptions) 
 		opts.Timeout = m.cfg.StopTimeout
 	}
 	cp := *d
-	m.background(id, func(ctx context.Context) { m.stop(ctx, &cp, opts) })
+	m.ops.background(id, func(ctx context.Context) { m.stop(ctx, &cp, opts) })
 	return d, nil
 }
 
 func (m *Manager) stop(ctx context.Context, d *desktop.Desktop, opts StopOptions) {
 	begun := time.Now()
 	how, err := m.powerOff(ctx, d.DomainName(), opts)
-	m.observe("stop", begun, err)
+	m.ops.observe("stop", begun, err)
 	if err != nil {
-		m.fail(ctx, d, "stop", err)
+		m.ops.fail(ctx, d, "stop", err)
 		return
 	}
-	m.end(ctx, d, desktop.OpOf(d.Operation), true, "", "")
-	m.event(ctx, d.ID, "stopped", "bureau", "stopped (%s) in %s", how, time.Since(begun).Round(time.Millisecond))
+	m.ops.end(ctx, d, desktop.OpOf(d.Operation), true, "", "")
+	m.ops.event(ctx, d.ID, "stopped", "bureau", "stopped (%s) in %s", how, time.Since(begun).Round(time.Millisecond))
 }
 
 // powerOff brings a VM to shut-off and says how.
@@ -224,18 +158,18 @@ func (m *Manager) waitFor(ctx context.Context, name string, want desktop.VMState
 
 // Reboot restarts a running desktop's guest.
 func (m *Manager) Reboot(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
-	d, err := m.begin(ctx, id, desktop.OpReboot, desktop.StateRunning, actor)
+	d, err := m.ops.begin(ctx, id, desktop.OpReboot, desktop.StateRunning, actor)
 	if err != nil {
 		return nil, err
 	}
 	cp := *d
-	m.background(id, func(ctx context.Context) {
+	m.ops.background(id, func(ctx context.Context) {
 		if err := m.hv.Reboot(ctx, cp.DomainName()); err != nil {
-			m.fail(ctx, &cp, "reboot", err)
+			m.ops.fail(ctx, &cp, "reboot", err)
 			return
 		}
-		m.end(ctx, &cp, desktop.OpReboot, true, "", "")
-		m.event(ctx, cp.ID, "rebooted", "bureau", "reboot sent to the guest")
+		m.ops.end(ctx, &cp, desktop.OpReboot, true, "", "")
+		m.ops.event(ctx, cp.ID, "rebooted", "bureau", "reboot sent to the guest")
 	})
 	return d, nil
 }
@@ -251,15 +185,15 @@ type DeleteResult struct {
 // unless deleteData is set, and the result says where it was kept. It runs
 // to the end even if the caller goes away.
 func (m *Manager) Delete(ctx context.Context, id, actor string, deleteData bool) (*DeleteResult, error) {
-	d, err := m.begin(ctx, id, desktop.OpDelete, desktop.StateDeleted, actor)
+	d, err := m.ops.begin(ctx, id, desktop.OpDelete, desktop.StateDeleted, actor)
 	if err != nil {
 		return nil, err
 	}
 	if deleteData {
 		d.Operation = "delete+data"
-		m.save(ctx, d)
+		m.ops.save(ctx, d)
 	}
-	defer m.unlock(id)
+	defer m.ops.unlock(id)
 	opCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	return m.finishDelete(opCtx, d, deleteData)
@@ -267,24 +201,24 @@ func (m *Manager) Delete(ctx context.Context, id, actor string, deleteData bool)
 
 func (m *Manager) finishDelete(ctx context.Context, d *desktop.Desktop, deleteData bool) (*DeleteResult, error) {
 	name := d.DomainName()
-	m.step(ctx, d, "destroy")
+	m.ops.step(ctx, d, "destroy")
 	if err := m.hv.Destroy(ctx, name); err != nil && !isMissing(ctx, m.hv, name) {
-		m.fail(ctx, d, "delete", err)
+		m.ops.fail(ctx, d, "delete", err)
 		return nil, err
 	}
-	m.failpoint("delete:after-destroy")
-	m.step(ctx, d, "undefine")
+	m.ops.failpoint("delete:after-destroy")
+	m.ops.step(ctx, d, "undefine")
 	if err := m.hv.Undefine(ctx, name); err != nil {
-		m.fail(ctx, d, "delete", err)
+		m.ops.fail(ctx, d, "delete", err)
 		return nil, err
 	}
-	m.failpoint("delete:after-undefine")
-	m.step(ctx, d, "files")
+	m.ops.failpoint("delete:after-undefine")
+	m.ops.step(ctx, d, "files")
 	res := &DeleteResult{Desktop: d, DataDeleted: deleteData}
 	if d.Remote() {
 		kept, err := m.removeRemoteFiles(ctx, d, deleteData)
 		if err != nil {
-			m.fail(ctx, d, "delete", err)
+			m.ops.fail(ctx, d, "delete", err)
 			return nil, err
 		}
 		if kept {
@@ -299,12 +233,12 @@ func (m *Manager) finishDelete(ctx context.Context, d *desktop.Desktop, deleteDa
 		keep = d.DataDiskPath
 	}
 	if err := removeAllBut(d.Dir, keep); err != nil {
-		m.fail(ctx, d, "delete", err)
+		m.ops.fail(ctx, d, "delete", err)
 		return nil, err
 	}
 	if deleteData {
 		if err := os.Remove(d.DataDiskPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-			m.fail(ctx, d, "delete", err)
+			m.ops.fail(ctx, d, "delete", err)
 			return nil, err
 		}
 		os.Remove(d.Dir)
@@ -327,15 +261,15 @@ func (m *Manager) deleted(ctx context.Context, d *desktop.Desktop, res *DeleteRe
 	m.dropAddressAndRules(ctx, d)
 	now := time.Now().UTC()
 	d.DeletedAt = &now
-	if err := m.end(ctx, d, desktop.OpDelete, true, "", d.LastError); err != nil {
+	if err := m.ops.end(ctx, d, desktop.OpDelete, true, "", d.LastError); err != nil {
 		return nil, err
 	}
 	if res.DataDiskKept != "" && d.Remote() {
-		m.event(ctx, d.ID, "deleted", "bureau", "deleted; data disk kept at %s on host %s", res.DataDiskKept, d.Host)
+		m.ops.event(ctx, d.ID, "deleted", "bureau", "deleted; data disk kept at %s on host %s", res.DataDiskKept, d.Host)
 	} else if res.DataDiskKept != "" {
-		m.event(ctx, d.ID, "deleted", "bureau", "deleted; data disk kept at %s", res.DataDiskKept)
+		m.ops.event(ctx, d.ID, "deleted", "bureau", "deleted; data disk kept at %s", res.DataDiskKept)
 	} else {
-		m.event(ctx, d.ID, "deleted", "bureau", "deleted with its data disk")
+		m.ops.event(ctx, d.ID, "deleted", "bureau", "deleted with its data disk")
 	}
 	return res, nil
 }

@@ -103,9 +103,9 @@ func TestFailedCreateKeepsExistingDataDisk(t *testing.T) {
 	os.MkdirAll(d.Dir, 0o750)
 	os.WriteFile(d.DataDiskPath, []byte("precious"), 0o600)
 	cp := *d
-	h.m.lock(d.ID, "create")
+	h.m.ops.lock(d.ID, "create")
 	h.m.build(context.Background(), &cp, "/base", Seed{DesktopID: d.ID, Hostname: d.Name}, nil, nil, false)
-	h.m.unlock(d.ID)
+	h.m.ops.unlock(d.ID)
 	if b, _ := os.ReadFile(d.DataDiskPath); string(b) != "precious" {
 		t.Fatal("pre-existing data disk was removed or changed by a failed create")
 	}
@@ -268,7 +268,7 @@ func TestCrashMarksCrashedAndRestartPolicyRestarts(t *testing.T) {
 	wait := func(id string, want desktop.State) *desktop.Desktop {
 		deadline := time.Now().Add(3 * time.Second)
 		for time.Now().Before(deadline) {
-			if got, _ := h.m.Get(ctx, id); got.State == want && !h.m.isBusy(id) {
+			if got, _ := h.m.Get(ctx, id); got.State == want && !h.m.ops.isBusy(id) {
 				return got
 			}
 			time.Sleep(10 * time.Millisecond)

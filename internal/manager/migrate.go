@@ -56,7 +56,7 @@ type MoveResult struct {
 // Its files and rules on the old host go. CancelMigration stops it (the
 // desktop stays as it was where it was).
 func (m *Manager) Migrate(ctx context.Context, id, to, actor string) (*desktop.Desktop, error) {
-	d, err := m.live(ctx, id)
+	d, err := m.ops.live(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -88,12 +88,12 @@ func (m *Manager) Migrate(ctx context.Context, id, to, actor string) (*desktop.D
 	if was.Frozen() {
 		desired = desktop.StateHibernated
 	}
-	d, err = m.begin(ctx, id, desktop.OpMigrate, desired, actor)
+	d, err = m.ops.begin(ctx, id, desktop.OpMigrate, desired, actor)
 	if err != nil {
 		return nil, err
 	}
 	cp := *d
-	m.background(id, func(ctx context.Context) {
+	m.ops.background(id, func(ctx context.Context) {
 		defer m.endMove(ctx, id)
 		if cold != "" {
 			m.coldMove(ctx, &cp, dest, was, cold, actor)
@@ -134,17 +134,15 @@ func (m *Manager) endMove(ctx context.Context, id string) {
 // CancelMigration stops a desktop's migration under way; the desktop
 // keeps running where it was.
 func (m *Manager) CancelMigration(ctx context.Context, id, actor string) error {
-	if _, err := m.live(ctx, id); err != nil {
+	if _, err := m.ops.live(ctx, id); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	f := m.busy[id]
-	m.mu.Unlock()
-	if f == nil || f.op != string(desktop.OpMigrate) || f.cancel == nil {
+	cancel := m.ops.cancellable(id, string(desktop.OpMigrate))
+	if cancel == nil {
 		return &desktop.ConflictError{Message: "the desktop is not migrating"}
 	}
-	m.event(ctx, id, "migrate_cancel_requested", actor, "migration cancel requested")
-	f.cancel()
+	m.ops.event(ctx, id, "migrate_cancel_requested", actor, "migration cancel requested")
+	cancel()
 	return nil
 }
 
@@ -201,16 +199,16 @@ func (m *Manager) migrate(ctx context.Context, d *desktop.Desktop, dest Destinat
 		if err := m.networkThere(ctx, d, &there, &undo); err != nil {
 			return nil, err
 		}
-		m.step(steps, d, migrateStep(dest.Host, "copying"))
+		m.ops.step(steps, d, migrateStep(dest.Host, "copying"))
 		last := time.Time{}
 		return m.cfg.Mover.Migrate(ctx, d.DomainName(), dest, func(p MoveProgress) {
 			if time.Since(last) > time.Second {
 				last = time.Now()
-				m.step(steps, d, migrateStep(dest.Host, fmt.Sprintf("%s %d%%", p.Phase, p.Percent)))
+				m.ops.step(steps, d, migrateStep(dest.Host, fmt.Sprintf("%s %d%%", p.Phase, p.Percent)))
 			}
 		})
 	}()
-	m.observe("migrate", begun, err)
+	m.ops.observe("migrate", begun, err)
 	if err != nil {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
@@ -220,8 +218,8 @@ func (m *Manager) migrate(ctx context.Context, d *desktop.Desktop, dest Destinat
 			why = "cancelled"
 		}
 		// Still running where it was.
-		m.end(cleanup, d, desktop.OpMigrate, false, desktop.StateRunning, "migrate failed: "+why)
-		m.event(cleanup, d.ID, "migrate_failed", "bureau", "migration to host %s failed after %s, still running on host %s: %s",
+		m.ops.end(cleanup, d, desktop.OpMigrate, false, desktop.StateRunning, "migrate failed: "+why)
+		m.ops.event(cleanup, d.ID, "migrate_failed", "bureau", "migration to host %s failed after %s, still running on host %s: %s",
 			dest.Host, time.Since(begun).Round(time.Millisecond), from.Host, why)
 		return
 	}
@@ -239,12 +237,12 @@ func (m *Manager) moved(ctx context.Context, d, from, there *desktop.Desktop, re
 		m.log.Warn("a migrated desktop's NIC not bounced: it keeps its old address until its DHCP lease ends", "desktop", d.ID, "err", err)
 	}
 	m.leaveHost(ctx, from)
-	m.end(ctx, d, desktop.OpMigrate, true, desktop.StateRunning, "")
+	m.ops.end(ctx, d, desktop.OpMigrate, true, desktop.StateRunning, "")
 	if res == nil {
-		m.event(ctx, d.ID, "migrated", actor, "moved live from host %s to host %s, finished after a bureau restart; address now %s", from.Host, there.Host, there.NetIP)
+		m.ops.event(ctx, d.ID, "migrated", actor, "moved live from host %s to host %s, finished after a bureau restart; address now %s", from.Host, there.Host, there.NetIP)
 		return
 	}
-	m.event(ctx, d.ID, "migrated", actor, "moved live from host %s to host %s in %s (downtime %s, %d MiB sent); address now %s",
+	m.ops.event(ctx, d.ID, "migrated", actor, "moved live from host %s to host %s in %s (downtime %s, %d MiB sent); address now %s",
 		from.Host, there.Host, res.Took.Round(time.Millisecond), res.Downtime.Round(time.Millisecond), res.Bytes>>20, there.NetIP)
 }
 
@@ -297,7 +295,7 @@ func migratingTo(step string) string {
 // two steps): where its VM is now, with what it has on the other host
 // removed. The caller holds d.
 func (m *Manager) resumeMigrate(ctx context.Context, d *desktop.Desktop) {
-	defer m.unlock(d.ID)
+	defer m.ops.unlock(d.ID)
 	defer m.endMove(ctx, d.ID)
 	to, from := migratingTo(d.Step), *d
 	there := *d
@@ -315,8 +313,8 @@ func (m *Manager) resumeMigrate(ctx context.Context, d *desktop.Desktop) {
 				m.log.Error("files of an interrupted migration not removed", "desktop", d.ID, "host", to, "err", err)
 			}
 		}
-		m.end(ctx, d, desktop.OpMigrate, false, observedAs(st), fmt.Sprintf("migrate to host %s was interrupted by a bureau restart; the desktop stayed on host %s", to, d.Host))
-		m.event(ctx, d.ID, "migrate_failed", "bureau", "%s", d.LastError)
+		m.ops.end(ctx, d, desktop.OpMigrate, false, observedAs(st), fmt.Sprintf("migrate to host %s was interrupted by a bureau restart; the desktop stayed on host %s", to, d.Host))
+		m.ops.event(ctx, d.ID, "migrate_failed", "bureau", "%s", d.LastError)
 		return
 	}
 	// Gone from its host: the move finished before bureau could record
@@ -338,7 +336,7 @@ func (m *Manager) resumeMigrate(ctx context.Context, d *desktop.Desktop) {
 		if m.cfg.Moved != nil {
 			m.cfg.Moved(d.ID, from.Host)
 		}
-		m.fail(ctx, d, "migrate", fmt.Errorf("interrupted by a bureau restart, and the VM is neither on host %s nor on host %s (%v %v)", from.Host, to, err, serr))
+		m.ops.fail(ctx, d, "migrate", fmt.Errorf("interrupted by a bureau restart, and the VM is neither on host %s nor on host %s (%v %v)", from.Host, to, err, serr))
 		return
 	}
 	m.moved(ctx, d, &from, &there, nil, "bureau")

@@ -16,7 +16,7 @@ import (
 // same instance, so nothing runs again). A data disk already there is
 // never replaced: the move is refused.
 func (m *Manager) filesThere(ctx context.Context, d, there *desktop.Desktop, undo *reverter) error {
-	m.step(ctx, d, migrateStep(there.Host, "disks"))
+	m.ops.step(ctx, d, migrateStep(there.Host, "disks"))
 	sizes, err := m.cfg.Mover.DiskSizes(ctx, d.DomainName())
 	if err != nil {
 		return fmt.Errorf("disk sizes: %w", err)
@@ -133,7 +133,7 @@ func wholeGiB(sizes map[string]int64, dev string) (int, error) {
 // (there.NetIP), reserved in that host's DHCP, with its firewall rules
 // there, before it moves.
 func (m *Manager) networkThere(ctx context.Context, d, there *desktop.Desktop, undo *reverter) error {
-	m.step(ctx, d, migrateStep(there.Host, "network"))
+	m.ops.step(ctx, d, migrateStep(there.Host, "network"))
 	subnet, err := m.subnetOf(ctx, there)
 	if err != nil {
 		return err

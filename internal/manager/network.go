@@ -70,7 +70,7 @@ func (m *Manager) SetNetworkPolicy(ctx context.Context, id string, p desktop.Net
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	d, err := m.changeSettings(ctx, id, func(ctx context.Context, d *desktop.Desktop) error {
+	d, err := m.ops.changeSettings(ctx, id, func(ctx context.Context, d *desktop.Desktop) error {
 		d.Network = p
 		fw, _, err := m.netOf(ctx, d)
 		if err != nil || fw == nil {
@@ -81,7 +81,7 @@ func (m *Manager) SetNetworkPolicy(ctx context.Context, id string, p desktop.Net
 	if err != nil {
 		return nil, err
 	}
-	m.event(ctx, id, "network_policy_set", actor, "network policy set: %s", policyText(p))
+	m.ops.event(ctx, id, "network_policy_set", actor, "network policy set: %s", policyText(p))
 	return d, nil
 }
 

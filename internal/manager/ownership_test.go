@@ -215,7 +215,7 @@ func TestEventDuringAnOperationIsCheckedWhenItEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The guest powers itself off while a snapshot holds the desktop.
-	if err := h.m.lock(d.ID, "snapshot"); err != nil {
+	if err := h.m.ops.lock(d.ID, "snapshot"); err != nil {
 		t.Fatal(err)
 	}
 	h.hv.setVM(d.DomainName(), desktop.VMShutoff)
@@ -224,7 +224,7 @@ func TestEventDuringAnOperationIsCheckedWhenItEnds(t *testing.T) {
 	if got, _ := h.m.Get(ctx, d.ID); got.State != desktop.StateRunning {
 		t.Fatalf("the event was applied under a running operation: %s", got.State)
 	}
-	h.m.unlock(d.ID)
+	h.m.ops.unlock(d.ID)
 	h.awaitState(t, d.ID, desktop.StateStopped, 2*time.Second)
 }
 

@@ -12,13 +12,13 @@ import (
 // Pause freezes a running desktop at once; its RAM stays in host memory.
 // It finishes (and records its result) even if the caller goes away.
 func (m *Manager) Pause(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
-	ctx, cancel := m.detach(ctx)
+	ctx, cancel := m.ops.detach(ctx)
 	defer cancel()
-	d, err := m.begin(ctx, id, desktop.OpPause, desktop.StatePaused, actor)
+	d, err := m.ops.begin(ctx, id, desktop.OpPause, desktop.StatePaused, actor)
 	if err != nil {
 		return nil, err
 	}
-	defer m.unlock(id)
+	defer m.ops.unlock(id)
 	if err := m.pause(ctx, d, actor); err != nil {
 		return nil, err
 	}
@@ -29,11 +29,11 @@ func (m *Manager) pause(ctx context.Context, d *desktop.Desktop, actor string) e
 	if err := m.hv.Suspend(ctx, d.DomainName()); err != nil {
 		// The VM is as it was, running: say so instead of marking the
 		// desktop broken.
-		m.end(ctx, d, desktop.OpPause, false, desktop.StateRunning, d.LastError)
+		m.ops.end(ctx, d, desktop.OpPause, false, desktop.StateRunning, d.LastError)
 		return fmt.Errorf("pause: %w", err)
 	}
-	m.end(ctx, d, desktop.OpPause, true, "", "")
-	m.event(ctx, d.ID, "paused", actor, "paused")
+	m.ops.end(ctx, d, desktop.OpPause, true, "", "")
+	m.ops.event(ctx, d.ID, "paused", actor, "paused")
 	return nil
 }
 
@@ -41,7 +41,7 @@ func (m *Manager) pause(ctx context.Context, d *desktop.Desktop, actor string) e
 // background (202: it is "resuming" until its RAM is restored).
 func (m *Manager) Resume(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
 	var from desktop.State
-	if cur, err := m.live(ctx, id); err == nil {
+	if cur, err := m.ops.live(ctx, id); err == nil {
 		from = cur.State
 		if cur.State == desktop.StateHibernated {
 			if err := m.roomOn(ctx, cur, cur.MemoryMiB); err != nil {
@@ -49,35 +49,35 @@ func (m *Manager) Resume(ctx context.Context, id, actor string) (*desktop.Deskto
 			}
 		}
 	}
-	ctx, cancel := m.detach(ctx)
+	ctx, cancel := m.ops.detach(ctx)
 	defer cancel()
-	d, err := m.begin(ctx, id, desktop.OpResume, desktop.StateRunning, actor)
+	d, err := m.ops.begin(ctx, id, desktop.OpResume, desktop.StateRunning, actor)
 	if err != nil {
 		return nil, err
 	}
 	st, err := m.hv.State(ctx, d.DomainName())
 	if err == nil && st == desktop.VMPaused {
-		defer m.unlock(id)
+		defer m.ops.unlock(id)
 		begun := time.Now()
 		if err := m.hv.Resume(ctx, d.DomainName()); err != nil {
 			// The VM is as it was, paused: the desktop stays frozen.
-			m.end(ctx, d, desktop.OpResume, false, observedAs(st), d.LastError)
+			m.ops.end(ctx, d, desktop.OpResume, false, observedAs(st), d.LastError)
 			return nil, fmt.Errorf("resume: %w", err)
 		}
-		m.observe("wake_"+string(from), begun, nil)
-		m.Touch(id) // a new quiet period: the idle tiers start again
+		m.ops.observe("wake_"+string(from), begun, nil)
+		m.idle.touch(id) // a new quiet period: the idle tiers start again
 		if d.RenewAddress {
 			m.renewAddress(ctx, d)
 		}
 		m.syncClock(d)
-		m.end(ctx, d, desktop.OpResume, true, "", "")
-		m.event(ctx, id, "resumed", actor, "resumed from %s in %s", resumedFrom[from], time.Since(begun).Round(time.Millisecond))
+		m.ops.end(ctx, d, desktop.OpResume, true, "", "")
+		m.ops.event(ctx, id, "resumed", actor, "resumed from %s in %s", resumedFrom[from], time.Since(begun).Round(time.Millisecond))
 		return d, nil
 	}
 	// A VM whose state could not be read is resumed by start, which reads
 	// it again (and records why if it fails): never left "resuming".
 	cp := *d
-	m.background(id, func(ctx context.Context) { m.start(ctx, &cp) })
+	m.ops.background(id, func(ctx context.Context) { m.start(ctx, &cp) })
 	return d, nil
 }
 
@@ -89,18 +89,18 @@ var resumedFrom = map[desktop.State]string{
 // restore starts a hibernated VM from its saved RAM.
 func (m *Manager) restore(ctx context.Context, d *desktop.Desktop, op string) {
 	begun := time.Now()
-	m.step(ctx, d, "restore")
+	m.ops.step(ctx, d, "restore")
 	err := m.hv.Start(ctx, d.DomainName())
-	m.observe("resume", begun, err)
+	m.ops.observe("resume", begun, err)
 	if err != nil {
-		m.fail(ctx, d, op, err)
+		m.ops.fail(ctx, d, op, err)
 		return
 	}
 	if d.RenewAddress {
 		m.renewAddress(ctx, d)
 	}
-	m.end(ctx, d, desktop.Op(op), true, "", "")
-	m.event(ctx, d.ID, "resumed", "bureau", "resumed from hibernation in %s", time.Since(begun).Round(time.Millisecond))
+	m.ops.end(ctx, d, desktop.Op(op), true, "", "")
+	m.ops.event(ctx, d.ID, "resumed", "bureau", "resumed from hibernation in %s", time.Since(begun).Round(time.Millisecond))
 	m.syncClock(d)
 }
 
@@ -108,7 +108,7 @@ func (m *Manager) restore(ctx context.Context, d *desktop.Desktop, op string) {
 // guest agent needs a moment to come back and a late clock is not fatal.
 func (m *Manager) syncClock(d *desktop.Desktop) {
 	name, id := d.DomainName(), d.ID
-	m.spawn(time.Minute, func(ctx context.Context) {
+	m.ops.spawn(time.Minute, func(ctx context.Context) {
 		var err error
 		for ctx.Err() == nil {
 			if err = m.hv.SyncGuestClock(ctx, name); err == nil {
@@ -124,25 +124,25 @@ func (m *Manager) syncClock(d *desktop.Desktop) {
 // background; resume or start brings its programs back.
 func (m *Manager) Hibernate(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
 	running := false
-	if cur, err := m.live(ctx, id); err == nil && (cur.State == desktop.StateRunning || cur.State.Frozen()) {
+	if cur, err := m.ops.live(ctx, id); err == nil && (cur.State == desktop.StateRunning || cur.State.Frozen()) {
 		if err := m.roomToSaveOn(cur); err != nil {
 			return nil, err
 		}
 		running = cur.State == desktop.StateRunning && !m.cfg.SaveAsIs
 	}
-	d, err := m.begin(ctx, id, desktop.OpHibernate, desktop.StateHibernated, actor)
+	d, err := m.ops.begin(ctx, id, desktop.OpHibernate, desktop.StateHibernated, actor)
 	if err != nil {
 		return nil, err
 	}
 	cp := *d
-	m.background(id, func(ctx context.Context) {
+	m.ops.background(id, func(ctx context.Context) {
 		if running {
 			// A smaller save image is written and restored faster: the
 			// guest's page cache is dropped first, and the pages it frees
 			// go back to the host (saved as zero pages).
-			m.step(ctx, &cp, "shrink guest memory")
+			m.ops.step(ctx, &cp, "shrink guest memory")
 			tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			m.trimGuest(tctx, &cp)
+			m.idle.trimGuest(tctx, &cp)
 			cancel()
 		}
 		m.hibernate(ctx, &cp, actor)
@@ -155,18 +155,18 @@ func (m *Manager) Hibernate(ctx context.Context, id, actor string) (*desktop.Des
 func (m *Manager) hibernate(ctx context.Context, d *desktop.Desktop, actor string) {
 	begun := time.Now()
 	err := m.hv.Hibernate(ctx, d.DomainName())
-	m.observe("hibernate", begun, err)
+	m.ops.observe("hibernate", begun, err)
 	if err != nil {
 		// A failed save leaves the VM running (libvirt only stops it once the
 		// image is complete): report it without losing the desktop.
 		st, _ := m.hv.State(ctx, d.DomainName())
-		m.end(ctx, d, desktop.OpHibernate, false, observedAs(st), fmt.Sprintf("hibernate failed: %v", err))
-		m.event(ctx, d.ID, "hibernate_failed", "bureau", "%s", d.LastError)
+		m.ops.end(ctx, d, desktop.OpHibernate, false, observedAs(st), fmt.Sprintf("hibernate failed: %v", err))
+		m.ops.event(ctx, d.ID, "hibernate_failed", "bureau", "%s", d.LastError)
 		return
 	}
-	m.failpoint("hibernate:after-save")
-	m.end(ctx, d, desktop.OpHibernate, true, "", "")
-	m.event(ctx, d.ID, "hibernated", actor, "hibernated in %s", time.Since(begun).Round(time.Millisecond))
+	m.ops.failpoint("hibernate:after-save")
+	m.ops.end(ctx, d, desktop.OpHibernate, true, "", "")
+	m.ops.event(ctx, d.ID, "hibernated", actor, "hibernated in %s", time.Since(begun).Round(time.Millisecond))
 }
 
 // WakeTimeout bounds how long Wake waits for a hibernated desktop.
@@ -190,7 +190,7 @@ func (m *Manager) Wake(ctx context.Context, id, actor string) (*desktop.Desktop,
 			// Running, and (once woken here) the resume has let go of
 			// the desktop, so the caller's next operation is not refused
 			// as busy.
-			if !asked || !m.isBusy(id) {
+			if !asked || !m.ops.isBusy(id) {
 				return d, nil
 			}
 		case d.State.Wakeable() && !asked:

@@ -44,8 +44,8 @@ func TestPauseFailureKeepsDesktopRunning(t *testing.T) {
 	if _, err := h.m.Pause(context.Background(), d.ID, "alice"); err == nil {
 		t.Fatal("pause succeeded despite the hypervisor failing")
 	}
-	if got, _ := h.m.Get(context.Background(), d.ID); got.State != desktop.StateRunning || h.m.isBusy(d.ID) {
-		t.Fatalf("after a failed pause: %+v busy=%v", got, h.m.isBusy(d.ID))
+	if got, _ := h.m.Get(context.Background(), d.ID); got.State != desktop.StateRunning || h.m.ops.isBusy(d.ID) {
+		t.Fatalf("after a failed pause: %+v busy=%v", got, h.m.ops.isBusy(d.ID))
 	}
 }
 
@@ -226,14 +226,14 @@ func TestIOErrorPauseDuringAnOperation(t *testing.T) {
 	}
 	for _, stillPaused := range []bool{true, false} {
 		d := h.settle(t, h.create(t, fmt.Sprintf("busy-%t", stillPaused)).ID)
-		if err := h.m.lock(d.ID, "test"); err != nil {
+		if err := h.m.ops.lock(d.ID, "test"); err != nil {
 			t.Fatal(err)
 		}
 		// As an operation's beginRow does: wait out a handler that began
 		// before the desktop was busy (the create's recheck), so the VM
 		// is changed only under the operation.
-		h.m.row(d.ID).Lock()
-		h.m.row(d.ID).Unlock()
+		h.m.ops.row(d.ID).Lock()
+		h.m.ops.row(d.ID).Unlock()
 		h.hv.setVM(d.DomainName(), desktop.VMPaused)
 		h.hv.events <- desktop.VMEvent{Domain: d.DomainName(), State: desktop.VMPaused, Reason: "Suspended I/O Error", IOError: true}
 		time.Sleep(100 * time.Millisecond)
@@ -243,7 +243,7 @@ func TestIOErrorPauseDuringAnOperation(t *testing.T) {
 		if !stillPaused {
 			h.hv.setVM(d.DomainName(), desktop.VMRunning)
 		}
-		h.m.unlock(d.ID)
+		h.m.ops.unlock(d.ID)
 		if stillPaused {
 			h.awaitPaused(t, d.ID, IOErrorPause, 2*time.Second) // VM still paused after the operation
 			continue

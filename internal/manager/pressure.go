@@ -31,17 +31,17 @@ const pressureQuiet = time.Minute
 // it cannot sleep), sleeping → hibernated. One desktop per check, so the
 // next check sees what that freed. Nothing is ever stopped or killed, and
 // a desktop with a console viewer or used within a minute is left alone.
-func (m *Manager) relieve(cands []candidate) {
-	if m.cfg.HostMemory == nil || m.cfg.MemoryLowMiB <= 0 {
+func (i *idler) relieve(cands []candidate) {
+	if i.memory == nil || i.lowMiB <= 0 {
 		return
 	}
-	avail, err := m.cfg.HostMemory.AvailableMemoryMiB()
-	if err != nil || avail >= m.cfg.MemoryLowMiB || m.relieveSpares(avail) {
+	avail, err := i.memory.AvailableMemoryMiB()
+	if err != nil || avail >= i.lowMiB || i.spares.relieve(avail) {
 		return
 	}
 	var pick *candidate
-	for i := range cands {
-		c := &cands[i]
+	for k := range cands {
+		c := &cands[k]
 		if c.cur == tierAwake && c.quiet < pressureQuiet {
 			continue
 		}
@@ -50,7 +50,7 @@ func (m *Manager) relieve(cands []candidate) {
 		}
 	}
 	if pick == nil {
-		m.log.Warn("host memory low and every desktop is in use: nothing to move down", "available_mib", avail)
+		i.log.Warn("host memory low and every desktop is in use: nothing to move down", "available_mib", avail)
 		return
 	}
 	due := tierSleep
@@ -58,6 +58,17 @@ func (m *Manager) relieve(cands []candidate) {
 		due = tierHibernate
 	}
 	why := fmt.Sprintf("host memory low (%d MiB available, under %d MiB): the longest-idle desktop, quiet for %s, goes %s",
-		avail, m.cfg.MemoryLowMiB, pick.quiet.Round(time.Second), tierNames[due])
-	m.lowerFor(pick.d, pick.cur, due, pick.since, "pressure", why)
+		avail, i.lowMiB, pick.quiet.Round(time.Second), tierNames[due])
+	i.lowerFor(pick.d, pick.cur, due, pick.since, "pressure", why)
+}
+
+// keepsMargin says whether the host keeps its low-memory margin
+// (Config.MemoryLowMiB) with memMiB more of it resident; true when host
+// memory is not read.
+func (i *idler) keepsMargin(memMiB int) bool {
+	if i.memory == nil {
+		return true
+	}
+	avail, err := i.memory.AvailableMemoryMiB()
+	return err == nil && avail-memMiB >= max(i.lowMiB, 0)
 }

@@ -23,7 +23,7 @@ func TestMemoryPressureMovesTheLongestIdleFirst(t *testing.T) {
 	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	mem := &fakeMemory{avail: 100}
-	h.m.cfg.HostMemory, h.m.cfg.MemoryLowMiB = mem, 1024
+	h.m.idle.memory, h.m.idle.lowMiB = mem, 1024
 	off := IdleTiers{NapAfter: new(0), SleepAfter: new(0), HibernateAfter: new(0)} // only pressure moves them
 	var ids []string
 	for _, name := range []string{"oldest", "newer", "busy"} {
@@ -34,12 +34,12 @@ func TestMemoryPressureMovesTheLongestIdleFirst(t *testing.T) {
 		ids = append(ids, d.ID)
 	}
 	now := time.Now()
-	h.m.checkIdle(ctx, now) // first sight: quiet periods begin now
-	h.m.idleMu.Lock()
-	h.m.idle[ids[0]].since = now.Add(-10 * time.Minute)
-	h.m.idle[ids[1]].since = now.Add(-5 * time.Minute)
-	h.m.idle[ids[2]].since = now.Add(-10 * time.Second)
-	h.m.idleMu.Unlock()
+	h.m.idle.check(ctx, now) // first sight: quiet periods begin now
+	h.m.idle.mu.Lock()
+	h.m.idle.quiet[ids[0]].since = now.Add(-10 * time.Minute)
+	h.m.idle.quiet[ids[1]].since = now.Add(-5 * time.Minute)
+	h.m.idle.quiet[ids[2]].since = now.Add(-10 * time.Second)
+	h.m.idle.mu.Unlock()
 	states := func() []desktop.State {
 		var out []desktop.State
 		for _, id := range ids {
@@ -49,7 +49,7 @@ func TestMemoryPressureMovesTheLongestIdleFirst(t *testing.T) {
 	}
 	R, S, H := desktop.StateRunning, desktop.StateSleeping, desktop.StateHibernated
 	for i, want := range [][]desktop.State{{S, R, R}, {H, R, R}, {H, S, R}, {H, H, R}, {H, H, R}} {
-		h.m.checkIdle(ctx, now.Add(time.Duration(i+1)*time.Second))
+		h.m.idle.check(ctx, now.Add(time.Duration(i+1)*time.Second))
 		if got := states(); !slices.Equal(got, want) {
 			t.Fatalf("check %d under pressure: %v, want %v", i+1, got, want)
 		}
@@ -63,10 +63,10 @@ func TestMemoryPressureMovesTheLongestIdleFirst(t *testing.T) {
 
 	// Memory back: the busy desktop, now quiet long enough, stays running.
 	mem.avail = 4096
-	h.m.idleMu.Lock()
-	h.m.idle[ids[2]].since = now.Add(-time.Hour)
-	h.m.idleMu.Unlock()
-	h.m.checkIdle(ctx, now.Add(10*time.Second))
+	h.m.idle.mu.Lock()
+	h.m.idle.quiet[ids[2]].since = now.Add(-time.Hour)
+	h.m.idle.mu.Unlock()
+	h.m.idle.check(ctx, now.Add(10*time.Second))
 	if got := h.settle(t, ids[2]).State; got != R {
 		t.Errorf("moved down with memory to spare: %s", got)
 	}

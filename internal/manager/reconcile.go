@@ -17,41 +17,35 @@ import (
 // the hypervisor says events may have been missed. Running VMs are never
 // stopped by a bureau restart.
 func (m *Manager) Run() error {
-	m.ensureReserve()
-	m.abandonTemplateBuilds(m.ctx)
-	if err := m.loadNetwork(m.ctx); err != nil {
+	m.ops.ensureReserve()
+	m.warm.abandonBuilds(m.ops.ctx)
+	if err := m.loadNetwork(m.ops.ctx); err != nil {
 		return fmt.Errorf("desktop network: %w", err)
 	}
-	if err := m.Reconcile(m.ctx); err != nil {
+	if err := m.Reconcile(m.ops.ctx); err != nil {
 		return err
 	}
-	m.spawn(5*time.Minute, m.adoptSpares)
-	m.wg.Add(3)
-	go func() {
-		defer m.wg.Done()
-		m.watchIdle(m.cfg.IdleCheck)
-	}()
+	m.ops.spawn(5*time.Minute, m.warm.adopt)
+	m.ops.goUntilClose(func() { m.idle.watch(m.cfg.IdleCheck) })
 	// Events and reconciles run apart: a reconcile slowed down by a busy
 	// hypervisor never holds up an event (both take each desktop's row
 	// lock, so they never write over each other).
-	go func() {
-		defer m.wg.Done()
+	m.ops.goUntilClose(func() {
 		for {
 			select {
-			case <-m.ctx.Done():
+			case <-m.ops.ctx.Done():
 				return
 			case ev := <-m.hv.Events():
-				m.onEvent(m.ctx, ev)
+				m.onEvent(m.ops.ctx, ev)
 			}
 		}
-	}()
-	go func() {
-		defer m.wg.Done()
+	})
+	m.ops.goUntilClose(func() {
 		tick := time.NewTicker(m.cfg.ReconcileEvery)
 		defer tick.Stop()
 		for {
 			select {
-			case <-m.ctx.Done():
+			case <-m.ops.ctx.Done():
 				return
 			case <-m.hv.Resync():
 				m.reconcileLogged("events may have been missed")
@@ -59,7 +53,7 @@ func (m *Manager) Run() error {
 				m.reconcileLogged("")
 			}
 		}
-	}()
+	})
 	return nil
 }
 
@@ -67,7 +61,7 @@ func (m *Manager) reconcileLogged(why string) {
 	if why != "" {
 		m.log.Info("reconciling every desktop", "why", why)
 	}
-	ctx, cancel := context.WithTimeout(m.ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(m.ops.ctx, time.Minute)
 	defer cancel()
 	begun := time.Now()
 	if err := m.Reconcile(ctx); err != nil {
@@ -98,7 +92,7 @@ func (m *Manager) Reconcile(ctx context.Context) error {
 		return fmt.Errorf("reconcile: %w", err)
 	}
 	for _, d := range desktops {
-		if m.isBusy(d.ID) || (lost != nil && slices.Contains(lost.Hosts, d.Host)) {
+		if m.ops.isBusy(d.ID) || (lost != nil && slices.Contains(lost.Hosts, d.Host)) {
 			continue
 		}
 		vm, ok := vms[d.DomainName()]
@@ -130,9 +124,9 @@ func (m *Manager) reconcileOne(ctx context.Context, id string, vm desktop.VMStat
 			vm = st
 		}
 	}
-	mu := m.row(id)
+	mu := m.ops.row(id)
 	mu.Lock()
-	if m.isBusy(id) {
+	if m.ops.isBusy(id) {
 		mu.Unlock()
 		return
 	}
@@ -159,7 +153,7 @@ func (m *Manager) reconcileOne(ctx context.Context, id string, vm desktop.VMStat
 	why := m.observe1(ctx, d, desktop.VMEvent{Domain: d.DomainName(), State: vm, Reason: "found by reconcile"})
 	mu.Unlock()
 	if why != "" {
-		m.event(ctx, d.ID, "reconciled", "bureau", "%s", why)
+		m.ops.event(ctx, d.ID, "reconciled", "bureau", "%s", why)
 		m.afterObserve(ctx, d)
 	}
 }
@@ -218,7 +212,7 @@ func (m *Manager) observe1(ctx context.Context, d *desktop.Desktop, ev desktop.V
 	if !fault {
 		d.DesiredState = want
 	}
-	if err := m.write(ctx, d); err != nil {
+	if err := m.ops.write(ctx, d); err != nil {
 		m.log.Error("recording a VM change", "desktop", d.ID, "err", err)
 		return ""
 	}
@@ -243,18 +237,12 @@ func (m *Manager) onEvent(ctx context.Context, ev desktop.VMEvent) {
 	if !ok || ev.State == desktop.VMMissing {
 		return
 	}
-	mu := m.row(id)
+	mu := m.ops.row(id)
 	mu.Lock()
-	m.mu.Lock()
-	if _, busy := m.busy[id]; busy {
-		if prev, ok := m.missed[id]; !ok || !prev.IOError || ev.IOError {
-			m.missed[id] = ev
-		}
-		m.mu.Unlock()
+	if m.ops.deferEvent(id, ev) {
 		mu.Unlock()
 		return
 	}
-	m.mu.Unlock()
 	d, err := m.store.GetDesktop(ctx, id)
 	if errors.Is(err, desktop.ErrNotFound) || err == nil && d.DeletedAt != nil {
 		mu.Unlock()
@@ -273,7 +261,7 @@ func (m *Manager) onEvent(ctx context.Context, ev desktop.VMEvent) {
 	why := m.observe1(ctx, d, ev)
 	mu.Unlock()
 	if why != "" {
-		m.event(ctx, d.ID, "vm_"+string(ev.State), "libvirt", "%s", why)
+		m.ops.event(ctx, d.ID, "vm_"+string(ev.State), "libvirt", "%s", why)
 		m.afterObserve(ctx, d)
 	}
 }
@@ -283,18 +271,12 @@ func agrees(ev, now desktop.VMState) bool {
 	return ev == now || ev == desktop.VMCrashed && now == desktop.VMShutoff || ev == desktop.VMRunning && now == desktop.VMShutdown
 }
 
-// recheck applies the last event that came while an operation held the
-// desktop, against the VM's state once the operation has ended.
-func (m *Manager) recheck(ctx context.Context, id string, ev desktop.VMEvent) {
-	m.onEvent(ctx, ev)
-}
-
 // removeScratch removes files an operation cut short leaves behind.
 func (m *Manager) removeScratch(ctx context.Context, d *desktop.Desktop) {
 	// A reimage cut short leaves its unfinished OS disk; the desktop
 	// still has its old one.
 	if err := os.Remove(filepath.Join(d.Dir, "os.qcow2.new")); err == nil {
-		m.event(ctx, d.ID, "reconciled", "bureau", "removed the unfinished OS disk of an interrupted reimage")
+		m.ops.event(ctx, d.ID, "reconciled", "bureau", "removed the unfinished OS disk of an interrupted reimage")
 	}
 	// A warm create cut short leaves the copy of the template's RAM.
 	os.Remove(filepath.Join(d.Dir, "restore.save"))

@@ -15,7 +15,7 @@ import (
 // desktop is shut down first and started again after. Snapshots that hold
 // the old OS disk are deleted; data-only snapshots stay.
 func (m *Manager) Reimage(ctx context.Context, id, image, actor string) (*desktop.Desktop, error) {
-	d, err := m.live(ctx, id)
+	d, err := m.ops.live(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -34,12 +34,12 @@ func (m *Manager) Reimage(ctx context.Context, id, image, actor string) (*deskto
 	if wasRunning {
 		desired = desktop.StateRunning
 	}
-	d, err = m.begin(ctx, id, desktop.OpReimage, desired, actor)
+	d, err = m.ops.begin(ctx, id, desktop.OpReimage, desired, actor)
 	if err != nil {
 		return nil, err
 	}
 	cp := *d
-	m.background(id, func(ctx context.Context) { m.reimage(ctx, &cp, img, wasRunning, actor) })
+	m.ops.background(id, func(ctx context.Context) { m.reimage(ctx, &cp, img, wasRunning, actor) })
 	return d, nil
 }
 
@@ -59,7 +59,7 @@ func (m *Manager) reimage(ctx context.Context, d *desktop.Desktop, img *desktop.
 			if sn.Scope == desktop.ScopeData {
 				continue
 			}
-			if err := m.dropSnapshot(ctx, d, sn); err != nil {
+			if err := m.snaps.drop(ctx, d, sn); err != nil {
 				return fmt.Errorf("snapshot %q holds the old OS disk and could not be deleted: %w", sn.Name, err)
 			}
 			if err := m.store.DeleteSnapshot(ctx, sn.ID); err != nil {
@@ -84,17 +84,17 @@ func (m *Manager) reimage(ctx context.Context, d *desktop.Desktop, img *desktop.
 		}
 		return nil
 	}()
-	m.observe("reimage", begun, err)
+	m.ops.observe("reimage", begun, err)
 	if err != nil {
-		m.fail(ctx, d, "reimage", err)
+		m.ops.fail(ctx, d, "reimage", err)
 		return
 	}
 	left := desktop.StateStopped // what the reimage leaves its VM
 	if wasRunning {
 		left = desktop.StateRunning
 	}
-	m.end(ctx, d, desktop.OpReimage, true, left, "")
-	m.event(ctx, d.ID, "reimaged", actor, "OS disk replaced with a fresh copy of %s in %s; data disk kept", img.Name,
+	m.ops.end(ctx, d, desktop.OpReimage, true, left, "")
+	m.ops.event(ctx, d.ID, "reimaged", actor, "OS disk replaced with a fresh copy of %s in %s; data disk kept", img.Name,
 		time.Since(begun).Round(time.Millisecond))
 }
 
@@ -165,13 +165,13 @@ func (m *Manager) ResizeDataDisk(ctx context.Context, id string, req ResizeReque
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := m.detach(ctx)
+	ctx, cancel := m.ops.detach(ctx)
 	defer cancel()
-	if err := m.lock(id, "resize"); err != nil {
+	if err := m.ops.lock(id, "resize"); err != nil {
 		return nil, err
 	}
-	defer m.unlock(id)
-	d, err := m.live(ctx, id)
+	defer m.ops.unlock(id)
+	d, err := m.ops.live(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -189,13 +189,13 @@ func (m *Manager) ResizeDataDisk(ctx context.Context, id string, req ResizeReque
 	}
 	if err := m.growDataDisk(ctx, d, sizeGiB); err != nil {
 		// d still holds the old size: the space reserved is given back.
-		m.save(ctx, d)
+		m.ops.save(ctx, d)
 		return nil, err
 	}
 	old := d.DataDiskGiB
 	d.DataDiskGiB = sizeGiB
-	m.save(ctx, d)
-	m.event(ctx, id, "data_disk_resized", actor, "data disk grown from %d to %d GiB", old, sizeGiB)
+	m.ops.save(ctx, d)
+	m.ops.event(ctx, id, "data_disk_resized", actor, "data disk grown from %d to %d GiB", old, sizeGiB)
 	return d, nil
 }
 

@@ -88,11 +88,11 @@ func (m *Manager) buildRemote(ctx context.Context, d *desktop.Desktop, basePath 
 	if err != nil {
 		return err
 	}
-	m.step(ctx, d, "image")
+	m.ops.step(ctx, d, "image")
 	if err := m.imageOn(ctx, s, d, d.Host, basePath, func(step string) string { return step }); err != nil {
 		return err
 	}
-	m.step(ctx, d, "disks")
+	m.ops.step(ctx, d, "disks")
 	uid, gid := d.VMUID, m.cfg.VMGroup
 	if err := s.Files.MakeDir(ctx, d.Dir, uid, gid); err != nil {
 		return fmt.Errorf("desktop folder on host %s: %w", d.Host, err)
@@ -114,12 +114,12 @@ func (m *Manager) buildRemote(ctx context.Context, d *desktop.Desktop, basePath 
 		return err
 	}
 	undo.add(func(ctx context.Context) { s.Files.Remove(ctx, vm.SeedISO) })
-	m.step(ctx, d, "define")
+	m.ops.step(ctx, d, "define")
 	if err := m.hv.Define(ctx, vm); err != nil {
 		return err
 	}
 	undo.add(func(ctx context.Context) { m.hv.Undefine(ctx, vm.Name) })
-	m.step(ctx, d, "start")
+	m.ops.step(ctx, d, "start")
 	if err := m.hv.Start(ctx, vm.Name); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
@@ -134,7 +134,7 @@ func (m *Manager) imageOn(ctx context.Context, s *Site, d *desktop.Desktop, host
 	err := s.Files.EnsureImage(ctx, path, func(done, total int64) {
 		if total > 0 && (time.Since(last) > time.Second || done == total) {
 			last = time.Now()
-			m.step(ctx, d, label(fmt.Sprintf("image %d%%", done*100/total)))
+			m.ops.step(ctx, d, label(fmt.Sprintf("image %d%%", done*100/total)))
 		}
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -27,8 +28,94 @@ type SnapshotRequest struct {
 	Wait time.Duration
 }
 
+// snapshotter takes, lists, reverts and deletes desktops' snapshots. It
+// holds the operation core and what snapshots need beside it, each by the
+// role it plays here.
+type snapshotter struct {
+	ops   *runner
+	store snapshotRecords
+	vms   snapshotVMs
+	quota snapshotQuota
+	hosts diskHosts
+	power powerSwitch
+	moves addressRenewal
+	log   *slog.Logger
+	// stopTimeout is how long a guest may take to shut down before a
+	// disk-only revert forces it off (Config.StopTimeout).
+	stopTimeout time.Duration
+}
+
+// snapshotRecords keeps the list of desktops' snapshots (a new one is
+// recorded through snapshotQuota).
+type snapshotRecords interface {
+	GetSnapshot(ctx context.Context, desktopID, name string) (*desktop.Snapshot, error)
+	ListSnapshots(ctx context.Context, desktopID string) ([]*desktop.Snapshot, error)
+	MarkSnapshotReverted(ctx context.Context, sn *desktop.Snapshot) error
+	SetSnapshotSize(ctx context.Context, id string, size int64) error
+	DeleteSnapshot(ctx context.Context, id string) error
+}
+
+// snapshotVMs takes, reverts and removes VMs' snapshots, and starts a VM
+// again after a disk-only revert.
+type snapshotVMs interface {
+	Snapshots
+	State(ctx context.Context, name string) (desktop.VMState, error)
+	Start(ctx context.Context, name string) error
+}
+
+// snapshotQuota records a snapshot about to be taken if its owner's quota
+// and the host have room for it (Manager.recordSnapshot, quota.go).
+type snapshotQuota interface {
+	recordSnapshot(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot, unlimited bool) error
+}
+
+// diskHosts reaches a desktop's files on whichever host they are: what
+// works on them while its VM is off, and its remote host's site
+// (Manager.stoppedDisks, Manager.site).
+type diskHosts interface {
+	stoppedDisks(ctx context.Context, d *desktop.Desktop) (StoppedDisks, error)
+	site(ctx context.Context, d *desktop.Desktop) (*Site, error)
+}
+
+// powerSwitch brings a VM to shut-off (Manager.powerOff, lifecycle.go).
+type powerSwitch interface {
+	powerOff(ctx context.Context, name string, opts StopOptions) (string, error)
+}
+
+// addressRenewal gives a guest whose RAM came from another host the
+// address of the host it is on now (migrate.go, coldmove.go).
+type addressRenewal interface {
+	movedSince(ctx context.Context, id string, t time.Time) bool
+	renewAddress(ctx context.Context, d *desktop.Desktop)
+}
+
+// CreateSnapshot takes a named snapshot of a desktop: with RAM of a
+// running one, disk-only of a running one (quiesced by the guest agent when
+// it answers), or of a stopped one's files. Nothing is recorded unless
+// every disk was snapshotted.
+func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotRequest) (*desktop.Snapshot, error) {
+	return m.snaps.create(ctx, id, req)
+}
+
+// ListSnapshots returns a desktop's snapshots, oldest first.
+func (m *Manager) ListSnapshots(ctx context.Context, id string) ([]*desktop.Snapshot, error) {
+	return m.snaps.list(ctx, id)
+}
+
+// RevertSnapshot returns a desktop to a snapshot in the background. A memory
+// snapshot comes back running with its programs; a disk-only one needs the
+// VM off, so a running desktop is shut down, reverted and started again.
+func (m *Manager) RevertSnapshot(ctx context.Context, id, name, actor string) (*desktop.Desktop, error) {
+	return m.snaps.revert(ctx, id, name, actor)
+}
+
+// DeleteSnapshot removes a snapshot from the disks and the list.
+func (m *Manager) DeleteSnapshot(ctx context.Context, id, name, actor string) error {
+	return m.snaps.delete(ctx, id, name, actor)
+}
+
 // snapshotFiles are the disk files a scope covers.
-func (m *Manager) snapshotFiles(d *desktop.Desktop, scope string) []string {
+func snapshotFiles(d *desktop.Desktop, scope string) []string {
 	osDisk := filepath.Join(d.Dir, "os.qcow2")
 	switch scope {
 	case desktop.ScopeData:
@@ -39,27 +126,27 @@ func (m *Manager) snapshotFiles(d *desktop.Desktop, scope string) []string {
 	return []string{osDisk, d.DataDiskPath}
 }
 
-// CreateSnapshot takes a named snapshot: with RAM of a running desktop
+// create takes a named snapshot: with RAM of a running desktop
 // (libvirt internal snapshot), disk-only of a running one (QMP, quiesced by
 // the guest agent when it answers), or of a stopped one's files (qemu-img,
 // run on the desktop's host).
 // Nothing is recorded unless every disk was snapshotted.
-func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotRequest) (*desktop.Snapshot, error) {
+func (s *snapshotter) create(ctx context.Context, id string, req SnapshotRequest) (*desktop.Snapshot, error) {
 	if req.Scope == "" {
 		req.Scope = desktop.ScopeAll
 	}
 	if err := desktop.ValidateSnapshot(req.Name, req.Scope, req.Memory != nil && *req.Memory); err != nil {
 		return nil, err
 	}
-	if err := m.lockWithin(ctx, id, "snapshot", req.Wait); err != nil {
+	if err := s.ops.lockWithin(ctx, id, "snapshot", req.Wait); err != nil {
 		return nil, err
 	}
-	defer m.unlock(id)
+	defer s.ops.unlock(id)
 	// A client that goes away mid-snapshot must not leave a snapshot in the
 	// disks that the list does not show: the snapshot finishes either way.
-	ctx, cancel := m.detach(ctx)
+	ctx, cancel := s.ops.detach(ctx)
 	defer cancel()
-	d, err := m.live(ctx, id)
+	d, err := s.ops.live(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -74,12 +161,12 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 	if memory && !running {
 		return nil, &desktop.ValidationError{Field: "memory", Message: "the desktop is stopped: its snapshot can only hold its disks"}
 	}
-	if _, err := m.store.GetSnapshot(ctx, id, req.Name); err == nil {
+	if _, err := s.store.GetSnapshot(ctx, id, req.Name); err == nil {
 		return nil, fmt.Errorf("snapshot %q of desktop %s: %w", req.Name, id, desktop.ErrNameTaken)
 	} else if !errors.Is(err, desktop.ErrNotFound) {
 		return nil, err
 	}
-	existing, err := m.store.ListSnapshots(ctx, id)
+	existing, err := s.store.ListSnapshots(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -89,40 +176,40 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 	// an invisible one inside the disk files. Recording it checks the quota.
 	sn := &desktop.Snapshot{ID: newID(), DesktopID: id, Name: req.Name, Description: req.Description,
 		Scope: req.Scope, Memory: memory, Parent: latest(existing), CreatedAt: time.Now().UTC()}
-	if err := m.recordSnapshot(ctx, d, sn, req.Unlimited); err != nil {
+	if err := s.quota.recordSnapshot(ctx, d, sn, req.Unlimited); err != nil {
 		return nil, err
 	}
-	files := m.snapshotFiles(d, req.Scope)
-	before, measured := m.allocated(ctx, d, files)
+	files := snapshotFiles(d, req.Scope)
+	before, measured := s.allocated(ctx, d, files)
 	begun := time.Now()
 	how := "disk-only, desktop stopped"
 	switch {
 	case memory:
-		err = m.hv.SnapshotWithMemory(ctx, d.DomainName(), req.Name, req.Description)
+		err = s.vms.SnapshotWithMemory(ctx, d.DomainName(), req.Name, req.Description)
 		how = "with memory"
 	case running:
 		var quiesced bool
-		quiesced, err = m.hv.LiveDiskSnapshot(ctx, d.DomainName(), req.Name, files)
+		quiesced, err = s.vms.LiveDiskSnapshot(ctx, d.DomainName(), req.Name, files)
 		how = "disk-only, live, filesystems frozen by the guest agent"
 		if !quiesced {
 			how = "disk-only, live, crash-consistent (guest agent did not freeze filesystems)"
 		}
 	default:
-		err = m.snapshotFilesOffline(ctx, d, files, req.Name)
+		err = s.takeOffline(ctx, d, files, req.Name)
 	}
-	m.observe("snapshot", begun, err)
+	s.ops.observe("snapshot", begun, err)
 	if err != nil {
-		m.undoSnapshot(ctx, d, sn)
+		s.undo(ctx, d, sn)
 		return nil, fmt.Errorf("snapshot %q: %w", req.Name, diskFull(err))
 	}
-	m.failpoint("snapshot:after-create")
-	if after, ok := m.allocated(ctx, d, files); ok && measured {
+	s.ops.failpoint("snapshot:after-create")
+	if after, ok := s.allocated(ctx, d, files); ok && measured {
 		sn.SizeBytes = max(0, after-before)
-		if err := m.store.SetSnapshotSize(ctx, sn.ID, sn.SizeBytes); err != nil {
-			m.log.Warn("recording snapshot size", "desktop", id, "snapshot", sn.Name, "err", err)
+		if err := s.store.SetSnapshotSize(ctx, sn.ID, sn.SizeBytes); err != nil {
+			s.log.Warn("recording snapshot size", "desktop", id, "snapshot", sn.Name, "err", err)
 		}
 	}
-	m.event(ctx, id, "snapshot_created", req.Actor, "snapshot %q (%s, scope %s) in %s", sn.Name, how, sn.Scope,
+	s.ops.event(ctx, id, "snapshot_created", req.Actor, "snapshot %q (%s, scope %s) in %s", sn.Name, how, sn.Scope,
 		time.Since(begun).Round(time.Millisecond))
 	return sn, nil
 }
@@ -130,33 +217,33 @@ func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotReq
 // undoWithin bounds how long a failed snapshot's undo retries.
 const undoWithin = 30 * time.Second
 
-// undoSnapshot removes what a failed snapshot may have left in the disks
+// undo removes what a failed snapshot may have left in the disks
 // and then its record. A call cut off by a libvirtd restart can have been
 // carried out all the same, so the removal is retried while libvirt comes
 // back. If the disks cannot be reached in time the record stays: the
 // snapshot is listed and can be deleted, never hidden in the disk files.
-func (m *Manager) undoSnapshot(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot) {
+func (s *snapshotter) undo(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot) {
 	giveUp := time.Now().Add(undoWithin)
 	for wait := 250 * time.Millisecond; ; wait = min(2*wait, 4*time.Second) {
-		err := m.dropSnapshot(ctx, d, sn)
+		err := s.drop(ctx, d, sn)
 		if err == nil {
 			break
 		}
 		if time.Now().Add(wait).After(giveUp) || ctx.Err() != nil {
-			m.log.Error("a failed snapshot could not be removed from the disks; it stays listed", "desktop", d.ID, "snapshot", sn.Name, "err", err)
+			s.log.Error("a failed snapshot could not be removed from the disks; it stays listed", "desktop", d.ID, "snapshot", sn.Name, "err", err)
 			return
 		}
 		sleep(ctx, wait)
 	}
-	if err := m.store.DeleteSnapshot(ctx, sn.ID); err != nil {
-		m.log.Error("forgetting a failed snapshot", "desktop", d.ID, "snapshot", sn.Name, "err", err)
+	if err := s.store.DeleteSnapshot(ctx, sn.ID); err != nil {
+		s.log.Error("forgetting a failed snapshot", "desktop", d.ID, "snapshot", sn.Name, "err", err)
 	}
 }
 
-// snapshotFilesOffline snapshots each of a stopped desktop's files,
+// takeOffline snapshots each of a stopped desktop's files,
 // undoing the ones done if one fails.
-func (m *Manager) snapshotFilesOffline(ctx context.Context, d *desktop.Desktop, files []string, name string) error {
-	disks, err := m.stoppedDisks(ctx, d)
+func (s *snapshotter) takeOffline(ctx context.Context, d *desktop.Desktop, files []string, name string) error {
+	disks, err := s.hosts.stoppedDisks(ctx, d)
 	if err != nil {
 		return err
 	}
@@ -171,34 +258,34 @@ func (m *Manager) snapshotFilesOffline(ctx context.Context, d *desktop.Desktop, 
 	return nil
 }
 
-// ListSnapshots returns a desktop's snapshots, oldest first.
-func (m *Manager) ListSnapshots(ctx context.Context, id string) ([]*desktop.Snapshot, error) {
-	if _, err := m.live(ctx, id); err != nil {
+// list returns a desktop's snapshots, oldest first.
+func (s *snapshotter) list(ctx context.Context, id string) ([]*desktop.Snapshot, error) {
+	if _, err := s.ops.live(ctx, id); err != nil {
 		return nil, err
 	}
-	return m.store.ListSnapshots(ctx, id)
+	return s.store.ListSnapshots(ctx, id)
 }
 
-// RevertSnapshot returns a desktop to a snapshot in the background. A memory
+// revert returns a desktop to a snapshot in the background. A memory
 // snapshot comes back running with its programs; a disk-only one needs the
 // VM off, so a running desktop is shut down, reverted and started again.
-func (m *Manager) RevertSnapshot(ctx context.Context, id, name, actor string) (*desktop.Desktop, error) {
-	ctx, cancel := m.detach(ctx)
+func (s *snapshotter) revert(ctx context.Context, id, name, actor string) (*desktop.Desktop, error) {
+	ctx, cancel := s.ops.detach(ctx)
 	defer cancel()
-	if err := m.lock(id, "revert"); err != nil {
+	if err := s.ops.lock(id, "revert"); err != nil {
 		return nil, err
 	}
-	if _, err := m.live(ctx, id); err != nil {
-		m.unlock(id)
+	if _, err := s.ops.live(ctx, id); err != nil {
+		s.ops.unlock(id)
 		return nil, err
 	}
-	sn, err := m.store.GetSnapshot(ctx, id, name)
+	sn, err := s.store.GetSnapshot(ctx, id, name)
 	if err != nil {
-		m.unlock(id)
+		s.ops.unlock(id)
 		return nil, err
 	}
 	wasRunning := false
-	d, err := m.beginRow(ctx, id, desktop.OpRevert, func(d *desktop.Desktop) desktop.State {
+	d, err := s.ops.beginRow(ctx, id, desktop.OpRevert, func(d *desktop.Desktop) desktop.State {
 		// It comes back running with a memory snapshot, or as it was.
 		wasRunning = d.State != desktop.StateStopped
 		if sn.Memory || wasRunning {
@@ -207,104 +294,105 @@ func (m *Manager) RevertSnapshot(ctx context.Context, id, name, actor string) (*
 		return d.DesiredState
 	})
 	if err != nil {
-		m.unlock(id)
+		s.ops.unlock(id)
 		return nil, err
 	}
-	m.event(ctx, id, "revert_requested", actor, "revert to snapshot %q requested", name)
+	s.ops.event(ctx, id, "revert_requested", actor, "revert to snapshot %q requested", name)
 	cp := *d
-	m.background(id, func(ctx context.Context) { m.revert(ctx, &cp, sn, wasRunning, actor) })
+	s.ops.background(id, func(ctx context.Context) { s.revertTo(ctx, &cp, sn, wasRunning, actor) })
 	return d, nil
 }
 
-func (m *Manager) revert(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot, wasRunning bool, actor string) {
+// revertTo does the revert; the caller holds d.
+func (s *snapshotter) revertTo(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot, wasRunning bool, actor string) {
 	begun := time.Now()
 	name := d.DomainName()
 	vm := desktop.StateStopped // what the revert leaves its VM
 	if sn.Memory {
-		if err := m.hv.RevertSnapshot(ctx, name, sn.Name); err != nil {
-			m.fail(ctx, d, "revert", err)
+		if err := s.vms.RevertSnapshot(ctx, name, sn.Name); err != nil {
+			s.ops.fail(ctx, d, "revert", err)
 			return
 		}
-		if m.movedSince(ctx, d.ID, sn.CreatedAt) {
+		if s.moves.movedSince(ctx, d.ID, sn.CreatedAt) {
 			// Its RAM holds the address it had on the host it was on then.
-			m.renewAddress(ctx, d)
+			s.moves.renewAddress(ctx, d)
 		}
 		vm = desktop.StateRunning
 	} else {
-		if _, err := m.powerOff(ctx, name, StopOptions{Timeout: m.cfg.StopTimeout}); err != nil {
-			m.fail(ctx, d, "revert", err)
+		if _, err := s.power.powerOff(ctx, name, StopOptions{Timeout: s.stopTimeout}); err != nil {
+			s.ops.fail(ctx, d, "revert", err)
 			return
 		}
-		disks, err := m.stoppedDisks(ctx, d)
+		disks, err := s.hosts.stoppedDisks(ctx, d)
 		if err != nil {
-			m.fail(ctx, d, "revert", err)
+			s.ops.fail(ctx, d, "revert", err)
 			return
 		}
-		for _, f := range m.snapshotFiles(d, sn.Scope) {
+		for _, f := range snapshotFiles(d, sn.Scope) {
 			if err := disks.RevertSnapshot(ctx, f, sn.Name); err != nil {
-				m.fail(ctx, d, "revert", err)
+				s.ops.fail(ctx, d, "revert", err)
 				return
 			}
 		}
 		if wasRunning {
-			if err := m.hv.Start(ctx, name); err != nil {
-				m.fail(ctx, d, "revert", err)
+			if err := s.vms.Start(ctx, name); err != nil {
+				s.ops.fail(ctx, d, "revert", err)
 				return
 			}
 			vm = desktop.StateRunning
 		}
 	}
-	m.observe("revert", begun, nil)
+	s.ops.observe("revert", begun, nil)
 	now := time.Now().UTC()
 	sn.RevertedAt = &now
-	if err := m.store.MarkSnapshotReverted(ctx, sn); err != nil {
-		m.log.Error("recording revert", "desktop", d.ID, "err", err)
+	if err := s.store.MarkSnapshotReverted(ctx, sn); err != nil {
+		s.log.Error("recording revert", "desktop", d.ID, "err", err)
 	}
-	m.end(ctx, d, desktop.OpRevert, true, vm, "")
-	m.event(ctx, d.ID, "reverted", actor, "reverted to snapshot %q in %s", sn.Name, time.Since(begun).Round(time.Millisecond))
+	s.ops.end(ctx, d, desktop.OpRevert, true, vm, "")
+	s.ops.event(ctx, d.ID, "reverted", actor, "reverted to snapshot %q in %s", sn.Name, time.Since(begun).Round(time.Millisecond))
 }
 
-// DeleteSnapshot removes a snapshot from the disks and the list.
-func (m *Manager) DeleteSnapshot(ctx context.Context, id, name, actor string) error {
-	ctx, cancel := m.detach(ctx)
+// delete removes a snapshot from the disks and the list.
+func (s *snapshotter) delete(ctx context.Context, id, name, actor string) error {
+	ctx, cancel := s.ops.detach(ctx)
 	defer cancel()
-	if err := m.lock(id, "delete snapshot"); err != nil {
+	if err := s.ops.lock(id, "delete snapshot"); err != nil {
 		return err
 	}
-	defer m.unlock(id)
-	d, err := m.live(ctx, id)
+	defer s.ops.unlock(id)
+	d, err := s.ops.live(ctx, id)
 	if err != nil {
 		return err
 	}
-	sn, err := m.store.GetSnapshot(ctx, id, name)
+	sn, err := s.store.GetSnapshot(ctx, id, name)
 	if err != nil {
 		return err
 	}
-	if err := m.dropSnapshot(ctx, d, sn); err != nil {
+	if err := s.drop(ctx, d, sn); err != nil {
 		return fmt.Errorf("delete snapshot %q: %w", name, err)
 	}
-	if err := m.store.DeleteSnapshot(ctx, sn.ID); err != nil {
+	if err := s.store.DeleteSnapshot(ctx, sn.ID); err != nil {
 		return err
 	}
-	m.event(ctx, id, "snapshot_deleted", actor, "snapshot %q deleted", name)
+	s.ops.event(ctx, id, "snapshot_deleted", actor, "snapshot %q deleted", name)
 	return nil
 }
 
-// dropSnapshot removes a snapshot's data from the disks, by the route that
+// drop removes a snapshot's data from the disks, by the route that
 // fits how it was taken and whether the VM has its disks open.
-func (m *Manager) dropSnapshot(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot) error {
+func (s *snapshotter) drop(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot) error {
 	if sn.Memory {
-		return m.hv.DeleteSnapshot(ctx, d.DomainName(), sn.Name)
+		return s.vms.DeleteSnapshot(ctx, d.DomainName(), sn.Name)
 	}
-	files := m.snapshotFiles(d, sn.Scope)
-	st, err := m.hv.State(ctx, d.DomainName())
+	files := snapshotFiles(d, sn.Scope)
+	st, err := s.vms.State(ctx, d.DomainName())
 	if err != nil {
 		return err
 	}
 	if st == desktop.VMRunning || st == desktop.VMPaused {
-		return ignoreMissingSnapshot(m.hv.DeleteLiveDiskSnapshot(ctx, d.DomainName(), sn.Name, files))
+		return ignoreMissingSnapshot(s.vms.DeleteLiveDiskSnapshot(ctx, d.DomainName(), sn.Name, files))
 	}
-	disks, err := m.stoppedDisks(ctx, d)
+	disks, err := s.hosts.stoppedDisks(ctx, d)
 	if err != nil {
 		return err
 	}
@@ -314,15 +402,6 @@ func (m *Manager) dropSnapshot(ctx context.Context, d *desktop.Desktop, sn *desk
 		}
 	}
 	return nil
-}
-
-// live loads a desktop that has not been deleted.
-func (m *Manager) live(ctx context.Context, id string) (*desktop.Desktop, error) {
-	d, err := m.store.GetDesktop(ctx, id)
-	if err == nil && d.DeletedAt != nil {
-		err = fmt.Errorf("desktop %s: %w", id, desktop.ErrNotFound)
-	}
-	return d, err
 }
 
 // latest is the snapshot the desktop last came from: the newest one created
@@ -345,7 +424,7 @@ func latest(snaps []*desktop.Snapshot) string {
 // allocated sums the bytes d's files take on its host's disk; false when
 // they could not be measured there (a snapshot then keeps the size it was
 // counted for when it was recorded).
-func (m *Manager) allocated(ctx context.Context, d *desktop.Desktop, files []string) (int64, bool) {
+func (s *snapshotter) allocated(ctx context.Context, d *desktop.Desktop, files []string) (int64, bool) {
 	if !d.Remote() {
 		var n int64
 		for _, f := range files {
@@ -355,26 +434,26 @@ func (m *Manager) allocated(ctx context.Context, d *desktop.Desktop, files []str
 		}
 		return n, true
 	}
-	n, err := m.allocatedThere(ctx, d, files)
+	n, err := s.allocatedThere(ctx, d, files)
 	if err != nil {
-		m.log.Warn("measuring a remote desktop's files", "desktop", d.ID, "host", d.Host, "err", err)
+		s.log.Warn("measuring a remote desktop's files", "desktop", d.ID, "host", d.Host, "err", err)
 		return 0, false
 	}
 	return n, true
 }
 
 // allocatedThere sums the bytes d's files take on its remote host.
-func (m *Manager) allocatedThere(ctx context.Context, d *desktop.Desktop, files []string) (int64, error) {
-	s, err := m.site(ctx, d)
+func (s *snapshotter) allocatedThere(ctx context.Context, d *desktop.Desktop, files []string) (int64, error) {
+	site, err := s.hosts.site(ctx, d)
 	if err != nil {
 		return 0, err
 	}
-	if s.Sizes == nil {
+	if site.Sizes == nil {
 		return 0, errors.New("its files are not measured there")
 	}
 	var n int64
 	for _, f := range files {
-		size, err := s.Sizes.Allocated(ctx, f)
+		size, err := site.Sizes.Allocated(ctx, f)
 		if err != nil {
 			return 0, err
 		}

@@ -141,7 +141,7 @@ func TestSnapshotRefusals(t *testing.T) {
 	}
 	// Busy desktops refuse.
 	h.hv.fail("")
-	h.m.lock(d.ID, "test")
+	h.m.ops.lock(d.ID, "test")
 	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "y"}); !errors.Is(err, desktop.ErrBusy) {
 		t.Errorf("snapshot while busy: %v", err)
 	}
@@ -151,7 +151,7 @@ func TestSnapshotRefusals(t *testing.T) {
 	// One that may wait is taken once the other operation ends.
 	go func() {
 		time.Sleep(50 * time.Millisecond)
-		h.m.unlock(d.ID)
+		h.m.ops.unlock(d.ID)
 	}()
 	if sn, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "y", Wait: 5 * time.Second}); err != nil || sn.Name != "y" {
 		t.Errorf("a snapshot waiting for an operation: %v %+v", err, sn)

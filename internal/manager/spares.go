@@ -99,55 +99,45 @@ func (s *spares) endFill(key string) {
 }
 
 // spareDesktop is the desktop record a spare would have (never stored).
-func (m *Manager) spareDesktop(t *Template, sp *spare) *desktop.Desktop {
-	dir := m.desktopDir(sp.ID)
+func (w *warmPool) spareDesktop(t *Template, sp *spare) *desktop.Desktop {
+	dir := desktopFolder(w.dataDir, sp.ID)
 	return &desktop.Desktop{ID: sp.ID, Spec: desktop.Spec{Image: t.Image, VCPUs: t.VCPUs, MemoryMiB: t.MemoryMiB, DataDiskGiB: templateDataGiB},
-		Accelerator: string(m.cfg.Accelerator), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"), VMUID: sp.VMUID, NetIP: sp.NetIP}
+		Accelerator: string(w.accel), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"), VMUID: sp.VMUID, NetIP: sp.NetIP}
 }
 
-// fillSpares makes spares of template key, in the background, until
-// cfg.WarmSpares are ready or the host has no memory for another.
-func (m *Manager) fillSpares(key string) {
-	if m.cfg.WarmSpares <= 0 || !m.spares.startFill(key) {
+// fill makes spares of template key, in the background, until
+// Config.WarmSpares are ready or the host has no memory for another.
+func (w *warmPool) fill(key string) {
+	if w.keep <= 0 || !w.spares.startFill(key) {
 		return
 	}
-	m.spawn(10*time.Minute, func(ctx context.Context) {
-		defer m.spares.endFill(key)
-		for ctx.Err() == nil && m.spares.count(key) < m.cfg.WarmSpares {
-			t, err := m.readTemplate(key)
+	w.ops.spawn(10*time.Minute, func(ctx context.Context) {
+		defer w.spares.endFill(key)
+		for ctx.Err() == nil && w.spares.count(key) < w.keep {
+			t, err := w.read(key)
 			if err != nil || t.State != "ready" {
 				return
 			}
-			if !m.roomForSpare(t) {
+			if !w.memory.keepsMargin(t.MemoryMiB) {
 				return
 			}
-			sp, err := m.makeSpare(ctx, t)
+			sp, err := w.makeSpare(ctx, t)
 			if err != nil {
-				m.log.Warn("warm spare not made", "template", key, "err", err)
+				w.log.Warn("warm spare not made", "template", key, "err", err)
 				return
 			}
-			m.spares.add(sp)
-			m.log.Info("warm spare ready", "template", key, "spare", sp.ID)
+			w.spares.add(sp)
+			w.log.Info("warm spare ready", "template", key, "spare", sp.ID)
 		}
 	})
 }
 
-// roomForSpare says whether the host keeps its low-memory margin with one
-// more spare of t resident.
-func (m *Manager) roomForSpare(t *Template) bool {
-	if m.cfg.HostMemory == nil {
-		return true
-	}
-	avail, err := m.cfg.HostMemory.AvailableMemoryMiB()
-	return err == nil && avail-t.MemoryMiB >= max(m.cfg.MemoryLowMiB, 0)
-}
-
 // makeSpare restores template t paused under a new id, QEMU user and
 // address. Whatever it made is removed again if a step fails.
-func (m *Manager) makeSpare(ctx context.Context, t *Template) (*spare, error) {
-	sp := &spare{Template: t.Key, ID: newID(), VMUID: newVMUID(), NetIP: m.newNetIP()}
-	d := m.spareDesktop(t, sp)
-	vm := m.VMConfig(d, newUUID())
+func (w *warmPool) makeSpare(ctx context.Context, t *Template) (*spare, error) {
+	sp := &spare{Template: t.Key, ID: newID(), VMUID: newVMUID(), NetIP: w.net.newNetIP()}
+	d := w.spareDesktop(t, sp)
+	vm := w.vmConfigs.VMConfig(d, newUUID())
 	if err := os.MkdirAll(d.Dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -158,7 +148,7 @@ func (m *Manager) makeSpare(ctx context.Context, t *Template) (*spare, error) {
 		}
 		// On failure dropSpare removes the VM and the whole folder.
 		var undo reverter
-		if err := m.warmFiles(ctx, t, d, vm, Seed{DesktopID: sp.ID, Hostname: templateHost}, &undo); err != nil {
+		if err := w.files(ctx, t, d, vm, Seed{DesktopID: sp.ID, Hostname: templateHost}, &undo); err != nil {
 			return err
 		}
 		// The seed is overwritten with the desktop's own when the spare is
@@ -170,86 +160,86 @@ func (m *Manager) makeSpare(ctx context.Context, t *Template) (*spare, error) {
 		// restoring for a client that is gone.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 		defer cancel()
-		if err := m.hv.RestoreAs(rctx, filepath.Join(m.templateDir(t.Key), "ram.save"), vm, filepath.Join(d.Dir, "restore.save"), true); err != nil {
+		if err := w.vms.RestoreAs(rctx, filepath.Join(w.dir(t.Key), "ram.save"), vm, filepath.Join(d.Dir, "restore.save"), true); err != nil {
 			return err
 		}
 		// Reserved now, not while a create waits: a DHCP update costs
 		// ~0.45 s (libvirt rewrites dnsmasq's hosts and signals it).
-		return m.reserveSpareAddress(rctx, sp)
+		return w.reserveAddress(rctx, sp)
 	}()
 	if err != nil {
-		m.dropSpare(context.WithoutCancel(ctx), sp)
+		w.dropSpare(context.WithoutCancel(ctx), sp)
 		return nil, err
 	}
 	return sp, nil
 }
 
 // dropSpare removes a spare's VM and files.
-func (m *Manager) dropSpare(ctx context.Context, sp *spare) {
+func (w *warmPool) dropSpare(ctx context.Context, sp *spare) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	name := (&desktop.Desktop{ID: sp.ID}).DomainName()
-	m.hv.Destroy(ctx, name)
-	m.hv.Undefine(ctx, name)
-	if err := m.releaseAddress(ctx, &desktop.Desktop{ID: sp.ID, NetIP: sp.NetIP}); err != nil {
-		m.log.Warn("releasing a removed spare's address", "spare", sp.ID, "err", err)
+	w.vms.Destroy(ctx, name)
+	w.vms.Undefine(ctx, name)
+	if err := w.net.releaseAddress(ctx, &desktop.Desktop{ID: sp.ID, NetIP: sp.NetIP}); err != nil {
+		w.log.Warn("releasing a removed spare's address", "spare", sp.ID, "err", err)
 	}
-	os.RemoveAll(m.desktopDir(sp.ID))
+	os.RemoveAll(desktopFolder(w.dataDir, sp.ID))
 }
 
-// takeSpare hands a ready spare of template t to desktop d (not yet
+// take hands a ready spare of template t to desktop d (not yet
 // recorded): d gets the spare's id, folder, QEMU user and address. A spare
 // whose VM is no longer paused as made (QEMU died) is removed instead.
-func (m *Manager) takeSpare(ctx context.Context, t *Template, d *desktop.Desktop) *spare {
+func (w *warmPool) take(ctx context.Context, t *Template, d *desktop.Desktop) *spare {
 	if t == nil {
 		return nil
 	}
 	var sp *spare
-	for sp = m.spares.take(t.Key); sp != nil; sp = m.spares.take(t.Key) {
-		st, err := m.hv.State(ctx, (&desktop.Desktop{ID: sp.ID}).DomainName())
+	for sp = w.spares.take(t.Key); sp != nil; sp = w.spares.take(t.Key) {
+		st, err := w.vms.State(ctx, (&desktop.Desktop{ID: sp.ID}).DomainName())
 		if err == nil && st == desktop.VMPaused {
 			break
 		}
-		m.log.Warn("warm spare lost its VM: removed", "spare", sp.ID, "vm", st, "err", err)
+		w.log.Warn("warm spare lost its VM: removed", "spare", sp.ID, "vm", st, "err", err)
 		lost := sp
-		m.spawn(time.Minute, func(ctx context.Context) {
-			m.dropSpare(ctx, lost)
-			m.fillSpares(lost.Template)
+		w.ops.spawn(time.Minute, func(ctx context.Context) {
+			w.dropSpare(ctx, lost)
+			w.fill(lost.Template)
 		})
 	}
 	if sp == nil {
 		return nil
 	}
-	sd := m.spareDesktop(t, sp)
+	sd := w.spareDesktop(t, sp)
 	d.ID, d.Dir, d.DataDiskPath, d.VMUID, d.NetIP = sp.ID, sd.Dir, sd.DataDiskPath, sp.VMUID, sp.NetIP
 	return sp
 }
 
-// giveBackSpare returns a spare a create took but could not record (why):
+// giveBack returns a spare a create took but could not record (why):
 // kept for the next create, unless its QEMU user or address clashed with
 // another desktop's, or enough spares are ready already.
-func (m *Manager) giveBackSpare(ctx context.Context, sp *spare, why error) {
-	if errors.Is(why, errSpareClash) || m.spares.count(sp.Template) >= m.cfg.WarmSpares {
-		m.dropSpare(ctx, sp)
-		m.fillSpares(sp.Template)
+func (w *warmPool) giveBack(ctx context.Context, sp *spare, why error) {
+	if errors.Is(why, errSpareClash) || w.spares.count(sp.Template) >= w.keep {
+		w.dropSpare(ctx, sp)
+		w.fill(sp.Template)
 		return
 	}
-	m.spares.add(sp)
+	w.spares.add(sp)
 }
 
-// reserveSpareAddress reserves a spare's address in DHCP under the name
+// reserveAddress reserves a spare's address in DHCP under the name
 // "spare-<id>", which the desktop taking it replaces (renameAddress).
-func (m *Manager) reserveSpareAddress(ctx context.Context, sp *spare) error {
-	return m.reserveAddress(ctx, &desktop.Desktop{ID: sp.ID, Name: "spare-" + sp.ID, NetIP: sp.NetIP})
+func (w *warmPool) reserveAddress(ctx context.Context, sp *spare) error {
+	return w.net.reserveAddress(ctx, &desktop.Desktop{ID: sp.ID, Name: "spare-" + sp.ID, NetIP: sp.NetIP})
 }
 
 // renameAddress puts the desktop's name on the DHCP reservation its spare
 // made, in the background: the address stays the same.
-func (m *Manager) renameAddress(d *desktop.Desktop) {
+func (w *warmPool) renameAddress(d *desktop.Desktop) {
 	cp := *d
-	m.spawn(time.Minute, func(ctx context.Context) {
-		if err := m.reserveAddress(ctx, &cp); err != nil {
-			m.log.Warn("naming a desktop's DHCP reservation", "desktop", cp.ID, "err", err)
+	w.ops.spawn(time.Minute, func(ctx context.Context) {
+		if err := w.net.reserveAddress(ctx, &cp); err != nil {
+			w.log.Warn("naming a desktop's DHCP reservation", "desktop", cp.ID, "err", err)
 		}
 	})
 }
@@ -258,32 +248,32 @@ func (m *Manager) renameAddress(d *desktop.Desktop) {
 // spare is made once the desktop is built (build): made at once, its
 // restore took the CPU the desktop's identity needs (~1.5 s longer on two
 // cores under emulation).
-func (m *Manager) claimSpare(d *desktop.Desktop) {
+func claimSpare(d *desktop.Desktop) {
 	os.Remove(filepath.Join(d.Dir, spareFile))
 }
 
-// warmFromSpare finishes a create that took a spare: the desktop's seed,
+// fromSpare finishes a create that took a spare: the desktop's seed,
 // then its VM resumed and its identity applied.
-func (m *Manager) warmFromSpare(ctx context.Context, d *desktop.Desktop, seed Seed, took *warmTimes) error {
+func (w *warmPool) fromSpare(ctx context.Context, d *desktop.Desktop, seed Seed, took *warmTimes) error {
 	begun := time.Now()
-	m.step(ctx, d, stepWarmDisks)
-	vm := m.VMConfig(d, "")
-	if err := m.rewriteSeed(ctx, vm.SeedISO, seed); err != nil {
+	w.ops.step(ctx, d, stepWarmDisks)
+	vm := w.vmConfigs.VMConfig(d, "")
+	if err := w.rewriteSeed(ctx, vm.SeedISO, seed); err != nil {
 		return fmt.Errorf("cloud-init seed: %w", err)
 	}
 	if err := keepIdentityKeys(d, seed); err != nil {
 		return err
 	}
 	// From here a restart finishes the create by applying the identity.
-	m.step(ctx, d, stepWarmIdentity)
+	w.ops.step(ctx, d, stepWarmIdentity)
 	resumeAt := time.Now()
 	took.disks = resumeAt.Sub(begun)
-	if err := m.hv.Resume(ctx, vm.Name); err != nil {
+	if err := w.vms.Resume(ctx, vm.Name); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
-	m.failpoint("create:after-restore")
+	w.ops.failpoint("create:after-restore")
 	took.restore, took.spare = time.Since(resumeAt), true
-	return m.identityTimed(ctx, d, took)
+	return w.identityTimed(ctx, d, took)
 }
 
 // CPUHold keeps the host's background work off the CPU until released.
@@ -291,12 +281,12 @@ type CPUHold interface {
 	Hold() (release func())
 }
 
-// holdCPU holds cfg.CPUHold, when there is one, until release.
-func (m *Manager) holdCPU() (release func()) {
-	if m.cfg.CPUHold == nil {
+// holdCPU holds Config.CPUHold, when there is one, until release.
+func (w *warmPool) holdCPU() (release func()) {
+	if w.cpuHold == nil {
 		return func() {}
 	}
-	return m.cfg.CPUHold.Hold()
+	return w.cpuHold.Hold()
 }
 
 // spareSeedRoom is the room a spare's seed file leaves for the desktop's
@@ -317,10 +307,10 @@ func growFile(path string, n int64) error {
 // be read before QEMU restarts, and a paused guest cannot let its drive's
 // tray open for a new one); the guest reads the seed at its next boot. The
 // rest of the file is zeroed: ISO 9660 says where the image ends.
-func (m *Manager) rewriteSeed(ctx context.Context, path string, seed Seed) error {
+func (w *warmPool) rewriteSeed(ctx context.Context, path string, seed Seed) error {
 	tmp := path + ".new"
 	defer os.Remove(tmp)
-	if err := m.seeds.WriteSeed(ctx, tmp, seed); err != nil {
+	if err := w.seeds.WriteSeed(ctx, tmp, seed); err != nil {
 		return err
 	}
 	b, err := os.ReadFile(tmp)
@@ -348,12 +338,12 @@ func (m *Manager) rewriteSeed(ctx context.Context, path string, seed Seed) error
 	return f.Close()
 }
 
-// adoptSpares runs at start-up: spares a previous process made are kept
+// adopt runs at start-up: spares a previous process made are kept
 // when their VM is still paused as made, otherwise removed; a folder whose
 // spare was taken (it has a record) is only unmarked. Then every ready
 // template is filled.
-func (m *Manager) adoptSpares(ctx context.Context) {
-	root := filepath.Join(m.cfg.DataDir, "desktops")
+func (w *warmPool) adopt(ctx context.Context) {
+	root := filepath.Join(w.dataDir, "desktops")
 	entries, _ := os.ReadDir(root)
 	for _, e := range entries {
 		b, err := os.ReadFile(filepath.Join(root, e.Name(), spareFile))
@@ -364,39 +354,39 @@ func (m *Manager) adoptSpares(ctx context.Context) {
 		if json.Unmarshal(b, &sp) != nil || sp.ID != e.Name() {
 			continue
 		}
-		if _, err := m.store.GetDesktop(ctx, sp.ID); err == nil || !errors.Is(err, desktop.ErrNotFound) {
+		if _, err := w.store.GetDesktop(ctx, sp.ID); err == nil || !errors.Is(err, desktop.ErrNotFound) {
 			if err == nil {
 				os.Remove(filepath.Join(root, e.Name(), spareFile))
 			}
 			continue
 		}
-		st, err := m.hv.State(ctx, (&desktop.Desktop{ID: sp.ID}).DomainName())
-		if t := m.readyTemplateKey(sp.Template); err == nil && st == desktop.VMPaused && t != nil && m.spares.count(sp.Template) < m.cfg.WarmSpares {
+		st, err := w.vms.State(ctx, (&desktop.Desktop{ID: sp.ID}).DomainName())
+		if t := w.readyKey(sp.Template); err == nil && st == desktop.VMPaused && t != nil && w.spares.count(sp.Template) < w.keep {
 			// Its address is reserved again: a spare made by an older
 			// bureau had none.
-			if err := m.reserveSpareAddress(ctx, &sp); err == nil {
-				m.spares.add(&sp)
+			if err := w.reserveAddress(ctx, &sp); err == nil {
+				w.spares.add(&sp)
 				continue
 			}
 		}
-		m.dropSpare(ctx, &sp)
+		w.dropSpare(ctx, &sp)
 	}
-	ts, _ := m.Templates(ctx)
+	ts, _ := w.list(ctx)
 	for _, t := range ts {
 		if t.State == "ready" {
-			m.fillSpares(t.Key)
+			w.fill(t.Key)
 		}
 	}
 }
 
-// relieveSpares drops a spare when the host runs short of memory: spares
+// relieve drops a spare when the host runs short of memory: spares
 // go before any desktop moves down a tier. It says whether it dropped one.
-func (m *Manager) relieveSpares(avail int) bool {
-	sp := m.spares.takeAny()
+func (w *warmPool) relieve(avail int) bool {
+	sp := w.spares.takeAny()
 	if sp == nil {
 		return false
 	}
-	m.log.Info("warm spare removed: host memory low", "spare", sp.ID, "available_mib", avail)
-	m.dropSpare(m.ctx, sp)
+	w.log.Info("warm spare removed: host memory low", "spare", sp.ID, "available_mib", avail)
+	w.dropSpare(w.ops.ctx, sp)
 	return true
 }

@@ -39,7 +39,7 @@ func (s *spares) forget(t *testing.T) {
 // readyWithSpare builds a template with one spare kept and waits for it.
 func readyWithSpare(t *testing.T, h *harness) *Template {
 	t.Helper()
-	h.m.cfg.WarmSpares = 1
+	h.m.warm.keep = 1
 	tp, err := h.m.BuildTemplate(context.Background(), "base", 2, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -54,9 +54,9 @@ func readyWithSpare(t *testing.T, h *harness) *Template {
 func (h *harness) waitSpares(t *testing.T, key string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for h.m.spares.count(key) != n {
+	for h.m.warm.spares.count(key) != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("template %s: %d spares, want %d", key, h.m.spares.count(key), n)
+			t.Fatalf("template %s: %d spares, want %d", key, h.m.warm.spares.count(key), n)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -141,7 +141,7 @@ func TestSpareTakenByCreate(t *testing.T) {
 	if _, err := os.Stat(got.Dir); err == nil {
 		t.Error("the desktop's folder is left after delete")
 	}
-	if h.m.spares.count(tp.Key) != 1 {
+	if h.m.warm.spares.count(tp.Key) != 1 {
 		t.Error("the spare went with the desktop")
 	}
 }
@@ -152,16 +152,16 @@ func TestSpareAdoptedOrRemovedAtStartUp(t *testing.T) {
 	tp := readyWithSpare(t, h)
 	kept := h.spareDirs()[0]
 	// A new process finds the paused spare and keeps it.
-	h.m.spares.forget(t)
-	h.m.adoptSpares(ctx)
+	h.m.warm.spares.forget(t)
+	h.m.warm.adopt(ctx)
 	h.waitSpares(t, tp.Key, 1)
 	if got := h.spareDirs(); len(got) != 1 || got[0] != kept {
 		t.Fatalf("after start-up: %v, want %s kept", got, kept)
 	}
 	// One whose VM is gone is removed, and a new one made.
-	h.m.spares.forget(t)
+	h.m.warm.spares.forget(t)
 	h.hv.Undefine(ctx, (&desktop.Desktop{ID: kept}).DomainName())
-	h.m.adoptSpares(ctx)
+	h.m.warm.adopt(ctx)
 	h.waitSpares(t, tp.Key, 1)
 	if got := h.spareDirs(); len(got) != 1 || got[0] == kept {
 		t.Fatalf("after start-up without the VM: %v", got)
@@ -180,7 +180,7 @@ func TestSpareGoesFirstUnderMemoryPressure(t *testing.T) {
 	h := newHarness(t, &fakeDisks{})
 	mem := &varMemory{}
 	mem.avail.Store(64 << 10)
-	h.m.cfg.HostMemory, h.m.cfg.MemoryLowMiB = mem, 2048
+	h.m.idle.memory, h.m.idle.lowMiB = mem, 2048
 	tp := readyWithSpare(t, h)
 	d, err := h.m.Create(context.Background(), CreateRequest{Owner: "alice", Name: "busy", Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 1}})
 	if err != nil {
@@ -188,8 +188,8 @@ func TestSpareGoesFirstUnderMemoryPressure(t *testing.T) {
 	}
 	d = h.settle(t, d.ID)
 	mem.avail.Store(100)
-	h.m.relieve([]candidate{{d: d, cur: tierAwake, quiet: time.Hour, since: time.Now()}})
-	if n := h.m.spares.count(tp.Key); n != 0 {
+	h.m.idle.relieve([]candidate{{d: d, cur: tierAwake, quiet: time.Hour, since: time.Now()}})
+	if n := h.m.warm.spares.count(tp.Key); n != 0 {
 		t.Errorf("%d spares under memory pressure", n)
 	}
 	if len(h.spareDirs()) != 0 {
@@ -199,9 +199,9 @@ func TestSpareGoesFirstUnderMemoryPressure(t *testing.T) {
 		t.Errorf("a desktop moved down while a spare could go: %s", got.State)
 	}
 	// No new spare while memory stays short.
-	h.m.fillSpares(tp.Key)
+	h.m.warm.fill(tp.Key)
 	time.Sleep(50 * time.Millisecond)
-	if h.m.spares.count(tp.Key) != 0 || len(h.spareDirs()) != 0 {
+	if h.m.warm.spares.count(tp.Key) != 0 || len(h.spareDirs()) != 0 {
 		t.Error("a spare made with memory short")
 	}
 }
@@ -216,7 +216,7 @@ func TestSpareRefusedCreateGivesItBack(t *testing.T) {
 	if _, err := h.m.Create(ctx, req); !errors.Is(err, desktop.ErrCapacity) {
 		t.Fatalf("create on a full disk: %v", err)
 	}
-	if got := h.spareDirs(); h.m.spares.count(tp.Key) != 1 || len(got) != 1 || got[0] != id {
+	if got := h.spareDirs(); h.m.warm.spares.count(tp.Key) != 1 || len(got) != 1 || got[0] != id {
 		t.Fatalf("after a refused create: spares %v", got)
 	}
 	// 100 MiB free is enough for a desktop taking the spare: its VM holds
@@ -240,9 +240,9 @@ func TestSpareClashingWithADesktopIsRemoved(t *testing.T) {
 	}
 	other := h.settle(t, o.ID)
 	// The spare drew the QEMU user the other desktop has since been given.
-	sp := h.m.spares.take(tp.Key)
+	sp := h.m.warm.spares.take(tp.Key)
 	sp.VMUID = other.VMUID
-	h.m.spares.add(sp)
+	h.m.warm.spares.add(sp)
 	d, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "quick", Spec: desktop.Spec{VCPUs: 2, MemoryMiB: 2048, DataDiskGiB: 20}})
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +270,7 @@ func (l loggedHold) Hold() func() {
 func TestSpareTakenUnderTheCPUHoldAndRefilledAfterIt(t *testing.T) {
 	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
-	h.m.cfg.CPUHold = loggedHold{h.hv}
+	h.m.warm.cpuHold = loggedHold{h.hv}
 	tp := readyWithSpare(t, h)
 	d, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "held", Spec: desktop.Spec{VCPUs: 2, MemoryMiB: 2048, DataDiskGiB: 1}})
 	if err != nil {
@@ -337,7 +337,7 @@ func TestSpareAddressReservedAhead(t *testing.T) {
 	if ip, _ := addrs.reserved(desktop.MAC(next)); ip == "" {
 		t.Fatal("the next spare has no reservation")
 	}
-	if !h.m.relieveSpares(0) {
+	if !h.m.warm.relieve(0) {
 		t.Fatal("no spare dropped")
 	}
 	if ip, _ := addrs.reserved(desktop.MAC(next)); ip != "" {

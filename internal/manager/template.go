@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,13 +41,106 @@ func templateKey(image string, vcpus, mem int) string {
 	return fmt.Sprintf("%s-%dc-%dm", image, vcpus, mem)
 }
 
-func (m *Manager) templateDir(key string) string {
-	return filepath.Join(m.cfg.DataDir, "templates", key)
+// warmPool builds warm templates and keeps spares of them restored ahead
+// (spares.go), for warm creates to take. It holds the operation core and
+// what templates and spares need beside it, each by the role it plays here.
+type warmPool struct {
+	ops       *runner
+	vms       warmVMs
+	disks     warmDisks
+	seeds     SeedWriter
+	store     warmStore
+	vmConfigs vmConfigs
+	net       spareNetwork
+	identity  identityApplier
+	memory    memoryMargin
+	log       *slog.Logger
+
+	// From Config: where templates and desktops' folders are, what new
+	// desktops run under and default to, an OS disk's size, how long a
+	// template's session and a trim settle, how many spares of each ready
+	// template are kept (keep), and what a warm create holds off the CPU.
+	dataDir, defaultImage string
+	accel                 desktop.Accelerator
+	osDiskGiB             int
+	settle, trimSettle    time.Duration
+	keep                  int
+	cpuHold               CPUHold
+
+	spares spares // the ready spares
+}
+
+// warmVMs defines, restores, saves and removes the VMs of templates, spares
+// and warm desktops, and runs commands in their guests.
+type warmVMs interface {
+	Define(ctx context.Context, c desktop.VMConfig) error
+	Undefine(ctx context.Context, name string) error
+	State(ctx context.Context, name string) (desktop.VMState, error)
+	List(ctx context.Context) (map[string]desktop.VMState, error)
+	Start(ctx context.Context, name string) error
+	Destroy(ctx context.Context, name string) error
+	Resume(ctx context.Context, name string) error
+	SaveTo(ctx context.Context, name, path string) error
+	RestoreAs(ctx context.Context, image string, c desktop.VMConfig, scratch string, paused bool) error
+	guestExec
+}
+
+// warmDisks makes a template's disks and a warm desktop's from them.
+type warmDisks interface {
+	CreateOverlay(ctx context.Context, base, path string, sizeGiB int) error
+	CreateDataDisk(ctx context.Context, path string, sizeGiB int) error
+	Copy(ctx context.Context, src, dst string) error
+}
+
+// warmStore reads the images templates are built from and tells a spare
+// from a desktop that took it.
+type warmStore interface {
+	GetImage(ctx context.Context, name string) (*desktop.Image, error)
+	GetDesktop(ctx context.Context, id string) (*desktop.Desktop, error)
+}
+
+// vmConfigs is the VM definition of a desktop (Manager.VMConfig).
+type vmConfigs interface {
+	VMConfig(d *desktop.Desktop, uuid string) desktop.VMConfig
+}
+
+// spareNetwork draws a spare's address and reserves and releases it in its
+// host's DHCP (network.go).
+type spareNetwork interface {
+	newNetIP() string
+	reserveAddress(ctx context.Context, d *desktop.Desktop) error
+	releaseAddress(ctx context.Context, d *desktop.Desktop) error
+}
+
+// identityApplier gives a guest restored from a template its desktop's own
+// identity (Manager.applyIdentity, identity.go).
+type identityApplier interface {
+	applyIdentity(ctx context.Context, d *desktop.Desktop) error
+}
+
+// memoryMargin says whether the host keeps its low-memory margin with
+// memMiB more resident (idler.keepsMargin, pressure.go).
+type memoryMargin interface {
+	keepsMargin(memMiB int) bool
 }
 
 // Templates lists the templates on this host.
-func (m *Manager) Templates(context.Context) ([]*Template, error) {
-	entries, err := os.ReadDir(filepath.Join(m.cfg.DataDir, "templates"))
+func (m *Manager) Templates(ctx context.Context) ([]*Template, error) { return m.warm.list(ctx) }
+
+// BuildTemplate boots a desktop of image and size once, waits for its
+// session, and saves it with its RAM, in the background.
+func (m *Manager) BuildTemplate(ctx context.Context, image string, vcpus, mem int) (*Template, error) {
+	return m.warm.build(ctx, image, vcpus, mem)
+}
+
+// dir is template key's folder.
+func (w *warmPool) dir(key string) string {
+	return filepath.Join(w.dataDir, "templates", key)
+}
+
+// list lists the templates on this host.
+func (w *warmPool) list(context.Context) ([]*Template, error) {
+	entries, err := os.ReadDir(filepath.Join(w.dataDir, "templates"))
 	if errors.Is(err, os.ErrNotExist) {
 		return []*Template{}, nil
 	}
@@ -55,16 +149,16 @@ func (m *Manager) Templates(context.Context) ([]*Template, error) {
 	}
 	out := []*Template{}
 	for _, e := range entries {
-		if t, err := m.readTemplate(e.Name()); err == nil {
-			t.Spares = m.spares.count(t.Key)
+		if t, err := w.read(e.Name()); err == nil {
+			t.Spares = w.spares.count(t.Key)
 			out = append(out, t)
 		}
 	}
 	return out, nil
 }
 
-func (m *Manager) readTemplate(key string) (*Template, error) {
-	b, err := os.ReadFile(filepath.Join(m.templateDir(key), templateMetaFile))
+func (w *warmPool) read(key string) (*Template, error) {
+	b, err := os.ReadFile(filepath.Join(w.dir(key), templateMetaFile))
 	if err != nil {
 		return nil, err
 	}
@@ -72,65 +166,65 @@ func (m *Manager) readTemplate(key string) (*Template, error) {
 	return &t, json.Unmarshal(b, &t)
 }
 
-func (m *Manager) writeTemplate(t *Template) error {
+func (w *warmPool) write(t *Template) error {
 	b, _ := json.MarshalIndent(t, "", "  ")
-	tmp := filepath.Join(m.templateDir(t.Key), templateMetaFile+".tmp")
+	tmp := filepath.Join(w.dir(t.Key), templateMetaFile+".tmp")
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(m.templateDir(t.Key), templateMetaFile))
+	return os.Rename(tmp, filepath.Join(w.dir(t.Key), templateMetaFile))
 }
 
-// abandonTemplateBuilds runs at start-up: a template build a previous
+// abandonBuilds runs at start-up: a template build a previous
 // process did not finish is marked failed and its VM removed.
-func (m *Manager) abandonTemplateBuilds(ctx context.Context) {
-	ts, err := m.Templates(ctx)
+func (w *warmPool) abandonBuilds(ctx context.Context) {
+	ts, err := w.list(ctx)
 	if err != nil {
 		return
 	}
 	for _, t := range ts {
 		if t.State == "building" {
 			t.State, t.Error = "failed", "interrupted by a bureau restart; build it again"
-			m.writeTemplate(t)
+			w.write(t)
 		}
 	}
-	vms, err := m.hv.List(ctx)
+	vms, err := w.vms.List(ctx)
 	if err != nil {
 		return
 	}
 	for name := range vms {
 		if strings.HasPrefix(name, "bureau-tmpl-") {
-			m.hv.Destroy(ctx, name)
-			m.hv.Undefine(ctx, name)
+			w.vms.Destroy(ctx, name)
+			w.vms.Undefine(ctx, name)
 		}
 	}
 }
 
-// readyTemplate returns the ready template for this image and size, if any.
-func (m *Manager) readyTemplate(image string, vcpus, mem int) *Template {
-	return m.readyTemplateKey(templateKey(image, vcpus, mem))
+// ready returns the ready template for this image and size, if any.
+func (w *warmPool) ready(image string, vcpus, mem int) *Template {
+	return w.readyKey(templateKey(image, vcpus, mem))
 }
 
-// readyTemplateKey is the ready template named key, if any.
-func (m *Manager) readyTemplateKey(key string) *Template {
-	t, err := m.readTemplate(key)
+// readyKey is the ready template named key, if any.
+func (w *warmPool) readyKey(key string) *Template {
+	t, err := w.read(key)
 	if err != nil || t.State != "ready" {
 		return nil
 	}
 	return t
 }
 
-// BuildTemplate boots a desktop of image and size once, waits for its
+// build boots a desktop of image and size once, waits for its
 // session, and saves it with its RAM, in the background.
-func (m *Manager) BuildTemplate(ctx context.Context, image string, vcpus, mem int) (*Template, error) {
+func (w *warmPool) build(ctx context.Context, image string, vcpus, mem int) (*Template, error) {
 	if image == "" {
-		image = m.cfg.DefaultImage
+		image = w.defaultImage
 	}
 	spec := desktop.Spec{Image: image, VCPUs: vcpus, MemoryMiB: mem, DataDiskGiB: templateDataGiB}
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	img, err := m.store.GetImage(ctx, image)
+	img, err := w.store.GetImage(ctx, image)
 	if errors.Is(err, desktop.ErrNotFound) {
 		return nil, &desktop.ValidationError{Field: "image", Message: fmt.Sprintf("no image named %q", image)}
 	}
@@ -141,71 +235,73 @@ func (m *Manager) BuildTemplate(ctx context.Context, image string, vcpus, mem in
 		return nil, &desktop.ValidationError{Field: "image", Message: "templates need an image built by bureau (imported images install their desktop on first boot)"}
 	}
 	key := templateKey(image, vcpus, mem)
-	if err := m.lock("template/"+key, "build"); err != nil {
+	if err := w.ops.lock("template/"+key, "build"); err != nil {
 		return nil, err
 	}
-	if t, err := m.readTemplate(key); err == nil && t.State == "ready" {
-		m.unlock("template/" + key)
+	if t, err := w.read(key); err == nil && t.State == "ready" {
+		w.ops.unlock("template/" + key)
 		return t, nil
 	}
-	dir := m.templateDir(key)
+	dir := w.dir(key)
 	os.RemoveAll(dir) // a failed or interrupted build starts over
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		m.unlock("template/" + key)
+		w.ops.unlock("template/" + key)
 		return nil, err
 	}
 	t := &Template{Key: key, Image: image, VCPUs: vcpus, MemoryMiB: mem, State: "building", CreatedAt: time.Now().UTC()}
-	if err := m.writeTemplate(t); err != nil {
-		m.unlock("template/" + key)
+	if err := w.write(t); err != nil {
+		w.ops.unlock("template/" + key)
 		return nil, err
 	}
 	cp := *t
-	m.background("template/"+key, func(ctx context.Context) {
+	w.ops.background("template/"+key, func(ctx context.Context) {
 		begun := time.Now()
-		if err := m.buildTemplate(ctx, &cp, img.Path); err != nil {
+		if err := w.bootAndSave(ctx, &cp, img.Path); err != nil {
 			cp.State, cp.Error = "failed", err.Error()
-			m.log.Error("template build failed", "template", key, "err", err)
+			w.log.Error("template build failed", "template", key, "err", err)
 		} else {
 			cp.State, cp.BuildTime = "ready", time.Since(begun).Round(time.Second).String()
-			m.log.Info("template ready", "template", key, "took", cp.BuildTime)
+			w.log.Info("template ready", "template", key, "took", cp.BuildTime)
 		}
-		m.writeTemplate(&cp)
-		m.fillSpares(key)
+		w.write(&cp)
+		w.fill(key)
 	})
 	return t, nil
 }
 
-func (m *Manager) buildTemplate(ctx context.Context, t *Template, base string) error {
-	dir := m.templateDir(t.Key)
+// bootAndSave boots t's VM from base, waits for its session and saves
+// its RAM; its VM is removed either way.
+func (w *warmPool) bootAndSave(ctx context.Context, t *Template, base string) error {
+	dir := w.dir(t.Key)
 	d := &desktop.Desktop{ID: "tmpl-" + newID(), Name: templateHost, Spec: desktop.Spec{VCPUs: t.VCPUs, MemoryMiB: t.MemoryMiB},
-		Accelerator: string(m.cfg.Accelerator), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"), VMUID: templateUID}
-	vm := m.VMConfig(d, newUUID())
+		Accelerator: string(w.accel), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"), VMUID: templateUID}
+	vm := w.vmConfigs.VMConfig(d, newUUID())
 	defer func() {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
-		m.hv.Destroy(cleanup, vm.Name)
-		m.hv.Undefine(cleanup, vm.Name)
+		w.vms.Destroy(cleanup, vm.Name)
+		w.vms.Undefine(cleanup, vm.Name)
 	}()
-	if err := m.disks.CreateDataDisk(ctx, d.DataDiskPath, templateDataGiB); err != nil {
+	if err := w.disks.CreateDataDisk(ctx, d.DataDiskPath, templateDataGiB); err != nil {
 		return err
 	}
-	if err := m.disks.CreateOverlay(ctx, base, vm.OSDisk, m.cfg.OSDiskGiB); err != nil {
+	if err := w.disks.CreateOverlay(ctx, base, vm.OSDisk, w.osDiskGiB); err != nil {
 		return err
 	}
-	if err := m.seeds.WriteSeed(ctx, vm.SeedISO, Seed{DesktopID: d.ID, Hostname: templateHost}); err != nil {
+	if err := w.seeds.WriteSeed(ctx, vm.SeedISO, Seed{DesktopID: d.ID, Hostname: templateHost}); err != nil {
 		return err
 	}
-	if err := m.hv.Define(ctx, vm); err != nil {
+	if err := w.vms.Define(ctx, vm); err != nil {
 		return err
 	}
-	if err := m.hv.Start(ctx, vm.Name); err != nil {
+	if err := w.vms.Start(ctx, vm.Name); err != nil {
 		return err
 	}
 	// Ready means: cloud-init finished and the desktop session is drawn.
 	ready := "cloud-init status | grep -q 'status: done' && pgrep -u agent -x xfce4-panel && pgrep -u agent -x xfdesktop"
 	deadline := time.Now().Add(15 * time.Minute)
 	for {
-		res, err := m.hv.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", ready}})
+		res, err := w.vms.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", ready}})
 		if err == nil && res.ExitCode == 0 {
 			break
 		}
@@ -214,15 +310,15 @@ func (m *Manager) buildTemplate(ctx context.Context, t *Template, base string) e
 		}
 		time.Sleep(3 * time.Second)
 	}
-	time.Sleep(m.cfg.TemplateSettle) // let the session finish drawing and settle
+	time.Sleep(w.settle) // let the session finish drawing and settle
 	// Every warm create copies and restores the saved RAM: drop the guest's
 	// page cache first so the pages it frees are saved as zero pages.
-	if err := m.trim(ctx, vm.Name); err != nil {
-		m.log.Warn("trim before saving the template", "template", t.Key, "err", err)
+	if err := trim(ctx, w.vms, vm.Name); err != nil {
+		w.log.Warn("trim before saving the template", "template", t.Key, "err", err)
 	} else {
-		sleep(ctx, m.cfg.TrimSettle)
+		sleep(ctx, w.trimSettle)
 	}
-	if err := m.hv.SaveTo(ctx, vm.Name, filepath.Join(dir, "ram.save")); err != nil {
+	if err := w.vms.SaveTo(ctx, vm.Name, filepath.Join(dir, "ram.save")); err != nil {
 		return err
 	}
 	return shareTemplate(dir, vm.OSDisk)
@@ -239,53 +335,63 @@ func shareTemplate(dir, osDisk string) error {
 	return os.Chmod(osDisk, 0o644)
 }
 
-// warmBuild makes a desktop from a ready template: overlay of its OS disk,
+// fromTemplate makes a desktop from a ready template: overlay of its OS disk,
 // a copy of its data disk, its saved RAM restored as this desktop's VM, then
 // this desktop's identity and data disk size applied in the running guest.
-func (m *Manager) warmBuild(ctx context.Context, d *desktop.Desktop, t *Template, seed Seed, undo *reverter, took *warmTimes) error {
+func (w *warmPool) fromTemplate(ctx context.Context, d *desktop.Desktop, t *Template, seed Seed, undo *reverter, took *warmTimes) error {
 	begun := time.Now()
-	m.step(ctx, d, stepWarmDisks)
-	vm := m.VMConfig(d, newUUID())
-	if err := m.warmFiles(ctx, t, d, vm, seed, undo); err != nil {
+	w.ops.step(ctx, d, stepWarmDisks)
+	vm := w.vmConfigs.VMConfig(d, newUUID())
+	if err := w.files(ctx, t, d, vm, seed, undo); err != nil {
 		return err
 	}
 	if err := keepIdentityKeys(d, seed); err != nil {
 		return err
 	}
 	undo.add(func(context.Context) { os.Remove(identityKeys(d)) })
-	m.step(ctx, d, stepWarmRestore)
+	w.ops.step(ctx, d, stepWarmRestore)
 	restoreAt := time.Now()
 	took.disks = restoreAt.Sub(begun)
-	if err := m.hv.RestoreAs(ctx, filepath.Join(m.templateDir(t.Key), "ram.save"), vm, filepath.Join(d.Dir, "restore.save"), false); err != nil {
+	if err := w.vms.RestoreAs(ctx, filepath.Join(w.dir(t.Key), "ram.save"), vm, filepath.Join(d.Dir, "restore.save"), false); err != nil {
 		return err
 	}
-	m.failpoint("create:after-restore")
+	w.ops.failpoint("create:after-restore")
 	took.restore = time.Since(restoreAt)
-	return m.identityTimed(ctx, d, took)
+	return w.identityTimed(ctx, d, took)
 }
 
-// warmFiles makes d's disks from template t (a copy of its data disk, an
+// files makes d's disks from template t (a copy of its data disk, an
 // overlay of its OS disk), writes its seed and defines its VM; undo gets
 // a step back for each.
-func (m *Manager) warmFiles(ctx context.Context, t *Template, d *desktop.Desktop, vm desktop.VMConfig, seed Seed, undo *reverter) error {
-	dir := m.templateDir(t.Key)
-	if err := m.disks.Copy(ctx, filepath.Join(dir, "data.qcow2"), d.DataDiskPath); err != nil {
+func (w *warmPool) files(ctx context.Context, t *Template, d *desktop.Desktop, vm desktop.VMConfig, seed Seed, undo *reverter) error {
+	dir := w.dir(t.Key)
+	if err := w.disks.Copy(ctx, filepath.Join(dir, "data.qcow2"), d.DataDiskPath); err != nil {
 		return fmt.Errorf("data disk: %w", err)
 	}
 	undo.add(func(context.Context) { os.Remove(d.DataDiskPath) })
-	if err := m.disks.CreateOverlay(ctx, filepath.Join(dir, "os.qcow2"), vm.OSDisk, m.cfg.OSDiskGiB); err != nil {
+	if err := w.disks.CreateOverlay(ctx, filepath.Join(dir, "os.qcow2"), vm.OSDisk, w.osDiskGiB); err != nil {
 		return fmt.Errorf("OS disk: %w", err)
 	}
 	undo.add(func(context.Context) { os.Remove(vm.OSDisk) })
-	if err := m.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
+	if err := w.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
 		return fmt.Errorf("cloud-init seed: %w", err)
 	}
 	undo.add(func(context.Context) { os.Remove(vm.SeedISO); os.Remove(vm.SerialLog) })
-	if err := m.hv.Define(ctx, vm); err != nil {
+	if err := w.vms.Define(ctx, vm); err != nil {
 		return err
 	}
-	undo.add(func(ctx context.Context) { m.hv.Undefine(ctx, vm.Name) })
+	undo.add(func(ctx context.Context) { w.vms.Undefine(ctx, vm.Name) })
 	return nil
+}
+
+// identityTimed applies d's identity as the last step of a warm create
+// and logs the steps' times.
+func (w *warmPool) identityTimed(ctx context.Context, d *desktop.Desktop, took *warmTimes) error {
+	begun := time.Now()
+	err := w.identity.applyIdentity(ctx, d)
+	took.identity = time.Since(begun)
+	w.log.Info("warm create steps", "desktop", d.ID, "steps", took.String())
+	return err
 }
 
 // warmTimes is how long each step of a warm create took; spare: it took a

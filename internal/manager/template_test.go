@@ -17,7 +17,7 @@ func (h *harness) waitTemplate(t *testing.T, key string) *Template {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if tp, err := h.m.readTemplate(key); err == nil && tp.State != "building" {
+		if tp, err := h.m.warm.read(key); err == nil && tp.State != "building" {
 			return tp
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -37,7 +37,7 @@ func TestWarmCreateFromTemplate(t *testing.T) {
 	if got := h.waitTemplate(t, tp.Key); got.State != "ready" {
 		t.Fatalf("template: %+v", got)
 	}
-	dir := h.m.templateDir(tp.Key)
+	dir := h.m.warm.dir(tp.Key)
 	if _, err := os.Stat(filepath.Join(dir, "ram.save")); err != nil {
 		t.Fatalf("no saved RAM: %v", err)
 	}
@@ -93,7 +93,7 @@ func TestTemplateRefusals(t *testing.T) {
 	if got := h.waitTemplate(t, tp.Key); got.State != "failed" || got.Error == "" {
 		t.Errorf("failed build: %+v", got)
 	}
-	if h.m.readyTemplate("base", 1, 1024) != nil {
+	if h.m.warm.ready("base", 1, 1024) != nil {
 		t.Error("a failed template is used")
 	}
 }

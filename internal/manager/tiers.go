@@ -55,43 +55,43 @@ func dueTier(d *desktop.Desktop, quiet time.Duration) tier {
 // lower moves a quiet desktop from tier cur down to due, in the
 // background; since is the start of the quiet period that earned it, so a
 // use meanwhile calls it off.
-func (m *Manager) lower(d *desktop.Desktop, cur, due tier, quiet time.Duration, since time.Time) {
+func (i *idler) lower(d *desktop.Desktop, cur, due tier, quiet time.Duration, since time.Time) {
 	why := fmt.Sprintf("idle for %s (no console viewers, no API actions, guest CPU under %.0f%% of a host CPU); %s",
-		quiet.Round(time.Second), m.cfg.IdleCPU*100, tierNames[due])
-	m.lowerFor(d, cur, due, since, "idle", why)
+		quiet.Round(time.Second), i.cpuShare*100, tierNames[due])
+	i.lowerFor(d, cur, due, since, "idle", why)
 }
 
 // lowerFor moves d from cur down to due, recording an event of type typ
 // that says why.
-func (m *Manager) lowerFor(d *desktop.Desktop, cur, due tier, since time.Time, typ, why string) {
+func (i *idler) lowerFor(d *desktop.Desktop, cur, due tier, since time.Time, typ, why string) {
 	id := d.ID
-	if !m.claimLowering(id) {
+	if !i.claimLowering(id) {
 		return
 	}
-	m.spawn(m.cfg.OpTimeout, func(ctx context.Context) {
-		defer m.releaseLowering(id)
+	i.ops.spawn(i.ops.opTimeout, func(ctx context.Context) {
+		defer i.releaseLowering(id)
 		if due == tierHibernate {
-			m.event(ctx, id, typ, "bureau", "%s", why)
-			if _, err := m.Hibernate(ctx, id, "bureau ("+typ+")"); err != nil {
-				m.log.Warn(typ+" hibernation", "desktop", id, "err", err)
+			i.ops.event(ctx, id, typ, "bureau", "%s", why)
+			if _, err := i.power.Hibernate(ctx, id, "bureau ("+typ+")"); err != nil {
+				i.log.Warn(typ+" hibernation", "desktop", id, "err", err)
 			}
 			return
 		}
 		if cur == tierAwake {
 			// Give the guest's page cache back before freezing it: a nap
 			// then holds less, and a sleep has less to push out.
-			m.trimGuest(ctx, d)
-			if !m.stillQuiet(id, since) {
+			i.trimGuest(ctx, d)
+			if !i.stillQuiet(id, since) {
 				return
 			}
 		}
-		m.event(ctx, id, typ, "bureau", "%s", why)
+		i.ops.event(ctx, id, typ, "bureau", "%s", why)
 		op := desktop.OpNap
 		if due == tierSleep {
 			op = desktop.OpSleep
 		}
-		if _, err := m.freeze(ctx, id, op, cur == tierAwake, "bureau ("+typ+")"); err != nil {
-			m.log.Warn(typ+" "+string(op), "desktop", id, "err", err)
+		if _, err := i.freeze(ctx, id, op, cur == tierAwake, "bureau ("+typ+")"); err != nil {
+			i.log.Warn(typ+" "+string(op), "desktop", id, "err", err)
 		}
 	})
 }
@@ -99,37 +99,37 @@ func (m *Manager) lowerFor(d *desktop.Desktop, cur, due tier, since time.Time, t
 // freeze naps or sleeps a desktop: pauses its VM (when running) and, to
 // sleep, pushes its memory out to swap. A sleep that cannot push memory
 // out leaves the desktop napping and says why.
-func (m *Manager) freeze(ctx context.Context, id string, op desktop.Op, running bool, actor string) (*desktop.Desktop, error) {
-	d, err := m.begin(ctx, id, op, desktop.Target(op), actor)
+func (i *idler) freeze(ctx context.Context, id string, op desktop.Op, running bool, actor string) (*desktop.Desktop, error) {
+	d, err := i.ops.begin(ctx, id, op, desktop.Target(op), actor)
 	if err != nil {
 		return nil, err
 	}
-	defer m.unlock(id)
+	defer i.ops.unlock(id)
 	begun := time.Now()
 	if running {
-		if err := m.hv.Suspend(ctx, d.DomainName()); err != nil {
+		if err := i.vms.Suspend(ctx, d.DomainName()); err != nil {
 			// The VM is as it was, running.
-			m.end(ctx, d, op, false, desktop.StateRunning, d.LastError)
+			i.ops.end(ctx, d, op, false, desktop.StateRunning, d.LastError)
 			return nil, fmt.Errorf("%s: pause: %w", op, err)
 		}
 	}
 	if op == desktop.OpNap {
-		m.end(ctx, d, op, true, "", "")
-		m.event(ctx, id, "napping", "bureau", "napping: paused with its memory resident")
+		i.ops.end(ctx, d, op, true, "", "")
+		i.ops.event(ctx, id, "napping", "bureau", "napping: paused with its memory resident")
 		return d, nil
 	}
-	m.step(ctx, d, "push memory to swap")
-	rss, err := m.hv.Reclaim(ctx, d.DomainName())
-	m.observe("sleep", begun, err)
+	i.ops.step(ctx, d, "push memory to swap")
+	rss, err := i.vms.Reclaim(ctx, d.DomainName())
+	i.ops.observe("sleep", begun, err)
 	if err != nil {
-		m.noSleep(id)
+		i.noSleep(id)
 		// Its VM is paused, its memory resident: it naps.
-		m.end(ctx, d, op, false, desktop.StatePaused, d.LastError)
-		m.event(ctx, id, "sleep_failed", "bureau", "could not push its memory out (%v); napping instead", err)
+		i.ops.end(ctx, d, op, false, desktop.StatePaused, d.LastError)
+		i.ops.event(ctx, id, "sleep_failed", "bureau", "could not push its memory out (%v); napping instead", err)
 		return d, nil
 	}
-	m.end(ctx, d, op, true, "", "")
-	m.event(ctx, id, "sleeping", "bureau", "sleeping: paused, memory pushed to swap in %s (%d MiB left resident that no other desktop shares)",
+	i.ops.end(ctx, d, op, true, "", "")
+	i.ops.event(ctx, id, "sleeping", "bureau", "sleeping: paused, memory pushed to swap in %s (%d MiB left resident that no other desktop shares)",
 		time.Since(begun).Round(time.Millisecond), rss/1024)
 	return d, nil
 }
@@ -137,14 +137,14 @@ func (m *Manager) freeze(ctx context.Context, id string, op desktop.Op, running 
 // trimGuest drops a running guest's page cache and waits a moment for free
 // page reporting to hand the pages back. A guest that does not answer is
 // frozen as it is.
-func (m *Manager) trimGuest(ctx context.Context, d *desktop.Desktop) {
+func (i *idler) trimGuest(ctx context.Context, d *desktop.Desktop) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := m.trim(ctx, d.DomainName()); err != nil {
-		m.log.Warn("trim before an idle tier", "desktop", d.ID, "err", err)
+	if err := trim(ctx, i.vms, d.DomainName()); err != nil {
+		i.log.Warn("trim before an idle tier", "desktop", d.ID, "err", err)
 		return
 	}
-	sleep(ctx, m.cfg.TrimSettle)
+	sleep(ctx, i.trimSettle)
 }
 
 // sleep waits d or until ctx ends.
@@ -157,10 +157,10 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // claimLowering marks a desktop as being moved down a tier, so later checks
 // leave it alone meanwhile; false if it already is.
-func (m *Manager) claimLowering(id string) bool {
-	m.idleMu.Lock()
-	defer m.idleMu.Unlock()
-	st := m.idleEntry(id)
+func (i *idler) claimLowering(id string) bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	st := i.entry(id)
 	if st.lowering {
 		return false
 	}
@@ -168,27 +168,27 @@ func (m *Manager) claimLowering(id string) bool {
 	return true
 }
 
-func (m *Manager) releaseLowering(id string) {
-	m.idleMu.Lock()
-	defer m.idleMu.Unlock()
-	if st, ok := m.idle[id]; ok {
+func (i *idler) releaseLowering(id string) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if st, ok := i.quiet[id]; ok {
 		st.lowering = false
 	}
 }
 
 // stillQuiet reports that nothing used the desktop since its quiet period
 // began and no viewer came.
-func (m *Manager) stillQuiet(id string, since time.Time) bool {
-	m.idleMu.Lock()
-	defer m.idleMu.Unlock()
-	st, ok := m.idle[id]
+func (i *idler) stillQuiet(id string, since time.Time) bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	st, ok := i.quiet[id]
 	return ok && st.since.Equal(since) && st.viewers == 0
 }
 
 // noSleep records that a desktop could not sleep, so it stays napping
 // until its next use instead of trying again at every check.
-func (m *Manager) noSleep(id string) {
-	m.idleMu.Lock()
-	defer m.idleMu.Unlock()
-	m.idleEntry(id).noSleep = true
+func (i *idler) noSleep(id string) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.entry(id).noSleep = true
 }

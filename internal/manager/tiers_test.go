@@ -41,8 +41,8 @@ func TestQuietDesktopWalksDownTheTiers(t *testing.T) {
 	ctx := context.Background()
 	d := tiered(t, h)
 	now := time.Now()
-	h.m.checkIdle(ctx, now)
-	h.m.checkIdle(ctx, now.Add(59*time.Second))
+	h.m.idle.check(ctx, now)
+	h.m.idle.check(ctx, now.Add(59*time.Second))
 	if got := h.settle(t, d.ID); got.State != desktop.StateRunning {
 		t.Fatalf("after 59 quiet seconds: %s", got.State)
 	}
@@ -56,7 +56,7 @@ func TestQuietDesktopWalksDownTheTiers(t *testing.T) {
 		{301 * time.Second, desktop.StateSleeping, desktop.VMPaused},
 		{31 * time.Minute, desktop.StateHibernated, desktop.VMSaved},
 	} {
-		h.m.checkIdle(ctx, now.Add(step.at))
+		h.m.idle.check(ctx, now.Add(step.at))
 		if got := h.settle(t, d.ID); got.State != step.state || h.hv.vm(d.DomainName()) != step.vm {
 			t.Fatalf("after %s quiet: desktop %s, VM %s; want %s, %s", step.at, got.State, h.hv.vm(d.DomainName()), step.state, step.vm)
 		}
@@ -89,12 +89,12 @@ func TestUseWakesEveryTier(t *testing.T) {
 			ctx := context.Background()
 			d := tiered(t, h)
 			now := time.Now()
-			h.m.checkIdle(ctx, now)
-			h.m.idle[d.ID].since = now.Add(-tier.at)
-			h.m.checkIdle(ctx, now)
+			h.m.idle.check(ctx, now)
+			h.m.idle.quiet[d.ID].since = now.Add(-tier.at)
+			h.m.idle.check(ctx, now)
 			h.settle(t, d.ID)
 			if tier.state == desktop.StateSleeping {
-				h.m.checkIdle(ctx, now) // napping → sleeping
+				h.m.idle.check(ctx, now) // napping → sleeping
 			}
 			if got := h.settle(t, d.ID); got.State != tier.state {
 				t.Fatalf("state %s, want %s", got.State, tier.state)
@@ -103,7 +103,7 @@ func TestUseWakesEveryTier(t *testing.T) {
 			if err != nil || got.State != desktop.StateRunning || h.hv.vm(d.DomainName()) != desktop.VMRunning {
 				t.Fatalf("wake from %s: %v %+v", tier.state, err, got)
 			}
-			h.m.checkIdle(ctx, time.Now().Add(30*time.Second))
+			h.m.idle.check(ctx, time.Now().Add(30*time.Second))
 			if got := h.settle(t, d.ID); got.State != desktop.StateRunning {
 				t.Errorf("30 s after waking from %s: %s", tier.state, got.State)
 			}
@@ -124,11 +124,11 @@ func TestSleepWithoutSwapNaps(t *testing.T) {
 	d := tiered(t, h)
 	h.hv.fail("Reclaim")
 	now := time.Now()
-	h.m.checkIdle(ctx, now)
-	h.m.checkIdle(ctx, now.Add(6*time.Minute))
+	h.m.idle.check(ctx, now)
+	h.m.idle.check(ctx, now.Add(6*time.Minute))
 	h.settle(t, d.ID)
-	h.m.checkIdle(ctx, now.Add(7*time.Minute))
-	h.m.checkIdle(ctx, now.Add(8*time.Minute))
+	h.m.idle.check(ctx, now.Add(7*time.Minute))
+	h.m.idle.check(ctx, now.Add(8*time.Minute))
 	got := h.settle(t, d.ID)
 	if got.State != desktop.StateNapping || h.hv.vm(d.DomainName()) != desktop.VMPaused {
 		t.Fatalf("desktop %s, VM %s", got.State, h.hv.vm(d.DomainName()))
@@ -151,7 +151,7 @@ func TestViewerKeepsTiersAway(t *testing.T) {
 	d := tiered(t, h)
 	done := h.m.AddViewer(d.ID)
 	defer done()
-	h.m.checkIdle(ctx, time.Now().Add(10*time.Minute))
+	h.m.idle.check(ctx, time.Now().Add(10*time.Minute))
 	if got := h.settle(t, d.ID); got.State != desktop.StateRunning {
 		t.Fatalf("with a viewer: %s", got.State)
 	}
@@ -163,16 +163,16 @@ func TestUseDuringTheTrimCallsTheNapOff(t *testing.T) {
 	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := tiered(t, h)
-	h.m.checkIdle(ctx, time.Now())
-	h.m.idle[d.ID].since = time.Now().Add(-2 * time.Minute)
-	h.m.idleMu.Lock()
-	since := h.m.idle[d.ID].since
-	h.m.idleMu.Unlock()
+	h.m.idle.check(ctx, time.Now())
+	h.m.idle.quiet[d.ID].since = time.Now().Add(-2 * time.Minute)
+	h.m.idle.mu.Lock()
+	since := h.m.idle.quiet[d.ID].since
+	h.m.idle.mu.Unlock()
 	h.m.Touch(d.ID) // as if an API call came during the trim
-	if h.m.stillQuiet(d.ID, since) {
+	if h.m.idle.stillQuiet(d.ID, since) {
 		t.Fatal("still quiet after use")
 	}
-	h.m.lower(d, tierAwake, tierNap, 2*time.Minute, since)
+	h.m.idle.lower(d, tierAwake, tierNap, 2*time.Minute, since)
 	if got := h.settle(t, d.ID); got.State != desktop.StateRunning {
 		t.Fatalf("napped although used: %s", got.State)
 	}
@@ -204,10 +204,10 @@ func TestIdleTiersValidate(t *testing.T) {
 func TestWakeOfARunningDesktopReturnsAtOnce(t *testing.T) {
 	h := newHarness(t, &fakeDisks{})
 	d := h.settle(t, h.create(t, "run").ID)
-	if err := h.m.lock(d.ID, "snapshot"); err != nil {
+	if err := h.m.ops.lock(d.ID, "snapshot"); err != nil {
 		t.Fatal(err)
 	}
-	defer h.m.unlock(d.ID)
+	defer h.m.ops.unlock(d.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if got, err := h.m.Wake(ctx, d.ID, "alice"); err != nil || got.State != desktop.StateRunning {
