@@ -468,7 +468,12 @@ func (r *runner) end(ctx context.Context, d *desktop.Desktop, op desktop.Op, ok 
 	if desired != "" {
 		d.DesiredState = desired
 	}
-	if err := r.put(ctx, d); err != nil {
+	// Recorded even when the operation was cut short: a delete or force
+	// stop that preempts it cancels its context, and an end left unwritten
+	// would leave the desktop in its transient state with no operation.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := r.put(wctx, d); err != nil {
 		r.log.Error("saving desktop", "desktop", d.ID, "err", err)
 		return err
 	}
