@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/capacity"
 	"github.com/bureau/bureau/internal/desktop"
-	"github.com/bureau/bureau/internal/host"
 )
 
 // TestDensity warm-creates desktops (2 vCPUs, 2 GiB) one after another
@@ -127,7 +127,7 @@ func TestDensity(t *testing.T) {
 // memAvailableMiB is the host's MemAvailable, read as bureau reads it.
 func memAvailableMiB(t *testing.T) int64 {
 	t.Helper()
-	n, err := host.Capacity{}.AvailableMemoryMiB()
+	n, err := capacity.Capacity{}.AvailableMemoryMiB()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/capacity"
 	"github.com/bureau/bureau/internal/desktop"
-	"github.com/bureau/bureau/internal/host"
 )
 
 // TestFullDisk runs a real desktop on a small file system of its own and
@@ -56,7 +56,7 @@ func TestFullDisk(t *testing.T) {
 	t.Run("hibernate_without_room_for_the_RAM", func(t *testing.T) {
 		s := s.with(t)
 		e := s.expectError(adminToken, "POST", api+"/hibernate", nil, http.StatusInsufficientStorage, "insufficient_capacity")
-		if !strings.Contains(e.Error.Message, host.DefaultSaveDir) {
+		if !strings.Contains(e.Error.Message, capacity.DefaultSaveDir) {
 			t.Errorf("the refusal does not name the save directory: %q", e.Error.Message)
 		}
 		if got := s.waitState(adminToken, d.ID, desktop.StateRunning, time.Second); got.Operation != "" || s.vmState(&d) != desktop.VMRunning {
@@ -231,8 +231,8 @@ func fill(t *testing.T, dir string) string {
 // tmpfs goes with the namespace).
 func smallSaveDir(t *testing.T, s *server, mib int) (restore func()) {
 	t.Helper()
-	if fi, err := os.Stat(host.DefaultSaveDir); err != nil || !fi.IsDir() {
-		t.Fatalf("libvirt's save directory %s: %v", host.DefaultSaveDir, err)
+	if fi, err := os.Stat(capacity.DefaultSaveDir); err != nil || !fi.IsDir() {
+		t.Fatalf("libvirt's save directory %s: %v", capacity.DefaultSaveDir, err)
 	}
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
@@ -246,7 +246,7 @@ func smallSaveDir(t *testing.T, s *server, mib int) (restore func()) {
 	t.Cleanup(func() { os.RemoveAll(wdir) })
 	wrapper := filepath.Join(wdir, "bureau-small-save-dir")
 	script := fmt.Sprintf("#!/bin/sh\nexec %s --mount --propagation private sh -c 'mount -t tmpfs -o size=%dm,mode=0755 tmpfs %s && exec \"$0\" \"$@\"' %s \"$@\"\n",
-		unshare, mib, host.DefaultSaveDir, s.bin)
+		unshare, mib, capacity.DefaultSaveDir, s.bin)
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -255,11 +255,11 @@ func smallSaveDir(t *testing.T, s *server, mib int) (restore func()) {
 	// The server's own view, as it would check it: /proc/PID/root resolves
 	// paths in the server's mount namespace.
 	var st syscall.Statfs_t
-	if err := syscall.Statfs(fmt.Sprintf("/proc/%d/root%s", s.cmd.Process.Pid, host.DefaultSaveDir), &st); err != nil {
+	if err := syscall.Statfs(fmt.Sprintf("/proc/%d/root%s", s.cmd.Process.Pid, capacity.DefaultSaveDir), &st); err != nil {
 		t.Fatal(err)
 	}
 	if size := st.Blocks * uint64(st.Bsize) >> 20; size > uint64(mib) {
-		t.Fatalf("the server sees %d MiB in %s, want the %d MiB tmpfs", size, host.DefaultSaveDir, mib)
+		t.Fatalf("the server sees %d MiB in %s, want the %d MiB tmpfs", size, capacity.DefaultSaveDir, mib)
 	}
 	return func() { restartAs(s, bin) }
 }

@@ -20,10 +20,10 @@ import (
 	"github.com/bureau/bureau/internal/agent/secretsync"
 	"github.com/bureau/bureau/internal/api"
 	"github.com/bureau/bureau/internal/auth"
+	"github.com/bureau/bureau/internal/capacity"
 	"github.com/bureau/bureau/internal/config"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/guest"
-	"github.com/bureau/bureau/internal/host"
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
 	"github.com/bureau/bureau/internal/hypervisor/libvirt/link"
 	"github.com/bureau/bureau/internal/manager"
@@ -130,19 +130,19 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	h.SetRemotes(link.Remotes{Where: where.where, Hosts: remoteHosts(st)})
 	hostList.OnRemove = h.ForgetRemote
 	met := metrics.New(st, h, log)
-	capacity := host.Capacity{DataDir: cfg.DataDir}
-	ksm := host.NewKSMHold(cfg.DataDir, log)
+	room := capacity.Capacity{DataDir: cfg.DataDir}
+	ksm := capacity.NewKSMHold(cfg.DataDir, log)
 	ksm.Recover()
 	m := manager.New(manager.Config{DataDir: cfg.DataDir, DefaultImage: cfg.DefaultImage, Accelerator: accel,
-		TCGCacheMiB: cfg.TCGCacheMiB, Observe: met.ObserveOperation, DefaultPlan: cfg.DefaultPlan, Capacity: capacity,
-		Reserve:        host.Reserve{Path: filepath.Join(cfg.DataDir, "reserve"), Size: 64 << 20},
+		TCGCacheMiB: cfg.TCGCacheMiB, Observe: met.ObserveOperation, DefaultPlan: cfg.DefaultPlan, Capacity: room,
+		Reserve:        capacity.Reserve{Path: filepath.Join(cfg.DataDir, "reserve"), Size: 64 << 20},
 		Failpoints:     manager.ParseFailpoints(os.Getenv("BUREAU_FAILPOINTS")),
 		ReconcileEvery: time.Duration(max(cfg.ReconcileSeconds, 1)) * time.Second,
 		NapAfter:       cfg.NapAfterSeconds, SleepAfter: cfg.SleepAfterSeconds,
 		IdleCheck:  time.Duration(max(cfg.IdleCheckSeconds, 1)) * time.Second,
-		HostMemory: capacity, MemoryLowMiB: cfg.MemoryLowMiB, SaveAsIs: cfg.SaveAsIs, WarmSpares: cfg.WarmSpares, CPUHold: ksm,
+		HostMemory: room, MemoryLowMiB: cfg.MemoryLowMiB, SaveAsIs: cfg.SaveAsIs, WarmSpares: cfg.WarmSpares, CPUHold: ksm,
 		Network: iso.network, VMGroup: iso.vmGroup, Firewall: iso.firewall, Addresses: iso.addresses, Subnet: iso.subnet,
-		Sites: sites{st: st, h: h, prep: hostList.prep}, Placement: placementOf(cfg, st, capacity),
+		Sites: sites{st: st, h: h, prep: hostList.prep}, Placement: placementOf(cfg, st, room),
 		Mover: mover{h}, ColdMover: mover{h}, Drains: st, HostAddress: cfg.HostAddress, Moved: where.moved},
 		h, storage.Disks{}, seedWriter{agent: agentBin}, st, log)
 	met.SetViewers(m)
@@ -207,7 +207,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest, ConsoleBytes: met.ConsoleBytes, ObserveLiveURL: met.ObserveLiveURL,
 		Info: map[string]string{"version": version, "accelerator": string(accel), "accelerator_reason": why,
 			"database": st.Dialect(), "default_image": cfg.DefaultImage, "go": runtime.Version()},
-		HostDirs: []string{cfg.DataDir, host.DefaultSaveDir},
+		HostDirs: []string{cfg.DataDir, capacity.DefaultSaveDir},
 	})
 	srv := &http.Server{Addr: cfg.Listen, Handler: router, ReadHeaderTimeout: 10 * time.Second, Protocols: protocols()}
 	errc := make(chan error, 1)

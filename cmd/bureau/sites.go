@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bureau/bureau/internal/capacity"
 	"github.com/bureau/bureau/internal/config"
 	"github.com/bureau/bureau/internal/desktop"
-	"github.com/bureau/bureau/internal/host"
 	"github.com/bureau/bureau/internal/hosts"
 	"github.com/bureau/bureau/internal/hosts/prepare"
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
@@ -161,11 +161,11 @@ func remoteHosts(st *store.Store) func(ctx context.Context) (map[string]string, 
 // checked with what bureau's desktops hold there, and creates naming no
 // host placed by weight (BUREAU_PLACEMENT: on, off, or auto: once bureau
 // has a remote host).
-func placementOf(cfg *config.Config, st *store.Store, capacity host.Capacity) manager.Placement {
+func placementOf(cfg *config.Config, st *store.Store, room capacity.Capacity) manager.Placement {
 	return manager.Placement{
-		Hosts: places.Lister{Source: st, LocalMemory: capacity.MemoryMiB},
+		Hosts: places.Lister{Source: st, LocalMemory: room.MemoryMiB},
 		Policy: places.Policy{MemoryRatio: float64(max(cfg.MemoryRatioPercent, 1)) / 100,
-			ReserveMiB: host.MemoryReserveMiB, DiskReserveMiB: host.DiskReserveMiB},
+			ReserveMiB: capacity.MemoryReserveMiB, DiskReserveMiB: capacity.DiskReserveMiB},
 		Auto: cfg.Placement == "on", WithHosts: cfg.Placement == "auto",
 	}
 }

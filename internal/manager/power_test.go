@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/capacity"
 	"github.com/bureau/bureau/internal/desktop"
-	"github.com/bureau/bureau/internal/host"
 )
 
 func TestPauseResume(t *testing.T) {
@@ -187,7 +187,7 @@ func TestStateRecordedOnAFullDisk(t *testing.T) {
 		t.Skipf("mount a tmpfs (needs root): %v", err)
 	}
 	defer syscall.Unmount(dir, syscall.MNT_DETACH)
-	reserve := host.Reserve{Path: filepath.Join(dir, "reserve"), Size: 16 << 20}
+	reserve := capacity.Reserve{Path: filepath.Join(dir, "reserve"), Size: 16 << 20}
 	h := newHarnessIn(t, &fakeDisks{}, dir, reserve)
 	if err := h.m.Run(); err != nil {
 		t.Fatal(err)

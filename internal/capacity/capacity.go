@@ -1,7 +1,7 @@
-// Package host checks that this machine has room for a desktop before
+// Package capacity checks that this machine has room for a desktop before
 // bureau asks QEMU for it, so a request fails with a clear message instead
 // of a VM dying half-started.
-package host
+package capacity
 
 import (
 	"bufio"
