@@ -81,19 +81,29 @@ type inFlight struct {
 	done   chan struct{}      // closed by unlock
 }
 
-// lock marks a desktop busy with op; a second operation gets ErrBusy.
-// It takes the desktop's row lock for the moment it marks it, so an event
-// or a reconcile already looking at the desktop (they hold the row lock and
-// see it idle) records what it saw before the operation touches the VM:
-// never a state the operation is passing through.
+// lock marks a desktop busy with op (see tryLock); a second operation
+// gets ErrBusy.
 func (r *runner) lock(id, op string) error {
+	if cur := r.tryLock(id, op); cur != nil {
+		return fmt.Errorf("%w (%s)", desktop.ErrBusy, cur.op)
+	}
+	return nil
+}
+
+// tryLock marks a desktop busy with op and returns nil, or returns the
+// operation holding it. It takes the desktop's row lock for the moment
+// it marks it, so an event or a reconcile already looking at the desktop
+// (they hold the row lock and see it idle) records what it saw before the
+// operation touches the VM: never a state the operation is passing
+// through.
+func (r *runner) tryLock(id, op string) *inFlight {
 	row := r.row(id)
 	row.Lock()
 	defer row.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if cur, ok := r.busy[id]; ok {
-		return fmt.Errorf("%w (%s)", desktop.ErrBusy, cur.op)
+		return cur
 	}
 	r.busy[id] = &inFlight{op: op, done: make(chan struct{})}
 	return nil
@@ -107,19 +117,11 @@ func (r *runner) lockWithin(ctx context.Context, id, op string, wait time.Durati
 	}
 	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
-	row := r.row(id)
 	for {
-		row.Lock() // as in lock
-		r.mu.Lock()
-		cur, ok := r.busy[id]
-		if !ok {
-			r.busy[id] = &inFlight{op: op, done: make(chan struct{})}
-			r.mu.Unlock()
-			row.Unlock()
+		cur := r.tryLock(id, op)
+		if cur == nil {
 			return nil
 		}
-		r.mu.Unlock()
-		row.Unlock()
 		select {
 		case <-cur.done:
 		case <-timeout.C:
