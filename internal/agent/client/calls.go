@@ -155,7 +155,13 @@ func (c *Client) Kill(ctx context.Context, domain, id string, signal int) error 
 // many bytes before the end); with follow, until the process has ended
 // or ctx is done.
 func (c *Client) Log(ctx context.Context, domain, id string, offset int64, follow bool, w io.Writer) error {
-	st, _, err := c.open(ctx, domain, wire.Request{Op: wire.OpLog, ID: id, Offset: offset, Follow: follow})
+	return c.copyLog(ctx, domain, wire.Request{Op: wire.OpLog, ID: id, Offset: offset, Follow: follow}, w)
+}
+
+// copyLog sends req (a process's or a service's log) and copies the log
+// it answers with to w until it ends or ctx is done.
+func (c *Client) copyLog(ctx context.Context, domain string, req wire.Request, w io.Writer) error {
+	st, _, err := c.open(ctx, domain, req)
 	if err != nil {
 		return err
 	}

@@ -61,15 +61,5 @@ func (c *Client) SetSecrets(ctx context.Context, domain string, values map[strin
 // bytes before the end); with follow, until ctx is done or the service is
 // deleted.
 func (c *Client) ServiceLog(ctx context.Context, domain, name string, offset int64, follow bool, w io.Writer) error {
-	st, _, err := c.open(ctx, domain, wire.Request{Op: wire.OpSvcLog, Name: name, Offset: offset, Follow: follow})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	defer abortOn(ctx, st)()
-	_, err = wire.ReceiveData(st, w)
-	if err != nil && ctx.Err() != nil {
-		return nil
-	}
-	return err
+	return c.copyLog(ctx, domain, wire.Request{Op: wire.OpSvcLog, Name: name, Offset: offset, Follow: follow}, w)
 }
