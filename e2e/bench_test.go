@@ -28,12 +28,8 @@ func TestBench(t *testing.T) {
 	benchCall(t, s, adminToken, "GET", "/api/v1/info", nil, &info)
 	var rows []row
 	add := func(name string, d time.Duration) {
-		r := d.Round(100 * time.Millisecond)
-		if d < time.Second {
-			r = d.Round(time.Millisecond)
-		}
-		rows = append(rows, row{name, r.String()})
-		t.Logf("%s: %s", name, r)
+		rows = append(rows, row{name, rounded(d)})
+		t.Logf("%s: %s", name, rounded(d))
 	}
 
 	t0 := time.Now()
@@ -106,13 +102,7 @@ func testBenchmarks(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	benchCall(t, s, adminToken, "GET", "/api/v1/info", nil, &info)
 	var rows []row
 	addRow := func(name, v string) { rows = append(rows, row{name, v}) }
-	add := func(name string, d time.Duration) {
-		r := d.Round(100 * time.Millisecond)
-		if d < time.Second {
-			r = d.Round(time.Millisecond)
-		}
-		addRow(name, r.String())
-	}
+	add := func(name string, d time.Duration) { addRow(name, rounded(d)) }
 	benchScreen(t, s, d, addRow)
 	benchComputer(t, s, d, addRow)
 	benchAgent(t, s, d, addRow)
@@ -123,6 +113,15 @@ func testBenchmarks(t *testing.T, s *server, token string, d *desktop.Desktop) {
 }
 
 type row struct{ name, value string }
+
+// rounded is a duration as the benchmark tables print it: to the
+// millisecond below a second, else to a tenth of a second.
+func rounded(d time.Duration) string {
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
 
 // printBench prints the benchmark table in Markdown.
 func printBench(info map[string]string, rows []row) {
