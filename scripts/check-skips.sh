@@ -86,4 +86,33 @@ fi
 if [ $status -eq 0 ] && [ ${#allowed[@]} -eq 0 ]; then
 	echo "check-skips ($run): no test skipped"
 fi
+
+# A failing test's own last messages, again, at the very end: go test -v
+# prints them when they happen, often thousands of lines above the summary,
+# and a CI page that shows only the end of the output would not show why.
+# (Each test's lines only, not its subtests'; the harness's server-log
+# pointer is left out.)
+recap=$(awk '
+	/^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
+	/^[ \t]+[^ \t]+\.go:[0-9]+: / && cur != "" {
+		if ($0 ~ /server log: all of it in/) next
+		line = $0; sub(/^[ \t]+/, "", line)
+		n[cur]++; msg[cur, n[cur] % 8] = line
+		next
+	}
+	/^[ \t]*--- FAIL: / { failed[++nf] = $3 }
+	END {
+		for (i = 1; i <= nf; i++) {
+			t = failed[i]
+			if (!(t in n)) continue
+			print "  " t ":"
+			first = n[t] > 8 ? n[t] - 7 : 1
+			for (k = first; k <= n[t]; k++) print "    " msg[t, k % 8]
+		}
+	}
+' "$log")
+if [ -n "$recap" ]; then
+	echo "check-skips ($run): the failed tests' last messages (each test's own, up to 8):"
+	printf '%s\n' "$recap"
+fi
 exit $status
