@@ -123,18 +123,16 @@ func (m *Manager) copyFilesThere(ctx context.Context, d, there *desktop.Desktop,
 	steps := context.WithoutCancel(ctx)
 	label := func(step string) string { return migrateStep(there.Host, step) }
 	m.ops.step(steps, d, label("disks"))
-	s, err := m.folderThere(ctx, d, there, undo)
+	files, err := m.folderThere(ctx, d, there, undo)
 	if err != nil {
 		return 0, err
 	}
-	if s != nil {
-		img, err := m.store.GetImage(ctx, d.Image)
-		if err != nil {
-			return 0, fmt.Errorf("image %s: %w", d.Image, err)
-		}
-		if err := m.imageOn(ctx, s, d, there.Host, img.Path, label); err != nil {
-			return 0, err
-		}
+	img, err := m.store.GetImage(ctx, d.Image)
+	if err != nil {
+		return 0, fmt.Errorf("image %s: %w", d.Image, err)
+	}
+	if err := m.imageOn(ctx, files, d, there.Host, img.Path, label); err != nil {
+		return 0, err
 	}
 	vm := m.VMConfig(there, "")
 	var copied int64

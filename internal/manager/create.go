@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -110,7 +109,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 	}
 	var tmpl *Template
 	if cl == nil && !req.Cold && img.RecipeHash != "" && at.host == desktop.LocalHost {
-		tmpl = m.warm.ready(img.Name, req.Spec.VCPUs, req.Spec.MemoryMiB)
+		tmpl = m.warm.ready(ctx, img.Name, req.Spec.VCPUs, req.Spec.MemoryMiB)
 	}
 	now := time.Now().UTC()
 	id := newID()
@@ -174,10 +173,14 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 	var warm warmTimes
 	start := time.Now()
 	err := func() error {
+		// A remote host gets its base image first; warm templates, spares
+		// and clones are bureau's own host's.
 		if d.Remote() {
 			return m.buildRemote(ctx, d, basePath, seed, &undo)
 		}
-		if err := os.MkdirAll(d.Dir, 0o700); err != nil {
+		// The folder is bureau's until the VM starts: starting it gives
+		// the folder and disks to the desktop's QEMU user.
+		if err := m.local.MkdirAll(ctx, d.Dir, 0o700); err != nil {
 			return fmt.Errorf("create desktop folder: %w", err)
 		}
 		if fromSpare {
@@ -193,8 +196,8 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 			// Everything but the data disk is the spare's; on failure it goes.
 			undo.add(func(ctx context.Context) {
 				m.hv.Undefine(ctx, d.DomainName())
-				os.Remove(d.DataDiskPath)
-				os.RemoveAll(d.Dir)
+				m.local.Remove(ctx, d.DataDiskPath)
+				m.local.RemoveAllBut(ctx, d.Dir, "")
 			})
 			return m.warm.fromSpare(ctx, d, seed, &warm)
 		}
@@ -202,24 +205,26 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 			return m.warm.fromTemplate(ctx, d, tmpl, seed, &undo, &warm)
 		}
 		m.ops.step(ctx, d, "disks")
-		if _, err := os.Stat(d.DataDiskPath); errors.Is(err, os.ErrNotExist) {
+		if ok, err := m.local.Exists(ctx, d.DataDiskPath); err != nil {
+			return fmt.Errorf("data disk: %w", err)
+		} else if !ok {
 			if err := m.makeDataDisk(ctx, d, cl); err != nil {
 				return fmt.Errorf("data disk: %w", err)
 			}
 			// A data disk made by this create holds nothing of the user's yet.
-			undo.add(func(context.Context) { os.Remove(d.DataDiskPath) })
+			undo.add(func(ctx context.Context) { m.local.Remove(ctx, d.DataDiskPath) })
 		}
 		m.ops.failpoint("create:after-data-disk")
 		vm := m.VMConfig(d, newUUID())
 		if err := m.makeOSDisk(ctx, vm.OSDisk, basePath, cl); err != nil {
 			return fmt.Errorf("OS disk: %w", err)
 		}
-		undo.add(func(context.Context) { os.Remove(vm.OSDisk) })
+		undo.add(func(ctx context.Context) { m.local.Remove(ctx, vm.OSDisk) })
 		m.ops.failpoint("create:after-os-disk")
 		if err := m.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
 			return fmt.Errorf("cloud-init seed: %w", err)
 		}
-		undo.add(func(context.Context) { os.Remove(vm.SeedISO); os.Remove(vm.SerialLog) })
+		undo.add(func(ctx context.Context) { m.local.Remove(ctx, vm.SeedISO); m.local.Remove(ctx, vm.SerialLog) })
 		m.ops.step(ctx, d, "define")
 		if err := m.hv.Define(ctx, vm); err != nil {
 			return err
@@ -237,11 +242,7 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 		defer cancel()
 		m.hv.Destroy(cleanup, d.DomainName())
 		undo.run(cleanup)
-		if d.Remote() {
-			m.undoRemote(cleanup, d)
-		} else {
-			os.Remove(d.Dir) // only succeeds when nothing (no older data disk) is left
-		}
+		m.removeFailed(cleanup, d)
 		m.ops.fail(cleanup, d, "create", err)
 		m.ops.observe("create", start, err)
 		return
@@ -274,7 +275,7 @@ func (m *Manager) lockAndRecord(ctx context.Context, d *desktop.Desktop, unlimit
 	err := m.recordWithIdentity(ctx, d, unlimited, sp != nil)
 	if err == nil {
 		if sp != nil {
-			claimSpare(d)
+			m.warm.claim(ctx, d)
 		}
 		return sp, nil
 	}

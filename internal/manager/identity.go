@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -26,9 +25,10 @@ import (
 func identityKeys(d *desktop.Desktop) string { return filepath.Join(d.Dir, "identity.keys") }
 
 // keepIdentityKeys keeps the SSH keys seed gives the desktop until its
-// identity is applied, so a restart can apply it.
-func keepIdentityKeys(d *desktop.Desktop, seed Seed) error {
-	if err := os.WriteFile(identityKeys(d), []byte(strings.Join(seed.SSHKeys, "\n")), 0o600); err != nil {
+// identity is applied, so a restart can apply it. Warm creates are bureau's
+// own host's: the keys are kept there.
+func keepIdentityKeys(ctx context.Context, files LocalFiles, d *desktop.Desktop, seed Seed) error {
+	if err := files.WriteFile(ctx, identityKeys(d), []byte(strings.Join(seed.SSHKeys, "\n")), 0o600); err != nil {
 		return fmt.Errorf("keeping the desktop's SSH keys: %w", err)
 	}
 	return nil
@@ -39,7 +39,7 @@ func keepIdentityKeys(d *desktop.Desktop, seed Seed) error {
 // command line) and its data disk size. Applying it twice is harmless.
 func (m *Manager) applyIdentity(ctx context.Context, d *desktop.Desktop) error {
 	m.ops.step(ctx, d, stepWarmIdentity)
-	keys, err := os.ReadFile(identityKeys(d))
+	keys, err := m.local.ReadFile(ctx, identityKeys(d))
 	if err != nil {
 		return fmt.Errorf("the desktop's SSH keys: %w", err)
 	}
@@ -75,7 +75,7 @@ func (m *Manager) applyIdentity(ctx context.Context, d *desktop.Desktop) error {
 	if err != nil {
 		return fmt.Errorf("applying the desktop's identity: %w", err)
 	}
-	os.Remove(identityKeys(d))
+	m.local.Remove(ctx, identityKeys(d))
 	// The clock set exactly right before the desktop counts as running
 	// (the agent is warm by now: ~0.1 s); retried in the background if
 	// that fails.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -215,40 +213,27 @@ func (m *Manager) finishDelete(ctx context.Context, d *desktop.Desktop, deleteDa
 	m.ops.failpoint("delete:after-undefine")
 	m.ops.step(ctx, d, "files")
 	res := &DeleteResult{Desktop: d, DataDeleted: deleteData}
-	if d.Remote() {
-		kept, err := m.removeRemoteFiles(ctx, d, deleteData)
-		if err != nil {
-			m.ops.fail(ctx, d, "delete", err)
-			return nil, err
-		}
-		if kept {
-			res.DataDiskKept = d.DataDiskPath
-		} else {
-			d.DataDiskPath = ""
-		}
-		return m.deleted(ctx, d, res)
+	files, err := m.filesOf(ctx, d)
+	if err != nil {
+		m.ops.fail(ctx, d, "delete", err)
+		return nil, err
 	}
 	keep := ""
 	if !deleteData {
 		keep = d.DataDiskPath
 	}
-	if err := removeAllBut(d.Dir, keep); err != nil {
+	// Everything bureau wrote in the folder goes (disks, seed, logs,
+	// sockets, save images, scratch files of a cut-short operation) but
+	// a kept data disk.
+	kept, err := files.Files.RemoveAllBut(ctx, d.Dir, keep)
+	if err != nil {
 		m.ops.fail(ctx, d, "delete", err)
 		return nil, err
 	}
-	if deleteData {
-		if err := os.Remove(d.DataDiskPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-			m.ops.fail(ctx, d, "delete", err)
-			return nil, err
-		}
-		os.Remove(d.Dir)
-		d.DataDiskPath = ""
-	} else if _, err := os.Stat(d.DataDiskPath); err == nil {
+	if kept {
 		res.DataDiskKept = d.DataDiskPath
-		disown(d.Dir)
 	} else {
 		d.DataDiskPath = ""
-		os.Remove(d.Dir)
 	}
 	return m.deleted(ctx, d, res)
 }
@@ -272,29 +257,6 @@ func (m *Manager) deleted(ctx context.Context, d *desktop.Desktop, res *DeleteRe
 		m.ops.event(ctx, d.ID, "deleted", "bureau", "deleted with its data disk")
 	}
 	return res, nil
-}
-
-// removeAllBut removes everything bureau wrote in a desktop's folder (disks,
-// seed, logs, sockets, save images, scratch files of a cut-short operation)
-// except the file keep.
-func removeAllBut(dir, keep string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		p := filepath.Join(dir, e.Name())
-		if keep != "" && p == filepath.Clean(keep) {
-			continue
-		}
-		if err := os.RemoveAll(p); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func isMissing(ctx context.Context, hv Hypervisor, name string) bool {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/hostfiles"
 	"github.com/bureau/bureau/internal/placement"
 )
 
@@ -192,6 +193,9 @@ type Manager struct {
 	cfg   Config
 	hv    Hypervisor
 	disks Disks
+	// local is bureau's own host's files (hostfiles.Local over disks):
+	// its desktops' (filesOf) and what only this host keeps.
+	local localHost
 	seeds SeedWriter
 	store Store
 	log   *slog.Logger
@@ -244,7 +248,8 @@ func New(cfg Config, hv Hypervisor, disks Disks, seeds SeedWriter, store Store, 
 		cfg.IdleCPU = 0.3
 	}
 	feed := &Feed{}
-	m := &Manager{cfg: cfg, hv: hv, disks: disks, seeds: seeds, store: store, log: log,
+	local := hostfiles.New(disks)
+	m := &Manager{cfg: cfg, hv: hv, disks: disks, local: local, seeds: seeds, store: store, log: log,
 		ops: newRunner(cfg, store, feed, log), Feed: feed}
 	m.ops.recheck = m.onEvent
 	m.snaps = &snapshotter{ops: m.ops, store: store, vms: hv, quota: m, hosts: m, power: m, moves: m, log: log,
@@ -252,7 +257,7 @@ func New(cfg Config, hv Hypervisor, disks Disks, seeds SeedWriter, store Store, 
 	m.idle = &idler{ops: m.ops, store: store, vms: hv, power: m, room: m, log: log,
 		cpuShare: cfg.IdleCPU, trimAfter: cfg.TrimAfter, trimSettle: cfg.TrimSettle, memory: cfg.HostMemory, lowMiB: cfg.MemoryLowMiB,
 		quiet: map[string]*idleState{}}
-	m.warm = &warmPool{ops: m.ops, vms: hv, disks: disks, seeds: seeds, store: store, vmConfigs: m, net: m, identity: m, memory: m.idle, log: log,
+	m.warm = &warmPool{ops: m.ops, vms: hv, disks: disks, local: local, seeds: seeds, store: store, vmConfigs: m, net: m, identity: m, memory: m.idle, log: log,
 		dataDir: cfg.DataDir, defaultImage: cfg.DefaultImage, accel: cfg.Accelerator, osDiskGiB: cfg.OSDiskGiB,
 		settle: cfg.TemplateSettle, trimSettle: cfg.TrimSettle, keep: cfg.WarmSpares, cpuHold: cfg.CPUHold}
 	m.idle.spares = m.warm

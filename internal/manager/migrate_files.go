@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/bureau/bureau/internal/desktop"
 )
@@ -36,88 +35,51 @@ func (m *Manager) filesThere(ctx context.Context, d, there *desktop.Desktop, und
 	vm := m.VMConfig(there, "")
 	seed := Seed{DesktopID: d.ID, Hostname: d.Name, KeyboardLayout: d.KeyboardLayout}
 	uid, gid := d.VMUID, m.cfg.VMGroup
-	s, err := m.folderThere(ctx, d, there, undo)
+	files, err := m.folderThere(ctx, d, there, undo)
 	if err != nil {
 		return err
 	}
-	if s == nil {
-		if err := m.disks.CreateDataDisk(ctx, d.DataDiskPath, dataGiB); err != nil {
-			return fmt.Errorf("data disk: %w", err)
-		}
-		if err := m.disks.CreateOverlay(ctx, img.Path, vm.OSDisk, osGiB); err != nil {
-			return fmt.Errorf("OS disk: %w", err)
-		}
-		if err := m.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
-			return fmt.Errorf("cloud-init seed: %w", err)
-		}
-		for _, path := range []string{d.DataDiskPath, vm.OSDisk, vm.SeedISO} {
-			if err := ownFile(path, uid, gid, 0o600); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	label := func(step string) string { return migrateStep(there.Host, step) }
-	if err := m.imageOn(ctx, s, d, there.Host, img.Path, label); err != nil {
+	if err := m.imageOn(ctx, files, d, there.Host, img.Path, label); err != nil {
 		return err
 	}
-	if err := s.Files.CreateDataDisk(ctx, d.DataDiskPath, dataGiB, uid, gid); err != nil {
+	if err := files.CreateDataDisk(ctx, d.DataDiskPath, dataGiB, uid, gid); err != nil {
 		return fmt.Errorf("data disk: %w", err)
 	}
-	if err := s.Files.CreateOverlay(ctx, img.Path, vm.OSDisk, osGiB, uid, gid); err != nil {
+	if err := files.CreateOverlay(ctx, img.Path, vm.OSDisk, osGiB, uid, gid); err != nil {
 		return fmt.Errorf("OS disk: %w", err)
 	}
-	return m.uploadSeed(ctx, s, vm.SeedISO, seed, uid, gid)
+	return m.uploadSeed(ctx, files, vm.SeedISO, seed, uid, gid)
 }
 
 // folderThere makes d's folder on the host it moves to (there.Host),
-// empty of the files a move makes: stale ones (an OS disk, a seed) are
-// removed, but a data disk already there is never replaced: the move is
-// refused. It returns the host's site, nil for bureau's own host.
-func (m *Manager) folderThere(ctx context.Context, d, there *desktop.Desktop, undo *reverter) (*Site, error) {
+// owned by its QEMU user and empty of the files a move makes: stale ones
+// (an OS disk, a seed) are removed, but a data disk already there is
+// never replaced: the move is refused. It returns that host's files.
+func (m *Manager) folderThere(ctx context.Context, d, there *desktop.Desktop, undo *reverter) (HostFiles, error) {
 	vm := m.VMConfig(there, "")
-	taken := &desktop.ConflictError{Message: fmt.Sprintf("a data disk is already at %s on host %s: it is not replaced", d.DataDiskPath, there.Host)}
-	if !there.Remote() {
-		if _, err := os.Stat(d.DataDiskPath); err == nil {
-			return nil, taken
-		}
-		if err := os.MkdirAll(d.Dir, 0o700); err != nil {
-			return nil, fmt.Errorf("desktop folder: %w", err)
-		}
-		undo.add(func(context.Context) { os.RemoveAll(d.Dir) })
-		// Fresh files only: a live move mirrors the clusters the source
-		// holds, so old ones left here would show through.
-		os.Remove(vm.OSDisk)
-		os.Remove(vm.SeedISO)
-		return nil, ownFile(d.Dir, d.VMUID, m.cfg.VMGroup, 0o700)
-	}
-	s, err := m.site(ctx, there)
+	on, err := m.filesOf(ctx, there)
 	if err != nil {
 		return nil, err
 	}
-	if ok, err := s.Files.Exists(ctx, d.DataDiskPath); err != nil {
+	files := on.Files
+	if ok, err := files.Exists(ctx, d.DataDiskPath); err != nil {
 		return nil, err
 	} else if ok {
-		return nil, taken
+		return nil, &desktop.ConflictError{Message: fmt.Sprintf("a data disk is already at %s on host %s: it is not replaced", d.DataDiskPath, there.Host)}
 	}
-	if err := s.Files.MakeDir(ctx, d.Dir, d.VMUID, m.cfg.VMGroup); err != nil {
+	if err := files.MakeDir(ctx, d.Dir, d.VMUID, m.cfg.VMGroup); err != nil {
 		return nil, fmt.Errorf("desktop folder on host %s: %w", there.Host, err)
 	}
-	undo.add(func(ctx context.Context) { s.Files.RemoveAllBut(ctx, d.Dir, "") })
+	undo.add(func(ctx context.Context) { files.RemoveAllBut(ctx, d.Dir, "") })
+	// Fresh files only: a live move mirrors the clusters the source
+	// holds, so old ones left there would show through.
 	for _, stale := range []string{vm.OSDisk, vm.SeedISO} {
-		if err := s.Files.Remove(ctx, stale); err != nil {
+		if err := files.Remove(ctx, stale); err != nil {
 			return nil, err
 		}
 	}
-	return s, nil
-}
-
-// ownFile gives a local file or folder to a desktop's QEMU user.
-func ownFile(path string, uid, gid int, mode os.FileMode) error {
-	if err := os.Chown(path, uid, gid); err != nil {
-		return err
-	}
-	return os.Chmod(path, mode)
+	return files, nil
 }
 
 // wholeGiB is disk dev's size in GiB, which bureau's disks always are.
@@ -160,13 +122,10 @@ func (m *Manager) networkThere(ctx context.Context, d, there *desktop.Desktop, u
 
 // removeFilesOn removes a moved desktop's files from its old host.
 func (m *Manager) removeFilesOn(ctx context.Context, from *desktop.Desktop) error {
-	if !from.Remote() {
-		return os.RemoveAll(from.Dir)
-	}
-	s, err := m.site(ctx, from)
+	files, err := m.filesOf(ctx, from)
 	if err != nil {
 		return err
 	}
-	_, err = s.Files.RemoveAllBut(ctx, from.Dir, "")
+	_, err = files.Files.RemoveAllBut(ctx, from.Dir, "")
 	return err
 }

@@ -6,8 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -217,15 +215,4 @@ func (m *Manager) dropAddressAndRules(ctx context.Context, d *desktop.Desktop) {
 	if err := m.releaseAddress(ctx, d); err != nil {
 		m.log.Error("releasing a deleted desktop's address", "desktop", d.ID, "err", err)
 	}
-}
-
-// disown gives a deleted desktop's kept files back to root, so no QEMU
-// can open them. Best effort: the folder is 0700 either way.
-func disown(dir string) {
-	filepath.WalkDir(dir, func(path string, _ os.DirEntry, err error) error {
-		if err == nil {
-			os.Lchown(path, 0, 0)
-		}
-		return nil
-	})
 }

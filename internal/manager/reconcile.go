@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -271,13 +270,16 @@ func agrees(ev, now desktop.VMState) bool {
 	return ev == now || ev == desktop.VMCrashed && now == desktop.VMShutoff || ev == desktop.VMRunning && now == desktop.VMShutdown
 }
 
-// removeScratch removes files an operation cut short leaves behind.
+// removeScratch removes files an operation cut short leaves behind. Only
+// operations on bureau's own host leave any (a reimage there, a warm
+// create): they are looked for there, never on a remote host.
 func (m *Manager) removeScratch(ctx context.Context, d *desktop.Desktop) {
 	// A reimage cut short leaves its unfinished OS disk; the desktop
 	// still has its old one.
-	if err := os.Remove(filepath.Join(d.Dir, "os.qcow2.new")); err == nil {
+	half := filepath.Join(d.Dir, "os.qcow2.new")
+	if ok, _ := m.local.Exists(ctx, half); ok && m.local.Remove(ctx, half) == nil {
 		m.ops.event(ctx, d.ID, "reconciled", "bureau", "removed the unfinished OS disk of an interrupted reimage")
 	}
 	// A warm create cut short leaves the copy of the template's RAM.
-	os.Remove(filepath.Join(d.Dir, "restore.save"))
+	m.local.Remove(ctx, filepath.Join(d.Dir, "restore.save"))
 }

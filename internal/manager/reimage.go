@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -71,6 +70,8 @@ func (m *Manager) reimage(ctx context.Context, d *desktop.Desktop, img *desktop.
 		// filesystem, so /home is kept.
 		seed := Seed{DesktopID: d.ID, InstanceID: d.ID + "-" + newID(), Hostname: d.Name, InstallDesktop: img.RecipeHash == "",
 			KeyboardLayout: d.KeyboardLayout}
+		// Bureau's own host swaps a complete new disk in; a remote host's
+		// pool cannot rename, and gets the image and seed sent first.
 		replace := m.replaceOSDisk
 		if d.Remote() {
 			replace = m.replaceOSDiskThere
@@ -103,16 +104,16 @@ func (m *Manager) reimage(ctx context.Context, d *desktop.Desktop, img *desktop.
 // failure or crash leaves one or the other, never half of either.
 func (m *Manager) replaceOSDisk(ctx context.Context, _ *desktop.Desktop, vm desktop.VMConfig, img *desktop.Image, seed Seed) error {
 	fresh := vm.OSDisk + ".new"
-	os.Remove(fresh)
+	m.local.Remove(ctx, fresh)
 	if err := m.disks.CreateOverlay(ctx, img.Path, fresh, m.cfg.OSDiskGiB); err != nil {
 		return fmt.Errorf("OS disk: %w", err)
 	}
 	if err := m.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
-		os.Remove(fresh)
+		m.local.Remove(ctx, fresh)
 		return fmt.Errorf("cloud-init seed: %w", err)
 	}
-	if err := os.Rename(fresh, vm.OSDisk); err != nil {
-		os.Remove(fresh)
+	if err := m.local.Rename(ctx, fresh, vm.OSDisk); err != nil {
+		m.local.Remove(ctx, fresh)
 		return fmt.Errorf("replace OS disk: %w", err)
 	}
 	return nil
@@ -126,21 +127,22 @@ func (m *Manager) replaceOSDisk(ctx context.Context, _ *desktop.Desktop, vm desk
 // without an OS disk, its data disk untouched, and a reimage again makes
 // one.
 func (m *Manager) replaceOSDiskThere(ctx context.Context, d *desktop.Desktop, vm desktop.VMConfig, img *desktop.Image, seed Seed) error {
-	s, err := m.site(ctx, d)
+	there, err := m.filesOf(ctx, d)
 	if err != nil {
 		return err
 	}
-	if err := m.imageOn(ctx, s, d, d.Host, img.Path, func(step string) string { return step }); err != nil {
+	files := there.Files
+	if err := m.imageOn(ctx, files, d, d.Host, img.Path, func(step string) string { return step }); err != nil {
 		return err
 	}
 	uid, gid := d.VMUID, m.cfg.VMGroup
-	if err := m.uploadSeed(ctx, s, vm.SeedISO, seed, uid, gid); err != nil {
+	if err := m.uploadSeed(ctx, files, vm.SeedISO, seed, uid, gid); err != nil {
 		return err
 	}
-	if err := s.Files.Remove(ctx, vm.OSDisk); err != nil {
+	if err := files.Remove(ctx, vm.OSDisk); err != nil {
 		return fmt.Errorf("remove the old OS disk on host %s: %w", d.Host, err)
 	}
-	if err := s.Files.CreateOverlay(ctx, img.Path, vm.OSDisk, m.cfg.OSDiskGiB, uid, gid); err != nil {
+	if err := files.CreateOverlay(ctx, img.Path, vm.OSDisk, m.cfg.OSDiskGiB, uid, gid); err != nil {
 		return fmt.Errorf("OS disk on host %s: %w", d.Host, err)
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -70,11 +69,11 @@ type snapshotQuota interface {
 }
 
 // diskHosts reaches a desktop's files on whichever host they are: what
-// works on them while its VM is off, and its remote host's site
-// (Manager.stoppedDisks, Manager.site).
+// works on them while its VM is off, and what measures them
+// (Manager.stoppedDisks, Manager.filesOf).
 type diskHosts interface {
 	stoppedDisks(ctx context.Context, d *desktop.Desktop) (StoppedDisks, error)
-	site(ctx context.Context, d *desktop.Desktop) (*Site, error)
+	filesOf(ctx context.Context, d *desktop.Desktop) (desktopFiles, error)
 }
 
 // powerSwitch brings a VM to shut-off (Manager.powerOff, lifecycle.go).
@@ -425,35 +424,26 @@ func latest(snaps []*desktop.Snapshot) string {
 // they could not be measured there (a snapshot then keeps the size it was
 // counted for when it was recorded).
 func (s *snapshotter) allocated(ctx context.Context, d *desktop.Desktop, files []string) (int64, bool) {
-	if !d.Remote() {
-		var n int64
-		for _, f := range files {
-			if fi, err := os.Stat(f); err == nil {
-				n += blocks(fi)
-			}
-		}
-		return n, true
-	}
-	n, err := s.allocatedThere(ctx, d, files)
+	n, err := s.allocatedOn(ctx, d, files)
 	if err != nil {
-		s.log.Warn("measuring a remote desktop's files", "desktop", d.ID, "host", d.Host, "err", err)
+		s.log.Warn("measuring a desktop's files", "desktop", d.ID, "host", d.Host, "err", err)
 		return 0, false
 	}
 	return n, true
 }
 
-// allocatedThere sums the bytes d's files take on its remote host.
-func (s *snapshotter) allocatedThere(ctx context.Context, d *desktop.Desktop, files []string) (int64, error) {
-	site, err := s.hosts.site(ctx, d)
+// allocatedOn sums the bytes d's files take on its host.
+func (s *snapshotter) allocatedOn(ctx context.Context, d *desktop.Desktop, files []string) (int64, error) {
+	there, err := s.hosts.filesOf(ctx, d)
 	if err != nil {
 		return 0, err
 	}
-	if site.Sizes == nil {
+	if there.Sizes == nil {
 		return 0, errors.New("its files are not measured there")
 	}
 	var n int64
 	for _, f := range files {
-		size, err := site.Sizes.Allocated(ctx, f)
+		size, err := there.Sizes.Allocated(ctx, f)
 		if err != nil {
 			return 0, err
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -114,7 +113,7 @@ func (w *warmPool) fill(key string) {
 	w.ops.spawn(10*time.Minute, func(ctx context.Context) {
 		defer w.spares.endFill(key)
 		for ctx.Err() == nil && w.spares.count(key) < w.keep {
-			t, err := w.read(key)
+			t, err := w.read(ctx, key)
 			if err != nil || t.State != "ready" {
 				return
 			}
@@ -138,12 +137,12 @@ func (w *warmPool) makeSpare(ctx context.Context, t *Template) (*spare, error) {
 	sp := &spare{Template: t.Key, ID: newID(), VMUID: newVMUID(), NetIP: w.net.newNetIP()}
 	d := w.spareDesktop(t, sp)
 	vm := w.vmConfigs.VMConfig(d, newUUID())
-	if err := os.MkdirAll(d.Dir, 0o700); err != nil {
+	if err := w.local.MkdirAll(ctx, d.Dir, 0o700); err != nil {
 		return nil, err
 	}
 	err := func() error {
 		b, _ := json.Marshal(sp)
-		if err := os.WriteFile(filepath.Join(d.Dir, spareFile), b, 0o600); err != nil {
+		if err := w.local.WriteFile(ctx, filepath.Join(d.Dir, spareFile), b, 0o600); err != nil {
 			return err
 		}
 		// On failure dropSpare removes the VM and the whole folder.
@@ -153,7 +152,7 @@ func (w *warmPool) makeSpare(ctx context.Context, t *Template) (*spare, error) {
 		}
 		// The seed is overwritten with the desktop's own when the spare is
 		// taken (rewriteSeed), with room to spare.
-		if err := growFile(vm.SeedISO, spareSeedRoom); err != nil {
+		if err := w.local.Grow(ctx, vm.SeedISO, spareSeedRoom); err != nil {
 			return fmt.Errorf("cloud-init seed: %w", err)
 		}
 		// A shutdown waits for the restore rather than leave libvirt
@@ -184,7 +183,7 @@ func (w *warmPool) dropSpare(ctx context.Context, sp *spare) {
 	if err := w.net.releaseAddress(ctx, &desktop.Desktop{ID: sp.ID, NetIP: sp.NetIP}); err != nil {
 		w.log.Warn("releasing a removed spare's address", "spare", sp.ID, "err", err)
 	}
-	os.RemoveAll(desktopFolder(w.dataDir, sp.ID))
+	w.local.RemoveAllBut(ctx, desktopFolder(w.dataDir, sp.ID), "")
 }
 
 // take hands a ready spare of template t to desktop d (not yet
@@ -244,12 +243,12 @@ func (w *warmPool) renameAddress(d *desktop.Desktop) {
 	})
 }
 
-// claimSpare makes a taken spare's folder the recorded desktop's. The next
+// claim makes a taken spare's folder the recorded desktop's. The next
 // spare is made once the desktop is built (build): made at once, its
 // restore took the CPU the desktop's identity needs (~1.5 s longer on two
 // cores under emulation).
-func claimSpare(d *desktop.Desktop) {
-	os.Remove(filepath.Join(d.Dir, spareFile))
+func (w *warmPool) claim(ctx context.Context, d *desktop.Desktop) {
+	w.local.Remove(ctx, filepath.Join(d.Dir, spareFile))
 }
 
 // fromSpare finishes a create that took a spare: the desktop's seed,
@@ -261,7 +260,7 @@ func (w *warmPool) fromSpare(ctx context.Context, d *desktop.Desktop, seed Seed,
 	if err := w.rewriteSeed(ctx, vm.SeedISO, seed); err != nil {
 		return fmt.Errorf("cloud-init seed: %w", err)
 	}
-	if err := keepIdentityKeys(d, seed); err != nil {
+	if err := keepIdentityKeys(ctx, w.local, d, seed); err != nil {
 		return err
 	}
 	// From here a restart finishes the create by applying the identity.
@@ -293,15 +292,6 @@ func (w *warmPool) holdCPU() (release func()) {
 // own: SSH keys, name and layout (API requests are far smaller).
 const spareSeedRoom = 4 << 20
 
-// growFile appends n zero bytes to path (sparse).
-func growFile(path string, n int64) error {
-	st, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	return os.Truncate(path, st.Size()+n)
-}
-
 // rewriteSeed writes seed over the seed file at path in place. The
 // spare's QEMU keeps the file it opened (a file put in its place would not
 // be read before QEMU restarts, and a paused guest cannot let its drive's
@@ -309,33 +299,18 @@ func growFile(path string, n int64) error {
 // rest of the file is zeroed: ISO 9660 says where the image ends.
 func (w *warmPool) rewriteSeed(ctx context.Context, path string, seed Seed) error {
 	tmp := path + ".new"
-	defer os.Remove(tmp)
+	defer w.local.Remove(context.WithoutCancel(ctx), tmp)
 	if err := w.seeds.WriteSeed(ctx, tmp, seed); err != nil {
 		return err
 	}
-	b, err := os.ReadFile(tmp)
+	b, err := w.local.ReadFile(ctx, tmp)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return err
+	if err := w.local.Overwrite(ctx, path, b); err != nil {
+		return fmt.Errorf("writing the desktop's seed over the spare's: %w", err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if int64(len(b)) > st.Size() {
-		return fmt.Errorf("the desktop's seed (%d bytes) is larger than the spare's (%d)", len(b), st.Size())
-	}
-	if _, err := f.WriteAt(b, 0); err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(make([]byte, st.Size()-int64(len(b))), int64(len(b))); err != nil {
-		return err
-	}
-	return f.Close()
+	return nil
 }
 
 // adopt runs at start-up: spares a previous process made are kept
@@ -344,24 +319,24 @@ func (w *warmPool) rewriteSeed(ctx context.Context, path string, seed Seed) erro
 // template is filled.
 func (w *warmPool) adopt(ctx context.Context) {
 	root := filepath.Join(w.dataDir, "desktops")
-	entries, _ := os.ReadDir(root)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(root, e.Name(), spareFile))
+	names, _ := w.local.ReadDir(ctx, root)
+	for _, name := range names {
+		b, err := w.local.ReadFile(ctx, filepath.Join(root, name, spareFile))
 		if err != nil {
 			continue
 		}
 		var sp spare
-		if json.Unmarshal(b, &sp) != nil || sp.ID != e.Name() {
+		if json.Unmarshal(b, &sp) != nil || sp.ID != name {
 			continue
 		}
 		if _, err := w.store.GetDesktop(ctx, sp.ID); err == nil || !errors.Is(err, desktop.ErrNotFound) {
 			if err == nil {
-				os.Remove(filepath.Join(root, e.Name(), spareFile))
+				w.local.Remove(ctx, filepath.Join(root, name, spareFile))
 			}
 			continue
 		}
 		st, err := w.vms.State(ctx, (&desktop.Desktop{ID: sp.ID}).DomainName())
-		if t := w.readyKey(sp.Template); err == nil && st == desktop.VMPaused && t != nil && w.spares.count(sp.Template) < w.keep {
+		if t := w.readyKey(ctx, sp.Template); err == nil && st == desktop.VMPaused && t != nil && w.spares.count(sp.Template) < w.keep {
 			// Its address is reserved again: a spare made by an older
 			// bureau had none.
 			if err := w.reserveAddress(ctx, &sp); err == nil {

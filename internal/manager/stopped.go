@@ -8,7 +8,8 @@ import (
 
 // StoppedDisks works on the disk files of a desktop whose VM is off: their
 // internal snapshots and their size. On bureau's own host qemu-img does it
-// (Disks); on a remote host, that host's libvirtd (Site.Disks).
+// (hostfiles.Local over Disks); on a remote host, that host's libvirtd
+// (Site.Disks).
 type StoppedDisks interface {
 	Snapshot(ctx context.Context, path, name string) error
 	RevertSnapshot(ctx context.Context, path, name string) error
@@ -18,7 +19,7 @@ type StoppedDisks interface {
 	Resize(ctx context.Context, path string, sizeGiB int) error
 }
 
-// FileSizes measures files on a remote host.
+// FileSizes measures a desktop's files on its host.
 type FileSizes interface {
 	// Allocated is the bytes the file at path takes on the host's disk
 	// (0 when it is not there).
@@ -28,15 +29,12 @@ type FileSizes interface {
 // stoppedDisks is what works on d's disk files while its VM is off, on
 // whichever host they are.
 func (m *Manager) stoppedDisks(ctx context.Context, d *desktop.Desktop) (StoppedDisks, error) {
-	if !d.Remote() {
-		return m.disks, nil
-	}
-	s, err := m.site(ctx, d)
+	files, err := m.filesOf(ctx, d)
 	if err != nil {
 		return nil, err
 	}
-	if s.Disks == nil {
+	if files.Disks == nil {
 		return nil, localOnly(d, "work on its disks while it is stopped")
 	}
-	return s.Disks, nil
+	return files.Disks, nil
 }

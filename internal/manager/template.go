@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -48,6 +47,7 @@ type warmPool struct {
 	ops       *runner
 	vms       warmVMs
 	disks     warmDisks
+	local     warmFiles
 	seeds     SeedWriter
 	store     warmStore
 	vmConfigs vmConfigs
@@ -90,6 +90,15 @@ type warmDisks interface {
 	CreateOverlay(ctx context.Context, base, path string, sizeGiB int) error
 	CreateDataDisk(ctx context.Context, path string, sizeGiB int) error
 	Copy(ctx context.Context, src, dst string) error
+}
+
+// warmFiles keeps templates' and spares' files where they are, on
+// bureau's own host: their records, their folders, a warm create's SSH
+// keys and a spare's seed (hostfiles.Local).
+type warmFiles interface {
+	LocalFiles
+	Remove(ctx context.Context, path string) error
+	RemoveAllBut(ctx context.Context, dir, keep string) (kept bool, err error)
 }
 
 // warmStore reads the images templates are built from and tells a spare
@@ -139,17 +148,14 @@ func (w *warmPool) dir(key string) string {
 }
 
 // list lists the templates on this host.
-func (w *warmPool) list(context.Context) ([]*Template, error) {
-	entries, err := os.ReadDir(filepath.Join(w.dataDir, "templates"))
-	if errors.Is(err, os.ErrNotExist) {
-		return []*Template{}, nil
-	}
+func (w *warmPool) list(ctx context.Context) ([]*Template, error) {
+	keys, err := w.local.ReadDir(ctx, filepath.Join(w.dataDir, "templates"))
 	if err != nil {
 		return nil, err
 	}
 	out := []*Template{}
-	for _, e := range entries {
-		if t, err := w.read(e.Name()); err == nil {
+	for _, key := range keys {
+		if t, err := w.read(ctx, key); err == nil {
 			t.Spares = w.spares.count(t.Key)
 			out = append(out, t)
 		}
@@ -157,8 +163,8 @@ func (w *warmPool) list(context.Context) ([]*Template, error) {
 	return out, nil
 }
 
-func (w *warmPool) read(key string) (*Template, error) {
-	b, err := os.ReadFile(filepath.Join(w.dir(key), templateMetaFile))
+func (w *warmPool) read(ctx context.Context, key string) (*Template, error) {
+	b, err := w.local.ReadFile(ctx, filepath.Join(w.dir(key), templateMetaFile))
 	if err != nil {
 		return nil, err
 	}
@@ -166,13 +172,14 @@ func (w *warmPool) read(key string) (*Template, error) {
 	return &t, json.Unmarshal(b, &t)
 }
 
-func (w *warmPool) write(t *Template) error {
+// write replaces t's record at once: a crash leaves the old or the new.
+func (w *warmPool) write(ctx context.Context, t *Template) error {
 	b, _ := json.MarshalIndent(t, "", "  ")
 	tmp := filepath.Join(w.dir(t.Key), templateMetaFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	if err := w.local.WriteFile(ctx, tmp, b, 0o600); err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(w.dir(t.Key), templateMetaFile))
+	return w.local.Rename(ctx, tmp, filepath.Join(w.dir(t.Key), templateMetaFile))
 }
 
 // abandonBuilds runs at start-up: a template build a previous
@@ -185,7 +192,7 @@ func (w *warmPool) abandonBuilds(ctx context.Context) {
 	for _, t := range ts {
 		if t.State == "building" {
 			t.State, t.Error = "failed", "interrupted by a bureau restart; build it again"
-			w.write(t)
+			w.write(ctx, t)
 		}
 	}
 	vms, err := w.vms.List(ctx)
@@ -201,13 +208,13 @@ func (w *warmPool) abandonBuilds(ctx context.Context) {
 }
 
 // ready returns the ready template for this image and size, if any.
-func (w *warmPool) ready(image string, vcpus, mem int) *Template {
-	return w.readyKey(templateKey(image, vcpus, mem))
+func (w *warmPool) ready(ctx context.Context, image string, vcpus, mem int) *Template {
+	return w.readyKey(ctx, templateKey(image, vcpus, mem))
 }
 
 // readyKey is the ready template named key, if any.
-func (w *warmPool) readyKey(key string) *Template {
-	t, err := w.read(key)
+func (w *warmPool) readyKey(ctx context.Context, key string) *Template {
+	t, err := w.read(ctx, key)
 	if err != nil || t.State != "ready" {
 		return nil
 	}
@@ -238,18 +245,18 @@ func (w *warmPool) build(ctx context.Context, image string, vcpus, mem int) (*Te
 	if err := w.ops.lock("template/"+key, "build"); err != nil {
 		return nil, err
 	}
-	if t, err := w.read(key); err == nil && t.State == "ready" {
+	if t, err := w.read(ctx, key); err == nil && t.State == "ready" {
 		w.ops.unlock("template/" + key)
 		return t, nil
 	}
 	dir := w.dir(key)
-	os.RemoveAll(dir) // a failed or interrupted build starts over
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	w.local.RemoveAllBut(ctx, dir, "") // a failed or interrupted build starts over
+	if err := w.local.MkdirAll(ctx, dir, 0o750); err != nil {
 		w.ops.unlock("template/" + key)
 		return nil, err
 	}
 	t := &Template{Key: key, Image: image, VCPUs: vcpus, MemoryMiB: mem, State: "building", CreatedAt: time.Now().UTC()}
-	if err := w.write(t); err != nil {
+	if err := w.write(ctx, t); err != nil {
 		w.ops.unlock("template/" + key)
 		return nil, err
 	}
@@ -263,7 +270,7 @@ func (w *warmPool) build(ctx context.Context, image string, vcpus, mem int) (*Te
 			cp.State, cp.BuildTime = "ready", time.Since(begun).Round(time.Second).String()
 			w.log.Info("template ready", "template", key, "took", cp.BuildTime)
 		}
-		w.write(&cp)
+		w.write(ctx, &cp)
 		w.fill(key)
 	})
 	return t, nil
@@ -321,18 +328,18 @@ func (w *warmPool) bootAndSave(ctx context.Context, t *Template, base string) er
 	if err := w.vms.SaveTo(ctx, vm.Name, filepath.Join(dir, "ram.save")); err != nil {
 		return err
 	}
-	return shareTemplate(dir, vm.OSDisk)
+	return w.share(ctx, dir, vm.OSDisk)
 }
 
-// shareTemplate gives a built template's files back to root: its OS disk
-// becomes a read-only base every warm desktop's QEMU reads (as an image is);
-// its RAM and data disk only bureau reads, to copy them.
-func shareTemplate(dir, osDisk string) error {
-	disown(dir)
-	if err := os.Chmod(dir, 0o711); err != nil {
+// share gives a built template's files back to root: its OS disk becomes
+// a read-only base every warm desktop's QEMU reads (as an image is); its
+// RAM and data disk only bureau reads, to copy them.
+func (w *warmPool) share(ctx context.Context, dir, osDisk string) error {
+	w.local.Disown(ctx, dir)
+	if err := w.local.Chmod(ctx, dir, 0o711); err != nil {
 		return err
 	}
-	return os.Chmod(osDisk, 0o644)
+	return w.local.Chmod(ctx, osDisk, 0o644)
 }
 
 // fromTemplate makes a desktop from a ready template: overlay of its OS disk,
@@ -345,10 +352,10 @@ func (w *warmPool) fromTemplate(ctx context.Context, d *desktop.Desktop, t *Temp
 	if err := w.files(ctx, t, d, vm, seed, undo); err != nil {
 		return err
 	}
-	if err := keepIdentityKeys(d, seed); err != nil {
+	if err := keepIdentityKeys(ctx, w.local, d, seed); err != nil {
 		return err
 	}
-	undo.add(func(context.Context) { os.Remove(identityKeys(d)) })
+	undo.add(func(ctx context.Context) { w.local.Remove(ctx, identityKeys(d)) })
 	w.ops.step(ctx, d, stepWarmRestore)
 	restoreAt := time.Now()
 	took.disks = restoreAt.Sub(begun)
@@ -368,15 +375,15 @@ func (w *warmPool) files(ctx context.Context, t *Template, d *desktop.Desktop, v
 	if err := w.disks.Copy(ctx, filepath.Join(dir, "data.qcow2"), d.DataDiskPath); err != nil {
 		return fmt.Errorf("data disk: %w", err)
 	}
-	undo.add(func(context.Context) { os.Remove(d.DataDiskPath) })
+	undo.add(func(ctx context.Context) { w.local.Remove(ctx, d.DataDiskPath) })
 	if err := w.disks.CreateOverlay(ctx, filepath.Join(dir, "os.qcow2"), vm.OSDisk, w.osDiskGiB); err != nil {
 		return fmt.Errorf("OS disk: %w", err)
 	}
-	undo.add(func(context.Context) { os.Remove(vm.OSDisk) })
+	undo.add(func(ctx context.Context) { w.local.Remove(ctx, vm.OSDisk) })
 	if err := w.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
 		return fmt.Errorf("cloud-init seed: %w", err)
 	}
-	undo.add(func(context.Context) { os.Remove(vm.SeedISO); os.Remove(vm.SerialLog) })
+	undo.add(func(ctx context.Context) { w.local.Remove(ctx, vm.SeedISO); w.local.Remove(ctx, vm.SerialLog) })
 	if err := w.vms.Define(ctx, vm); err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ func (h *harness) waitTemplate(t *testing.T, key string) *Template {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if tp, err := h.m.warm.read(key); err == nil && tp.State != "building" {
+		if tp, err := h.m.warm.read(context.Background(), key); err == nil && tp.State != "building" {
 			return tp
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -93,7 +93,7 @@ func TestTemplateRefusals(t *testing.T) {
 	if got := h.waitTemplate(t, tp.Key); got.State != "failed" || got.Error == "" {
 		t.Errorf("failed build: %+v", got)
 	}
-	if h.m.warm.ready("base", 1, 1024) != nil {
+	if h.m.warm.ready(context.Background(), "base", 1, 1024) != nil {
 		t.Error("a failed template is used")
 	}
 }
