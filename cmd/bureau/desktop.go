@@ -15,7 +15,6 @@ import (
 	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/config"
 	"github.com/bureau/bureau/internal/desktop"
-	"github.com/bureau/bureau/internal/manager"
 	"github.com/spf13/cobra"
 )
 
@@ -171,7 +170,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var res manager.DeleteResult
+			var res apiv1.DeleteResult
 			path := fmt.Sprintf("/api/v1/desktops/%s?delete_data=%t", d.ID, deleteData)
 			if keepRecordings {
 				path += "&keep_recordings=true"

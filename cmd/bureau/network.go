@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/config"
-	"github.com/bureau/bureau/internal/desktop"
 	"github.com/spf13/cobra"
 )
 
@@ -30,7 +30,7 @@ admin's to open; cloud metadata (link-local) nobody's.`,
 				return err
 			}
 			if reset || len(allow) > 0 || len(deny) > 0 || noDNS {
-				p := desktop.NetworkPolicy{AllowOut: allow, DenyOut: deny, DenyDNS: noDNS}
+				p := apiv1.NetworkPolicy{AllowOut: allow, DenyOut: deny, DenyDNS: noDNS}
 				if err := c.do(ctx, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": p}, d); err != nil {
 					return err
 				}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/config"
-	"github.com/bureau/bureau/internal/desktop"
 	"github.com/spf13/cobra"
 )
 
@@ -27,13 +27,13 @@ func quotaCmd(cfg *config.Config) *cobra.Command {
 			return printJSON(out)
 		}),
 	}
-	var q desktop.Quota
+	var q apiv1.Quota
 	set := &cobra.Command{
 		Use:   "set OWNER",
 		Short: "Give an owner a plan, or custom limits with --plan custom (admin)",
 		Args:  cobra.ExactArgs(1),
 		RunE: runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
-			var out desktop.Quota
+			var out apiv1.Quota
 			if err := c.do(ctx, "PUT", "/api/v1/quotas/"+args[0], q, &out); err != nil {
 				return err
 			}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/config"
-	"github.com/bureau/bureau/internal/desktop"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -55,7 +55,7 @@ func secretCmd(cfg *config.Config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var sec desktop.Secret
+			var sec apiv1.Secret
 			// One trailing newline (echo, a file) is not part of the value.
 			v := strings.TrimSuffix(strings.TrimSuffix(string(value), "\n"), "\r")
 			if err := c.do(ctx, "PUT", p, map[string]string{"value": v}, &sec); err != nil {
@@ -74,7 +74,7 @@ func secretCmd(cfg *config.Config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var out struct{ Secrets []desktop.Secret }
+			var out struct{ Secrets []apiv1.Secret }
 			if err := c.do(ctx, "GET", p, nil, &out); err != nil {
 				return err
 			}

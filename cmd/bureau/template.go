@@ -7,8 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/config"
-	"github.com/bureau/bureau/internal/manager"
 	"github.com/spf13/cobra"
 )
 
@@ -25,14 +25,14 @@ func templateCmd(cfg *config.Config) *cobra.Command {
 		Short: "Boot a desktop of an image and size once and save it (admin)",
 		Args:  cobra.NoArgs,
 		RunE: runWithClient(cfg, func(ctx context.Context, c *client, _ []string) error {
-			var t manager.Template
+			var t apiv1.Template
 			if err := c.do(ctx, "POST", "/api/v1/templates", req, &t); err != nil {
 				return err
 			}
 			deadline := time.Now().Add(wait)
 			for t.State == "building" && time.Now().Before(deadline) {
 				time.Sleep(5 * time.Second)
-				var list struct{ Templates []manager.Template }
+				var list struct{ Templates []apiv1.Template }
 				if err := c.do(ctx, "GET", "/api/v1/templates", nil, &list); err != nil {
 					return err
 				}
@@ -56,7 +56,7 @@ func templateCmd(cfg *config.Config) *cobra.Command {
 		Use:   "list",
 		Short: "List templates",
 		RunE: runWithClient(cfg, func(ctx context.Context, c *client, _ []string) error {
-			var out struct{ Templates []manager.Template }
+			var out struct{ Templates []apiv1.Template }
 			if err := c.do(ctx, "GET", "/api/v1/templates", nil, &out); err != nil {
 				return err
 			}

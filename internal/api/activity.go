@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/manager"
 	"github.com/gin-gonic/gin"
@@ -39,12 +40,12 @@ func isPassive(c *gin.Context) bool {
 }
 
 type updateDesktopRequest struct {
-	IdleTimeout    *int                   `json:"idle_timeout_seconds"`
-	NapAfter       *int                   `json:"nap_after_seconds"`
-	SleepAfter     *int                   `json:"sleep_after_seconds"`
-	RestartOnCrash *bool                  `json:"restart_on_crash"`
-	Network        *desktop.NetworkPolicy `json:"network"`
-	KeyboardLayout *string                `json:"keyboard_layout"`
+	IdleTimeout    *int                 `json:"idle_timeout_seconds"`
+	NapAfter       *int                 `json:"nap_after_seconds"`
+	SleepAfter     *int                 `json:"sleep_after_seconds"`
+	RestartOnCrash *bool                `json:"restart_on_crash"`
+	Network        *apiv1.NetworkPolicy `json:"network"`
+	KeyboardLayout *string              `json:"keyboard_layout"`
 }
 
 // policies says whether the request changes one of the desktop's
@@ -99,13 +100,14 @@ func (s *server) updateDesktop(c *gin.Context) (reply, error) {
 		}
 	}
 	if req.Network != nil {
-		if err := req.Network.Validate(); err != nil {
+		policy := req.Network.ToNetworkPolicy()
+		if err := policy.Validate(); err != nil {
 			return reply{}, err
 		}
-		if err := s.mayOpen(c, *req.Network, d.Network.AllowOut); err != nil {
+		if err := s.mayOpen(c, policy, d.Network.AllowOut); err != nil {
 			return reply{}, err
 		}
-		if d, err = s.Desktops.SetNetworkPolicy(c.Request.Context(), d.ID, *req.Network, actor(c)); err != nil {
+		if d, err = s.Desktops.SetNetworkPolicy(c.Request.Context(), d.ID, policy, actor(c)); err != nil {
 			return reply{}, err
 		}
 	}

@@ -853,6 +853,12 @@ func TestImportStreamsProgress(t *testing.T) {
 		!strings.Contains(lines[0], `"progress"`) || !strings.Contains(lines[1], `"image"`) {
 		t.Fatalf("import stream: %s %q", resp.Header.Get("Content-Type"), data)
 	}
+	// The last line is written by the handler itself, yet the image in it
+	// is the API's, like any reply's.
+	var last struct{ Image map[string]any }
+	if err := json.Unmarshal([]byte(lines[1]), &last); err != nil || last.Image["name"] != "u" || last.Image["size_bytes"] == nil {
+		t.Errorf("import stream's image: %s", lines[1])
+	}
 }
 
 type fakeLive struct {

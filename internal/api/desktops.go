@@ -25,18 +25,25 @@ type createDesktopRequest struct {
 	NapAfter    *int     `json:"nap_after_seconds"`
 	SleepAfter  *int     `json:"sleep_after_seconds"`
 	// From clones another desktop's snapshot.
-	From *manager.CloneSource `json:"from"`
+	From *cloneFrom `json:"from"`
 	// Cold boots even when a warm template of this image and size is ready.
 	Cold bool `json:"cold"`
 	// Network is what the desktop may reach outside (default: the
 	// internet, nothing private).
-	Network *desktop.NetworkPolicy `json:"network"`
+	Network *apiv1.NetworkPolicy `json:"network"`
 	// KeyboardLayout is the guest's XKB layout (default us).
 	KeyboardLayout string `json:"keyboard_layout"`
 	// Host runs it on one of bureau's hosts (admins; default: bureau's own).
 	Host string `json:"host"`
 	// Placement asks for a host carrying these labels (placement on).
 	Placement *apiv1.PlacementRequest `json:"placement"`
+}
+
+// cloneFrom is a create request's "from": the snapshot of another desktop
+// the new one starts as.
+type cloneFrom struct {
+	DesktopID string `json:"desktop"`
+	Snapshot  string `json:"snapshot"`
 }
 
 // Defaults for sizes a create request leaves out: the free tier.
@@ -62,10 +69,12 @@ func (s *server) createDesktop(c *gin.Context) (reply, error) {
 		return reply{}, &desktop.ValidationError{Field: "ssh_authorized_keys", Message: "at most 32 keys"}
 	}
 	dataDisk := orDefault(req.DataDiskGiB, defaultDataDiskGiB)
+	var from *manager.CloneSource
 	if req.From != nil {
 		if err := s.canClone(c, req.From); err != nil {
 			return reply{}, err
 		}
+		from = &manager.CloneSource{DesktopID: req.From.DesktopID, Snapshot: req.From.Snapshot}
 		if req.DataDiskGiB == nil {
 			dataDisk = 0 // the source's size
 		}
@@ -82,12 +91,12 @@ func (s *server) createDesktop(c *gin.Context) (reply, error) {
 	}
 	var policy desktop.NetworkPolicy
 	if req.Network != nil {
-		policy = *req.Network
+		policy = req.Network.ToNetworkPolicy()
 		if err := s.mayOpen(c, policy, nil); err != nil {
 			return reply{}, err
 		}
 	}
-	d, err := s.Desktops.Create(c.Request.Context(), manager.CreateRequest{From: req.From, Unlimited: isAdmin(c), Cold: req.Cold, Network: policy, KeyboardLayout: req.KeyboardLayout, Host: req.Host, PlaceLabels: labels,
+	d, err := s.Desktops.Create(c.Request.Context(), manager.CreateRequest{From: from, Unlimited: isAdmin(c), Cold: req.Cold, Network: policy, KeyboardLayout: req.KeyboardLayout, Host: req.Host, PlaceLabels: labels,
 		Owner: caller(c).Owner, Name: req.Name, SSHKeys: req.SSHKeys, Actor: actor(c), IdleTimeout: req.IdleTimeout,
 		NapAfter: req.NapAfter, SleepAfter: req.SleepAfter,
 		Spec: desktop.Spec{Image: req.Image, VCPUs: orDefault(req.VCPUs, defaultVCPUs),
@@ -243,7 +252,7 @@ func boolQuery(c *gin.Context, name string) (bool, error) {
 
 // canClone checks that the caller may see the desktop a clone copies from;
 // one it may not see does not exist for it.
-func (s *server) canClone(c *gin.Context, from *manager.CloneSource) error {
+func (s *server) canClone(c *gin.Context, from *cloneFrom) error {
 	if from.DesktopID == "" || from.Snapshot == "" {
 		return &desktop.ValidationError{Field: "from", Message: `give {"desktop": id, "snapshot": name}`}
 	}

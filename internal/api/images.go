@@ -77,6 +77,8 @@ func (s *server) importImage(c *gin.Context) (reply, error) {
 		flush(gin.H{"error": body})
 		return reply{}, nil
 	}
-	flush(gin.H{"image": im})
+	// The stream is written here, not by handle: the image goes through
+	// forCaller as a reply's body would.
+	flush(s.forCaller(c, gin.H{"image": im}))
 	return reply{}, nil
 }

@@ -10,69 +10,69 @@ import (
 
 // Spec is what a caller asks for when creating a desktop.
 type Spec struct {
-	Image       string `json:"image"`
-	VCPUs       int    `json:"vcpus"`
-	MemoryMiB   int    `json:"memory_mib"`
-	DataDiskGiB int    `json:"data_disk_gib"`
+	Image       string
+	VCPUs       int
+	MemoryMiB   int
+	DataDiskGiB int
 }
 
 // Desktop is one persistent Linux desktop: a VM plus its disks.
 type Desktop struct {
-	ID    string `json:"id"`
-	Owner string `json:"owner"`
-	Name  string `json:"name"`
+	ID    string
+	Owner string
+	Name  string
 	Spec
 
-	State        State  `json:"state"`
-	DesiredState State  `json:"desired_state"`
-	LastError    string `json:"last_error,omitempty"`
+	State        State
+	DesiredState State
+	LastError    string
 	// Operation is the multi-step operation in flight, recorded before it
 	// starts so a restart can finish or undo it.
-	Operation string `json:"operation,omitempty"`
+	Operation string
 	// Step is how far Operation got (recorded before each step that a
 	// restart must know about, and each a caller waits through).
-	Step string `json:"operation_step,omitempty"`
+	Step string
 	// OperationStartedAt is when Operation began; nil when none runs.
-	OperationStartedAt *time.Time `json:"operation_started_at,omitempty"`
+	OperationStartedAt *time.Time
 	// Version counts state writes; each write names the version it read.
-	Version int64 `json:"-"`
+	Version int64
 
-	Accelerator string `json:"accelerator"`
-	Dir         string `json:"-"`
+	Accelerator string
+	Dir         string
 	// DataDiskPath is where the data disk lives; after a delete that kept it,
 	// this says where to find it.
-	DataDiskPath string `json:"data_disk_path,omitempty"`
+	DataDiskPath string
 	// IdleTimeoutSeconds: a running desktop with no console viewers, no API
 	// actions and an idle guest CPU for this long is hibernated; 0 = never.
-	IdleTimeoutSeconds int `json:"idle_timeout_seconds"`
+	IdleTimeoutSeconds int
 	// NapAfterSeconds and SleepAfterSeconds are the idle tiers before
 	// hibernation (see StateNapping): quiet this long, the desktop naps,
 	// then sleeps; 0 skips the tier.
-	NapAfterSeconds   int `json:"nap_after_seconds"`
-	SleepAfterSeconds int `json:"sleep_after_seconds"`
+	NapAfterSeconds   int
+	SleepAfterSeconds int
 	// RestartOnCrash starts the desktop again when its QEMU process dies.
-	RestartOnCrash bool `json:"restart_on_crash"`
+	RestartOnCrash bool
 	// Network is what the desktop may reach outside (see NetworkPolicy).
-	Network NetworkPolicy `json:"network"`
+	Network NetworkPolicy
 	// KeyboardLayout is the guest's XKB keyboard layout ("us", "de", …):
 	// set in the guest by bureau, and what typed text is mapped to keys for.
-	KeyboardLayout string `json:"keyboard_layout"`
+	KeyboardLayout string
 	// VMUID is the host user its QEMU runs as: one per desktop, so one
 	// desktop's QEMU cannot read another's disks (0 = not yet given one).
-	VMUID int `json:"-"`
+	VMUID int
 	// NetIP is its address on the desktops' network: reserved for its MAC
 	// in DHCP, and the only one the firewall lets it send from.
-	NetIP string `json:"ip,omitempty"`
+	NetIP string
 	// Host is the host it runs on (LocalHost: the one bureau runs on).
-	Host string `json:"host"`
+	Host string
 	// RenewAddress: it was moved to another host while hibernated, and
 	// its saved RAM still holds the old host's address; after its next
 	// wake its NIC is bounced so the guest asks the new host's DHCP.
-	RenewAddress bool `json:"-"`
+	RenewAddress bool
 
-	CreatedAt time.Time  `json:"created_at"`
-	UpdatedAt time.Time  `json:"updated_at"`
-	DeletedAt *time.Time `json:"deleted_at,omitempty"`
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	DeletedAt *time.Time
 }
 
 // DomainName is the libvirt domain name of a desktop.
@@ -94,25 +94,25 @@ func IDOfDomain(domain string) (string, bool) {
 
 // Event is one entry of a desktop's history.
 type Event struct {
-	ID        string    `json:"id"`
-	DesktopID string    `json:"desktop_id"`
-	Type      string    `json:"type"`
-	Message   string    `json:"message"`
-	Actor     string    `json:"actor"`
-	CreatedAt time.Time `json:"created_at"`
+	ID        string
+	DesktopID string
+	Type      string
+	Message   string
+	Actor     string
+	CreatedAt time.Time
 }
 
 // Image is a registered base image desktops boot from.
 type Image struct {
-	Name       string    `json:"name"`
-	OS         string    `json:"os"`
-	Version    string    `json:"version"`
-	Path       string    `json:"path"`
-	SizeBytes  int64     `json:"size_bytes"`
-	SHA256     string    `json:"sha256"`
-	RecipeHash string    `json:"recipe_hash,omitempty"`
-	Source     string    `json:"source"`
-	CreatedAt  time.Time `json:"created_at"`
+	Name       string
+	OS         string
+	Version    string
+	Path       string
+	SizeBytes  int64
+	SHA256     string
+	RecipeHash string
+	Source     string
+	CreatedAt  time.Time
 }
 
 // VMConfig is everything a hypervisor needs to define a desktop's VM. It is
@@ -183,10 +183,10 @@ type Exec struct {
 
 // ExecResult is what a finished guest command produced.
 type ExecResult struct {
-	ExitCode  int    `json:"exit_code"`
-	Stdout    []byte `json:"stdout"`
-	Stderr    []byte `json:"stderr"`
-	Truncated bool   `json:"truncated"`
+	ExitCode  int
+	Stdout    []byte
+	Stderr    []byte
+	Truncated bool
 }
 
 // Filter narrows a listing of desktops; zero values match every live one.
@@ -198,36 +198,36 @@ type Filter struct {
 
 // VMStats are a running VM's resource figures as the hypervisor reports them.
 type VMStats struct {
-	CPUTimeNs uint64 `json:"cpu_time_ns"`
-	VCPUs     int    `json:"vcpus"`
+	CPUTimeNs uint64
+	VCPUs     int
 	// Memory in KiB: the maximum, what the balloon currently gives the
 	// guest, what the QEMU process holds on the host, and the guest's own
 	// view (available, unused, usable) when its balloon driver reports it.
-	MemoryMaxKiB       uint64      `json:"memory_max_kib"`
-	MemoryCurrentKiB   uint64      `json:"memory_current_kib"`
-	MemoryRSSKiB       uint64      `json:"memory_rss_kib"`
-	MemoryAvailableKiB uint64      `json:"memory_available_kib,omitempty"`
-	MemoryUnusedKiB    uint64      `json:"memory_unused_kib,omitempty"`
-	MemoryUsableKiB    uint64      `json:"memory_usable_kib,omitempty"`
-	Disks              []DiskStats `json:"disks"`
-	Networks           []NetStats  `json:"networks"`
+	MemoryMaxKiB       uint64
+	MemoryCurrentKiB   uint64
+	MemoryRSSKiB       uint64
+	MemoryAvailableKiB uint64
+	MemoryUnusedKiB    uint64
+	MemoryUsableKiB    uint64
+	Disks              []DiskStats
+	Networks           []NetStats
 }
 
 // DiskStats are one disk's I/O counters and sizes.
 type DiskStats struct {
-	Name            string `json:"name"`
-	Path            string `json:"path"`
-	ReadBytes       uint64 `json:"read_bytes"`
-	WriteBytes      uint64 `json:"write_bytes"`
-	ReadRequests    uint64 `json:"read_requests"`
-	WriteRequests   uint64 `json:"write_requests"`
-	AllocationBytes uint64 `json:"allocation_bytes"`
-	CapacityBytes   uint64 `json:"capacity_bytes"`
+	Name            string
+	Path            string
+	ReadBytes       uint64
+	WriteBytes      uint64
+	ReadRequests    uint64
+	WriteRequests   uint64
+	AllocationBytes uint64
+	CapacityBytes   uint64
 }
 
 // NetStats are one network interface's counters.
 type NetStats struct {
-	Name    string `json:"name"`
-	RxBytes uint64 `json:"rx_bytes"`
-	TxBytes uint64 `json:"tx_bytes"`
+	Name    string
+	RxBytes uint64
+	TxBytes uint64
 }

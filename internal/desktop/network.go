@@ -16,12 +16,12 @@ import (
 // wins over a deny, so {"deny_out":["0.0.0.0/0"],"allow_out":[…]} is an
 // allow-list). Nothing opens the host or other desktops.
 type NetworkPolicy struct {
-	AllowOut []string `json:"allow_out"`
-	DenyOut  []string `json:"deny_out"`
+	AllowOut []string
+	DenyOut  []string
 	// DenyDNS drops the desktop's DNS to its gateway, which is otherwise
 	// always allowed: with it an allow-list desktop cannot tunnel out
 	// through DNS queries nor learn host-internal names.
-	DenyDNS bool `json:"deny_dns,omitempty"`
+	DenyDNS bool
 }
 
 // MaxNetworkRules bounds each list of a network policy.

@@ -8,15 +8,15 @@ import (
 
 // Quota is what one owner may use in total. Zero means no limit.
 type Quota struct {
-	Owner        string `json:"owner"`
-	Plan         string `json:"plan"`
-	MaxDesktops  int    `json:"max_desktops"`
-	MaxVCPUs     int    `json:"max_vcpus"`
-	MaxMemoryMiB int    `json:"max_memory_mib"`
+	Owner        string
+	Plan         string
+	MaxDesktops  int
+	MaxVCPUs     int
+	MaxMemoryMiB int
 	// MaxDiskGiB covers data disks and snapshots.
-	MaxDiskGiB int `json:"max_disk_gib"`
+	MaxDiskGiB int
 	// MaxSnapshots counts the snapshots of all the owner's desktops.
-	MaxSnapshots int `json:"max_snapshots"`
+	MaxSnapshots int
 }
 
 // Plans are the built-in quotas; "free" is the free tier.
@@ -39,11 +39,11 @@ func PlanNames() []string {
 // Usage is what an owner uses now; disk in MiB so snapshots count exactly.
 // Desktops in every state but deleted count, creating and error included.
 type Usage struct {
-	Desktops  int `json:"desktops"`
-	VCPUs     int `json:"vcpus"`
-	MemoryMiB int `json:"memory_mib"`
-	DiskMiB   int `json:"disk_mib"`
-	Snapshots int `json:"snapshots"`
+	Desktops  int
+	VCPUs     int
+	MemoryMiB int
+	DiskMiB   int
+	Snapshots int
 }
 
 // Plus is u with a request's additions on top.

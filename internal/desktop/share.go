@@ -6,19 +6,19 @@ import "time"
 // may open the port's live URL until it expires or is revoked (only GET
 // and HEAD when ReadOnly).
 type Share struct {
-	ID        string     `json:"id"`
-	DesktopID string     `json:"desktop_id"`
-	Owner     string     `json:"owner"`
-	Port      int        `json:"port"`
-	Hash      string     `json:"-"`
-	ReadOnly  bool       `json:"read_only"`
-	CreatedBy string     `json:"created_by,omitempty"`
-	CreatedAt time.Time  `json:"created_at"`
-	ExpiresAt time.Time  `json:"expires_at"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	ID        string
+	DesktopID string
+	Owner     string
+	Port      int
+	Hash      string
+	ReadOnly  bool
+	CreatedBy string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	RevokedAt *time.Time
 	// MadeBy is the API token that made it: revoking that token revokes
 	// the link, which never outlives it.
-	MadeBy string `json:"-"`
+	MadeBy string
 }
 
 // Usable says whether the link still opens its URL at now.

@@ -14,16 +14,16 @@ const (
 
 // Snapshot is a named point a desktop can be reverted to.
 type Snapshot struct {
-	ID          string     `json:"id"`
-	DesktopID   string     `json:"desktop_id"`
-	Name        string     `json:"name"`
-	Description string     `json:"description,omitempty"`
-	Scope       string     `json:"scope"`
-	Memory      bool       `json:"memory"`
-	Parent      string     `json:"parent,omitempty"`
-	SizeBytes   int64      `json:"size_bytes"`
-	CreatedAt   time.Time  `json:"created_at"`
-	RevertedAt  *time.Time `json:"reverted_at,omitempty"`
+	ID          string
+	DesktopID   string
+	Name        string
+	Description string
+	Scope       string
+	Memory      bool
+	Parent      string
+	SizeBytes   int64
+	CreatedAt   time.Time
+	RevertedAt  *time.Time
 }
 
 var snapshotName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)

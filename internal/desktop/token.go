@@ -14,22 +14,22 @@ const (
 // Token is an API token's record. The secret itself is never stored, only
 // its SHA-256.
 type Token struct {
-	ID         string     `json:"id"`
-	Owner      string     `json:"owner"`
-	Name       string     `json:"name"`
-	Hash       string     `json:"-"`
-	Scope      string     `json:"scope"`
-	CreatedAt  time.Time  `json:"created_at"`
-	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
-	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
-	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
-	DesktopID  string     `json:"desktop_id,omitempty"`
+	ID         string
+	Owner      string
+	Name       string
+	Hash       string
+	Scope      string
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	ExpiresAt  *time.Time
+	RevokedAt  *time.Time
+	DesktopID  string
 	// ComputerOnly limits a desktop token to the screen, mouse and
 	// keyboard (screenshot and computer actions).
-	ComputerOnly bool `json:"computer_only,omitempty"`
+	ComputerOnly bool
 	// ParentID is the token that minted this one through the API ("" when
 	// made on the host); revoking the parent revokes it too.
-	ParentID string `json:"parent_id,omitempty"`
+	ParentID string
 }
 
 // Usable reports whether the token may authenticate a request at now.

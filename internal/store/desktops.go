@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -137,14 +136,6 @@ net_ip=CASE WHEN net_ip='' THEN ? ELSE net_ip END WHERE id=?`, uid, ip, id)
 // address.
 var ErrIdentityTaken = errors.New("taken by another desktop")
 
-func policyJSON(p desktop.NetworkPolicy) string {
-	if p.Default() {
-		return ""
-	}
-	b, _ := json.Marshal(p)
-	return string(b)
-}
-
 type scanner interface{ Scan(...any) error }
 
 func scanDesktop(r scanner) (*desktop.Desktop, error) {
@@ -160,10 +151,8 @@ func scanDesktop(r scanner) (*desktop.Desktop, error) {
 	if err != nil {
 		return nil, err
 	}
-	if policy != "" {
-		if err := json.Unmarshal([]byte(policy), &d.Network); err != nil {
-			return nil, fmt.Errorf("desktop %s: network policy: %w", d.ID, err)
-		}
+	if d.Network, err = parsePolicy(policy); err != nil {
+		return nil, fmt.Errorf("desktop %s: network policy: %w", d.ID, err)
 	}
 	d.State, d.DesiredState = desktop.State(state), desktop.State(desired)
 	d.CreatedAt, d.UpdatedAt, d.DeletedAt = fromMillis(created), fromMillis(updated), fromNullMillis(deleted)

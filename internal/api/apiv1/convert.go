@@ -17,10 +17,20 @@ func FromDesktop(d *desktop.Desktop) *Desktop {
 		Accelerator: d.Accelerator, DataDiskPath: d.DataDiskPath,
 		IdleTimeoutSeconds: d.IdleTimeoutSeconds, NapAfterSeconds: d.NapAfterSeconds, SleepAfterSeconds: d.SleepAfterSeconds,
 		RestartOnCrash: d.RestartOnCrash,
-		Network:        NetworkPolicy{AllowOut: d.Network.AllowOut, DenyOut: d.Network.DenyOut, DenyDNS: d.Network.DenyDNS},
+		Network:        FromNetworkPolicy(d.Network),
 		KeyboardLayout: d.KeyboardLayout, IP: d.NetIP, Host: d.Host,
 		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, DeletedAt: d.DeletedAt,
 	}
+}
+
+// FromNetworkPolicy is p as the API shows it.
+func FromNetworkPolicy(p desktop.NetworkPolicy) NetworkPolicy {
+	return NetworkPolicy{AllowOut: p.AllowOut, DenyOut: p.DenyOut, DenyDNS: p.DenyDNS}
+}
+
+// ToNetworkPolicy is the domain policy a request body asks for.
+func (p NetworkPolicy) ToNetworkPolicy() desktop.NetworkPolicy {
+	return desktop.NetworkPolicy{AllowOut: p.AllowOut, DenyOut: p.DenyOut, DenyDNS: p.DenyDNS}
 }
 
 // FromEvent is e as the API shows it.

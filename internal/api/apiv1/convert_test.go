@@ -84,6 +84,7 @@ func TestConvertersCarryEveryField(t *testing.T) {
 		"Quota":        func() any { var q desktop.Quota; fill(reflect.ValueOf(&q)); return FromQuota(q) },
 		"Usage":        func() any { var u desktop.Usage; fill(reflect.ValueOf(&u)); return FromUsage(u) },
 		"Stats":        func() any { var st desktop.VMStats; fill(reflect.ValueOf(&st)); return FromStats(&st) },
+		"Network":      func() any { var p desktop.NetworkPolicy; fill(reflect.ValueOf(&p)); return FromNetworkPolicy(p) },
 	}
 	for name, f := range conv {
 		if zero := zeroFields(reflect.ValueOf(f()), name); len(zero) > 0 {
@@ -94,6 +95,11 @@ func TestConvertersCarryEveryField(t *testing.T) {
 	fill(reflect.ValueOf(&q))
 	if back := FromQuota(q.ToQuota()); back != q {
 		t.Errorf("quota round trip: %+v != %+v", back, q)
+	}
+	var p NetworkPolicy
+	fill(reflect.ValueOf(&p))
+	if back := FromNetworkPolicy(p.ToNetworkPolicy()); !reflect.DeepEqual(back, p) {
+		t.Errorf("network policy round trip: %+v != %+v", back, p)
 	}
 }
 
