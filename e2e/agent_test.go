@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/bureau/bureau/internal/agent/client"
-	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/coder/websocket"
 )
 
@@ -37,7 +37,7 @@ type agentStatus struct {
 
 // agentUp waits until bureau-agent answers in the desktop, running the
 // binary bureau ships.
-func (s *server) agentUp(token string, d *desktop.Desktop, timeout time.Duration) time.Duration {
+func (s *server) agentUp(token string, d *apiv1.Desktop, timeout time.Duration) time.Duration {
 	s.t.Helper()
 	start := time.Now()
 	var st agentStatus
@@ -54,14 +54,14 @@ func (s *server) agentUp(token string, d *desktop.Desktop, timeout time.Duration
 
 // channelSockets lists the unix sockets of a desktop's agent channel and
 // who holds them, for a failure's log.
-func channelSockets(d *desktop.Desktop) string {
+func channelSockets(d *apiv1.Desktop) string {
 	out, err := exec.Command("ss", "-xap").CombinedOutput()
 	if err != nil {
 		return fmt.Sprintf("ss: %v %s", err, out)
 	}
 	var lines []string
 	for _, l := range strings.Split(string(out), "\n") {
-		if strings.Contains(l, d.DomainName()) && strings.Contains(l, "org.bureau.agent") {
+		if strings.Contains(l, domainOf(d.ID)) && strings.Contains(l, "org.bureau.agent") {
 			lines = append(lines, l)
 		}
 	}
@@ -69,7 +69,7 @@ func channelSockets(d *desktop.Desktop) string {
 }
 
 // getPort fetches a path of the desktop's port through bureau.
-func (s *server) getPort(token string, d *desktop.Desktop, port, path string) (int, string) {
+func (s *server) getPort(token string, d *apiv1.Desktop, port, path string) (int, string) {
 	s.t.Helper()
 	req, _ := http.NewRequest("GET", s.url+"/api/v1/desktops/"+d.ID+"/ports/"+port+path, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -84,7 +84,7 @@ func (s *server) getPort(token string, d *desktop.Desktop, port, path string) (i
 
 // servedAgain checks the background web server still answers through the
 // port proxy (after hibernation or a revert).
-func (s *server) servedAgain(token string, d *desktop.Desktop) {
+func (s *server) servedAgain(token string, d *apiv1.Desktop) {
 	s.t.Helper()
 	s.agentUp(token, d, 2*time.Minute)
 	if code, body := s.getPort(token, d, agentPort, "/"); code != 200 || !strings.Contains(body, "Directory listing") {
@@ -96,7 +96,7 @@ func (s *server) servedAgain(token string, d *desktop.Desktop) {
 // stream (virDomainOpenChannel), the transport bureau uses for a remote
 // libvirt host, from this test process. QEMU serves one client on the
 // channel's socket at a time: call it while bureau is stopped.
-func viaStream(t *testing.T, s *server, d *desktop.Desktop) {
+func viaStream(t *testing.T, s *server, d *apiv1.Desktop) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s.hv.AgentViaStream = true
@@ -105,7 +105,7 @@ func viaStream(t *testing.T, s *server, d *desktop.Desktop) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Forget(d.DomainName())
+	defer c.Forget(domainOf(d.ID))
 	// The agent in the guest notices that bureau let go of the channel
 	// only after a while (bureau's own client redials for as long): the
 	// first tries may get no answer.
@@ -117,12 +117,12 @@ func viaStream(t *testing.T, s *server, d *desktop.Desktop) {
 	for {
 		tries++
 		out.Reset()
-		ex, err = c.Exec(ctx, d.DomainName(), client.Command{Argv: []string{"/bin/sh", "-c", "echo via-stream; hostname"}},
+		ex, err = c.Exec(ctx, domainOf(d.ID), client.Command{Argv: []string{"/bin/sh", "-c", "echo via-stream; hostname"}},
 			client.ExecIO{Out: func(stream string, b []byte) error { out.Write(b); return nil }})
 		if err == nil || ctx.Err() != nil {
 			break
 		}
-		c.Forget(d.DomainName())
+		c.Forget(domainOf(d.ID))
 		time.Sleep(2 * time.Second)
 	}
 	if err != nil || ex.Code != 0 || out.String() != "via-stream\n"+d.Name+"\n" {
@@ -136,7 +136,7 @@ func viaStream(t *testing.T, s *server, d *desktop.Desktop) {
 // that leaves a server in the background returns at once; a background
 // process serves through the port proxy and its log is readable; a
 // terminal runs a command; a 256 MiB file goes both ways intact.
-func testBureauAgent(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testBureauAgent(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	base := "/api/v1/desktops/" + d.ID
 	t.Logf("bureau-agent up after %s more", s.agentUp(token, d, 3*time.Minute).Round(time.Second))
 	if out, code := s.guest(d, "systemctl is-active bureau-agent && systemctl is-enabled bureau-agent && test -x /usr/local/bin/bureau-agent && echo ok"); code != 0 || !strings.HasSuffix(out, "ok") {

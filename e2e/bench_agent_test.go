@@ -14,14 +14,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/coder/websocket"
 )
 
 // benchAgent compares bureau-agent with QEMU's guest agent on the same
 // desktop in one run: exec round trip, upload and download, terminal echo
 // and the port dialer against a direct connection inside the guest.
-func benchAgent(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, value string)) {
+func benchAgent(t *testing.T, s *server, d *apiv1.Desktop, addRow func(name, value string)) {
 	base := "/api/v1/desktops/" + d.ID
 	s.agentUp(adminToken, d, 3*time.Minute)
 	for _, via := range []struct{ name, q string }{{"bureau-agent", ""}, {"qemu-ga", "?agent=qemu-ga"}} {

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/api/apiv1"
 )
 
 // benchComputer measures what an agent waits for: one action's round
 // trip, typing speed by route, a scaled screenshot and an exec.
-func benchComputer(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, value string)) {
+func benchComputer(t *testing.T, s *server, d *apiv1.Desktop, addRow func(name, value string)) {
 	n := reps()
 	path := "/api/v1/desktops/" + d.ID + "/computer"
 	i := 0

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/capacity"
 	"github.com/bureau/bureau/internal/desktop"
 )
@@ -31,7 +32,7 @@ func TestDensity(t *testing.T) {
 	}
 	s := newServer(t)
 	fmt.Printf("template build: %s\n", s.buildTemplate(2, 2048).Round(time.Second))
-	var ds []*desktop.Desktop
+	var ds []*apiv1.Desktop
 	t.Cleanup(func() {
 		for _, d := range ds {
 			s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"?delete_data=true", nil, nil)
@@ -50,7 +51,7 @@ func TestDensity(t *testing.T) {
 		if code != http.StatusAccepted {
 			t.Fatalf("create %d: %d %s", i, code, raw)
 		}
-		var d desktop.Desktop
+		var d apiv1.Desktop
 		if err := json.Unmarshal(raw, &d); err != nil {
 			t.Fatalf("create: %v", err)
 		}
@@ -58,7 +59,7 @@ func TestDensity(t *testing.T) {
 		run := s.waitState(adminToken, d.ID, desktop.StateRunning, 5*time.Minute)
 		*ds[len(ds)-1] = *run
 		took := time.Since(begun).Round(100 * time.Millisecond)
-		var evs struct{ Events []desktop.Event }
+		var evs struct{ Events []apiv1.Event }
 		s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &evs)
 		steps := ""
 		if n := len(evs.Events); n > 0 {

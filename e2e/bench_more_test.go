@@ -12,18 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/store"
 )
 
 // benchPersistence measures pause, hibernate, resume, snapshots, the idle
 // desktop's host memory and API list latency on the running bench desktop.
-func benchPersistence(t *testing.T, s *server, id string, d *desktop.Desktop, add func(string, time.Duration), addRow func(name, value string)) {
+func benchPersistence(t *testing.T, s *server, id string, d *apiv1.Desktop, add func(string, time.Duration), addRow func(name, value string)) {
 	base := "/api/v1/desktops/" + id
 
 	// Idle host memory: what the QEMU process holds once the desktop settled.
 	time.Sleep(20 * time.Second)
-	var st desktop.VMStats
+	var st apiv1.Stats
 	benchCall(t, s, adminToken, "GET", base+"/stats", nil, &st)
 	rssMiB := st.MemoryRSSKiB / 1024
 	addRow("idle desktop host memory (QEMU RSS, 2 GiB guest)", fmt.Sprintf("%d MiB", rssMiB))
@@ -53,7 +54,7 @@ func benchPersistence(t *testing.T, s *server, id string, d *desktop.Desktop, ad
 	add("resume from hibernation → guest agent answers (interactive)", time.Since(t0))
 
 	t0 = time.Now()
-	var sn desktop.Snapshot
+	var sn apiv1.Snapshot
 	benchCall(t, s, adminToken, "POST", base+"/snapshots", map[string]any{"name": "bench-mem"}, &sn)
 	add("snapshot with memory (running)", time.Since(t0))
 	addRow("memory snapshot size", fmt.Sprintf("%d MiB", sn.SizeBytes>>20))
@@ -95,7 +96,7 @@ func listLatency(t *testing.T, s *server) string {
 	var tok struct{ Token string }
 	benchCall(t, s, adminToken, "POST", "/api/v1/tokens", map[string]any{"owner": "bench"}, &tok)
 	times := timeN(reps(), func() {
-		var out struct{ Desktops []desktop.Desktop }
+		var out struct{ Desktops []apiv1.Desktop }
 		benchCall(t, s, tok.Token, "GET", "/api/v1/desktops", nil, &out)
 		if len(out.Desktops) != 1000 {
 			t.Fatalf("listed %d desktops", len(out.Desktops))

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/api/apiv1"
 )
 
 // cpuSeconds is the CPU time a process has used so far (0 if it is gone).
@@ -30,7 +30,7 @@ func cpuSeconds(pid int) float64 {
 // benchRecording measures what a recording costs at 2 frames a second:
 // ffmpeg's CPU and bureau's (reading the screen), and bytes a minute,
 // with the screen idle and with a terminal scrolling text.
-func benchRecording(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, value string)) {
+func benchRecording(t *testing.T, s *server, d *apiv1.Desktop, addRow func(name, value string)) {
 	span := 30 * time.Second
 	if benchShort() {
 		span = 10 * time.Second

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/api/apiv1"
 )
 
 // benchScreen puts the screen paths side by side on one desktop: a
@@ -18,12 +18,12 @@ import (
 // the API, and virsh screenshot, on a still screen and on one that changes
 // 10 times a second; then how long "settled" takes after a click, waiting on
 // the framebuffer's change reports against comparing screenshots.
-func benchScreen(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, value string)) {
+func benchScreen(t *testing.T, s *server, d *apiv1.Desktop, addRow func(name, value string)) {
 	n := reps()
 	base := "/api/v1/desktops/" + d.ID + "/screenshot"
 	get := func(q string) func() { return func() { s.shot(adminToken, base+q) } }
 	virsh := func() {
-		if out, err := exec.Command("virsh", "-c", "qemu:///system", "screenshot", d.DomainName(), filepath.Join(t.TempDir(), "v.png")).CombinedOutput(); err != nil {
+		if out, err := exec.Command("virsh", "-c", "qemu:///system", "screenshot", domainOf(d.ID), filepath.Join(t.TempDir(), "v.png")).CombinedOutput(); err != nil {
 			t.Fatalf("virsh screenshot: %v %s", err, out)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -33,7 +34,7 @@ func TestBench(t *testing.T) {
 	}
 
 	t0 := time.Now()
-	var d desktop.Desktop
+	var d apiv1.Desktop
 	benchCall(t, s, adminToken, "POST", "/api/v1/desktops", map[string]any{"name": "bench", "vcpus": 2, "memory_mib": 2048, "data_disk_gib": 4}, &d)
 	t.Cleanup(func() { s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"?delete_data=true", nil, nil) })
 	add("create → API returns", time.Since(t0))
@@ -74,7 +75,7 @@ func TestBench(t *testing.T) {
 	// Cold against warm create, side by side: the same image and size.
 	add("template build (cold boot, session up, RAM saved)", s.buildTemplate(2, 2048))
 	t4 := time.Now()
-	var w desktop.Desktop
+	var w apiv1.Desktop
 	benchCall(t, s, adminToken, "POST", "/api/v1/desktops", map[string]any{"name": "bench-warm", "vcpus": 2, "memory_mib": 2048, "data_disk_gib": 4}, &w)
 	t.Cleanup(func() { s.call(adminToken, "DELETE", "/api/v1/desktops/"+w.ID+"?delete_data=true", nil, nil) })
 	warm := s.waitState(adminToken, w.ID, desktop.StateRunning, 5*time.Minute)
@@ -97,7 +98,7 @@ func TestBench(t *testing.T) {
 // the idle tiers and warm create are checked by pause_and_hibernate and
 // TestWarmCreate. It leaves two snapshots (bench-mem, bench-data) and the
 // desktop running.
-func testBenchmarks(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testBenchmarks(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	var info map[string]string
 	benchCall(t, s, adminToken, "GET", "/api/v1/info", nil, &info)
 	var rows []row

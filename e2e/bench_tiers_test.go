@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -16,9 +17,9 @@ import (
 // resume, side by side: host memory held in the tier, wake → running
 // (resume returned, or the desktop shows running), → the guest agent
 // answers (an exec of true returns) and → a settled screen.
-func benchTiers(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, value string)) {
+func benchTiers(t *testing.T, s *server, d *apiv1.Desktop, addRow func(name, value string)) {
 	base := "/api/v1/desktops/" + d.ID
-	var got desktop.Desktop
+	var got apiv1.Desktop
 	if code := s.call(adminToken, "PATCH", base, map[string]any{"nap_after_seconds": 10, "sleep_after_seconds": 30, "idle_timeout_seconds": 60}, &got); code != http.StatusOK {
 		t.Fatalf("set idle tiers: %d", code)
 	}
@@ -39,12 +40,12 @@ func benchTiers(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, v
 		begun := time.Now()
 		benchCall(t, s, adminToken, "POST", base+"/resume", nil, nil)
 		for time.Since(begun) < 3*time.Minute {
-			if benchCall(t, s, adminToken, "GET", base, nil, &got); got.State == desktop.StateRunning {
+			if benchCall(t, s, adminToken, "GET", base, nil, &got); got.State == string(desktop.StateRunning) {
 				break
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		if got.State != desktop.StateRunning {
+		if got.State != string(desktop.StateRunning) {
 			t.Fatalf("woken from %s: still %s after 3 minutes", tier, got.State)
 		}
 		running := time.Since(begun)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -49,9 +50,9 @@ func TestTypingRounds(t *testing.T) {
 // benchDesktop creates a desktop of the benchmarks' size (2 vCPUs, 2 GiB),
 // deleted with its data when the test ends, and waits until its session
 // is drawn and the screen settled.
-func (s *server) benchDesktop(name string) *desktop.Desktop {
+func (s *server) benchDesktop(name string) *apiv1.Desktop {
 	s.t.Helper()
-	var d desktop.Desktop
+	var d apiv1.Desktop
 	if code := s.call(adminToken, "POST", "/api/v1/desktops", map[string]any{"name": name, "vcpus": 2, "memory_mib": 2048, "data_disk_gib": 4}, &d); code != http.StatusAccepted {
 		s.t.Fatalf("create %s: %d", name, code)
 	}

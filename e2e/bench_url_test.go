@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/api/apiv1"
 )
 
 // benchURLApp serves /small (100 bytes) and /big (BIG bytes) with
@@ -45,7 +45,7 @@ print("%.3f %.3f %.1f" % (t[(n * 50 + 99) // 100 - 1] * 1000, t[(n * 99 + 99) //
 
 // benchURL compares requests to an app through its live URL (path form
 // and host form) with the same requests inside the guest.
-func benchURL(t *testing.T, s *server, d *desktop.Desktop, addRow func(name, value string)) {
+func benchURL(t *testing.T, s *server, d *apiv1.Desktop, addRow func(name, value string)) {
 	base := "/api/v1/desktops/" + d.ID
 	big, n := 64<<20, reps()*10
 	if benchShort() {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -34,15 +35,15 @@ func TestWakeRounds(t *testing.T) {
 	base := "/api/v1/desktops/" + d.ID
 	pollState := func(want desktop.State) {
 		t.Helper()
-		var got desktop.Desktop
+		var got apiv1.Desktop
 		for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if benchCall(t, s, adminToken, "GET", base, nil, &got); got.State == want {
+			if benchCall(t, s, adminToken, "GET", base, nil, &got); got.State == string(want) {
 				return
 			}
 		}
 		t.Fatalf("desktop is %s, want %s", got.State, want)
 	}
-	savePath := "/var/lib/libvirt/qemu/save/" + d.DomainName() + ".save"
+	savePath := "/var/lib/libvirt/qemu/save/" + domainOf(d.ID) + ".save"
 
 	fmt.Println("\n| way back from hibernation (median of", rounds, "rounds) | save image | hibernate | wake → running | → guest agent answers | → settled screen |\n|---|---|---|---|---|---|")
 	for _, v := range []struct {

@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/api/apiv1"
 )
 
 // runningCheck is a feature test run on the shared running desktop. It gets
@@ -16,7 +16,7 @@ import (
 // must leave the desktop running for the checks after it.
 type runningCheck struct {
 	name string
-	fn   func(t *testing.T, s *server, token string, d *desktop.Desktop)
+	fn   func(t *testing.T, s *server, token string, d *apiv1.Desktop)
 }
 
 // runningChecks are the feature checks TestDesktopLifecycle runs, one

@@ -21,14 +21,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/computer"
-	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/guest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // pointer is where the guest's X server says the pointer is.
-func (s *server) pointer(d *desktop.Desktop) (int, int) {
+func (s *server) pointer(d *apiv1.Desktop) (int, int) {
 	s.t.Helper()
 	out, _ := s.guest(d, "su agent -c 'DISPLAY=:0 xdotool getmouselocation --shell'")
 	var x, y int
@@ -39,7 +39,7 @@ func (s *server) pointer(d *desktop.Desktop) (int, int) {
 	return x, y
 }
 
-func (s *server) computer(token string, d *desktop.Desktop, req any) *computer.Result {
+func (s *server) computer(token string, d *apiv1.Desktop, req any) *computer.Result {
 	s.t.Helper()
 	var res computer.Result
 	if code := s.call(token, "POST", "/api/v1/desktops/"+d.ID+"/computer", req, &res); code != 200 {
@@ -52,7 +52,7 @@ var pointerDisplays = []computer.Size{{Width: 1280, Height: 800}, {Width: 1024, 
 
 // checkPointer moves the pointer to n random points of a display size and
 // checks that it lands within a pixel of each.
-func checkPointer(t *testing.T, s *server, token string, d *desktop.Desktop, display computer.Size, n int) bool {
+func checkPointer(t *testing.T, s *server, token string, d *apiv1.Desktop, display computer.Size, n int) bool {
 	t.Helper()
 	rng := mrand.New(mrand.NewPCG(uint64(display.Width), uint64(n)))
 	worst, ok := 0, true
@@ -85,7 +85,7 @@ func checkPointer(t *testing.T, s *server, token string, d *desktop.Desktop, dis
 
 // catWindow opens an xterm at a place on screen that writes what it
 // receives to file.
-func (s *server) catWindow(d *desktop.Desktop, geometry, file string) {
+func (s *server) catWindow(d *apiv1.Desktop, geometry, file string) {
 	s.t.Helper()
 	s.guest(d, "rm -f "+file+"; su agent -c 'cd; LANG=C.UTF-8 DISPLAY=:0 setsid xterm -geometry "+geometry+
 		" -e sh -c \"stty -icanon -echo; exec cat > "+file+"\" >/dev/null 2>&1 &'")
@@ -97,7 +97,7 @@ func (s *server) catWindow(d *desktop.Desktop, geometry, file string) {
 // pointer lands within a pixel, delivers clicks to the window under the
 // pointer, types 500 characters with symbols and Unicode exactly, and
 // refuses bad actions.
-func testComputerUse(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testComputerUse(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	s.guest(d, "pkill -x xterm")
 	for _, display := range pointerDisplays {
 		checkPointer(t, s, token, d, display, 30)
@@ -165,7 +165,7 @@ func testComputerUse(t *testing.T, s *server, token string, d *desktop.Desktop) 
 // checkTyping types 470 random printable ASCII characters and Unicode
 // into an xterm, then keys in both shapes, and says whether all arrived
 // exactly.
-func checkTyping(t *testing.T, s *server, token string, d *desktop.Desktop, seed uint64) bool {
+func checkTyping(t *testing.T, s *server, token string, d *apiv1.Desktop, seed uint64) bool {
 	t.Helper()
 	ok := true
 	text := randomASCII(mrand.New(mrand.NewPCG(seed, 2)), "", 440) + " naïve café — 日本語 🙂 ß € Ünï\nend"
@@ -209,7 +209,7 @@ func randomASCII(rng *mrand.Rand, prefix string, n int) string {
 // typeIntoTerminal opens a terminal that writes what it receives to file,
 // clicks into it and types text; it returns what arrived, the type step's
 // result and how long the call took.
-func (s *server) typeIntoTerminal(token string, d *desktop.Desktop, geometry, file, text string) (string, computer.StepResult, time.Duration) {
+func (s *server) typeIntoTerminal(token string, d *apiv1.Desktop, geometry, file, text string) (string, computer.StepResult, time.Duration) {
 	s.t.Helper()
 	s.catWindow(d, geometry, file)
 	s.computer(token, d, map[string]any{"action": "left_click", "coordinate": []int{300, 150}})
@@ -228,7 +228,7 @@ func (s *server) typeIntoTerminal(token string, d *desktop.Desktop, geometry, fi
 
 // testExecFilesClipboard runs commands, moves files (with path tricks
 // refused), and round-trips the clipboard and a resolution change.
-func testExecFilesClipboard(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testExecFilesClipboard(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	api := "/api/v1/desktops/" + d.ID
 	var r guest.ExecResult
 	if code := s.call(token, "POST", api+"/exec", map[string]any{"cmd": "id -un; pwd; cat; echo err >&2; exit 3", "stdin": "in put\n"}, &r); code != 200 ||
@@ -343,7 +343,7 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // testMCP drives the desktop with a real MCP client (the go-sdk's) over
 // streamable HTTP: list tools, screenshot, exec.
-func testMCP(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testMCP(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cs := s.mcpSession(ctx, token)
@@ -397,7 +397,7 @@ func abs(n int) int {
 // testExecStream runs a command that prints over a few seconds with
 // ?stream=true and checks the output arrives as it is printed, then the
 // exit code.
-func testExecStream(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testExecStream(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	req, _ := http.NewRequest("POST", s.url+"/api/v1/desktops/"+d.ID+"/exec?stream=true",
 		strings.NewReader(`{"cmd":"echo one; sleep 3; echo two >&2; sleep 1; exit 4"}`))
 	req.Header.Set("Authorization", "Bearer "+token)

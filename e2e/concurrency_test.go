@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
 // testConcurrency fires 50 mixed requests at one desktop at once: each is
 // served or refused (409 busy / invalid state, 429), none fails with 5xx,
 // and the desktop ends in a state its VM agrees with.
-func testConcurrency(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testConcurrency(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	base := "/api/v1/desktops/" + d.ID
 	reqs := []struct{ method, path string }{
 		{"POST", base + "/pause"}, {"POST", base + "/resume"}, {"GET", base}, {"GET", base + "/screenshot"},
@@ -52,9 +53,9 @@ func testConcurrency(t *testing.T, s *server, token string, d *desktop.Desktop) 
 	// Settle: whatever won, bring the desktop back to running.
 	deadline := time.Now().Add(5 * time.Minute)
 	for time.Now().Before(deadline) {
-		var cur desktop.Desktop
+		var cur apiv1.Desktop
 		s.call(token, "GET", base, nil, &cur)
-		switch cur.State {
+		switch desktop.State(cur.State) {
 		case desktop.StatePaused, desktop.StateHibernated:
 			s.call(token, "POST", base+"/resume", nil, nil)
 		case desktop.StateRunning:

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/coder/websocket"
 )
 
@@ -27,7 +27,7 @@ type consoleGrant struct {
 	ViewOnly bool   `json:"view_only"`
 }
 
-func (s *server) openConsole(token string, d *desktop.Desktop, viewOnly bool) consoleGrant {
+func (s *server) openConsole(token string, d *apiv1.Desktop, viewOnly bool) consoleGrant {
 	s.t.Helper()
 	var g consoleGrant
 	if code := s.call(token, "POST", "/api/v1/desktops/"+d.ID+"/console", map[string]any{"view_only": viewOnly}, &g); code != 201 || g.Token == "" {
@@ -84,7 +84,7 @@ func (s *server) browse(g consoleGrant, typeText, shot string, clip ...string) b
 // browser: the desktop is drawn, typing through the page reaches a terminal,
 // a view-only session cannot type, and tokens are checked before any byte
 // reaches the display.
-func testConsole(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testConsole(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatal("node is needed for the browser check (make setup installs it)")
 	}

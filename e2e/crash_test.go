@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -20,19 +21,19 @@ import (
 func TestCrashSafety(t *testing.T) {
 	s := newServer(t)
 	spec := map[string]any{"vcpus": 1, "memory_mib": 1024, "data_disk_gib": 2}
-	create := func(name string) desktop.Desktop {
+	create := func(name string) apiv1.Desktop {
 		body := map[string]any{"name": name}
 		for k, v := range spec {
 			body[k] = v
 		}
-		var d desktop.Desktop
+		var d apiv1.Desktop
 		if code := s.call(adminToken, "POST", "/api/v1/desktops", body, &d); code != http.StatusAccepted {
 			t.Fatalf("create %s: %d", name, code)
 		}
 		return d
 	}
 	crashAt := s.crashAt
-	cleanup := func(d desktop.Desktop) {
+	cleanup := func(d apiv1.Desktop) {
 		s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"?delete_data=true", nil, nil)
 	}
 
@@ -45,10 +46,10 @@ func TestCrashSafety(t *testing.T) {
 		{"create:after-define", desktop.StateRunning}, // finished on restart
 		{"create:after-start", desktop.StateRunning},
 	} {
-		var d desktop.Desktop
+		var d apiv1.Desktop
 		crashAt(tc.fp, func() { d = create("crash-" + strings.ReplaceAll(strings.TrimPrefix(tc.fp, "create:"), ":", "-")) })
 		got := s.waitSettled(d.ID)
-		if got.State != tc.want {
+		if got.State != string(tc.want) {
 			t.Errorf("%s: desktop is %s (%s), want %s", tc.fp, got.State, got.LastError, tc.want)
 		}
 		s.checkConsistent(got)
@@ -62,7 +63,7 @@ func TestCrashSafety(t *testing.T) {
 	crashAt("snapshot:after-create", func() {
 		s.send("POST", "/api/v1/desktops/"+d.ID+"/snapshots", `{"name":"half"}`)
 	})
-	var list struct{ Snapshots []desktop.Snapshot }
+	var list struct{ Snapshots []apiv1.Snapshot }
 	s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/snapshots", nil, &list)
 	if len(list.Snapshots) != 1 || list.Snapshots[0].Name != "half" {
 		t.Errorf("snapshot interrupted after it was taken: listed %+v", list.Snapshots)
@@ -73,7 +74,7 @@ func TestCrashSafety(t *testing.T) {
 
 	crashAt("hibernate:after-save", func() { s.call(adminToken, "POST", "/api/v1/desktops/"+d.ID+"/hibernate", nil, nil) })
 	got := s.waitSettled(d.ID)
-	if got.State != desktop.StateHibernated {
+	if got.State != string(desktop.StateHibernated) {
 		t.Errorf("hibernate interrupted after the save: %s (%s)", got.State, got.LastError)
 	}
 	s.checkConsistent(got)
@@ -126,13 +127,13 @@ func (s *server) crashAt(fp string, op func()) {
 	s.start()
 }
 
-func (s *server) waitSettled(id string) *desktop.Desktop {
+func (s *server) waitSettled(id string) *apiv1.Desktop {
 	s.t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
-	var d desktop.Desktop
+	var d apiv1.Desktop
 	for time.Now().Before(deadline) {
 		s.call(adminToken, "GET", "/api/v1/desktops/"+id, nil, &d)
-		if d.State.Settled() {
+		if desktop.State(d.State).Settled() {
 			return &d
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -142,7 +143,7 @@ func (s *server) waitSettled(id string) *desktop.Desktop {
 }
 
 // checkConsistent: what the database says is what libvirt and the files say.
-func (s *server) checkConsistent(d *desktop.Desktop) {
+func (s *server) checkConsistent(d *apiv1.Desktop) {
 	s.t.Helper()
 	vm := s.vmState(d)
 	want := map[desktop.State][]desktop.VMState{
@@ -151,7 +152,7 @@ func (s *server) checkConsistent(d *desktop.Desktop) {
 		desktop.StateHibernated: {desktop.VMSaved},
 		desktop.StateStopped:    {desktop.VMShutoff},
 		desktop.StateError:      {desktop.VMMissing, desktop.VMShutoff},
-	}[d.State]
+	}[desktop.State(d.State)]
 	ok := false
 	for _, w := range want {
 		ok = ok || vm == w
@@ -162,14 +163,14 @@ func (s *server) checkConsistent(d *desktop.Desktop) {
 	if !exists(d.DataDiskPath) {
 		s.t.Errorf("desktop %s lost its data disk %s", d.Name, d.DataDiskPath)
 	}
-	if d.State != desktop.StateError && !exists(filepath.Join(filepath.Dir(d.DataDiskPath), "os.qcow2")) {
+	if d.State != string(desktop.StateError) && !exists(filepath.Join(filepath.Dir(d.DataDiskPath), "os.qcow2")) {
 		s.t.Errorf("desktop %s is %s without an OS disk", d.Name, d.State)
 	}
 }
 
 // checkGone: a deleted desktop left no VM and no files but, when kept, its
 // data disk.
-func (s *server) checkGone(d *desktop.Desktop, dataKept bool) {
+func (s *server) checkGone(d *apiv1.Desktop, dataKept bool) {
 	s.t.Helper()
 	if st := s.vmState(d); st != desktop.VMMissing {
 		s.t.Errorf("desktop %s deleted, VM %s", d.Name, st)

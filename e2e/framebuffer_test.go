@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/api/apiv1"
 )
 
 // shot is a GET /screenshot: the image and the settle headers.
@@ -71,7 +71,7 @@ func differs(a, b image.Image, r image.Rectangle) float64 {
 // screen, which shows what the hypervisor shows, follows a change made
 // after the screen sat still (QEMU's scans back off to seconds then), and
 // settles on the display's change reports.
-func testLiveFramebuffer(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testLiveFramebuffer(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	base := "/api/v1/desktops/" + d.ID + "/screenshot"
 	s.guest(d, "pkill -x xterm")
 	time.Sleep(2 * time.Second)

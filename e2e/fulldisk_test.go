@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/capacity"
 	"github.com/bureau/bureau/internal/desktop"
 )
@@ -30,7 +31,7 @@ func TestFullDisk(t *testing.T) {
 	needE2E(t)
 	dir := loopFS(t, 5<<30)
 	s := newServerIn(t, dir)
-	var d desktop.Desktop
+	var d apiv1.Desktop
 	if code := s.call(adminToken, "POST", "/api/v1/desktops", map[string]any{"name": "full", "vcpus": 1, "memory_mib": 1024, "data_disk_gib": 2}, &d); code != http.StatusAccepted {
 		t.Fatalf("create: %d", code)
 	}
@@ -38,8 +39,8 @@ func TestFullDisk(t *testing.T) {
 	t.Cleanup(func() { // before the file system under it goes, whatever happened
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		s.hv.Destroy(ctx, d.DomainName())
-		s.hv.Undefine(ctx, d.DomainName())
+		s.hv.Destroy(ctx, domainOf(d.ID))
+		s.hv.Undefine(ctx, domainOf(d.ID))
 	})
 	s.waitState(adminToken, d.ID, desktop.StateRunning, 5*time.Minute)
 	t.Logf("create → guest agent: %s", s.waitAgent(&d, 10*time.Minute).Round(time.Second))
@@ -75,11 +76,11 @@ func TestFullDisk(t *testing.T) {
 		s := s.with(t)
 		s.expectError(adminToken, "POST", "/api/v1/desktops", map[string]any{"name": "more", "vcpus": 1, "memory_mib": 512, "data_disk_gib": 1}, http.StatusInsufficientStorage, "insufficient_capacity")
 		s.expectError(adminToken, "POST", api+"/snapshots", map[string]any{"name": "with-ram", "memory": true}, http.StatusInsufficientStorage, "insufficient_capacity")
-		var snaps struct{ Snapshots []desktop.Snapshot }
+		var snaps struct{ Snapshots []apiv1.Snapshot }
 		if s.call(adminToken, "GET", api+"/snapshots", nil, &snaps); len(snaps.Snapshots) != 0 {
 			t.Errorf("a refused snapshot is listed: %+v", snaps.Snapshots)
 		}
-		var list struct{ Desktops []desktop.Desktop }
+		var list struct{ Desktops []apiv1.Desktop }
 		if s.call(adminToken, "GET", "/api/v1/desktops", nil, &list); len(list.Desktops) != 1 {
 			t.Errorf("desktops after a refused create: %d", len(list.Desktops))
 		}
@@ -92,7 +93,7 @@ func TestFullDisk(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		s.hv.GuestExec(ctx, d.DomainName(), desktop.Exec{Argv: []string{"/bin/sh", "-c",
+		s.hv.GuestExec(ctx, domainOf(d.ID), desktop.Exec{Argv: []string{"/bin/sh", "-c",
 			fmt.Sprintf("yes bureau | head -c %d > /home/agent/big.tmp && sync && mv /home/agent/big.tmp /home/agent/big && sync", bigMiB<<20)}})
 	}()
 	t.Run("guest_write_pauses_with_the_reason", func(t *testing.T) {
@@ -101,7 +102,7 @@ func TestFullDisk(t *testing.T) {
 		if !strings.Contains(got.LastError, "disk") {
 			t.Errorf("paused without saying why: %q", got.LastError)
 		}
-		var ev struct{ Events []desktop.Event }
+		var ev struct{ Events []apiv1.Event }
 		s.call(adminToken, "GET", api+"/events", nil, &ev)
 		if n := len(ev.Events); n == 0 || ev.Events[n-1].Type != "vm_paused" {
 			t.Errorf("events (oldest first): %+v", ev.Events)
@@ -123,8 +124,8 @@ func TestFullDisk(t *testing.T) {
 	}
 	t.Run("resume_after_freeing_space_loses_nothing", func(t *testing.T) {
 		s := s.with(t)
-		var got desktop.Desktop
-		if code := s.call(adminToken, "POST", api+"/resume", nil, &got); code != http.StatusOK || got.State != desktop.StateRunning || got.LastError != "" {
+		var got apiv1.Desktop
+		if code := s.call(adminToken, "POST", api+"/resume", nil, &got); code != http.StatusOK || got.State != string(desktop.StateRunning) || got.LastError != "" {
 			t.Fatalf("resume: %d %+v", code, got)
 		}
 		s.waitGuest(&d, "the interrupted write completes", "test -f /home/agent/big", 5*time.Minute)

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
 	"github.com/bureau/bureau/internal/netpolicy"
@@ -131,7 +132,7 @@ func (s *server) removeVMs() {
 	defer cancel()
 	entries, _ := os.ReadDir(filepath.Join(s.dataDir, "desktops"))
 	for _, e := range entries {
-		name := (&desktop.Desktop{ID: e.Name()}).DomainName()
+		name := domainOf(e.Name())
 		if _, err := s.hv.State(ctx, name); err == nil {
 			s.hv.Destroy(ctx, name)
 			s.hv.Undefine(ctx, name)
@@ -268,16 +269,16 @@ func (s *server) expectError(token, method, path string, body any, status int, c
 }
 
 // waitState polls the desktop until it reaches want (or fails).
-func (s *server) waitState(token, id string, want desktop.State, timeout time.Duration) *desktop.Desktop {
+func (s *server) waitState(token, id string, want desktop.State, timeout time.Duration) *apiv1.Desktop {
 	s.t.Helper()
 	deadline := time.Now().Add(timeout)
-	var d desktop.Desktop
+	var d apiv1.Desktop
 	for time.Now().Before(deadline) {
 		s.call(token, "GET", "/api/v1/desktops/"+id, nil, &d)
-		if d.State == want {
+		if d.State == string(want) {
 			return &d
 		}
-		if d.State == desktop.StateError {
+		if d.State == string(desktop.StateError) {
 			s.t.Fatalf("desktop %s went to error: %s", id, d.LastError)
 		}
 		time.Sleep(time.Second)
@@ -286,12 +287,15 @@ func (s *server) waitState(token, id string, want desktop.State, timeout time.Du
 	return nil
 }
 
+// domainOf is the libvirt domain of the desktop with this id.
+func domainOf(id string) string { return (&desktop.Desktop{ID: id}).DomainName() }
+
 // guest runs a shell command in the desktop through the guest agent.
-func (s *server) guest(d *desktop.Desktop, script string) (string, int) {
+func (s *server) guest(d *apiv1.Desktop, script string) (string, int) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := s.hv.GuestExec(ctx, d.DomainName(), desktop.Exec{Argv: []string{"/bin/sh", "-c", script}})
+	res, err := s.hv.GuestExec(ctx, domainOf(d.ID), desktop.Exec{Argv: []string{"/bin/sh", "-c", script}})
 	if err != nil {
 		s.t.Fatalf("guest exec %q: %v", script, err)
 	}
@@ -299,12 +303,12 @@ func (s *server) guest(d *desktop.Desktop, script string) (string, int) {
 }
 
 // waitGuest polls a guest command until it succeeds.
-func (s *server) waitGuest(d *desktop.Desktop, what, script string, timeout time.Duration) time.Duration {
+func (s *server) waitGuest(d *apiv1.Desktop, what, script string, timeout time.Duration) time.Duration {
 	s.t.Helper()
 	start := time.Now()
 	for time.Since(start) < timeout {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		res, err := s.hv.GuestExec(ctx, d.DomainName(), desktop.Exec{Argv: []string{"/bin/sh", "-c", script}})
+		res, err := s.hv.GuestExec(ctx, domainOf(d.ID), desktop.Exec{Argv: []string{"/bin/sh", "-c", script}})
 		cancel()
 		if err == nil && res.ExitCode == 0 {
 			return time.Since(start)
@@ -315,12 +319,12 @@ func (s *server) waitGuest(d *desktop.Desktop, what, script string, timeout time
 	return 0
 }
 
-func (s *server) waitAgent(d *desktop.Desktop, timeout time.Duration) time.Duration {
+func (s *server) waitAgent(d *apiv1.Desktop, timeout time.Duration) time.Duration {
 	s.t.Helper()
 	start := time.Now()
 	for time.Since(start) < timeout {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		err := s.hv.GuestPing(ctx, d.DomainName())
+		err := s.hv.GuestPing(ctx, domainOf(d.ID))
 		cancel()
 		if err == nil {
 			return time.Since(start)
@@ -331,10 +335,10 @@ func (s *server) waitAgent(d *desktop.Desktop, timeout time.Duration) time.Durat
 	return 0
 }
 
-func (s *server) vmState(d *desktop.Desktop) desktop.VMState {
+func (s *server) vmState(d *apiv1.Desktop) desktop.VMState {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := s.hv.State(ctx, d.DomainName())
+	st, err := s.hv.State(ctx, domainOf(d.ID))
 	if err != nil {
 		s.t.Fatal(err)
 	}

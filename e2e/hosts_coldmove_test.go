@@ -23,7 +23,7 @@ import (
 // snapshot taken before both moves still reverts. The snapshot is gone at
 // the end, so far can move live again. run executes in far; marker is on
 // its disks and pid runs in it.
-func checkColdMoves(t *testing.T, s *server, far desktop.Desktop, h2 *host2, run func(string) string, marker, pid string) {
+func checkColdMoves(t *testing.T, s *server, far apiv1.Desktop, h2 *host2, run func(string) string, marker, pid string) {
 	t.Helper()
 	base := "/api/v1/desktops/" + far.ID
 	if code := s.call(adminToken, "POST", base+"/snapshots", map[string]any{"name": "before-moves"}, nil); code != http.StatusCreated {
@@ -40,11 +40,11 @@ func checkColdMoves(t *testing.T, s *server, far desktop.Desktop, h2 *host2, run
 	if got := run("cat /home/agent/marker /home/agent/after; kill -0 " + pid + " && echo alive"); got != marker+"\nafter-snapshot\nalive" {
 		t.Errorf("after the cold move to two: %q", got)
 	}
-	waitAddress(t, run, d.NetIP, "10.121.")
-	if out, err := exec.Command("virsh", "-c", h2.uri, "snapshot-list", "--name", far.DomainName()).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "before-moves" {
+	waitAddress(t, run, d.IP, "10.121.")
+	if out, err := exec.Command("virsh", "-c", h2.uri, "snapshot-list", "--name", domainOf(far.ID)).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "before-moves" {
 		t.Errorf("its snapshot on host two: %v %q", err, out)
 	}
-	if out, err := exec.Command("virsh", "dominfo", far.DomainName()).CombinedOutput(); err == nil {
+	if out, err := exec.Command("virsh", "dominfo", domainOf(far.ID)).CombinedOutput(); err == nil {
 		t.Errorf("its VM stays here: %s", out)
 	}
 
@@ -76,15 +76,15 @@ func checkColdMoves(t *testing.T, s *server, far desktop.Desktop, h2 *host2, run
 		http.StatusInsufficientStorage, "insufficient_capacity"); !strings.Contains(e.Error.Message, "draining") {
 		t.Errorf("a create on a draining host: %q", e.Error.Message)
 	}
-	d = desktop.Desktop{}
+	d = apiv1.Desktop{}
 	s.call(adminToken, "GET", base, nil, &d)
-	if d.State != desktop.StateHibernated || d.Host != "local" || d.LastError != "" {
+	if d.State != string(desktop.StateHibernated) || d.Host != "local" || d.LastError != "" {
 		t.Fatalf("after the drain: %s on %s (%q)", d.State, d.Host, d.LastError)
 	}
 	if !strings.Contains(lastMigrated(t, s, far.ID), "moved cold (hibernated) from host two to host local") {
 		t.Errorf("the drain's move event: %q", lastMigrated(t, s, far.ID))
 	}
-	if out, err := exec.Command("virsh", "dominfo", far.DomainName()).CombinedOutput(); err != nil || !strings.Contains(string(out), "Managed save:   yes") {
+	if out, err := exec.Command("virsh", "dominfo", domainOf(far.ID)).CombinedOutput(); err != nil || !strings.Contains(string(out), "Managed save:   yes") {
 		t.Errorf("its VM here: %v %s", err, out)
 	}
 	if exists(filepath.Join(h2.dir, "desktops", far.ID)) {
@@ -100,7 +100,7 @@ func checkColdMoves(t *testing.T, s *server, far desktop.Desktop, h2 *host2, run
 	if got := run("cat /home/agent/marker; kill -0 " + pid + " && echo alive"); got != marker+"\nalive" {
 		t.Errorf("after the drain and a wake: %q", got)
 	}
-	waitAddress(t, run, d.NetIP, "10.120.")
+	waitAddress(t, run, d.IP, "10.120.")
 
 	// The snapshot came through both moves: it reverts here.
 	if code := s.call(adminToken, "POST", base+"/snapshots/before-moves/revert", nil, nil); code != http.StatusAccepted {
@@ -117,24 +117,24 @@ func checkColdMoves(t *testing.T, s *server, far desktop.Desktop, h2 *host2, run
 
 // coldMove moves desktop id to host to and waits until it settles there
 // in state want.
-func coldMove(t *testing.T, s *server, id, to string, want desktop.State) desktop.Desktop {
+func coldMove(t *testing.T, s *server, id, to string, want desktop.State) apiv1.Desktop {
 	t.Helper()
 	begun := time.Now()
-	var d desktop.Desktop
-	if code := s.call(adminToken, "POST", "/api/v1/desktops/"+id+"/migrate", map[string]any{"host": to}, &d); code != http.StatusAccepted || d.State != desktop.StateMigrating {
+	var d apiv1.Desktop
+	if code := s.call(adminToken, "POST", "/api/v1/desktops/"+id+"/migrate", map[string]any{"host": to}, &d); code != http.StatusAccepted || d.State != string(desktop.StateMigrating) {
 		t.Fatalf("migrate to %s: %d %s", to, code, d.State)
 	}
 	steps := map[string]bool{}
-	for d.State == desktop.StateMigrating && time.Since(begun) < 10*time.Minute {
+	for d.State == string(desktop.StateMigrating) && time.Since(begun) < 10*time.Minute {
 		time.Sleep(500 * time.Millisecond)
-		d = desktop.Desktop{}
+		d = apiv1.Desktop{}
 		s.call(adminToken, "GET", "/api/v1/desktops/"+id, nil, &d)
-		if i := strings.Index(d.Step, ": "); i > 0 {
-			steps[strings.Fields(d.Step[i+2:])[0]] = true
+		if i := strings.Index(d.OperationStep, ": "); i > 0 {
+			steps[strings.Fields(d.OperationStep[i+2:])[0]] = true
 		}
 	}
 	t.Logf("moved cold to %s in %s (as the API saw it), steps seen %v", to, time.Since(begun).Round(100*time.Millisecond), steps)
-	if d.State != want || d.Host != to || d.LastError != "" {
+	if d.State != string(want) || d.Host != to || d.LastError != "" {
 		t.Fatalf("after the move to %s: %s on %s (%q)", to, d.State, d.Host, d.LastError)
 	}
 	if !steps["hibernating"] && !steps["disks"] && !steps["data.qcow2"] {
@@ -146,7 +146,7 @@ func coldMove(t *testing.T, s *server, id, to string, want desktop.State) deskto
 // lastMigrated is the message of desktop id's latest migrated event.
 func lastMigrated(t *testing.T, s *server, id string) string {
 	t.Helper()
-	var evs struct{ Events []desktop.Event }
+	var evs struct{ Events []apiv1.Event }
 	s.call(adminToken, "GET", "/api/v1/desktops/"+id+"/events", nil, &evs)
 	said := ""
 	for _, e := range evs.Events {

@@ -23,7 +23,7 @@ import (
 // and its events say how long the move took and the downtime. A move
 // cancelled at once leaves it running where it was. Between the two live
 // moves it moves cold there and back (checkColdMoves).
-func checkMigration(t *testing.T, s *server, far desktop.Desktop, h2 *host2) {
+func checkMigration(t *testing.T, s *server, far apiv1.Desktop, h2 *host2) {
 	t.Helper()
 	var res struct {
 		ExitCode int    `json:"exit_code"`
@@ -56,7 +56,7 @@ func checkMigration(t *testing.T, s *server, far desktop.Desktop, h2 *host2) {
 		s.call(adminToken, "GET", "/api/v1/hosts/"+to, nil, &before)
 		committedBefore := before.CommittedMemoryMiB
 		begun := time.Now()
-		var d desktop.Desktop
+		var d apiv1.Desktop
 		// missed: the browser-started move was over by the time the API
 		// was first asked, so nothing could be seen while it ran.
 		missed := false
@@ -66,29 +66,29 @@ func checkMigration(t *testing.T, s *server, far desktop.Desktop, h2 *host2) {
 				t.Fatalf("desktop after the browser started its move to %s: %d", to, code)
 			}
 			switch {
-			case d.State == desktop.StateMigrating:
-			case d.State == desktop.StateRunning && d.Host == to:
+			case d.State == string(desktop.StateMigrating):
+			case d.State == string(desktop.StateRunning) && d.Host == to:
 				missed = true
 			default:
 				t.Fatalf("after the browser started the move to %s: %s on %s (%q)", to, d.State, d.Host, d.LastError)
 			}
-		} else if code := s.call(adminToken, "POST", "/api/v1/desktops/"+far.ID+"/migrate", map[string]any{"host": to}, &d); code != http.StatusAccepted || d.State != desktop.StateMigrating {
+		} else if code := s.call(adminToken, "POST", "/api/v1/desktops/"+far.ID+"/migrate", map[string]any{"host": to}, &d); code != http.StatusAccepted || d.State != string(desktop.StateMigrating) {
 			t.Fatalf("migrate to %s: %d %s", to, code, d.State)
 		}
 		steps := map[string]bool{}
 		// Its memory counts on the host it moves to while it moves: read
 		// before the desktop, while the desktop still migrates.
 		held := false
-		for d.State == desktop.StateMigrating && time.Since(begun) < 10*time.Minute {
+		for d.State == string(desktop.StateMigrating) && time.Since(begun) < 10*time.Minute {
 			time.Sleep(500 * time.Millisecond)
 			var there apiv1.Host
 			s.call(adminToken, "GET", "/api/v1/hosts/"+to, nil, &there)
-			d = desktop.Desktop{} // fields left out of a reply (omitempty) must not keep the last one's
+			d = apiv1.Desktop{} // fields left out of a reply (omitempty) must not keep the last one's
 			s.call(adminToken, "GET", "/api/v1/desktops/"+far.ID, nil, &d)
-			if i := strings.Index(d.Step, ": "); i > 0 {
-				steps[strings.Fields(d.Step[i+2:])[0]] = true
+			if i := strings.Index(d.OperationStep, ": "); i > 0 {
+				steps[strings.Fields(d.OperationStep[i+2:])[0]] = true
 			}
-			held = held || d.State == desktop.StateMigrating && there.CommittedMemoryMiB >= committedBefore+int64(far.MemoryMiB)
+			held = held || d.State == string(desktop.StateMigrating) && there.CommittedMemoryMiB >= committedBefore+int64(far.MemoryMiB)
 		}
 		// A browser-started move already over at the first look (moveInBrowser
 		// saw it migrating) left nothing to see while it ran: the checks of
@@ -100,14 +100,14 @@ func checkMigration(t *testing.T, s *server, far desktop.Desktop, h2 *host2) {
 			t.Errorf("the move to %s did not hold its memory there while it moved", to)
 		}
 		took := time.Since(begun)
-		if d.State != desktop.StateRunning || d.Host != to || d.LastError != "" {
+		if d.State != string(desktop.StateRunning) || d.Host != to || d.LastError != "" {
 			t.Fatalf("after the move to %s: %s on %s (%q)", to, d.State, d.Host, d.LastError)
 		}
 		t.Logf("moved to %s in %s (as the API saw it), steps seen %v", to, took.Round(100*time.Millisecond), steps)
 		if !missed && !steps["memory"] && !steps["disks"] {
 			t.Errorf("no progress seen while it moved: %v", steps)
 		}
-		var evs struct{ Events []desktop.Event }
+		var evs struct{ Events []apiv1.Event }
 		s.call(adminToken, "GET", "/api/v1/desktops/"+far.ID+"/events", nil, &evs)
 		said := ""
 		for _, e := range evs.Events {
@@ -123,10 +123,10 @@ func checkMigration(t *testing.T, s *server, far desktop.Desktop, h2 *host2) {
 		if to == "two" {
 			newURI, oldURI = h2.uri, "qemu:///system"
 		}
-		if out, err := exec.Command("virsh", "-c", newURI, "domstate", far.DomainName()).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "running" {
+		if out, err := exec.Command("virsh", "-c", newURI, "domstate", domainOf(far.ID)).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "running" {
 			t.Errorf("its VM on %s: %v %s", to, err, out)
 		}
-		if out, err := exec.Command("virsh", "-c", oldURI, "dominfo", far.DomainName()).CombinedOutput(); err == nil {
+		if out, err := exec.Command("virsh", "-c", oldURI, "dominfo", domainOf(far.ID)).CombinedOutput(); err == nil {
 			t.Errorf("its VM stays on %s: %s", from, out)
 		}
 		oldDir := filepath.Join(h2.dir, "desktops", far.ID)
@@ -141,12 +141,12 @@ func checkMigration(t *testing.T, s *server, far desktop.Desktop, h2 *host2) {
 		if got := run("cat /home/agent/marker /var/tmp/os-marker; kill -0 " + pid + " && echo alive"); got != marker+"\n"+marker+"\nalive" {
 			t.Errorf("after the move to %s: %q", to, got)
 		}
-		waitAddress(t, run, d.NetIP, subnet)
+		waitAddress(t, run, d.IP, subnet)
 	}
 	move("local", "10.120.", true)
 
 	// A move cancelled at once: it stays here, running, and says so.
-	var d desktop.Desktop
+	var d apiv1.Desktop
 	if code := s.call(adminToken, "POST", "/api/v1/desktops/"+far.ID+"/migrate", map[string]any{"host": "two"}, &d); code != http.StatusAccepted {
 		t.Fatalf("migrate to cancel: %d", code)
 	}

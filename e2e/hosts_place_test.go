@@ -39,7 +39,7 @@ func checkPlacement(t *testing.T, s *server, h2 *host2) {
 	placed := func(name string, body map[string]any, want string) {
 		t.Helper()
 		body["name"], body["memory_mib"], body["data_disk_gib"], body["cold"] = name, 1024, 2, true
-		var d desktop.Desktop
+		var d apiv1.Desktop
 		if code := s.call(adminToken, "POST", "/api/v1/desktops", body, &d); code != http.StatusAccepted {
 			t.Fatalf("placed create %s: %d", name, code)
 		}
@@ -58,10 +58,10 @@ func checkPlacement(t *testing.T, s *server, h2 *host2) {
 			uri = h2.uri
 		}
 		s.waitState(adminToken, d.ID, desktop.StateRunning, 5*time.Minute)
-		if out, err := exec.Command("virsh", "-c", uri, "domstate", d.DomainName()).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "running" {
+		if out, err := exec.Command("virsh", "-c", uri, "domstate", domainOf(d.ID)).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "running" {
 			t.Errorf("%s's VM on %s: %v %s", name, want, err, out)
 		}
-		var evs struct{ Events []desktop.Event }
+		var evs struct{ Events []apiv1.Event }
 		s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &evs)
 		said := false
 		for _, e := range evs.Events {

@@ -45,22 +45,22 @@ func TestHostsRemoteDesktop(t *testing.T) {
 	addHost2(t, s, h2, local)
 
 	begun := time.Now()
-	var d desktop.Desktop
+	var d apiv1.Desktop
 	if code := s.call(adminToken, "POST", "/api/v1/desktops", map[string]any{"name": "far", "host": "two", "memory_mib": 2048, "data_disk_gib": 4}, &d); code != http.StatusAccepted {
 		t.Fatalf("create on host two: %d %+v", code, d)
 	}
 	t.Cleanup(func() { s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"?delete_data=true", nil, nil) })
-	if d.Host != "two" || !strings.HasPrefix(d.NetIP, "10.121.") {
+	if d.Host != "two" || !strings.HasPrefix(d.IP, "10.121.") {
 		t.Errorf("created %+v: on host two, with an address on its subnet", d)
 	}
 	running := s.waitState(adminToken, d.ID, desktop.StateRunning, 5*time.Minute)
 	t.Logf("create on host two → running: %s", time.Since(begun).Round(time.Second))
 	// Its VM runs on host2, its files are in host2's folders, and this
 	// host has neither.
-	if out, err := exec.Command("virsh", "-c", h2.uri, "domstate", d.DomainName()).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "running" {
+	if out, err := exec.Command("virsh", "-c", h2.uri, "domstate", domainOf(d.ID)).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "running" {
 		t.Errorf("its VM on host2: %v %s", err, out)
 	}
-	if out, err := exec.Command("virsh", "-c", "qemu:///system", "domstate", d.DomainName()).CombinedOutput(); err == nil {
+	if out, err := exec.Command("virsh", "-c", "qemu:///system", "domstate", domainOf(d.ID)).CombinedOutput(); err == nil {
 		t.Errorf("its VM is on this host too: %s", out)
 	}
 	for _, f := range []string{"os.qcow2", "data.qcow2", "seed.iso"} {
@@ -100,7 +100,7 @@ func TestHostsRemoteDesktop(t *testing.T) {
 	os.WriteFile(filepath.Join(os.TempDir(), "bureau-e2e-remote-desktop.png"), shot, 0o644)
 	t.Logf("create on host two → desktop visible: %s", time.Since(begun).Round(time.Second))
 	g := s.openConsole(adminToken, running, false)
-	if w, hgt, name := rfbServerInit(t, s.url, d.ID, g.Token); w < 640 || hgt < 480 || !strings.Contains(name, d.DomainName()) {
+	if w, hgt, name := rfbServerInit(t, s.url, d.ID, g.Token); w < 640 || hgt < 480 || !strings.Contains(name, domainOf(d.ID)) {
 		t.Errorf("console of the remote desktop: %dx%d %q", w, hgt, name)
 	}
 
@@ -110,18 +110,18 @@ func TestHostsRemoteDesktop(t *testing.T) {
 	// A running desktop on a remote host takes a snapshot with its memory
 	// there (through libvirt), deletes it, and grows its data disk. A host
 	// with desktops stays.
-	var sn desktop.Snapshot
+	var sn apiv1.Snapshot
 	if code := s.call(adminToken, "POST", "/api/v1/desktops/"+d.ID+"/snapshots", map[string]any{"name": "on-two"}, &sn); code != http.StatusCreated || !sn.Memory {
 		t.Errorf("snapshot on host two: %d %+v", code, sn)
 	}
-	if out, err := exec.Command("virsh", "-c", h2.uri, "snapshot-list", "--name", d.DomainName()).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "on-two" {
+	if out, err := exec.Command("virsh", "-c", h2.uri, "snapshot-list", "--name", domainOf(d.ID)).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "on-two" {
 		t.Errorf("the snapshot on host two: %v %q", err, out)
 	}
 	if code := s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"/snapshots/on-two", nil, nil); code != http.StatusNoContent {
 		t.Errorf("delete the snapshot on host two: %d", code)
 	}
 	// Its data disk grows live there, and the guest's /home with it.
-	var grown desktop.Desktop
+	var grown apiv1.Desktop
 	if code := s.call(adminToken, "POST", "/api/v1/desktops/"+d.ID+"/data-disk", map[string]any{"size_gib": d.DataDiskGiB + 1}, &grown); code != http.StatusOK || grown.DataDiskGiB != d.DataDiskGiB+1 {
 		t.Errorf("grow the data disk on host two: %d %+v", code, grown)
 	}
@@ -162,10 +162,10 @@ func TestHostsRemoteDesktop(t *testing.T) {
 	signal("STOP")
 	s.waitHost("two", "unreachable", 2*time.Minute)
 	time.Sleep(12 * time.Second) // two reconciles
-	var during desktop.Desktop
+	var during apiv1.Desktop
 	s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID, nil, &during)
 	signal("CONT")
-	if during.State != "unreachable" || !strings.Contains(during.LastError, "host two does not answer") || during.DesiredState != desktop.StateRunning {
+	if during.State != "unreachable" || !strings.Contains(during.LastError, "host two does not answer") || during.DesiredState != string(desktop.StateRunning) {
 		t.Errorf("desktop of an unreachable host: %s %q, desired %s", during.State, during.LastError, during.DesiredState)
 	}
 	s.waitHost("two", "up", time.Minute)
@@ -183,7 +183,7 @@ func TestHostsRemoteDesktop(t *testing.T) {
 	// connection (its agent channel too) find it running.
 	signal("TERM")
 	s.waitHost("two", "unreachable", time.Minute)
-	if down := s.waitState(adminToken, d.ID, "unreachable", time.Minute); down.State != "unreachable" || down.DesiredState != desktop.StateRunning {
+	if down := s.waitState(adminToken, d.ID, "unreachable", time.Minute); down.State != "unreachable" || down.DesiredState != string(desktop.StateRunning) {
 		t.Errorf("desktop while host two's libvirtd is down: %s %q, desired %s", down.State, down.LastError, down.DesiredState)
 	}
 	h2.run("revive")
@@ -212,7 +212,7 @@ func TestHostsRemoteDesktop(t *testing.T) {
 	if exists(filepath.Join(h2.dir, "desktops", d.ID)) {
 		t.Errorf("the deleted desktop's folder stays on host2")
 	}
-	if out, err := exec.Command("virsh", "-c", h2.uri, "dominfo", d.DomainName()).CombinedOutput(); err == nil {
+	if out, err := exec.Command("virsh", "-c", h2.uri, "dominfo", domainOf(d.ID)).CombinedOutput(); err == nil {
 		t.Errorf("the deleted desktop's VM stays on host2: %s", out)
 	}
 	if code := s.call(adminToken, "DELETE", "/api/v1/hosts/two", nil, nil); code != http.StatusNoContent {

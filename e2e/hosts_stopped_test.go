@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -21,7 +22,7 @@ import (
 // grown, and a reimage (the OS disk fresh, the snapshot that held the old
 // one deleted, /home kept). far runs on host two with /home/agent/marker
 // and /var/tmp/os-marker; it runs at the end.
-func checkStoppedRemote(t *testing.T, s *server, far desktop.Desktop, h2 *host2) {
+func checkStoppedRemote(t *testing.T, s *server, far apiv1.Desktop, h2 *host2) {
 	t.Helper()
 	base := "/api/v1/desktops/" + far.ID
 	folder := filepath.Join(h2.dir, "desktops", far.ID)
@@ -62,7 +63,7 @@ func checkStoppedRemote(t *testing.T, s *server, far desktop.Desktop, h2 *host2)
 		s.waitState(adminToken, far.ID, desktop.StateStopped, 5*time.Minute)
 	}
 	begun := time.Now()
-	var now desktop.Desktop
+	var now apiv1.Desktop
 	s.call(adminToken, "GET", base, nil, &now)
 
 	// A snapshot of /home while stopped; written after it: /home/agent/later.
@@ -86,7 +87,7 @@ func checkStoppedRemote(t *testing.T, s *server, far desktop.Desktop, h2 *host2)
 	if !strings.Contains(snapsOf("os.qcow2"), "cold-all") || !strings.Contains(snapsOf("data.qcow2"), "cold-all") {
 		t.Errorf("the snapshot of both disks on host two: os %s data %s", snapsOf("os.qcow2"), snapsOf("data.qcow2"))
 	}
-	var grown desktop.Desktop
+	var grown apiv1.Desktop
 	if code := s.call(adminToken, "POST", base+"/data-disk", map[string]any{"size_gib": now.DataDiskGiB + 1}, &grown); code != http.StatusOK {
 		t.Fatalf("grow the data disk while stopped: %d", code)
 	}
@@ -101,7 +102,7 @@ func checkStoppedRemote(t *testing.T, s *server, far desktop.Desktop, h2 *host2)
 	if d := s.waitState(adminToken, far.ID, desktop.StateStopped, 5*time.Minute); d.LastError != "" {
 		t.Fatalf("reimage: %q", d.LastError)
 	}
-	var snaps struct{ Snapshots []desktop.Snapshot }
+	var snaps struct{ Snapshots []apiv1.Snapshot }
 	s.call(adminToken, "GET", base+"/snapshots", nil, &snaps)
 	if len(snaps.Snapshots) != 1 || snaps.Snapshots[0].Name != "cold-home" {
 		t.Errorf("snapshots after the reimage: %+v", snaps.Snapshots)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/api/apiv1"
 )
 
 // The desktops' gateway: the host's address on their network (the first
@@ -25,7 +25,7 @@ const desktopGateway = "10.120.0.1"
 // of the host and, by default, nothing private, that its egress policy
 // changes that on the running desktop, and that its QEMU runs as its own
 // unprivileged user who cannot read bureau's secrets.
-func testIsolation(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testIsolation(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	t.Run("qemu_unprivileged", func(t *testing.T) { checkQEMUUser(t, s, d) })
 
 	ns := newTestNet(t)
@@ -81,7 +81,7 @@ func testIsolation(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	s.expectError(agent.Token, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": map[string]any{"allow_out": []string{"203.0.113.5"}}}, 403, "forbidden")
 	s.expectError(agent.Token, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"idle_timeout_seconds": 0}, 403, "forbidden")
 	expect("a private address an owner could not open", ns.private, false)
-	var got desktop.Desktop
+	var got apiv1.Desktop
 	if code := s.call(adminToken, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": policy}, &got); code != http.StatusOK {
 		t.Fatalf("set network policy as admin: %d", code)
 	}
@@ -108,7 +108,7 @@ func testIsolation(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	expect("the host, even when allowed", net.JoinHostPort(desktopGateway, strconv.Itoa(hostPort)), false)
 	s.call(adminToken, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"network": map[string]any{"deny_out": []string{"0.0.0.0/0"}}}, nil)
 
-	var evs struct{ Events []desktop.Event }
+	var evs struct{ Events []apiv1.Event }
 	s.call(token, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &evs)
 	if last := evs.Events[len(evs.Events)-1]; last.Type != "network_policy_set" || !strings.Contains(last.Message, "deny 0.0.0.0/0") {
 		t.Errorf("last event %+v, want the policy change", last)
@@ -120,7 +120,7 @@ func testIsolation(t *testing.T, s *server, token string, d *desktop.Desktop) {
 // checkQEMUUser: the desktop's QEMU is not root, cannot list the data
 // directory or read bureau's admin token and database, and can read its
 // own disk (so the refusals are not a broken test).
-func checkQEMUUser(t *testing.T, s *server, d *desktop.Desktop) {
+func checkQEMUUser(t *testing.T, s *server, d *apiv1.Desktop) {
 	u := qemuUserOf(t, d)
 	if u.uid == "0" || u.gid == "0" {
 		t.Fatalf("QEMU runs as uid %q gid %q, want an unprivileged user", u.uid, u.gid)
@@ -147,9 +147,9 @@ func checkQEMUUser(t *testing.T, s *server, d *desktop.Desktop) {
 // qemuUser is the host user and group a desktop's QEMU process runs as.
 type qemuUser struct{ uid, gid string }
 
-func qemuUserOf(t *testing.T, d *desktop.Desktop) qemuUser {
+func qemuUserOf(t *testing.T, d *apiv1.Desktop) qemuUser {
 	t.Helper()
-	pid, err := os.ReadFile("/run/libvirt/qemu/" + d.DomainName() + ".pid")
+	pid, err := os.ReadFile("/run/libvirt/qemu/" + domainOf(d.ID) + ".pid")
 	if err != nil {
 		t.Fatalf("QEMU pid: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -57,10 +58,10 @@ func TestDesktopLifecycle(t *testing.T) {
 
 	// Create.
 	createdAt := time.Now()
-	var d desktop.Desktop
+	var d apiv1.Desktop
 	code := s.call(alice.Token, "POST", "/api/v1/desktops",
 		map[string]any{"name": "agent-1", "vcpus": 2, "memory_mib": 2048, "data_disk_gib": 4}, &d)
-	if code != http.StatusAccepted || d.State != desktop.StateCreating || d.Owner != "alice" {
+	if code != http.StatusAccepted || d.State != string(desktop.StateCreating) || d.Owner != "alice" {
 		t.Fatalf("create: %d %+v", code, d)
 	}
 	t.Cleanup(func() {
@@ -70,7 +71,7 @@ func TestDesktopLifecycle(t *testing.T) {
 	s.expectError(alice.Token, "POST", "/api/v1/desktops", map[string]any{"name": "agent-1"}, 409, "name_taken")
 	s.expectError(bob.Token, "GET", "/api/v1/desktops/"+d.ID, nil, 404, "not_found")
 	s.expectError(bob.Token, "POST", "/api/v1/desktops/"+d.ID+"/stop", nil, 404, "not_found")
-	var bobList struct{ Desktops []desktop.Desktop }
+	var bobList struct{ Desktops []apiv1.Desktop }
 	s.call(bob.Token, "GET", "/api/v1/desktops", nil, &bobList)
 	if len(bobList.Desktops) != 0 {
 		t.Errorf("bob sees %d desktops", len(bobList.Desktops))
@@ -138,8 +139,8 @@ func TestDesktopLifecycle(t *testing.T) {
 	// Stopping revokes the desktop's console tokens.
 	consoleBeforeStop := s.openConsole(alice.Token, running, false)
 	stopAt := time.Now()
-	var stopping desktop.Desktop
-	if code := s.call(alice.Token, "POST", "/api/v1/desktops/"+d.ID+"/stop", nil, &stopping); code != 202 || stopping.State != desktop.StateStopping {
+	var stopping apiv1.Desktop
+	if code := s.call(alice.Token, "POST", "/api/v1/desktops/"+d.ID+"/stop", nil, &stopping); code != 202 || stopping.State != string(desktop.StateStopping) {
 		t.Fatalf("stop: %d %+v", code, stopping)
 	}
 	s.waitState(alice.Token, d.ID, desktop.StateStopped, 3*time.Minute)
@@ -187,7 +188,7 @@ func TestDesktopLifecycle(t *testing.T) {
 
 		// QEMU dying under a running desktop: it is "crashed" with the reason,
 		// its data disk intact, and it can still be deleted.
-		if out, err := exec.Command("pkill", "-KILL", "-f", "guest="+running.DomainName()+",").CombinedOutput(); err != nil {
+		if out, err := exec.Command("pkill", "-KILL", "-f", "guest="+domainOf(running.ID)+",").CombinedOutput(); err != nil {
 			t.Fatalf("kill QEMU: %v %s", err, out)
 		}
 		crashed := s.waitState(alice.Token, d.ID, desktop.StateCrashed, 30*time.Second)
@@ -210,7 +211,7 @@ func quick() bool { return os.Getenv("BUREAU_E2E_QUICK") == "1" }
 // eventsInclude checks that a desktop's events include each type in want.
 func (s *server) eventsInclude(token, id string, want ...string) {
 	s.t.Helper()
-	var evs struct{ Events []desktop.Event }
+	var evs struct{ Events []apiv1.Event }
 	s.call(token, "GET", "/api/v1/desktops/"+id+"/events", nil, &evs)
 	types := []string{}
 	for _, e := range evs.Events {
@@ -226,11 +227,11 @@ func (s *server) eventsInclude(token, id string, want ...string) {
 // deleteKeepsData deletes the desktop as its owner without delete_data:
 // the data disk stays (its path shown to admins only), everything else
 // goes, then the disk is removed by hand.
-func (s *server) deleteKeepsData(token, id string, d *desktop.Desktop) {
+func (s *server) deleteKeepsData(token, id string, d *apiv1.Desktop) {
 	t := s.t
 	t.Helper()
 	// Where the data disk lives on the host is for admins only.
-	var asAdmin desktop.Desktop
+	var asAdmin apiv1.Desktop
 	s.call(adminToken, "GET", "/api/v1/desktops/"+id, nil, &asAdmin)
 	disk := asAdmin.DataDiskPath
 	if d.DataDiskPath != "" || disk == "" {

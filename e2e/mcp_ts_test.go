@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -20,7 +21,7 @@ import (
 // with real descriptions and hints, files, a data snapshot, the
 // clipboard, the screen size, events, a console link and URLs. The
 // desktop is left as it was.
-func testMCPTypeScript(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testMCPTypeScript(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	begun := time.Now()
@@ -49,7 +50,7 @@ func testMCPTypeScript(t *testing.T, s *server, token string, d *desktop.Desktop
 		time.Since(begun).Round(100*time.Millisecond), r.Resolution.Width, r.Resolution.Height)
 
 	// What the client made it deleted, as REST sees it.
-	var snaps struct{ Snapshots []desktop.Snapshot }
+	var snaps struct{ Snapshots []apiv1.Snapshot }
 	s.call(token, "GET", "/api/v1/desktops/"+d.ID+"/snapshots", nil, &snaps)
 	for _, sn := range snaps.Snapshots {
 		if sn.Name == "mcp-ts" {
@@ -59,8 +60,8 @@ func testMCPTypeScript(t *testing.T, s *server, token string, d *desktop.Desktop
 	if code := s.call(token, "GET", "/api/v1/desktops/"+d.ID+"/files?path=mcp-ts", nil, nil); code != 404 {
 		t.Errorf("the directory the TypeScript client made answers %d", code)
 	}
-	var after desktop.Desktop
-	if s.call(token, "GET", "/api/v1/desktops/"+d.ID, nil, &after); after.State != desktop.StateRunning {
+	var after apiv1.Desktop
+	if s.call(token, "GET", "/api/v1/desktops/"+d.ID, nil, &after); after.State != string(desktop.StateRunning) {
 		t.Errorf("after the TypeScript client the desktop is %s", after.State)
 	}
 }

@@ -11,14 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
 // testObservability reads the running desktop's statistics and Prometheus
 // series, and checks that the live event stream reports a state change as
 // it happens.
-func testObservability(t *testing.T, s *server, token string, d *desktop.Desktop) {
-	var st desktop.VMStats
+func testObservability(t *testing.T, s *server, token string, d *apiv1.Desktop) {
+	var st apiv1.Stats
 	if code := s.call(token, "GET", "/api/v1/desktops/"+d.ID+"/stats", nil, &st); code != 200 || st.CPUTimeNs == 0 || st.MemoryRSSKiB == 0 || len(st.Disks) < 2 {
 		t.Errorf("stats: %d %+v", code, st)
 	}
@@ -64,8 +65,8 @@ func testObservability(t *testing.T, s *server, token string, d *desktop.Desktop
 				return
 			}
 			if data, ok := strings.CutPrefix(line, "data: "); ok {
-				var ch desktop.Desktop
-				if json.Unmarshal([]byte(data), &ch) == nil && ch.ID == d.ID && ch.State == desktop.StatePaused {
+				var ch apiv1.Desktop
+				if json.Unmarshal([]byte(data), &ch) == nil && ch.ID == d.ID && ch.State == string(desktop.StatePaused) {
 					got <- time.Now()
 					io.Copy(io.Discard, rd)
 					return

@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
 // testPauseHibernate starts a counter process, pauses and resumes the
 // desktop, then hibernates and resumes it: the same process must still be
 // counting afterwards, and the guest clock must be right again.
-func testPauseHibernate(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testPauseHibernate(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	base := "/api/v1/desktops/" + d.ID
 	s.guest(d, `cat > /home/agent/counter.sh <<'EOF'
 i=0
@@ -29,8 +30,8 @@ runuser -u agent -- sh -c 'nohup sh /home/agent/counter.sh >/dev/null 2>&1 & ech
 	s.waitGuest(d, "counter running", "test $(cat /home/agent/counter) -ge 2", time.Minute)
 
 	// Pause: the VM is frozen, the API says so, and input-free calls refuse.
-	var p desktop.Desktop
-	if code := s.call(token, "POST", base+"/pause", nil, &p); code != http.StatusOK || p.State != desktop.StatePaused {
+	var p apiv1.Desktop
+	if code := s.call(token, "POST", base+"/pause", nil, &p); code != http.StatusOK || p.State != string(desktop.StatePaused) {
 		t.Fatalf("pause: %d %+v", code, p)
 	}
 	if st := s.vmState(d); st != desktop.VMPaused {
@@ -38,15 +39,15 @@ runuser -u agent -- sh -c 'nohup sh /home/agent/counter.sh >/dev/null 2>&1 & ech
 	}
 	s.expectError(token, "POST", base+"/pause", nil, 409, "invalid_state")
 	s.expectError(token, "POST", base+"/reboot", nil, 409, "invalid_state")
-	if code := s.call(token, "POST", base+"/resume", nil, &p); code != http.StatusOK || p.State != desktop.StateRunning {
+	if code := s.call(token, "POST", base+"/resume", nil, &p); code != http.StatusOK || p.State != string(desktop.StateRunning) {
 		t.Fatalf("resume from pause: %d %+v", code, p)
 	}
 
 	// Hibernate: RAM goes to disk, the VM stops using the host.
 	before, _ := s.guest(d, "cat /home/agent/counter")
 	hibAt := time.Now()
-	var h desktop.Desktop
-	if code := s.call(token, "POST", base+"/hibernate", nil, &h); code != http.StatusAccepted || h.State != desktop.StateHibernating {
+	var h apiv1.Desktop
+	if code := s.call(token, "POST", base+"/hibernate", nil, &h); code != http.StatusAccepted || h.State != string(desktop.StateHibernating) {
 		t.Fatalf("hibernate: %d %+v", code, h)
 	}
 	s.waitState(token, d.ID, desktop.StateHibernated, 5*time.Minute)
@@ -80,7 +81,7 @@ runuser -u agent -- sh -c 'nohup sh /home/agent/counter.sh >/dev/null 2>&1 & ech
 	s.waitGuest(d, "guest clock synced", "test $(( $(date +%s) - "+strconv.FormatInt(time.Now().Unix(), 10)+" )) -ge -5", time.Minute)
 	s.guest(d, "kill "+pid)
 
-	var evs struct{ Events []desktop.Event }
+	var evs struct{ Events []apiv1.Event }
 	s.call(token, "GET", base+"/events", nil, &evs)
 	var types []string
 	for _, e := range evs.Events {

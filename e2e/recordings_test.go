@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/recording"
 )
 
@@ -27,7 +27,7 @@ type recordingView struct {
 // testRecordings: a window opening and text typed into it are recorded
 // as a WebM video as long as the recording, with the changes in it, that
 // Chromium plays to its end in the web console.
-func testRecordings(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testRecordings(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	base := "/api/v1/desktops/" + d.ID + "/recordings"
 	s.guest(d, "pkill -x xterm")
 	var r recordingView

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -16,14 +17,14 @@ import (
 // a snapshot (the clone has the files but its own identity) and reimages
 // it (the OS is fresh, /home is kept). It boots two more times, so it can
 // be skipped with BUREAU_E2E_QUICK=1 (the PostgreSQL run does).
-func testResizeCloneReimage(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testResizeCloneReimage(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	if quick() {
 		t.Skip("BUREAU_E2E_QUICK=1")
 	}
 	base := "/api/v1/desktops/" + d.ID
 
 	// Live resize: the guest sees the bigger /home at once.
-	var grown desktop.Desktop
+	var grown apiv1.Desktop
 	if code := s.call(token, "POST", base+"/data-disk", map[string]any{"size_gib": d.DataDiskGiB + 2}, &grown); code != http.StatusOK || grown.DataDiskGiB != d.DataDiskGiB+2 {
 		t.Fatalf("grow data disk: %d %+v", code, grown)
 	}
@@ -37,7 +38,7 @@ func testResizeCloneReimage(t *testing.T, s *server, token string, d *desktop.De
 	if code := s.call(token, "POST", base+"/snapshots", map[string]any{"name": "for-clone", "memory": false}, nil); code != http.StatusCreated {
 		t.Fatalf("snapshot for clone: %d", code)
 	}
-	var clone desktop.Desktop
+	var clone apiv1.Desktop
 	cloneAt := time.Now()
 	// An admin clones it (alice's free tier has no room for a second desktop).
 	if code := s.call(adminToken, "POST", "/api/v1/desktops", map[string]any{"name": "agent-1-clone", "vcpus": 1, "memory_mib": 1024,
@@ -66,8 +67,8 @@ func testResizeCloneReimage(t *testing.T, s *server, token string, d *desktop.De
 	// Reimage: a fresh OS disk, the same /home.
 	s.guest(d, "echo os-change > /var/tmp/os-marker && echo kept > /home/agent/reimage-marker && sync")
 	reimageAt := time.Now()
-	var r desktop.Desktop
-	if code := s.call(token, "POST", base+"/reimage", map[string]any{}, &r); code != http.StatusAccepted || r.State != desktop.StateReimaging {
+	var r apiv1.Desktop
+	if code := s.call(token, "POST", base+"/reimage", map[string]any{}, &r); code != http.StatusAccepted || r.State != string(desktop.StateReimaging) {
 		t.Fatalf("reimage: %d %+v", code, r)
 	}
 	s.waitState(token, d.ID, desktop.StateRunning, 5*time.Minute)
@@ -88,7 +89,7 @@ func testResizeCloneReimage(t *testing.T, s *server, token string, d *desktop.De
 	if out, _ := s.guest(d, "stat -c %U /home/agent && id -nG agent"); !strings.HasPrefix(out, "agent") || !strings.Contains(out, "sudo") {
 		t.Errorf("agent after reimage: %q", out)
 	}
-	var list struct{ Snapshots []desktop.Snapshot }
+	var list struct{ Snapshots []apiv1.Snapshot }
 	s.call(token, "GET", base+"/snapshots", nil, &list)
 	for _, sn := range list.Snapshots {
 		if sn.Scope != desktop.ScopeData {

@@ -13,14 +13,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/api/apiv1"
 )
 
 // testSDKPython runs the Python SDK's tests (sdk/python, standard library
 // only) with Debian's python3 against this server and desktop, then its
 // example that replays a recorded agent transcript through the Anthropic
 // and OpenAI adapters, and checks the file the replayed session wrote.
-func testSDKPython(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testSDKPython(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	env := append(os.Environ(), "BUREAU_URL="+s.url, "BUREAU_TOKEN="+token, "BUREAU_DESKTOP="+d.ID, "PYTHONDONTWRITEBYTECODE=1")
@@ -46,7 +46,7 @@ func testSDKPython(t *testing.T, s *server, token string, d *desktop.Desktop) {
 // last screenshot to the path it is given) and checks what the replayed
 // session did: a PNG came back and the shell command it typed wrote its
 // file in the desktop.
-func checkReplay(t *testing.T, s *server, d *desktop.Desktop, replay func(png string) (string, time.Duration)) {
+func checkReplay(t *testing.T, s *server, d *apiv1.Desktop, replay func(png string) (string, time.Duration)) {
 	t.Helper()
 	s.guest(d, "rm -f /home/agent/replay-marker.txt")
 	png := filepath.Join(t.TempDir(), "final.png")

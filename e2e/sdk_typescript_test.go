@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/api/apiv1"
 )
 
 // testSDKTypeScript builds the TypeScript SDK (sdk/typescript) and runs its
 // tests with node against this server and desktop, then its example that
 // replays a recorded agent transcript through the adapters, and checks the
 // file the replayed session wrote.
-func testSDKTypeScript(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testSDKTypeScript(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	dir := filepath.Join("..", "sdk", "typescript")

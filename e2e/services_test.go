@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/api/apiv1"
 )
 
 // Registered after reimage (file order): a reimage starts the OS disk, and
@@ -60,7 +60,7 @@ type serviceInfo struct {
 
 // serviceServes waits until the app answers through bureau with the
 // digest of its secret.
-func (s *server) serviceServes(token string, d *desktop.Desktop, within time.Duration) {
+func (s *server) serviceServes(token string, d *apiv1.Desktop, within time.Duration) {
 	s.t.Helper()
 	want := fmt.Sprintf("app key-digest=%s file=True\n", keyDigest())
 	deadline := time.Now().Add(within)
@@ -81,7 +81,7 @@ func (s *server) serviceServes(token string, d *desktop.Desktop, within time.Dur
 // testServices: a secret set by its owner reaches a service as a variable
 // and a file without ever being shown; the service serves through
 // bureau, is restarted when it dies, and its log is scrubbed.
-func testServices(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testServices(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	base := "/api/v1/desktops/" + d.ID
 	s.agentUp(token, d, 3*time.Minute)
 	if code := s.call(token, "PUT", "/api/v1/secrets/APP_KEY", map[string]string{"value": serviceKey}, nil); code != 200 {
@@ -171,7 +171,7 @@ func testServices(t *testing.T, s *server, token string, d *desktop.Desktop) {
 // servicesBackAfterBoot: the service runs again after the desktop booted,
 // with its secret (handed over again: the agent keeps values in memory
 // only).
-func (s *server) servicesBackAfterBoot(token string, d *desktop.Desktop) {
+func (s *server) servicesBackAfterBoot(token string, d *apiv1.Desktop) {
 	s.t.Helper()
 	if !serviceCreated {
 		return // the services check did not run (-run picked others)

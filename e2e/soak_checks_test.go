@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -32,7 +33,7 @@ func (k *soak) check(after string) {
 		k.checkVM(d, after)
 		k.checkFiles(d)
 		k.checkSnapshots(d)
-		if d.State == desktop.StateRunning {
+		if d.State == string(desktop.StateRunning) {
 			k.checkGuest(d)
 		}
 	}
@@ -44,23 +45,23 @@ func (k *soak) check(after string) {
 // desktop with restart_on_crash to be started again. At the deadline it
 // returns what it has: checkVM reports a mismatch, or it reports a desktop
 // stuck in a transient state or crashed despite restart_on_crash.
-func (k *soak) settle(id string) *desktop.Desktop {
-	var d *desktop.Desktop
+func (k *soak) settle(id string) *apiv1.Desktop {
+	var d *apiv1.Desktop
 	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
 		d = k.get(id)
-		awaited := d.State == desktop.StateCrashed && d.RestartOnCrash && !k.unrestarted[id]
-		if d.State.Settled() && d.Operation == "" && k.matches(d) && !awaited {
-			if d.State != desktop.StateCrashed {
+		awaited := d.State == string(desktop.StateCrashed) && d.RestartOnCrash && !k.unrestarted[id]
+		if desktop.State(d.State).Settled() && d.Operation == "" && k.matches(d) && !awaited {
+			if d.State != string(desktop.StateCrashed) {
 				delete(k.unrestarted, id)
 			}
 			return d
 		}
 	}
-	if !d.State.Settled() || d.Operation != "" {
-		k.violate("%s stuck %s (operation %q, step %q)", d.Name, d.State, d.Operation, d.Step)
+	if !desktop.State(d.State).Settled() || d.Operation != "" {
+		k.violate("%s stuck %s (operation %q, step %q)", d.Name, d.State, d.Operation, d.OperationStep)
 		return nil
 	}
-	if d.State == desktop.StateCrashed && d.RestartOnCrash && !k.unrestarted[id] {
+	if d.State == string(desktop.StateCrashed) && d.RestartOnCrash && !k.unrestarted[id] {
 		k.unrestarted[id] = true
 		k.violate("%s has restart_on_crash set but has stayed crashed for 5 minutes: %s", d.Name, d.LastError)
 	}
@@ -70,8 +71,8 @@ func (k *soak) settle(id string) *desktop.Desktop {
 // noteRunning counts the checks in a row a desktop was not running when
 // the schedule had not left it paused, hibernated or stopped; past
 // notRunningSteps that is a violation (once per streak).
-func (k *soak) noteRunning(id string, d *desktop.Desktop, after string) {
-	if d != nil && (d.State == desktop.StateRunning || k.deliberate(d)) {
+func (k *soak) noteRunning(id string, d *apiv1.Desktop, after string) {
+	if d != nil && (d.State == string(desktop.StateRunning) || k.deliberate(d)) {
 		k.streak[id] = 0
 		return
 	}
@@ -89,10 +90,10 @@ func (k *soak) noteRunning(id string, d *desktop.Desktop, after string) {
 
 // deliberate: the desktop is paused, hibernated or stopped, and its last
 // operation could end so.
-func (k *soak) deliberate(d *desktop.Desktop) bool {
-	switch d.State {
+func (k *soak) deliberate(d *apiv1.Desktop) bool {
+	switch desktop.State(d.State) {
 	case desktop.StatePaused, desktop.StateHibernated, desktop.StateStopped:
-		return slices.Contains(k.accept[d.ID], d.State)
+		return slices.Contains(k.accept[d.ID], desktop.State(d.State))
 	}
 	return false
 }
@@ -107,17 +108,17 @@ var vmStates = map[desktop.State][]desktop.VMState{
 	desktop.StateError:      {desktop.VMShutoff, desktop.VMCrashed},
 }
 
-func (k *soak) matches(d *desktop.Desktop) bool {
-	return slices.Contains(vmStates[d.State], k.s.vmState(d))
+func (k *soak) matches(d *apiv1.Desktop) bool {
+	return slices.Contains(vmStates[desktop.State(d.State)], k.s.vmState(d))
 }
 
 // checkVM: the recorded state is the VM's, and no desktop is in error (a
 // violation once per error).
-func (k *soak) checkVM(d *desktop.Desktop, after string) {
-	if vm := k.s.vmState(d); !slices.Contains(vmStates[d.State], vm) {
+func (k *soak) checkVM(d *apiv1.Desktop, after string) {
+	if vm := k.s.vmState(d); !slices.Contains(vmStates[desktop.State(d.State)], vm) {
 		k.violate("after %s: %s is recorded %s (%q) but its VM is %s", after, d.Name, d.State, d.LastError, vm)
 	}
-	if d.State != desktop.StateError {
+	if d.State != string(desktop.StateError) {
 		delete(k.failed, d.ID)
 		return
 	}
@@ -129,7 +130,7 @@ func (k *soak) checkVM(d *desktop.Desktop, after string) {
 
 // checkFiles: the disks are there and nothing an operation writes for a
 // moment (save images, unfinished disks, kept keys) is left behind.
-func (k *soak) checkFiles(d *desktop.Desktop) {
+func (k *soak) checkFiles(d *apiv1.Desktop) {
 	dir := filepath.Dir(d.DataDiskPath)
 	for _, f := range []string{"os.qcow2", "data.qcow2", "seed.iso"} {
 		if !exists(filepath.Join(dir, f)) {
@@ -151,7 +152,7 @@ func (k *soak) checkFiles(d *desktop.Desktop) {
 
 // checkSnapshots: bureau lists exactly the snapshots the disks hold, and
 // libvirt knows the memory ones.
-func (k *soak) checkSnapshots(d *desktop.Desktop) {
+func (k *soak) checkSnapshots(d *apiv1.Desktop) {
 	var listed, memory []string
 	for _, sn := range k.snapshots(d.ID) {
 		listed = append(listed, sn.Name)
@@ -170,7 +171,7 @@ func (k *soak) checkSnapshots(d *desktop.Desktop) {
 			inDisk = append(inDisk, f[1])
 		}
 	}
-	virsh, _ := exec.Command("virsh", "-c", "qemu:///system", "snapshot-list", "--name", d.DomainName()).Output()
+	virsh, _ := exec.Command("virsh", "-c", "qemu:///system", "snapshot-list", "--name", domainOf(d.ID)).Output()
 	inLibvirt := strings.Fields(string(virsh))
 	slices.Sort(listed)
 	slices.Sort(inDisk)
@@ -187,7 +188,7 @@ func (k *soak) checkSnapshots(d *desktop.Desktop) {
 // checkGuest: a running desktop answers, is still itself, its data disk's
 // marker is intact, every record it acknowledged is there; then it gets
 // this step's record.
-func (k *soak) checkGuest(d *desktop.Desktop) {
+func (k *soak) checkGuest(d *apiv1.Desktop) {
 	k.counts["guest-checks"]++
 	if !k.agentAnswers(d, 5*time.Minute) {
 		k.violate("%s is running but its guest agent has not answered for 5 minutes", d.Name)
@@ -225,7 +226,7 @@ func (k *soak) checkGuest(d *desktop.Desktop) {
 		return
 	}
 	r := k.newRecord(k.steps)
-	if err := k.appendRecord(d.DomainName(), r); err != nil {
+	if err := k.appendRecord(domainOf(d.ID), r); err != nil {
 		k.violate("%s: record %q not appended and fsynced: %v", d.Name, r, err)
 		return
 	}
@@ -234,7 +235,7 @@ func (k *soak) checkGuest(d *desktop.Desktop) {
 }
 
 // homeMounted waits until the desktop's data disk is mounted on /home.
-func (k *soak) homeMounted(d *desktop.Desktop, timeout time.Duration) bool {
+func (k *soak) homeMounted(d *apiv1.Desktop, timeout time.Duration) bool {
 	for deadline := time.Now().Add(timeout); ; time.Sleep(2 * time.Second) {
 		if out, code := k.s.guest(d, "findmnt -n -o SOURCE /home"); code == 0 && strings.HasPrefix(out, "/dev/vdb") {
 			return true
@@ -245,10 +246,10 @@ func (k *soak) homeMounted(d *desktop.Desktop, timeout time.Duration) bool {
 	}
 }
 
-func (k *soak) agentAnswers(d *desktop.Desktop, timeout time.Duration) bool {
+func (k *soak) agentAnswers(d *apiv1.Desktop, timeout time.Duration) bool {
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(time.Second) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		err := k.s.hv.GuestPing(ctx, d.DomainName())
+		err := k.s.hv.GuestPing(ctx, domainOf(d.ID))
 		cancel()
 		if err == nil {
 			return true
@@ -285,9 +286,9 @@ func (k *soak) appendRecord(domain string, r soakRecord) error {
 
 // verifyRecords reads the record file of a running desktop whose /home is
 // mounted: every acknowledged record must be in it.
-func (k *soak) verifyRecords(d *desktop.Desktop) {
+func (k *soak) verifyRecords(d *apiv1.Desktop) {
 	want := k.records[d.ID]
-	out, code, err := k.guestRun(d.DomainName(), "cat "+recordFile, recordWait)
+	out, code, err := k.guestRun(domainOf(d.ID), "cat "+recordFile, recordWait)
 	if err != nil {
 		k.violate("%s: reading %s: %v", d.Name, recordFile, err)
 		return

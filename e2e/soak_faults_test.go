@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -51,7 +52,7 @@ func (k *soak) killBureau() {
 // next operation starts it).
 func (k *soak) killQEMU() {
 	k.faultsBy["kill-qemu"]++
-	var victim *desktop.Desktop
+	var victim *apiv1.Desktop
 	for _, id := range k.ds {
 		if st := k.s.vmState(k.get(id)); st == desktop.VMRunning || st == desktop.VMPaused {
 			if d := k.get(id); victim == nil || k.rng.IntN(2) == 0 {
@@ -64,7 +65,7 @@ func (k *soak) killQEMU() {
 		k.runOp(k.wake(k.pick()))
 		k.check("start before QEMU kill")
 		for _, id := range k.ds {
-			if d := k.get(id); d.State == desktop.StateRunning {
+			if d := k.get(id); d.State == string(desktop.StateRunning) {
 				victim = d
 			}
 		}
@@ -73,7 +74,7 @@ func (k *soak) killQEMU() {
 			return
 		}
 	}
-	pidFile := "/run/libvirt/qemu/" + victim.DomainName() + ".pid"
+	pidFile := "/run/libvirt/qemu/" + domainOf(victim.ID) + ".pid"
 	raw, err := os.ReadFile(pidFile)
 	if err != nil {
 		k.violate("%s is %s with no QEMU pid file: %v", victim.Name, victim.State, err)
@@ -81,7 +82,7 @@ func (k *soak) killQEMU() {
 	}
 	pid := strings.TrimSpace(string(raw))
 	var w *soakWriter
-	if victim.State == desktop.StateRunning {
+	if victim.State == string(desktop.StateRunning) {
 		// Records are appended and fsynced one after another until the
 		// kill: the last acknowledged ones were flushed a moment before it.
 		w = k.startWriter(victim)
@@ -119,14 +120,14 @@ func (k *soak) killQEMU() {
 // awaitRestart: a desktop with restart_on_crash is recorded running again
 // (its VM too) within restartWait of its QEMU being killed. On the way it
 // may be recorded crashed, or in error (an operation the crash cut short).
-func (k *soak) awaitRestart(victim *desktop.Desktop, killed time.Time) {
+func (k *soak) awaitRestart(victim *apiv1.Desktop, killed time.Time) {
 	var seen []string
 	for {
 		d := k.get(victim.ID)
 		if st := string(d.State); len(seen) == 0 || seen[len(seen)-1] != st {
 			seen = append(seen, st)
 		}
-		if d.State == desktop.StateRunning && d.Operation == "" && k.matches(d) {
+		if d.State == string(desktop.StateRunning) && d.Operation == "" && k.matches(d) {
 			took := time.Since(killed)
 			k.restarts = append(k.restarts, took)
 			k.accept[d.ID] = []desktop.State{desktop.StateRunning}
@@ -146,10 +147,10 @@ func (k *soak) awaitRestart(victim *desktop.Desktop, killed time.Time) {
 
 // awaitCrashed: a desktop without restart_on_crash is recorded crashed,
 // and stays so: bureau does not start it by itself.
-func (k *soak) awaitCrashed(victim *desktop.Desktop) {
-	var d *desktop.Desktop
+func (k *soak) awaitCrashed(victim *apiv1.Desktop) {
+	var d *apiv1.Desktop
 	for deadline := time.Now().Add(crashedWait); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		if d = k.get(victim.ID); d.State == desktop.StateCrashed && d.Operation == "" && k.matches(d) {
+		if d = k.get(victim.ID); d.State == string(desktop.StateCrashed) && d.Operation == "" && k.matches(d) {
 			k.t.Logf("soak step %d: %s recorded crashed: %s", k.steps, d.Name, d.LastError)
 			return
 		}
@@ -226,9 +227,9 @@ type soakWritten struct {
 // startWriter appends and fsyncs records to d's data disk, one after
 // another, until stopped. It reports nothing to the test itself (it runs
 // beside it): stopWriter does.
-func (k *soak) startWriter(d *desktop.Desktop) *soakWriter {
+func (k *soak) startWriter(d *apiv1.Desktop) *soakWriter {
 	w := &soakWriter{stop: make(chan struct{}), first: make(chan struct{}), done: make(chan soakWritten, 1)}
-	step, domain := k.steps, d.DomainName()
+	step, domain := k.steps, domainOf(d.ID)
 	go func() {
 		var res soakWritten
 		defer func() { w.done <- res }()
@@ -259,7 +260,7 @@ func (k *soak) startWriter(d *desktop.Desktop) *soakWriter {
 }
 
 // stopWriter stops a writer and keeps the records it got acknowledged.
-func (k *soak) stopWriter(w *soakWriter, d *desktop.Desktop) {
+func (k *soak) stopWriter(w *soakWriter, d *apiv1.Desktop) {
 	close(w.stop)
 	select {
 	case res := <-w.done:

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -26,9 +27,9 @@ type soakOp struct {
 	wait               time.Duration
 }
 
-func newOp(d *desktop.Desktop, kind string, target desktop.State, wait time.Duration) *soakOp {
+func newOp(d *apiv1.Desktop, kind string, target desktop.State, wait time.Duration) *soakOp {
 	return &soakOp{kind: kind, id: d.ID, name: d.Name, method: "POST", path: "/api/v1/desktops/" + d.ID + "/" + kind,
-		from: d.State, target: target, wait: wait}
+		from: desktop.State(d.State), target: target, wait: wait}
 }
 
 func (op *soakOp) String() string {
@@ -147,7 +148,7 @@ func (k *soak) finish(op *soakOp, a soakAnswer, fault string) {
 	d, ok := k.waitOp(op, accept, cond, wait)
 	took := time.Since(begun).Round(100 * time.Millisecond)
 	switch {
-	case d.State == desktop.StateError:
+	case d.State == string(desktop.StateError):
 		c.missed++
 		if k.failed[d.ID] != d.LastError {
 			k.failed[d.ID] = d.LastError
@@ -160,12 +161,12 @@ func (k *soak) finish(op *soakOp, a soakAnswer, fault string) {
 			also = fmt.Sprintf(" (snapshot %s listed: %t)", op.snap, k.listed(op.id, op.snap))
 		}
 		k.violate("%s (%s): %s is %s (operation %q, step %q, VM %s)%s after %s; it may end %v",
-			op, a, d.Name, d.State, d.Operation, d.Step, k.s.vmState(d), also, took, accept)
+			op, a, d.Name, d.State, d.Operation, d.OperationStep, k.s.vmState(d), also, took, accept)
 	case bad:
 		c.missed++
 	case refused:
 		c.refused++
-	case d.State == op.target && k.done(op):
+	case d.State == string(op.target) && k.done(op):
 		c.reached++
 		k.t.Logf("soak step %d: %s reached %s in %s", k.steps, op, d.State, took)
 	default:
@@ -199,17 +200,17 @@ func orElse(a, b string) string {
 // is in one of accept (and cond holds). It gives up at the deadline, when
 // the desktop is in error, or once it has been settled elsewhere for
 // quietWrong.
-func (k *soak) waitOp(op *soakOp, accept []desktop.State, cond func() bool, wait time.Duration) (*desktop.Desktop, bool) {
+func (k *soak) waitOp(op *soakOp, accept []desktop.State, cond func() bool, wait time.Duration) (*apiv1.Desktop, bool) {
 	k.t.Helper()
 	deadline := time.Now().Add(wait)
 	var quietSince time.Time
 	for {
 		d := k.get(op.id)
-		if d.State == desktop.StateError {
+		if d.State == string(desktop.StateError) {
 			return d, false
 		}
-		quiet := d.State.Settled() && d.Operation == "" && k.matches(d) && !(d.State == desktop.StateCrashed && d.RestartOnCrash)
-		if quiet && slices.Contains(accept, d.State) && (cond == nil || cond()) {
+		quiet := desktop.State(d.State).Settled() && d.Operation == "" && k.matches(d) && !(d.State == string(desktop.StateCrashed) && d.RestartOnCrash)
+		if quiet && slices.Contains(accept, desktop.State(d.State)) && (cond == nil || cond()) {
 			return d, true
 		}
 		switch {

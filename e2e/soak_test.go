@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -168,7 +169,7 @@ func (k *soak) violate(format string, args ...any) {
 func (k *soak) setUp() {
 	k.names = map[string]string{}
 	for _, name := range []string{"soak-a", "soak-b"} {
-		var d desktop.Desktop
+		var d apiv1.Desktop
 		body := map[string]any{"name": name, "vcpus": 1, "memory_mib": 1024, "data_disk_gib": 2}
 		if name == "soak-b" {
 			body["keyboard_layout"] = "de" // set by the seed, before X starts
@@ -226,27 +227,27 @@ func (k *soak) fetchJSON(path string, out any) {
 	}
 }
 
-func (k *soak) get(id string) *desktop.Desktop {
+func (k *soak) get(id string) *apiv1.Desktop {
 	k.t.Helper()
-	var d desktop.Desktop
+	var d apiv1.Desktop
 	k.fetchJSON("/api/v1/desktops/"+id, &d)
 	return &d
 }
 
-func (k *soak) snapshots(id string) []desktop.Snapshot {
+func (k *soak) snapshots(id string) []apiv1.Snapshot {
 	k.t.Helper()
-	var list struct{ Snapshots []desktop.Snapshot }
+	var list struct{ Snapshots []apiv1.Snapshot }
 	k.fetchJSON("/api/v1/desktops/"+id+"/snapshots", &list)
 	return list.Snapshots
 }
 
 func (k *soak) listed(id, snap string) bool {
-	return slices.ContainsFunc(k.snapshots(id), func(sn desktop.Snapshot) bool { return sn.Name == snap })
+	return slices.ContainsFunc(k.snapshots(id), func(sn apiv1.Snapshot) bool { return sn.Name == snap })
 }
 
 // pick is the desktop the next operation or fault acts on: one a fault left
 // not running (an operator starts it again), else one at random.
-func (k *soak) pick() *desktop.Desktop {
+func (k *soak) pick() *apiv1.Desktop {
 	for _, id := range k.ds {
 		if k.streak[id] > 0 {
 			return k.get(id)
@@ -256,8 +257,8 @@ func (k *soak) pick() *desktop.Desktop {
 }
 
 // request is an operation that fits the desktop's state.
-func (k *soak) request(d *desktop.Desktop) *soakOp {
-	switch d.State {
+func (k *soak) request(d *apiv1.Desktop) *soakOp {
+	switch desktop.State(d.State) {
 	case desktop.StateRunning:
 		switch r := k.rng.IntN(10); {
 		case r < 3:
@@ -283,8 +284,8 @@ func (k *soak) request(d *desktop.Desktop) *soakOp {
 }
 
 // wake is the operation that brings a desktop that does not run back.
-func (k *soak) wake(d *desktop.Desktop) *soakOp {
-	switch d.State {
+func (k *soak) wake(d *apiv1.Desktop) *soakOp {
+	switch desktop.State(d.State) {
 	case desktop.StatePaused:
 		return newOp(d, "resume", desktop.StateRunning, syncWait)
 	case desktop.StateHibernated:
@@ -301,7 +302,7 @@ func (k *soak) operate() {
 	k.check("operation")
 	if list := k.snapshots(d.ID); len(list) > 2 {
 		cur := k.get(d.ID)
-		op := newOp(cur, "snapshot-delete", cur.State, syncWait)
+		op := newOp(cur, "snapshot-delete", desktop.State(cur.State), syncWait)
 		op.method, op.path, op.snap = "DELETE", "/api/v1/desktops/"+d.ID+"/snapshots/"+list[0].Name, list[0].Name
 		k.runOp(op)
 		k.check("snapshot delete")
@@ -313,14 +314,14 @@ func (k *soak) operate() {
 func (k *soak) finale() {
 	k.final = true
 	for _, id := range k.ds {
-		if d := k.get(id); d.State != desktop.StateRunning {
+		if d := k.get(id); d.State != string(desktop.StateRunning) {
 			k.t.Logf("soak: the end: %s is %s, started to read its records", d.Name, d.State)
 			k.runOp(k.wake(d))
 		}
 	}
 	k.check("the end")
 	for _, id := range k.ds {
-		if d := k.get(id); d.State != desktop.StateRunning {
+		if d := k.get(id); d.State != string(desktop.StateRunning) {
 			k.violate("%s is %s at the end: its %d records were not read", d.Name, d.State, len(k.records[id]))
 		}
 	}

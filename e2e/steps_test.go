@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/steps"
 )
@@ -44,7 +45,7 @@ func (s *server) waitSteps(token, id string, after int64, n int) []steps.Step {
 // testStepLog: what an agent does in the desktop is a step log with
 // pictures of the screen, followed live, exported in both model formats,
 // and "revert to before step N" undoes the step's file change.
-func testStepLog(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testStepLog(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	base := "/api/v1/desktops/" + d.ID
 	var last stepList
 	s.call(token, "GET", base+"/steps?limit=1000", nil, &last)
@@ -192,8 +193,8 @@ func testStepLog(t *testing.T, s *server, token string, d *desktop.Desktop) {
 	// Revert to before the exec: its checkpoint, where the marker was as
 	// the file write left it.
 	var rv struct {
-		Snapshot desktop.Snapshot `json:"snapshot"`
-		Holds    int64            `json:"holds_through_step"`
+		Snapshot apiv1.Snapshot `json:"snapshot"`
+		Holds    int64          `json:"holds_through_step"`
 	}
 	if code := s.call(token, "POST", base+"/steps/"+strconv.FormatInt(change.Seq, 10)+"/revert", nil, &rv); code != http.StatusAccepted ||
 		rv.Snapshot.Name != change.Checkpoint || rv.Holds != move.Seq {
@@ -217,7 +218,7 @@ func testStepLog(t *testing.T, s *server, token string, d *desktop.Desktop) {
 // newest 1 kept, with the RAM so a revert needs no boot) the steps carry
 // automatic checkpoints, only the newest stays, and reverting to a step
 // goes back to exactly before it.
-func testAutoCheckpoints(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testAutoCheckpoints(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	base := "/api/v1/desktops/" + d.ID
 	var last stepList
 	s.call(token, "GET", base+"/steps?newest=true&limit=1", nil, &last)
@@ -249,7 +250,7 @@ func testAutoCheckpoints(t *testing.T, s *server, token string, d *desktop.Deskt
 			first.CheckpointError, third.CheckpointError)
 	}
 	var snaps struct {
-		Snapshots []desktop.Snapshot `json:"snapshots"`
+		Snapshots []apiv1.Snapshot `json:"snapshots"`
 	}
 	s.call(token, "GET", base+"/snapshots", nil, &snaps)
 	var auto []string
@@ -265,8 +266,8 @@ func testAutoCheckpoints(t *testing.T, s *server, token string, d *desktop.Deskt
 		t.Errorf("automatic checkpoints kept %v, want only %s", auto, third.Checkpoint)
 	}
 	var rv struct {
-		Snapshot desktop.Snapshot `json:"snapshot"`
-		Holds    int64            `json:"holds_through_step"`
+		Snapshot apiv1.Snapshot `json:"snapshot"`
+		Holds    int64          `json:"holds_through_step"`
 	}
 	if code := s.call(token, "POST", base+"/steps/"+strconv.FormatInt(third.Seq, 10)+"/revert", nil, &rv); code != http.StatusAccepted ||
 		rv.Snapshot.Name != third.Checkpoint || rv.Holds != second.Seq {

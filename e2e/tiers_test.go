@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -19,7 +20,7 @@ import (
 // then the console itself. Its marker file and a background process are
 // there every time, a sleeping desktop holds far less host memory than a
 // napping one, and the events say why each step happened.
-func checkIdleTiers(t *testing.T, s *server, d *desktop.Desktop) {
+func checkIdleTiers(t *testing.T, s *server, d *apiv1.Desktop) {
 	base := "/api/v1/desktops/" + d.ID
 	run := func(script string) (string, time.Duration) {
 		t.Helper()
@@ -51,7 +52,7 @@ func checkIdleTiers(t *testing.T, s *server, d *desktop.Desktop) {
 		time.Sleep(time.Second)
 	}
 
-	var got desktop.Desktop
+	var got apiv1.Desktop
 	if code := s.call(adminToken, "PATCH", base, map[string]any{"nap_after_seconds": 10, "sleep_after_seconds": 30, "idle_timeout_seconds": 60}, &got); code != http.StatusOK ||
 		got.NapAfterSeconds != 10 || got.SleepAfterSeconds != 30 || got.IdleTimeoutSeconds != 60 {
 		t.Fatalf("set idle tiers: %d %+v", code, got)
@@ -93,7 +94,7 @@ func checkIdleTiers(t *testing.T, s *server, d *desktop.Desktop) {
 		t.Errorf("console of a desktop restored ahead of use: %dx%d", w, h)
 	}
 	consoleWake := time.Since(begun)
-	if code := s.call(adminToken, "GET", base, nil, &got); code != http.StatusOK || got.State != desktop.StateRunning {
+	if code := s.call(adminToken, "GET", base, nil, &got); code != http.StatusOK || got.State != string(desktop.StateRunning) {
 		t.Errorf("after the console opened, the desktop is %s", got.State)
 	}
 	intact("hibernation")
@@ -101,7 +102,7 @@ func checkIdleTiers(t *testing.T, s *server, d *desktop.Desktop) {
 		"hibernated: console link → restored paused %s, console opened → display answered %s",
 		napRSS/1024, napOwn/1024, sleepRSS/1024, sleepOwn/1024, napWake.Round(time.Millisecond), sleepWake.Round(time.Millisecond), prewake.Round(time.Millisecond), consoleWake.Round(time.Millisecond))
 
-	var evs struct{ Events []desktop.Event }
+	var evs struct{ Events []apiv1.Event }
 	s.call(adminToken, "GET", base+"/events?limit=200", nil, &evs)
 	for _, tier := range []string{"napping", "sleeping", "hibernating"} {
 		found := false
@@ -122,11 +123,11 @@ func checkIdleTiers(t *testing.T, s *server, d *desktop.Desktop) {
 }
 
 // rssKiB is the host memory the desktop's QEMU process holds.
-func (s *server) rssKiB(d *desktop.Desktop) int64 {
+func (s *server) rssKiB(d *apiv1.Desktop) int64 {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := s.hv.DomainStats(ctx, d.DomainName())
+	st, err := s.hv.DomainStats(ctx, domainOf(d.ID))
 	if err != nil {
 		s.t.Fatalf("stats of %s: %v", d.Name, err)
 	}
@@ -135,9 +136,9 @@ func (s *server) rssKiB(d *desktop.Desktop) int64 {
 
 // privateKiB is the host memory only the desktop's QEMU process holds
 // (resident and not shared with other desktops through KSM).
-func (s *server) privateKiB(d *desktop.Desktop) int64 {
+func (s *server) privateKiB(d *apiv1.Desktop) int64 {
 	s.t.Helper()
-	kib, err := s.hv.PrivateKiB(d.DomainName())
+	kib, err := s.hv.PrivateKiB(domainOf(d.ID))
 	if err != nil {
 		s.t.Fatalf("memory of %s: %v", d.Name, err)
 	}
@@ -149,7 +150,7 @@ func (s *server) privateKiB(d *desktop.Desktop) int64 {
 // the restart) is put to sleep while the one in use (second) keeps
 // running, with an event that says why. bureau then restarts as before
 // and first is woken.
-func checkMemoryPressure(t *testing.T, s *server, first, second *desktop.Desktop) {
+func checkMemoryPressure(t *testing.T, s *server, first, second *apiv1.Desktop) {
 	s.stop()
 	s.env = []string{"BUREAU_MEMORY_LOW_MIB=1000000"}
 	s.start()
@@ -162,26 +163,26 @@ func checkMemoryPressure(t *testing.T, s *server, first, second *desktop.Desktop
 	// second is used every few seconds; first, never. Pressure moves first
 	// one tier per check (every 3 s here): to sleep, then to hibernation.
 	deadline := time.Now().Add(3 * time.Minute)
-	var got desktop.Desktop
+	var got apiv1.Desktop
 	for time.Now().Before(deadline) {
 		if code := s.call(adminToken, "POST", "/api/v1/desktops/"+second.ID+"/exec", map[string]any{"argv": []string{"true"}}, nil); code != http.StatusOK {
 			t.Fatalf("exec in the desktop in use: %d", code)
 		}
 		s.call(adminToken, "GET", "/api/v1/desktops/"+first.ID, nil, &got)
-		if got.State == desktop.StateSleeping || got.State == desktop.StateHibernated {
+		if got.State == string(desktop.StateSleeping) || got.State == string(desktop.StateHibernated) {
 			break
 		}
 		time.Sleep(3 * time.Second)
 	}
-	if got.State != desktop.StateSleeping && got.State != desktop.StateHibernated {
+	if got.State != string(desktop.StateSleeping) && got.State != string(desktop.StateHibernated) {
 		t.Fatalf("under memory pressure the longest-idle desktop is %s, want sleeping (then hibernated)", got.State)
 	}
-	var other desktop.Desktop
-	if s.call(adminToken, "GET", "/api/v1/desktops/"+second.ID, nil, &other); other.State != desktop.StateRunning {
+	var other apiv1.Desktop
+	if s.call(adminToken, "GET", "/api/v1/desktops/"+second.ID, nil, &other); other.State != string(desktop.StateRunning) {
 		t.Errorf("the desktop in use is %s under memory pressure", other.State)
 	}
-	pressure := func(d *desktop.Desktop) []string {
-		var evs struct{ Events []desktop.Event }
+	pressure := func(d *apiv1.Desktop) []string {
+		var evs struct{ Events []apiv1.Event }
 		s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &evs)
 		var out []string
 		for _, e := range evs.Events {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -96,7 +97,7 @@ func fetch(t *testing.T, c *http.Client, method, u, host, token string, body []b
 // revoked, opens to everyone only while public, and wakes the desktop
 // when it hibernated. The desktop is the lifecycle test's (a second boot
 // would cost minutes).
-func testLiveURLs(t *testing.T, s *server, token string, d *desktop.Desktop) {
+func testLiveURLs(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	s.agentUp(token, d, 3*time.Minute)

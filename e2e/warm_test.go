@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/manager"
 )
@@ -58,7 +59,7 @@ func TestWarmCreate(t *testing.T) {
 	names, begun := []string{"warm-1", "warm-2"}, make([]time.Time, 2)
 	for i, name := range names {
 		begun[i] = time.Now()
-		var d desktop.Desktop
+		var d apiv1.Desktop
 		key := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHq test" + name + "@host"
 		if code := s.call(adminToken, "POST", "/api/v1/desktops", map[string]any{"name": name, "vcpus": 2, "memory_mib": 2048,
 			"data_disk_gib": 6, "ssh_authorized_keys": []string{key}, "keyboard_layout": []string{"us", "de"}[i]}, &d); code != http.StatusAccepted {
@@ -73,7 +74,7 @@ func TestWarmCreate(t *testing.T) {
 	for i, name := range names {
 		key := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHq test" + name + "@host"
 		begun := begun[i]
-		d := desktop.Desktop{ID: ids[i]}
+		d := apiv1.Desktop{ID: ids[i]}
 		running := s.waitState(adminToken, d.ID, desktop.StateRunning, 3*time.Minute)
 		// Timed from the request for warm-1 only: warm-2 is looked at once
 		// warm-1 has been checked (its created event has its own time).
@@ -112,7 +113,7 @@ func TestWarmCreate(t *testing.T) {
 		if out, code := s.guest(running, "pgrep -u agent -x xfce4-panel >/dev/null && findmnt -n -o SOURCE /home"); code != 0 || !strings.HasPrefix(out, "/dev/vdb") {
 			t.Errorf("%s: session or /home: %q", name, out)
 		}
-		var evs struct{ Events []desktop.Event }
+		var evs struct{ Events []apiv1.Event }
 		s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &evs)
 		if last := evs.Events[len(evs.Events)-1]; !strings.Contains(last.Message, "warm template") || !strings.Contains(last.Message, []string{"a spare restored ahead", "RAM restored"}[i]) {
 			t.Errorf("%s: created event %q", name, last.Message)
@@ -121,10 +122,10 @@ func TestWarmCreate(t *testing.T) {
 		}
 	}
 	// Files written in one warm desktop are not in the other.
-	var first desktop.Desktop
+	var first apiv1.Desktop
 	s.call(adminToken, "GET", "/api/v1/desktops/"+ids[0], nil, &first)
 	s.guest(&first, "echo mine > /home/agent/only-here")
-	var second desktop.Desktop
+	var second apiv1.Desktop
 	s.call(adminToken, "GET", "/api/v1/desktops/"+ids[1], nil, &second)
 	if _, code := s.guest(&second, "test -e /home/agent/only-here"); code == 0 {
 		t.Error("warm desktops share their /home")
@@ -162,7 +163,7 @@ func (s *server) waitSpare(timeout time.Duration) string {
 		s.t.Fatalf("spare folders: %v", marks)
 	}
 	id := filepath.Base(filepath.Dir(marks[0]))
-	if st := s.vmState(&desktop.Desktop{ID: id}); st != desktop.VMPaused {
+	if st := s.vmState(&apiv1.Desktop{ID: id}); st != desktop.VMPaused {
 		s.t.Errorf("spare %s: VM %s, want paused", id, st)
 	}
 	return id
@@ -175,7 +176,7 @@ func (s *server) waitSpare(timeout time.Duration) string {
 func checkWarmCreateCut(t *testing.T, s *server, machineIDs map[string]bool) {
 	const name = "warm-cut"
 	key := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHq test" + name + "@host"
-	var d desktop.Desktop
+	var d apiv1.Desktop
 	s.crashAt("create:after-restore", func() {
 		if code := s.call(adminToken, "POST", "/api/v1/desktops", map[string]any{"name": name, "vcpus": 2, "memory_mib": 2048,
 			"data_disk_gib": 2, "ssh_authorized_keys": []string{key}}, &d); code != http.StatusAccepted {
@@ -183,7 +184,7 @@ func checkWarmCreateCut(t *testing.T, s *server, machineIDs map[string]bool) {
 		}
 	})
 	got := s.waitSettled(d.ID)
-	if got.State != desktop.StateRunning {
+	if got.State != string(desktop.StateRunning) {
 		t.Fatalf("%s after the restart: %s (%s)", name, got.State, got.LastError)
 	}
 	if out, _ := s.guest(got, "hostname"); out != name {
@@ -195,7 +196,7 @@ func checkWarmCreateCut(t *testing.T, s *server, machineIDs map[string]bool) {
 	if out, _ := s.guest(got, "cat /home/agent/.ssh/authorized_keys"); !strings.Contains(out, key) {
 		t.Errorf("%s: authorized_keys %q", name, out)
 	}
-	var evs struct{ Events []desktop.Event }
+	var evs struct{ Events []apiv1.Event }
 	s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &evs)
 	created := false
 	for _, e := range evs.Events {
@@ -211,7 +212,7 @@ func checkWarmCreateCut(t *testing.T, s *server, machineIDs map[string]bool) {
 }
 
 // guestLayout is the layout the desktop's X session uses now.
-func guestLayout(s *server, d *desktop.Desktop) string {
+func guestLayout(s *server, d *apiv1.Desktop) string {
 	out, _ := s.guest(d, "su agent -c 'DISPLAY=:0 setxkbmap -query' | awk '/^layout/ {print $2}'")
 	return out
 }
@@ -219,8 +220,8 @@ func guestLayout(s *server, d *desktop.Desktop) string {
 // checkLayoutChange: a running desktop's layout changes through the API, at
 // once in its session and in the X configuration its next boot reads; a
 // layout the guest lacks and a malformed one are refused.
-func checkLayoutChange(t *testing.T, s *server, d *desktop.Desktop) {
-	var got desktop.Desktop
+func checkLayoutChange(t *testing.T, s *server, d *apiv1.Desktop) {
+	var got apiv1.Desktop
 	if code := s.call(adminToken, "PATCH", "/api/v1/desktops/"+d.ID, map[string]any{"keyboard_layout": "gb"}, &got); code != http.StatusOK || got.KeyboardLayout != "gb" {
 		t.Fatalf("%s: set layout gb: %d %+v", d.Name, code, got)
 	}
@@ -240,7 +241,7 @@ func checkLayoutChange(t *testing.T, s *server, d *desktop.Desktop) {
 // checkLayoutTyping types 1,000 random characters into a terminal of a
 // desktop whose session has layout (printable ASCII with every shifted
 // symbol, then mixed Unicode): they arrive exactly.
-func checkLayoutTyping(t *testing.T, s *server, d *desktop.Desktop, layout string) {
+func checkLayoutTyping(t *testing.T, s *server, d *apiv1.Desktop, layout string) {
 	if l := guestLayout(s, d); l != layout {
 		t.Fatalf("%s: session layout %q, want %s", d.Name, l, layout)
 	}
@@ -258,12 +259,12 @@ func checkLayoutTyping(t *testing.T, s *server, d *desktop.Desktop, layout strin
 // checkWarmIsolation: two desktops restored from one template have their
 // own generation id, MAC and address, cannot reach each other, and their
 // QEMU users cannot read each other's disks.
-func checkWarmIsolation(t *testing.T, s *server, a, b *desktop.Desktop) {
+func checkWarmIsolation(t *testing.T, s *server, a, b *apiv1.Desktop) {
 	if ga, gb := genID(t, a), genID(t, b); ga == "" || ga == gb {
 		t.Errorf("generation ids %q and %q: want one each", ga, gb)
 	}
 	nic := "ip -o -4 addr show scope global | awk '{print $2; exit}'"
-	addr := func(d *desktop.Desktop) (mac, ip string) {
+	addr := func(d *apiv1.Desktop) (mac, ip string) {
 		mac, _ = s.guest(d, "cat /sys/class/net/$("+nic+")/address")
 		ip, _ = s.guest(d, "ip -o -4 addr show scope global | awk '{split($4, a, \"/\"); print a[1]; exit}'")
 		return mac, ip
