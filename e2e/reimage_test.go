@@ -51,6 +51,17 @@ func testResizeCloneReimage(t *testing.T, s *server, token string, d *apiv1.Desk
 		t.Errorf("alice's second desktop on the free tier: %d %+v", code, quotaErr)
 	}
 	running := s.waitState(adminToken, clone.ID, desktop.StateRunning, 5*time.Minute)
+
+	// Reimage: a fresh OS disk, the same /home. Started while the clone
+	// boots (the clone's disks are its own once it runs): the two boots
+	// overlap, as two users' would.
+	s.guest(d, "echo os-change > /var/tmp/os-marker && echo kept > /home/agent/reimage-marker && sync")
+	reimageAt := time.Now()
+	var r apiv1.Desktop
+	if code := s.call(token, "POST", base+"/reimage", map[string]any{}, &r); code != http.StatusAccepted || r.State != string(desktop.StateReimaging) {
+		t.Fatalf("reimage: %d %+v", code, r)
+	}
+
 	s.waitGuest(running, "clone's cloud-init", "cloud-init status | grep -q 'status: done'", 10*time.Minute)
 	t.Logf("clone → cloud-init done: %s", time.Since(cloneAt).Round(time.Second))
 	if out, _ := s.guest(running, "cat /home/agent/clone-marker"); out != "from-parent" {
@@ -62,15 +73,11 @@ func testResizeCloneReimage(t *testing.T, s *server, token string, d *apiv1.Desk
 	if out, _ := s.guest(running, "cat /etc/machine-id"); out == parentMachineID || len(out) != 32 {
 		t.Errorf("clone's machine id %q (parent %q)", out, parentMachineID)
 	}
+	if _, code := s.guest(running, "test -e /var/tmp/os-marker"); code == 0 {
+		t.Error("the clone has the parent's OS change made after the snapshot")
+	}
 	s.call(adminToken, "DELETE", "/api/v1/desktops/"+clone.ID+"?delete_data=true", nil, nil)
 
-	// Reimage: a fresh OS disk, the same /home.
-	s.guest(d, "echo os-change > /var/tmp/os-marker && echo kept > /home/agent/reimage-marker && sync")
-	reimageAt := time.Now()
-	var r apiv1.Desktop
-	if code := s.call(token, "POST", base+"/reimage", map[string]any{}, &r); code != http.StatusAccepted || r.State != string(desktop.StateReimaging) {
-		t.Fatalf("reimage: %d %+v", code, r)
-	}
 	s.waitState(token, d.ID, desktop.StateRunning, 5*time.Minute)
 	s.waitGuest(d, "cloud-init after reimage", "cloud-init status | grep -q 'status: done' && test -f /home/agent/reimage-marker", 10*time.Minute)
 	t.Logf("reimage → cloud-init done with /home: %s", time.Since(reimageAt).Round(time.Second))
