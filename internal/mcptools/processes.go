@@ -8,14 +8,25 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/bureau/bureau/internal/guest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // maxPortBody bounds what fetch_port returns.
 const maxPortBody = 1 << 20
 
+// programTools are the tools for programs in a desktop: exec, background
+// processes and their ports, services and the secrets they use.
+type programTools struct{ *api }
+
+// addExecTool registers exec.
+func (t *programTools) addExecTool(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "exec", Description: "Run a command in a desktop (as its user unless user is given) and return exit code, stdout and stderr. " +
+		"With background: true it starts the command (a dev server, a watcher, a long build) and returns at once with a process id: read its output with process_log, stop it with kill_process, reach its port with fetch_port."}, t.exec)
+}
+
 // addProcessTools registers the tools for background processes and ports.
-func (t *tools) addProcessTools(s *mcp.Server) {
+func (t *programTools) addProcessTools(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "list_processes", Description: "List a desktop's background processes (started by exec with background: true): id, name, pid, running or exit code, log size.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.listProcesses)
 	mcp.AddTool(s, &mcp.Tool{Name: "process_log", Description: "Read the output (stdout and stderr together) of a background process: the last tail_bytes bytes (default 64 KiB).",
@@ -25,19 +36,27 @@ func (t *tools) addProcessTools(s *mcp.Server) {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.fetchPort)
 }
 
+type execIn struct {
+	Desktop string `json:"desktop" jsonschema:"the desktop's id"`
+	guest.ExecRequest
+	Checkpoint string `json:"checkpoint,omitempty" jsonschema:"true: snapshot the desktop's disks just before the command (memory: and its RAM), so revert_to_step can undo it"`
+}
+
+func (t *programTools) exec(ctx context.Context, req *mcp.CallToolRequest, in execIn) (*mcp.CallToolResult, Out, error) {
+	path := desktopPath(in.Desktop, "/exec")
+	if in.Checkpoint != "" {
+		path += "?checkpoint=" + url.QueryEscape(in.Checkpoint)
+	}
+	return t.callJSON(ctx, req, "POST", path, in.ExecRequest)
+}
+
 type processIn struct {
 	Desktop string `json:"desktop" jsonschema:"the desktop's id"`
 	Process string `json:"process" jsonschema:"the process id (p-…) from exec or list_processes"`
 }
 
-func (t *tools) listProcesses(ctx context.Context, req *mcp.CallToolRequest, in struct {
-	Desktop string `json:"desktop" jsonschema:"the desktop's id"`
-}) (*mcp.CallToolResult, Out, error) {
-	r, err := t.call(ctx, req, "GET", desktopPath(in.Desktop, "/processes"), nil, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return jsonResult(r)
+func (t *programTools) listProcesses(ctx context.Context, req *mcp.CallToolRequest, in desktopIn) (*mcp.CallToolResult, Out, error) {
+	return t.callJSON(ctx, req, "GET", desktopPath(in.Desktop, "/processes"), nil)
 }
 
 type logIn struct {
@@ -45,13 +64,13 @@ type logIn struct {
 	TailBytes int `json:"tail_bytes,omitempty" jsonschema:"how much of the end of the log (default 65536, at most 1048576)"`
 }
 
-func (t *tools) processLog(ctx context.Context, req *mcp.CallToolRequest, in logIn) (*mcp.CallToolResult, Out, error) {
+func (t *programTools) processLog(ctx context.Context, req *mcp.CallToolRequest, in logIn) (*mcp.CallToolResult, Out, error) {
 	return t.logTail(ctx, req, desktopPath(in.Desktop, "/processes/"+url.PathEscape(in.Process)+"/log"), in.TailBytes)
 }
 
 // logTail reads the last tailBytes (default 64 KiB, at most 1 MiB) of a
 // log as text.
-func (t *tools) logTail(ctx context.Context, req *mcp.CallToolRequest, path string, tailBytes int) (*mcp.CallToolResult, Out, error) {
+func (t *programTools) logTail(ctx context.Context, req *mcp.CallToolRequest, path string, tailBytes int) (*mcp.CallToolResult, Out, error) {
 	n := tailBytes
 	if n <= 0 {
 		n = 64 << 10
@@ -65,7 +84,7 @@ func (t *tools) logTail(ctx context.Context, req *mcp.CallToolRequest, path stri
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+	return textResult(text), nil, nil
 }
 
 type killIn struct {
@@ -73,19 +92,8 @@ type killIn struct {
 	Signal string `json:"signal,omitempty" jsonschema:"TERM (default), KILL, INT, HUP, QUIT, USR1, USR2, STOP or CONT"`
 }
 
-func (t *tools) killProcess(ctx context.Context, req *mcp.CallToolRequest, in killIn) (*mcp.CallToolResult, Out, error) {
-	r, err := t.call(ctx, req, "DELETE", desktopPath(in.Desktop, "/processes/"+url.PathEscape(in.Process)+"?signal="+url.QueryEscape(in.Signal)), nil, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return jsonResult(r)
-}
-
-// callRaw makes a call and returns whatever status it got: an app's
-// 404 or 500 is its answer, not a failed tool call (bureau's own errors,
-// e.g. 502 when nothing listens, come as JSON with a message).
-func (t *tools) callRaw(ctx context.Context, req *mcp.CallToolRequest, method, path string, limit int) (Response, error) {
-	return t.c.Call(withOrigin(ctx, req), t.token(req), method, path, nil, limit)
+func (t *programTools) killProcess(ctx context.Context, req *mcp.CallToolRequest, in killIn) (*mcp.CallToolResult, Out, error) {
+	return t.callJSON(ctx, req, "DELETE", desktopPath(in.Desktop, "/processes/"+url.PathEscape(in.Process)+"?signal="+url.QueryEscape(in.Signal)), nil)
 }
 
 type portIn struct {
@@ -94,7 +102,7 @@ type portIn struct {
 	Path    string `json:"path,omitempty" jsonschema:"the path and query, default /"`
 }
 
-func (t *tools) fetchPort(ctx context.Context, req *mcp.CallToolRequest, in portIn) (*mcp.CallToolResult, Out, error) {
+func (t *programTools) fetchPort(ctx context.Context, req *mcp.CallToolRequest, in portIn) (*mcp.CallToolResult, Out, error) {
 	p := in.Path
 	if p == "" {
 		p = "/"
@@ -114,5 +122,5 @@ func (t *tools) fetchPort(ctx context.Context, req *mcp.CallToolRequest, in port
 	if r.Truncated {
 		note = " (body cut at 1 MiB)"
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("HTTP %d %s%s\n\n%s", r.Status, r.ContentType, note, body)}}}, nil, nil
+	return textResult(fmt.Sprintf("HTTP %d %s%s\n\n%s", r.Status, r.ContentType, note, body)), nil, nil
 }

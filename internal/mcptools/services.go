@@ -10,7 +10,7 @@ import (
 )
 
 // addServiceTools registers the tools for services and secrets' names.
-func (t *tools) addServiceTools(s *mcp.Server) {
+func (t *programTools) addServiceTools(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "create_service", Description: "Start a service in a desktop: a command (a web app, a worker) that bureau keeps running — restarted when it fails (restart: on-failure, the default; always; no), started again at every boot, kept through hibernation. " +
 		"Give it a port to get a URL. Name secrets (set by a human with `bureau secret set NAME`) to have their values as environment variables, without the values ever entering this conversation; output that echoes them is redacted. " +
 		"A service with the same name is replaced."}, t.createService)
@@ -28,25 +28,15 @@ type serviceIn struct {
 	guest.ServiceRequest
 }
 
-func (t *tools) createService(ctx context.Context, req *mcp.CallToolRequest, in serviceIn) (*mcp.CallToolResult, Out, error) {
+func (t *programTools) createService(ctx context.Context, req *mcp.CallToolRequest, in serviceIn) (*mcp.CallToolResult, Out, error) {
 	if !guest.ValidServiceName(in.Name) {
 		return nil, nil, fmt.Errorf("name: 1-32 lower-case letters, digits and '-'")
 	}
-	r, err := t.call(ctx, req, "PUT", desktopPath(in.Desktop, "/services/"+in.Name), in.ServiceRequest, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return jsonResult(r)
+	return t.callJSON(ctx, req, "PUT", desktopPath(in.Desktop, "/services/"+in.Name), in.ServiceRequest)
 }
 
-func (t *tools) listServices(ctx context.Context, req *mcp.CallToolRequest, in struct {
-	Desktop string `json:"desktop" jsonschema:"the desktop's id"`
-}) (*mcp.CallToolResult, Out, error) {
-	r, err := t.call(ctx, req, "GET", desktopPath(in.Desktop, "/services"), nil, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return jsonResult(r)
+func (t *programTools) listServices(ctx context.Context, req *mcp.CallToolRequest, in desktopIn) (*mcp.CallToolResult, Out, error) {
+	return t.callJSON(ctx, req, "GET", desktopPath(in.Desktop, "/services"), nil)
 }
 
 type serviceNameIn struct {
@@ -54,14 +44,14 @@ type serviceNameIn struct {
 	Name    string `json:"name" jsonschema:"the service's name"`
 }
 
-func (t *tools) serviceLog(ctx context.Context, req *mcp.CallToolRequest, in struct {
+func (t *programTools) serviceLog(ctx context.Context, req *mcp.CallToolRequest, in struct {
 	serviceNameIn
 	TailBytes int `json:"tail_bytes,omitempty" jsonschema:"how much of the end of the log (default 65536, at most 1048576)"`
 }) (*mcp.CallToolResult, Out, error) {
 	return t.logTail(ctx, req, desktopPath(in.Desktop, "/services/"+url.PathEscape(in.Name)+"/logs"), in.TailBytes)
 }
 
-func (t *tools) controlService(ctx context.Context, req *mcp.CallToolRequest, in struct {
+func (t *programTools) controlService(ctx context.Context, req *mcp.CallToolRequest, in struct {
 	serviceNameIn
 	Action string `json:"action" jsonschema:"start, stop, restart or delete"`
 }) (*mcp.CallToolResult, Out, error) {
@@ -80,17 +70,11 @@ func (t *tools) controlService(ctx context.Context, req *mcp.CallToolRequest, in
 		return nil, nil, err
 	}
 	if method == "DELETE" {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "service " + in.Name + " deleted"}}}, nil, nil
+		return textResult("service " + in.Name + " deleted"), nil, nil
 	}
 	return jsonResult(r)
 }
 
-func (t *tools) listSecrets(ctx context.Context, req *mcp.CallToolRequest, in struct {
-	Desktop string `json:"desktop" jsonschema:"the desktop's id"`
-}) (*mcp.CallToolResult, Out, error) {
-	r, err := t.call(ctx, req, "GET", desktopPath(in.Desktop, "/secrets"), nil, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return jsonResult(r)
+func (t *programTools) listSecrets(ctx context.Context, req *mcp.CallToolRequest, in desktopIn) (*mcp.CallToolResult, Out, error) {
+	return t.callJSON(ctx, req, "GET", desktopPath(in.Desktop, "/secrets"), nil)
 }

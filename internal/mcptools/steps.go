@@ -9,7 +9,7 @@ import (
 )
 
 // addStepTools registers the tools for the step log and recordings.
-func (t *tools) addStepTools(s *mcp.Server) {
+func (t *historyTools) addStepTools(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "list_steps", Description: "List what was done in a desktop (its step log): each computer-use call, exec, file write or delete and clipboard write, " +
 		"numbered, with who did it, the input, the result and whether it failed. The newest limit steps (default 20), oldest first; after gives the steps numbered above it instead.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.listSteps)
@@ -30,7 +30,7 @@ type listStepsIn struct {
 	After   int64  `json:"after,omitempty" jsonschema:"only the steps numbered above this (the oldest of them rather than the newest)"`
 }
 
-func (t *tools) listSteps(ctx context.Context, req *mcp.CallToolRequest, in listStepsIn) (*mcp.CallToolResult, Out, error) {
+func (t *historyTools) listSteps(ctx context.Context, req *mcp.CallToolRequest, in listStepsIn) (*mcp.CallToolResult, Out, error) {
 	q := url.Values{"limit": {strconv.Itoa(20)}}
 	if in.Limit > 0 {
 		q.Set("limit", strconv.Itoa(min(in.Limit, 1000)))
@@ -40,11 +40,7 @@ func (t *tools) listSteps(ctx context.Context, req *mcp.CallToolRequest, in list
 	} else {
 		q.Set("newest", "true")
 	}
-	r, err := t.call(ctx, req, "GET", desktopPath(in.Desktop, "/steps?"+q.Encode()), nil, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return jsonResult(r)
+	return t.callJSON(ctx, req, "GET", desktopPath(in.Desktop, "/steps?"+q.Encode()), nil)
 }
 
 type stepIn struct {
@@ -52,12 +48,8 @@ type stepIn struct {
 	Step    int64  `json:"step" jsonschema:"the step's number (seq) from list_steps"`
 }
 
-func (t *tools) revertToStep(ctx context.Context, req *mcp.CallToolRequest, in stepIn) (*mcp.CallToolResult, Out, error) {
-	r, err := t.call(ctx, req, "POST", desktopPath(in.Desktop, "/steps/"+strconv.FormatInt(in.Step, 10)+"/revert"), nil, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return jsonResult(r)
+func (t *historyTools) revertToStep(ctx context.Context, req *mcp.CallToolRequest, in stepIn) (*mcp.CallToolResult, Out, error) {
+	return t.callJSON(ctx, req, "POST", desktopPath(in.Desktop, "/steps/"+strconv.FormatInt(in.Step, 10)+"/revert"), nil)
 }
 
 type checkpointPolicyIn struct {
@@ -68,16 +60,12 @@ type checkpointPolicyIn struct {
 	Keep       int      `json:"keep,omitempty" jsonschema:"how many automatic checkpoints are kept, 1 to 50 (default 5)"`
 }
 
-func (t *tools) setCheckpointPolicy(ctx context.Context, req *mcp.CallToolRequest, in checkpointPolicyIn) (*mcp.CallToolResult, Out, error) {
+func (t *historyTools) setCheckpointPolicy(ctx context.Context, req *mcp.CallToolRequest, in checkpointPolicyIn) (*mcp.CallToolResult, Out, error) {
 	body := map[string]any{"every_steps": in.EverySteps, "before": append([]string{}, in.Before...), "memory": in.Memory}
 	if in.Keep != 0 {
 		body["keep"] = in.Keep
 	}
-	r, err := t.call(ctx, req, "PUT", desktopPath(in.Desktop, "/checkpoints"), body, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return jsonResult(r)
+	return t.callJSON(ctx, req, "PUT", desktopPath(in.Desktop, "/checkpoints"), body)
 }
 
 type startRecordingIn struct {
@@ -86,7 +74,7 @@ type startRecordingIn struct {
 	MaxSeconds int    `json:"max_seconds,omitempty" jsonschema:"end it after this long (default: bureau's limit, an hour)"`
 }
 
-func (t *tools) startRecording(ctx context.Context, req *mcp.CallToolRequest, in startRecordingIn) (*mcp.CallToolResult, Out, error) {
+func (t *historyTools) startRecording(ctx context.Context, req *mcp.CallToolRequest, in startRecordingIn) (*mcp.CallToolResult, Out, error) {
 	body := map[string]int{}
 	if in.FPS != 0 {
 		body["fps"] = in.FPS
@@ -94,11 +82,7 @@ func (t *tools) startRecording(ctx context.Context, req *mcp.CallToolRequest, in
 	if in.MaxSeconds != 0 {
 		body["max_seconds"] = in.MaxSeconds
 	}
-	r, err := t.call(ctx, req, "POST", desktopPath(in.Desktop, "/recordings"), body, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return jsonResult(r)
+	return t.callJSON(ctx, req, "POST", desktopPath(in.Desktop, "/recordings"), body)
 }
 
 type recordingIn struct {
@@ -106,10 +90,6 @@ type recordingIn struct {
 	Recording string `json:"recording" jsonschema:"the recording's id (rec_…) from start_recording"`
 }
 
-func (t *tools) stopRecording(ctx context.Context, req *mcp.CallToolRequest, in recordingIn) (*mcp.CallToolResult, Out, error) {
-	r, err := t.call(ctx, req, "POST", desktopPath(in.Desktop, "/recordings/"+url.PathEscape(in.Recording)+"/stop"), nil, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return jsonResult(r)
+func (t *historyTools) stopRecording(ctx context.Context, req *mcp.CallToolRequest, in recordingIn) (*mcp.CallToolResult, Out, error) {
+	return t.callJSON(ctx, req, "POST", desktopPath(in.Desktop, "/recordings/"+url.PathEscape(in.Recording)+"/stop"), nil)
 }

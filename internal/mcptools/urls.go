@@ -9,8 +9,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// urlTools are the tools for a desktop's live URLs and share links.
+type urlTools struct{ *api }
+
 // addURLTools registers the tools for live URLs and share links.
-func (t *tools) addURLTools(s *mcp.Server) {
+func (t *urlTools) addURLTools(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "list_urls", Description: "List a desktop's live URLs: every service port and every port made public or shared, " +
 		"each with its URL (http(s)://<port>-<desktop>.<domain>/ and the /preview/<desktop>/<port>/ form), whether it is public and how many share links are active. " +
 		"A live URL is private (the owner's token or a link from the web console) unless shared or made public, and it wakes a sleeping desktop.",
@@ -24,15 +27,11 @@ func (t *tools) addURLTools(s *mcp.Server) {
 		"Only do this when the owner asked for it: prefer share_url."}, t.setURLPublic)
 }
 
-func (t *tools) listURLs(ctx context.Context, req *mcp.CallToolRequest, in desktopIn) (*mcp.CallToolResult, Out, error) {
-	r, err := t.call(ctx, req, "GET", desktopPath(in.Desktop, "/urls"), nil, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return jsonResult(r)
+func (t *urlTools) listURLs(ctx context.Context, req *mcp.CallToolRequest, in desktopIn) (*mcp.CallToolResult, Out, error) {
+	return t.callJSON(ctx, req, "GET", desktopPath(in.Desktop, "/urls"), nil)
 }
 
-func (t *tools) shareURL(ctx context.Context, req *mcp.CallToolRequest, in struct {
+func (t *urlTools) shareURL(ctx context.Context, req *mcp.CallToolRequest, in struct {
 	Desktop  string  `json:"desktop" jsonschema:"the desktop's id"`
 	Port     int     `json:"port" jsonschema:"the TCP port inside the desktop"`
 	Hours    float64 `json:"hours,omitempty" jsonschema:"how long the link works (default 24, at most 720)"`
@@ -42,39 +41,27 @@ func (t *tools) shareURL(ctx context.Context, req *mcp.CallToolRequest, in struc
 		return nil, nil, fmt.Errorf("hours: between 1/60 and 720")
 	}
 	body := map[string]any{"port": in.Port, "ttl_s": int(in.Hours * 3600), "read_only": in.ReadOnly}
-	r, err := t.call(ctx, req, "POST", desktopPath(in.Desktop, "/shares"), body, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return jsonResult(r)
+	return t.callJSON(ctx, req, "POST", desktopPath(in.Desktop, "/shares"), body)
 }
 
-func (t *tools) revokeShare(ctx context.Context, req *mcp.CallToolRequest, in struct {
+func (t *urlTools) revokeShare(ctx context.Context, req *mcp.CallToolRequest, in struct {
 	Desktop string `json:"desktop" jsonschema:"the desktop's id"`
 	Share   string `json:"share" jsonschema:"the share link's id"`
 }) (*mcp.CallToolResult, Out, error) {
 	if _, err := t.call(ctx, req, "DELETE", desktopPath(in.Desktop, "/shares/"+url.PathEscape(in.Share)), nil, 0); err != nil {
 		return nil, nil, err
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "share link " + in.Share + " revoked"}}}, nil, nil
+	return textResult("share link " + in.Share + " revoked"), nil, nil
 }
 
-func (t *tools) listShares(ctx context.Context, req *mcp.CallToolRequest, in desktopIn) (*mcp.CallToolResult, Out, error) {
-	r, err := t.call(ctx, req, "GET", desktopPath(in.Desktop, "/shares"), nil, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return jsonResult(r)
+func (t *urlTools) listShares(ctx context.Context, req *mcp.CallToolRequest, in desktopIn) (*mcp.CallToolResult, Out, error) {
+	return t.callJSON(ctx, req, "GET", desktopPath(in.Desktop, "/shares"), nil)
 }
 
-func (t *tools) setURLPublic(ctx context.Context, req *mcp.CallToolRequest, in struct {
+func (t *urlTools) setURLPublic(ctx context.Context, req *mcp.CallToolRequest, in struct {
 	Desktop string `json:"desktop" jsonschema:"the desktop's id"`
 	Port    int    `json:"port" jsonschema:"the TCP port inside the desktop"`
 	Public  bool   `json:"public" jsonschema:"true: anyone with the URL; false: private again"`
 }) (*mcp.CallToolResult, Out, error) {
-	r, err := t.call(ctx, req, "PUT", desktopPath(in.Desktop, "/urls/"+strconv.Itoa(in.Port)), map[string]bool{"public": in.Public}, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return jsonResult(r)
+	return t.callJSON(ctx, req, "PUT", desktopPath(in.Desktop, "/urls/"+strconv.Itoa(in.Port)), map[string]bool{"public": in.Public})
 }

@@ -1,0 +1,96 @@
+package mcptools
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// desktopTools are the tools for a desktop's life: create, list, show,
+// power, delete, and its events.
+type desktopTools struct{ *api }
+
+// addDesktopTools registers the tools that list, create, show, start,
+// stop and hibernate desktops.
+func (t *desktopTools) addDesktopTools(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "list_desktops", Description: "List your desktops: id, name, state (running, paused, hibernated, stopped, …), size and image. Use the id with the other tools.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.listDesktops)
+	mcp.AddTool(s, &mcp.Tool{Name: "create_desktop", Description: "Create a desktop (a persistent Linux VM with Xfce). It boots in the background; poll get_desktop until state is running."}, t.createDesktop)
+	mcp.AddTool(s, &mcp.Tool{Name: "get_desktop", Description: "Show one desktop: its state and desired state, the operation under way, size, image, network policy, keyboard layout and last error.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.getDesktop)
+	for _, op := range []string{"start", "stop", "hibernate"} {
+		mcp.AddTool(s, &mcp.Tool{Name: op + "_desktop", Description: strings.ToUpper(op[:1]) + op[1:] + " a desktop. Its disks (and, for hibernate, its running programs) are kept."},
+			t.power(op))
+	}
+}
+
+// addLifecycleTools registers the tools for the rest of a desktop's life:
+// pause, resume, reboot and delete.
+func (t *desktopTools) addLifecycleTools(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "pause_desktop", Description: "Pause a running desktop: its CPUs stop at once, its RAM stays in the host's memory; resume_desktop continues it in milliseconds, programs and all. Returns the desktop."}, t.power("pause"))
+	mcp.AddTool(s, &mcp.Tool{Name: "resume_desktop", Description: "Resume a paused or hibernated desktop; its programs continue where they were. Returns the desktop (a hibernated one takes a few seconds: poll get_desktop)."}, t.power("resume"))
+	mcp.AddTool(s, &mcp.Tool{Name: "reboot_desktop", Description: "Reboot a running desktop (the guest restarts; running programs end, files and installed packages stay). Returns the desktop; poll get_desktop until it runs again."}, t.power("reboot"))
+	mcp.AddTool(s, &mcp.Tool{Name: "delete_desktop", Description: "Delete a desktop: its VM, OS disk and snapshots go. Its persistent data disk (the home directory) is KEPT on the host unless delete_data is true " +
+		"(default false); the answer's data_deleted says which (an admin also sees data_disk_kept, its path on the host). " +
+		"Only set delete_data when the user explicitly asked to destroy the data: it cannot be undone. " +
+		"Its screen recordings go too, but those marked kept; keep_recordings keeps them all.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}}, t.deleteDesktop)
+}
+
+// addEventsTool registers desktop_events.
+func (t *desktopTools) addEventsTool(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "desktop_events", Description: "A desktop's recent history: {\"events\": [...]}, the last limit events (default 50, at most 500) in time order, the newest last: " +
+		"state changes, operations and their results, crashes and who asked. Read-only; for a live feed use the REST event stream.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.desktopEvents)
+}
+
+func (t *desktopTools) listDesktops(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, Out, error) {
+	return t.callJSON(ctx, req, "GET", "/api/v1/desktops", nil)
+}
+
+type createIn struct {
+	Name        string `json:"name" jsonschema:"1-63 characters of a-z, 0-9 and -"`
+	Image       string `json:"image,omitempty" jsonschema:"image name (default: the built desktop image)"`
+	VCPUs       int    `json:"vcpus,omitempty"`
+	MemoryMiB   int    `json:"memory_mib,omitempty"`
+	DataDiskGiB int    `json:"data_disk_gib,omitempty" jsonschema:"size of the persistent /home disk"`
+}
+
+func (t *desktopTools) createDesktop(ctx context.Context, req *mcp.CallToolRequest, in createIn) (*mcp.CallToolResult, Out, error) {
+	return t.callJSON(ctx, req, "POST", "/api/v1/desktops", in)
+}
+
+func (t *desktopTools) getDesktop(ctx context.Context, req *mcp.CallToolRequest, in desktopIn) (*mcp.CallToolResult, Out, error) {
+	return t.callJSON(ctx, req, "GET", desktopPath(in.Desktop, ""), nil)
+}
+
+func (t *desktopTools) power(op string) mcp.ToolHandlerFor[desktopIn, Out] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in desktopIn) (*mcp.CallToolResult, Out, error) {
+		return t.callJSON(ctx, req, "POST", desktopPath(in.Desktop, "/"+op), nil)
+	}
+}
+
+func (t *desktopTools) deleteDesktop(ctx context.Context, req *mcp.CallToolRequest, in struct {
+	Desktop        string `json:"desktop" jsonschema:"the desktop's id"`
+	DeleteData     bool   `json:"delete_data,omitempty" jsonschema:"also destroy the data disk (default false: it is kept)"`
+	KeepRecordings bool   `json:"keep_recordings,omitempty" jsonschema:"keep all its screen recordings (default false: only those marked kept stay)"`
+}) (*mcp.CallToolResult, Out, error) {
+	q := "?delete_data=" + strconv.FormatBool(in.DeleteData)
+	if in.KeepRecordings {
+		q += "&keep_recordings=true"
+	}
+	return t.callJSON(ctx, req, "DELETE", desktopPath(in.Desktop, q), nil)
+}
+
+func (t *desktopTools) desktopEvents(ctx context.Context, req *mcp.CallToolRequest, in struct {
+	Desktop string `json:"desktop" jsonschema:"the desktop's id"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"how many of the most recent events (default 50, at most 500)"`
+}) (*mcp.CallToolResult, Out, error) {
+	n := in.Limit
+	if n <= 0 {
+		n = 50
+	}
+	return t.callJSON(ctx, req, "GET", desktopPath(in.Desktop, "/events?limit="+strconv.Itoa(min(n, 500))), nil)
+}
