@@ -24,7 +24,7 @@ const streamRoute = "/api/v1/events/stream"
 // (?access_token= or ?token=) is refused even if it also sends the header,
 // so the leak is noticed. The event stream, which browsers open without
 // headers, takes a short-lived single-use ?stream_token= instead.
-func (s *server) authenticate(c *gin.Context) {
+func (s *core) authenticate(c *gin.Context) {
 	q := c.Request.URL.Query()
 	if q.Has("access_token") || q.Has("token") {
 		s.fail(c, fmt.Errorf("API tokens are not accepted in the query string; send Authorization: Bearer <token> "+
@@ -37,7 +37,7 @@ func (s *server) authenticate(c *gin.Context) {
 	if st := q.Get("stream_token"); h == "" && st != "" && c.FullPath() == streamRoute && c.Request.Method == "GET" {
 		tok, err = s.redeemStreamToken(c, st)
 	} else if secret, ok := strings.CutPrefix(h, "Bearer "); ok {
-		tok, err = s.Tokens.Authenticate(c.Request.Context(), strings.TrimSpace(secret))
+		tok, err = s.tokens.Authenticate(c.Request.Context(), strings.TrimSpace(secret))
 	} else {
 		err = fmt.Errorf("send Authorization: Bearer <token>: %w", desktop.ErrUnauthorized)
 	}
@@ -56,12 +56,12 @@ func (s *server) authenticate(c *gin.Context) {
 
 // redeemStreamToken spends a stream token and returns its maker, checked
 // again now: a token revoked since it asked for the stream gets nothing.
-func (s *server) redeemStreamToken(c *gin.Context, secret string) (*desktop.Token, error) {
+func (s *core) redeemStreamToken(c *gin.Context, secret string) (*desktop.Token, error) {
 	id, err := s.streams.Redeem(secret)
 	if err != nil {
 		return nil, err
 	}
-	return s.Tokens.Usable(c.Request.Context(), id)
+	return s.tokens.Usable(c.Request.Context(), id)
 }
 
 // computerRoutes are what a computer-only desktop token may use.

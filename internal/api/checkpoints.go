@@ -34,26 +34,26 @@ type checkpointPolicyRequest struct {
 }
 
 // getCheckpointPolicy answers a desktop's automatic checkpoint policy.
-func (s *server) getCheckpointPolicy(c *gin.Context) (reply, error) {
+func (s *stepHandlers) getCheckpointPolicy(c *gin.Context) (reply, error) {
 	d, err := s.owned(c)
 	if err != nil {
 		return reply{}, err
 	}
-	if s.Steps == nil {
+	if s.steps == nil {
 		return reply{}, errNoSteps
 	}
-	p, err := s.Steps.CheckpointPolicy(c.Request.Context(), d.ID)
+	p, err := s.steps.CheckpointPolicy(c.Request.Context(), d.ID)
 	return reply{http.StatusOK, p}, err
 }
 
 // putCheckpointPolicy sets a desktop's automatic checkpoint policy whole:
 // what the request leaves out takes its default (off, keep 5).
-func (s *server) putCheckpointPolicy(c *gin.Context) (reply, error) {
+func (s *stepHandlers) putCheckpointPolicy(c *gin.Context) (reply, error) {
 	d, err := s.owned(c)
 	if err != nil {
 		return reply{}, err
 	}
-	if s.Steps == nil {
+	if s.steps == nil {
 		return reply{}, errNoSteps
 	}
 	var req checkpointPolicyRequest
@@ -76,11 +76,11 @@ func (s *server) putCheckpointPolicy(c *gin.Context) (reply, error) {
 			return reply{}, &desktop.ValidationError{Field: "keep", Message: fmt.Sprintf("must be 1 to %d automatic checkpoints", steps.MaxKeep)}
 		}
 	}
-	p, err = s.Steps.SetCheckpointPolicy(c.Request.Context(), d.ID, p)
+	p, err = s.steps.SetCheckpointPolicy(c.Request.Context(), d.ID, p)
 	if err != nil {
 		return reply{}, err
 	}
-	s.Log.Info("checkpoint policy set", "desktop", d.ID, "actor", actor(c), "every_steps", p.EverySteps, "before", p.Before,
+	s.log.Info("checkpoint policy set", "desktop", d.ID, "actor", actor(c), "every_steps", p.EverySteps, "before", p.Before,
 		"memory", p.Memory, "keep", p.Keep)
 	return reply{http.StatusOK, p}, nil
 }
@@ -92,7 +92,7 @@ func (s *server) putCheckpointPolicy(c *gin.Context) (reply, error) {
 // snapshot's name ("" when none), or why the automatic checkpoint due was
 // not taken: that one's failure does not fail the call, which goes on
 // without it. A checkpoint the call asked for that fails fails the call.
-func (s *server) checkpoint(c *gin.Context, d *desktop.Desktop, kind string) (name, missed string, err error) {
+func (s *stepRecorder) checkpoint(c *gin.Context, d *desktop.Desktop, kind string) (name, missed string, err error) {
 	asked, memory, err := checkpointQuery(c)
 	if err != nil {
 		return "", "", err
@@ -101,27 +101,27 @@ func (s *server) checkpoint(c *gin.Context, d *desktop.Desktop, kind string) (na
 		return "", "", nil // the call cannot change the desktop: nothing to undo
 	}
 	ctx := c.Request.Context()
-	p, err := s.Steps.CheckpointPolicy(ctx, d.ID)
+	p, err := s.steps.CheckpointPolicy(ctx, d.ID)
 	if err != nil {
-		s.Log.Warn("reading the checkpoint policy", "desktop", d.ID, "err", err)
+		s.log.Warn("reading the checkpoint policy", "desktop", d.ID, "err", err)
 		p = steps.DefaultCheckpointPolicy()
 	}
-	if !s.Steps.CheckpointDue(d.ID, kind, p, asked) {
+	if !s.steps.CheckpointDue(d.ID, kind, p, asked) {
 		if !asked {
 			return "", "", nil
 		}
 		name := fmt.Sprintf("checkpoint-%d", time.Now().UnixMilli())
 		err := s.snapshotBefore(c, d, manager.SnapshotRequest{Name: name, Description: "before a " + kind + " step by " + actor(c), Memory: &memory})
 		if err != nil {
-			s.Steps.CheckpointMissed(d.ID)
+			s.steps.CheckpointMissed(d.ID)
 			return "", "", fmt.Errorf("the checkpoint asked for before this call: %w", err)
 		}
 		return name, "", nil
 	}
 	name, err = s.autoCheckpoint(c, d, kind, p)
 	if err != nil {
-		s.Steps.CheckpointMissed(d.ID)
-		s.Log.Warn("automatic checkpoint not taken; the call goes on without it", "desktop", d.ID, "kind", kind, "err", err)
+		s.steps.CheckpointMissed(d.ID)
+		s.log.Warn("automatic checkpoint not taken; the call goes on without it", "desktop", d.ID, "kind", kind, "err", err)
 		return "", s.textForCaller(c, "the automatic checkpoint due before this step was not taken: "+err.Error()), nil
 	}
 	return name, "", nil
@@ -143,7 +143,7 @@ func checkpointQuery(c *gin.Context) (asked, memory bool, err error) {
 
 // autoCheckpoint takes an automatic checkpoint (auto-<unix ms>) under p,
 // then deletes the automatic checkpoints beyond p.Keep, oldest first.
-func (s *server) autoCheckpoint(c *gin.Context, d *desktop.Desktop, kind string, p steps.CheckpointPolicy) (string, error) {
+func (s *stepRecorder) autoCheckpoint(c *gin.Context, d *desktop.Desktop, kind string, p steps.CheckpointPolicy) (string, error) {
 	mu := s.checkpoints.of(d.ID)
 	mu.Lock()
 	defer mu.Unlock()
@@ -160,29 +160,29 @@ func (s *server) autoCheckpoint(c *gin.Context, d *desktop.Desktop, kind string,
 // snapshotBefore takes a step's checkpoint, waiting for another operation
 // on the desktop to end. A hibernated desktop is woken first: the call
 // would wake it anyway.
-func (s *server) snapshotBefore(c *gin.Context, d *desktop.Desktop, req manager.SnapshotRequest) error {
+func (s *stepRecorder) snapshotBefore(c *gin.Context, d *desktop.Desktop, req manager.SnapshotRequest) error {
 	ctx := c.Request.Context()
 	if d.State == desktop.StateHibernated {
-		if _, err := s.Desktops.Wake(ctx, d.ID, actor(c)); err != nil {
+		if _, err := s.lifecycle.Wake(ctx, d.ID, actor(c)); err != nil {
 			return err
 		}
 	}
 	req.Actor, req.Unlimited, req.Wait = actor(c), isAdmin(c), checkpointWait
-	_, err := s.Desktops.CreateSnapshot(ctx, d.ID, req)
+	_, err := s.persistence.CreateSnapshot(ctx, d.ID, req)
 	return err
 }
 
 // pruneCheckpoints deletes a desktop's automatic checkpoints beyond the
 // newest p.Keep. One that cannot be deleted now is left for the next time.
-func (s *server) pruneCheckpoints(ctx context.Context, desktopID string, p steps.CheckpointPolicy, actor string) {
-	snaps, err := s.Desktops.ListSnapshots(ctx, desktopID)
+func (s *stepRecorder) pruneCheckpoints(ctx context.Context, desktopID string, p steps.CheckpointPolicy, actor string) {
+	snaps, err := s.persistence.ListSnapshots(ctx, desktopID)
 	if err != nil {
-		s.Log.Warn("listing snapshots to prune automatic checkpoints", "desktop", desktopID, "err", err)
+		s.log.Warn("listing snapshots to prune automatic checkpoints", "desktop", desktopID, "err", err)
 		return
 	}
 	for _, sn := range p.Surplus(snaps) {
-		if err := s.Desktops.DeleteSnapshot(ctx, desktopID, sn.Name, actor); err != nil {
-			s.Log.Warn("pruning an automatic checkpoint", "desktop", desktopID, "snapshot", sn.Name, "err", err)
+		if err := s.persistence.DeleteSnapshot(ctx, desktopID, sn.Name, actor); err != nil {
+			s.log.Warn("pruning an automatic checkpoint", "desktop", desktopID, "snapshot", sn.Name, "err", err)
 			return
 		}
 	}

@@ -21,13 +21,22 @@ type Clipboard interface {
 	SetClipboardData(ctx context.Context, domain, mime string, data []byte) error
 }
 
+// clipboardHandlers read and set desktops' clipboards, for the API (the
+// owner's token) and the console page (its console token).
+type clipboardHandlers struct {
+	*core
+	clipboard Clipboard
+	// lifecycle finds a console token's desktop.
+	lifecycle Lifecycle
+}
+
 type clipboardText struct {
 	Text string `json:"text"`
 }
 
 // getClipboard answers the clipboard: {"text", "types"}, or with
 // ?type=image/png the bytes of that type.
-func (s *server) getClipboard(c *gin.Context) (reply, error) {
+func (s *clipboardHandlers) getClipboard(c *gin.Context) (reply, error) {
 	d, err := s.running(c, "read the clipboard of")
 	if err != nil {
 		return reply{}, err
@@ -37,7 +46,7 @@ func (s *server) getClipboard(c *gin.Context) (reply, error) {
 
 // putClipboard sets the clipboard: a JSON body {"text"}, or the raw bytes
 // of an image with its Content-Type.
-func (s *server) putClipboard(c *gin.Context) (reply, error) {
+func (s *clipboardHandlers) putClipboard(c *gin.Context) (reply, error) {
 	d, err := s.running(c, "set the clipboard of")
 	if err != nil {
 		return reply{}, err
@@ -47,7 +56,7 @@ func (s *server) putClipboard(c *gin.Context) (reply, error) {
 
 // consoleGetClipboard and consolePutClipboard serve the console page with
 // its console token; a view-only session may read but not set.
-func (s *server) consoleGetClipboard(c *gin.Context) (reply, error) {
+func (s *clipboardHandlers) consoleGetClipboard(c *gin.Context) (reply, error) {
 	if consoleToken(c).ScreenOnly {
 		return reply{}, fmt.Errorf("this console shows the screen only: it cannot read the desktop's clipboard: %w", desktop.ErrForbidden)
 	}
@@ -58,7 +67,7 @@ func (s *server) consoleGetClipboard(c *gin.Context) (reply, error) {
 	return s.readClipboard(c, d)
 }
 
-func (s *server) consolePutClipboard(c *gin.Context) (reply, error) {
+func (s *clipboardHandlers) consolePutClipboard(c *gin.Context) (reply, error) {
 	if consoleToken(c).ViewOnly {
 		return reply{}, fmt.Errorf("this console session is view-only: it cannot set the desktop's clipboard: %w", desktop.ErrForbidden)
 	}
@@ -71,17 +80,17 @@ func (s *server) consolePutClipboard(c *gin.Context) (reply, error) {
 
 // consoleDesktop is the running desktop a console token is for. A console
 // page only asks while it shows the desktop, so nothing is woken.
-func (s *server) consoleDesktop(c *gin.Context, op desktop.Op) (*desktop.Desktop, error) {
-	d, err := s.Desktops.Get(c.Request.Context(), consoleToken(c).DesktopID)
+func (s *clipboardHandlers) consoleDesktop(c *gin.Context, op desktop.Op) (*desktop.Desktop, error) {
+	d, err := s.lifecycle.Get(c.Request.Context(), consoleToken(c).DesktopID)
 	if err == nil && d.State != desktop.StateRunning {
 		err = &desktop.TransitionError{Op: op, State: d.State}
 	}
 	return d, err
 }
 
-func (s *server) readClipboard(c *gin.Context, d *desktop.Desktop) (reply, error) {
+func (s *clipboardHandlers) readClipboard(c *gin.Context, d *desktop.Desktop) (reply, error) {
 	if t := c.Query("type"); t != "" && t != "text/plain" {
-		data, err := s.Clipboard.ClipboardData(c.Request.Context(), d.DomainName(), t)
+		data, err := s.clipboard.ClipboardData(c.Request.Context(), d.DomainName(), t)
 		if err != nil {
 			return reply{}, err
 		}
@@ -89,11 +98,11 @@ func (s *server) readClipboard(c *gin.Context, d *desktop.Desktop) (reply, error
 		c.Data(http.StatusOK, t, data)
 		return reply{}, nil
 	}
-	cb, err := s.Clipboard.ReadClipboard(c.Request.Context(), d.DomainName())
+	cb, err := s.clipboard.ReadClipboard(c.Request.Context(), d.DomainName())
 	return reply{http.StatusOK, cb}, err
 }
 
-func (s *server) writeClipboard(c *gin.Context, d *desktop.Desktop) (reply, error) {
+func (s *clipboardHandlers) writeClipboard(c *gin.Context, d *desktop.Desktop) (reply, error) {
 	ctx, domain := c.Request.Context(), d.DomainName()
 	mt, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
 	if mt == "" || mt == "application/json" {
@@ -101,13 +110,13 @@ func (s *server) writeClipboard(c *gin.Context, d *desktop.Desktop) (reply, erro
 		if err := decode(c, &body); err != nil {
 			return reply{}, err
 		}
-		return reply{http.StatusOK, body}, s.Clipboard.SetClipboard(ctx, domain, body.Text)
+		return reply{http.StatusOK, body}, s.clipboard.SetClipboard(ctx, domain, body.Text)
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxClipboardBody))
 	if err != nil {
 		return reply{}, &desktop.ValidationError{Field: "body", Message: "the clipboard takes at most 4 MiB"}
 	}
-	if err := s.Clipboard.SetClipboardData(ctx, domain, mt, data); err != nil {
+	if err := s.clipboard.SetClipboardData(ctx, domain, mt, data); err != nil {
 		return reply{}, err
 	}
 	return reply{http.StatusOK, gin.H{"type": mt, "bytes": len(data)}}, nil

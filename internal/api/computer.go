@@ -4,9 +4,11 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/bureau/bureau/internal/computer"
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/recording"
 	"github.com/gin-gonic/gin"
 )
 
@@ -18,18 +20,18 @@ type Computer interface {
 	Forget(domain string)
 }
 
-// running returns the caller's desktop, woken if it was paused or
-// hibernated, or a 409 naming its state.
-func (s *server) running(c *gin.Context, op desktop.Op) (*desktop.Desktop, error) {
-	d, err := s.awake(c)
-	if err == nil && d.State != desktop.StateRunning {
-		err = &desktop.TransitionError{Op: op, State: d.State}
-	}
-	return d, err
+// computerHandlers see and drive desktops' screens: computer-use
+// actions, screenshots, the screen's resolution.
+type computerHandlers struct {
+	*core
+	computer Computer
+	guest    Guest
+	// recordings records a computer-use batch that asks for it (nil: none made).
+	recordings Recordings
 }
 
 // computerAction runs computer-use actions (Anthropic or OpenAI shapes).
-func (s *server) computerAction(c *gin.Context) (reply, error) {
+func (s *computerHandlers) computerAction(c *gin.Context) (reply, error) {
 	var req computer.Request
 	if err := decode(c, &req); err != nil {
 		return reply{}, err
@@ -50,7 +52,7 @@ func (s *server) computerAction(c *gin.Context) (reply, error) {
 		defer done()
 		c.Header("X-Bureau-Recording", rid)
 	}
-	res, err := s.Computer.Run(c.Request.Context(), d.DomainName(), req)
+	res, err := s.computer.Run(c.Request.Context(), d.DomainName(), req)
 	return reply{http.StatusOK, res}, err
 }
 
@@ -59,7 +61,7 @@ func (s *server) computerAction(c *gin.Context) (reply, error) {
 // settles with settle=true. A passive=true screenshot (a watcher's
 // thumbnail) neither wakes a sleeping desktop nor counts as use of it
 // (awake, touchActivity).
-func (s *server) screenshot(c *gin.Context) {
+func (s *computerHandlers) screenshot(c *gin.Context) {
 	opts, err := shotOptions(c)
 	if err != nil {
 		s.fail(c, err)
@@ -70,7 +72,7 @@ func (s *server) screenshot(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	img, err := s.Computer.Screenshot(c.Request.Context(), d.DomainName(), opts)
+	img, err := s.computer.Screenshot(c.Request.Context(), d.DomainName(), opts)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -82,6 +84,55 @@ func (s *server) screenshot(c *gin.Context) {
 		c.Header("X-Settle-Ms", strconv.FormatInt(*img.SettleMS, 10))
 	}
 	c.Data(http.StatusOK, img.MediaType, img.Data)
+}
+
+func (s *computerHandlers) setResolution(c *gin.Context) (reply, error) {
+	var body struct {
+		Width  int `json:"width"`
+		Height int `json:"height"`
+	}
+	if err := decode(c, &body); err != nil {
+		return reply{}, err
+	}
+	d, err := s.running(c, "resize the screen of")
+	if err != nil {
+		return reply{}, err
+	}
+	if err := s.guest.SetResolution(c.Request.Context(), d.DomainName(), body.Width, body.Height); err != nil {
+		return reply{}, err
+	}
+	s.computer.Forget(d.DomainName())
+	return reply{http.StatusOK, body}, nil
+}
+
+// batchTail is how long a recording made for one computer-use batch goes
+// on after it (the screen's answer to the last action).
+const batchTail = time.Second
+
+// recordBatch makes sure the desktop is recorded while a computer-use
+// batch runs: it starts a recording unless one is under way, and returns
+// its id and what to call once the batch is done.
+func (s *computerHandlers) recordBatch(c *gin.Context, d *desktop.Desktop) (string, func(), error) {
+	if s.recordings == nil {
+		return "", nil, errNoRecordings
+	}
+	if r := s.recordings.Active(d.ID); r != nil {
+		return r.ID, func() {}, nil
+	}
+	r, err := s.recordings.Start(c.Request.Context(), d, recording.Options{}, actor(c))
+	if err != nil {
+		return "", nil, err
+	}
+	ctx := context.WithoutCancel(c.Request.Context())
+	return r.ID, func() {
+		time.AfterFunc(batchTail, func() {
+			if cur := s.recordings.Active(d.ID); cur != nil && cur.ID == r.ID {
+				if _, err := s.recordings.Stop(ctx, d.ID, "the computer-use batch ended"); err != nil {
+					s.log.Warn("ending a batch's recording", "desktop", d.ID, "err", err)
+				}
+			}
+		})
+	}, nil
 }
 
 func shotOptions(c *gin.Context) (computer.ShotOptions, error) {

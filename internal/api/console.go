@@ -3,11 +3,12 @@ package api
 import (
 	"context"
 	"fmt"
-	"github.com/bureau/bureau/internal/api/apiv1"
+	"net"
 	"net/http"
 	"net/url"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/console"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/coder/websocket"
@@ -26,6 +27,32 @@ type Consoles interface {
 	EndMadeBy(tokenIDs []string)
 }
 
+// Screen is the console's side: the display, and use that keeps a desktop
+// awake.
+type Screen interface {
+	// DialVNC connects to a running desktop's display (RFB).
+	DialVNC(ctx context.Context, id string) (net.Conn, error)
+	// Touch records use of a desktop; AddViewer counts a console viewer
+	// until done is called. Both keep a desktop from idle hibernation.
+	Touch(id string)
+	AddViewer(id string) (done func())
+	// Prewake restores a hibernated desktop paused ahead of a likely use
+	// (why says what makes it likely), in the background; other states
+	// are left alone.
+	Prewake(ctx context.Context, id, actor, why string)
+}
+
+// consoleHandlers make and revoke console tokens and serve the console
+// page's session and display (vnc) to a console token.
+type consoleHandlers struct {
+	*core
+	consoles  Consoles
+	lifecycle Lifecycle
+	screen    Screen
+	// countBytes is Deps.ConsoleBytes (may be nil).
+	countBytes func(direction string, n int)
+}
+
 const ctxConsole = "bureau.console"
 
 type createConsoleRequest struct {
@@ -39,7 +66,7 @@ type consoleReply struct {
 	URL   string `json:"url"`
 }
 
-func (s *server) createConsole(c *gin.Context) (reply, error) {
+func (s *consoleHandlers) createConsole(c *gin.Context) (reply, error) {
 	d, err := s.owned(c)
 	if err != nil {
 		return reply{}, err
@@ -58,7 +85,7 @@ func (s *server) createConsole(c *gin.Context) (reply, error) {
 	// maker's. A computer-only token sees the screen and drives mouse and
 	// keyboard through the API; the console it makes may only watch.
 	by := maker(c)
-	secret, t, err := s.Consoles.Create(c.Request.Context(), console.CreateRequest{DesktopID: d.ID, Owner: d.Owner,
+	secret, t, err := s.consoles.Create(c.Request.Context(), console.CreateRequest{DesktopID: d.ID, Owner: d.Owner,
 		CreatedBy: by.Actor, ViewOnly: req.ViewOnly, TTL: time.Duration(req.TTLSeconds) * time.Second,
 		MadeBy: by.Token, Until: by.Until, ScreenOnly: caller(c).ComputerOnly})
 	if err != nil {
@@ -66,35 +93,35 @@ func (s *server) createConsole(c *gin.Context) (reply, error) {
 	}
 	// Someone means to look at it: a hibernated desktop is restored
 	// (paused) while the link travels and the page loads.
-	s.Desktops.Prewake(c.Request.Context(), d.ID, actor(c), "console link made")
+	s.screen.Prewake(c.Request.Context(), d.ID, actor(c), "console link made")
 	u := "/console/" + d.ID + "?token=" + url.QueryEscape(secret)
 	return reply{http.StatusCreated, consoleReply{ConsoleToken: apiv1.FromConsoleToken(t), Token: secret, URL: u}}, nil
 }
 
-func (s *server) listConsoles(c *gin.Context) (reply, error) {
+func (s *consoleHandlers) listConsoles(c *gin.Context) (reply, error) {
 	d, err := s.owned(c)
 	if err != nil {
 		return reply{}, err
 	}
-	ts, err := s.Consoles.List(c.Request.Context(), d.ID)
+	ts, err := s.consoles.List(c.Request.Context(), d.ID)
 	if ts == nil {
 		ts = []*desktop.ConsoleToken{}
 	}
 	return reply{http.StatusOK, gin.H{"sessions": ts}}, err
 }
 
-func (s *server) revokeConsole(c *gin.Context) (reply, error) {
+func (s *consoleHandlers) revokeConsole(c *gin.Context) (reply, error) {
 	d, err := s.owned(c)
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{status: http.StatusNoContent}, s.Consoles.Revoke(c.Request.Context(), d.ID, c.Param("token_id"), actor(c))
+	return reply{status: http.StatusNoContent}, s.consoles.Revoke(c.Request.Context(), d.ID, c.Param("token_id"), actor(c))
 }
 
 // consoleAuth admits a request carrying a usable console token of the
 // desktop in the path (?token=, as browsers cannot set WebSocket headers).
-func (s *server) consoleAuth(c *gin.Context) {
-	t, err := s.Consoles.Authenticate(c.Request.Context(), c.Param("id"), c.Query("token"))
+func (s *consoleHandlers) consoleAuth(c *gin.Context) {
+	t, err := s.consoles.Authenticate(c.Request.Context(), c.Param("id"), c.Query("token"))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -108,14 +135,14 @@ func consoleToken(c *gin.Context) *desktop.ConsoleToken {
 }
 
 // consoleSession tells the console page what it is looking at.
-func (s *server) consoleSession(c *gin.Context) (reply, error) {
+func (s *consoleHandlers) consoleSession(c *gin.Context) (reply, error) {
 	t := consoleToken(c)
-	d, err := s.Desktops.Get(c.Request.Context(), t.DesktopID)
+	d, err := s.lifecycle.Get(c.Request.Context(), t.DesktopID)
 	if err != nil {
 		return reply{}, err
 	}
 	// The page asks this before it loads the viewer and connects.
-	s.Desktops.Prewake(c.Request.Context(), d.ID, "console/"+t.ID, "console page opened")
+	s.screen.Prewake(c.Request.Context(), d.ID, "console/"+t.ID, "console page opened")
 	return reply{http.StatusOK, gin.H{"desktop_id": d.ID, "name": d.Name, "state": d.State,
 		"view_only": t.ViewOnly, "screen_only": t.ScreenOnly, "expires_at": t.ExpiresAt}}, nil
 }
@@ -124,18 +151,18 @@ func (s *server) consoleSession(c *gin.Context) (reply, error) {
 // hibernated or paused desktop is woken first (wake on use, as for every
 // route that needs the guest). Nothing reaches the VNC server before the
 // token and the desktop's state have been checked.
-func (s *server) vnc(c *gin.Context) {
+func (s *consoleHandlers) vnc(c *gin.Context) {
 	t := consoleToken(c)
 	if !upgrading(c) {
 		return
 	}
 	ctx := c.Request.Context()
-	d, err := s.Desktops.Wake(ctx, t.DesktopID, "console/"+t.ID)
+	d, err := s.lifecycle.Wake(ctx, t.DesktopID, "console/"+t.ID)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	upstream, err := s.Desktops.DialVNC(ctx, d.ID)
+	upstream, err := s.screen.DialVNC(ctx, d.ID)
 	if err != nil {
 		s.fail(c, fmt.Errorf("reach the desktop's display: %w", err))
 		return
@@ -147,10 +174,10 @@ func (s *server) vnc(c *gin.Context) {
 		upstream.Close()
 		return
 	}
-	sctx, done := s.Consoles.Attach(context.WithoutCancel(ctx), t)
+	sctx, done := s.consoles.Attach(context.WithoutCancel(ctx), t)
 	defer done()
-	defer s.Desktops.AddViewer(d.ID)()
-	s.Log.Info("console attached", "desktop", d.ID, "token", t.ID, "view_only", t.ViewOnly)
-	err = console.Pipe(sctx, ws, upstream, console.Options{ViewOnly: t.ViewOnly, Count: s.ConsoleBytes})
-	s.Log.Info("console detached", "desktop", d.ID, "token", t.ID, "why", err)
+	defer s.screen.AddViewer(d.ID)()
+	s.log.Info("console attached", "desktop", d.ID, "token", t.ID, "view_only", t.ViewOnly)
+	err = console.Pipe(sctx, ws, upstream, console.Options{ViewOnly: t.ViewOnly, Count: s.countBytes})
+	s.log.Info("console detached", "desktop", d.ID, "token", t.ID, "why", err)
 }

@@ -9,7 +9,7 @@ import (
 
 // openAPI serves the API's contract (package openapi) as JSON to anyone,
 // like /healthz: it describes the public API and holds no data.
-func (s *server) openAPI(c *gin.Context) {
+func (s *siteHandlers) openAPI(c *gin.Context) {
 	doc, err := openapi.JSON()
 	if err != nil {
 		s.fail(c, err)

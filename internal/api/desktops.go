@@ -1,9 +1,11 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -13,6 +15,36 @@ import (
 	"github.com/bureau/bureau/internal/manager"
 	"github.com/gin-gonic/gin"
 )
+
+// Lifecycle creates, lists, powers and deletes desktops.
+type Lifecycle interface {
+	Create(ctx context.Context, req manager.CreateRequest) (*desktop.Desktop, error)
+	Get(ctx context.Context, id string) (*desktop.Desktop, error)
+	List(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error)
+	Start(ctx context.Context, id, actor string) (*desktop.Desktop, error)
+	Stop(ctx context.Context, id, actor string, opts manager.StopOptions) (*desktop.Desktop, error)
+	Reboot(ctx context.Context, id, actor string) (*desktop.Desktop, error)
+	Delete(ctx context.Context, id, actor string, deleteData bool) (*manager.DeleteResult, error)
+	Events(ctx context.Context, id string, limit int) ([]*desktop.Event, error)
+	// Wake resumes a paused or hibernated desktop and waits until it runs.
+	Wake(ctx context.Context, id, actor string) (*desktop.Desktop, error)
+}
+
+// desktopHandlers create, list, power, change and delete desktops.
+type desktopHandlers struct {
+	*core
+	lifecycle   Lifecycle
+	persistence Persistence
+	settings    Settings
+	// computer forgets a screen's keyboard map when its layout changes.
+	computer Computer
+	// What a deleted desktop leaves: its kept recordings stay, its
+	// secrets and share links go.
+	keptRecordings KeptRecordings
+	secrets        Secrets
+	urls           URLs
+	ownerOpenable  []netip.Prefix
+}
 
 type createDesktopRequest struct {
 	Name        string   `json:"name"`
@@ -60,7 +92,7 @@ func orDefault(p *int, def int) int {
 	return *p
 }
 
-func (s *server) createDesktop(c *gin.Context) (reply, error) {
+func (s *desktopHandlers) createDesktop(c *gin.Context) (reply, error) {
 	var req createDesktopRequest
 	if err := decode(c, &req); err != nil {
 		return reply{}, err
@@ -96,7 +128,7 @@ func (s *server) createDesktop(c *gin.Context) (reply, error) {
 			return reply{}, err
 		}
 	}
-	d, err := s.Desktops.Create(c.Request.Context(), manager.CreateRequest{From: from, Unlimited: isAdmin(c), Cold: req.Cold, Network: policy, KeyboardLayout: req.KeyboardLayout, Host: req.Host, PlaceLabels: labels,
+	d, err := s.lifecycle.Create(c.Request.Context(), manager.CreateRequest{From: from, Unlimited: isAdmin(c), Cold: req.Cold, Network: policy, KeyboardLayout: req.KeyboardLayout, Host: req.Host, PlaceLabels: labels,
 		Owner: caller(c).Owner, Name: req.Name, SSHKeys: req.SSHKeys, Actor: actor(c), IdleTimeout: req.IdleTimeout,
 		NapAfter: req.NapAfter, SleepAfter: req.SleepAfter,
 		Spec: desktop.Spec{Image: req.Image, VCPUs: orDefault(req.VCPUs, defaultVCPUs),
@@ -109,8 +141,8 @@ func (s *server) createDesktop(c *gin.Context) (reply, error) {
 	return reply{http.StatusAccepted, d}, nil
 }
 
-func (s *server) listDesktops(c *gin.Context) (reply, error) {
-	ds, err := s.Desktops.List(c.Request.Context(), desktop.Filter{Owner: ownerFilter(c)})
+func (s *desktopHandlers) listDesktops(c *gin.Context) (reply, error) {
+	ds, err := s.lifecycle.List(c.Request.Context(), desktop.Filter{Owner: ownerFilter(c)})
 	if err != nil {
 		return reply{}, err
 	}
@@ -120,21 +152,7 @@ func (s *server) listDesktops(c *gin.Context) (reply, error) {
 	return reply{http.StatusOK, gin.H{"desktops": ds}}, nil
 }
 
-// owned loads the desktop named in the path if the caller may see it.
-// Someone else's desktop is "not found", so existence does not leak.
-func (s *server) owned(c *gin.Context) (*desktop.Desktop, error) {
-	id := c.Param("id")
-	d, err := s.Desktops.Get(c.Request.Context(), id)
-	if err != nil {
-		return nil, err
-	}
-	if d.DeletedAt != nil || !isAdmin(c) && d.Owner != caller(c).Owner {
-		return nil, fmt.Errorf("desktop %s: %w", id, desktop.ErrNotFound)
-	}
-	return d, nil
-}
-
-func (s *server) getDesktop(c *gin.Context) (reply, error) {
+func (s *desktopHandlers) getDesktop(c *gin.Context) (reply, error) {
 	d, err := s.owned(c)
 	if err != nil {
 		return reply{}, err
@@ -142,15 +160,15 @@ func (s *server) getDesktop(c *gin.Context) (reply, error) {
 	return reply{http.StatusOK, d}, nil
 }
 
-func (s *server) startDesktop(c *gin.Context) (reply, error) {
+func (s *desktopHandlers) startDesktop(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	d, err := s.Desktops.Start(c.Request.Context(), c.Param("id"), actor(c))
+	d, err := s.lifecycle.Start(c.Request.Context(), c.Param("id"), actor(c))
 	return reply{http.StatusAccepted, d}, err
 }
 
-func (s *server) stopDesktop(c *gin.Context) (reply, error) {
+func (s *desktopHandlers) stopDesktop(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
@@ -166,55 +184,19 @@ func (s *server) stopDesktop(c *gin.Context) (reply, error) {
 		}
 		opts.Timeout = time.Duration(secs) * time.Second
 	}
-	d, err := s.Desktops.Stop(c.Request.Context(), c.Param("id"), actor(c), opts)
+	d, err := s.lifecycle.Stop(c.Request.Context(), c.Param("id"), actor(c), opts)
 	return reply{http.StatusAccepted, d}, err
 }
 
-func (s *server) rebootDesktop(c *gin.Context) (reply, error) {
+func (s *desktopHandlers) rebootDesktop(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	d, err := s.Desktops.Reboot(c.Request.Context(), c.Param("id"), actor(c))
+	d, err := s.lifecycle.Reboot(c.Request.Context(), c.Param("id"), actor(c))
 	return reply{http.StatusAccepted, d}, err
 }
 
-func (s *server) deleteDesktop(c *gin.Context) (reply, error) {
-	if _, err := s.owned(c); err != nil {
-		return reply{}, err
-	}
-	deleteData, err := boolQuery(c, "delete_data")
-	if err != nil {
-		return reply{}, err
-	}
-	keepRecordings, err := boolQuery(c, "keep_recordings")
-	if err != nil {
-		return reply{}, err
-	}
-	keptNow, err := s.keepRecordingsOnDelete(c, keepRecordings)
-	if err != nil {
-		return reply{}, err
-	}
-	res, err := s.Desktops.Delete(c.Request.Context(), c.Param("id"), actor(c), deleteData)
-	if err != nil {
-		s.unkeepRecordings(c, keptNow)
-		return reply{}, err
-	}
-	s.forgetRecordings(c)
-	if s.Secrets != nil {
-		// The desktop's own secrets go with it (its owner's stay).
-		if err := s.Secrets.ForgetDesktop(c.Request.Context(), c.Param("id")); err != nil {
-			s.Log.Error("delete the desktop's secrets", "desktop", c.Param("id"), "err", err)
-		}
-	}
-	if s.URLs != nil {
-		if err := s.URLs.Forget(c.Request.Context(), c.Param("id")); err != nil {
-			s.Log.Error("delete the desktop's share links", "desktop", c.Param("id"), "err", err)
-		}
-	}
-	return reply{http.StatusOK, res}, nil
-}
-
-func (s *server) desktopEvents(c *gin.Context) (reply, error) {
+func (s *desktopHandlers) desktopEvents(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
@@ -226,7 +208,7 @@ func (s *server) desktopEvents(c *gin.Context) (reply, error) {
 		}
 		limit = n
 	}
-	evs, err := s.Desktops.Events(c.Request.Context(), c.Param("id"), limit)
+	evs, err := s.lifecycle.Events(c.Request.Context(), c.Param("id"), limit)
 	if err != nil {
 		return reply{}, err
 	}
@@ -236,8 +218,7 @@ func (s *server) desktopEvents(c *gin.Context) (reply, error) {
 	return reply{http.StatusOK, gin.H{"events": evs}}, nil
 }
 
-// screenshot serves the desktop's screen as the hypervisor returns it (PNG).
-// A paused or hibernated desktop is woken first.
+// boolQuery reads an optional true/false query parameter (absent: false).
 func boolQuery(c *gin.Context, name string) (bool, error) {
 	v := c.Query(name)
 	if v == "" {
@@ -252,11 +233,11 @@ func boolQuery(c *gin.Context, name string) (bool, error) {
 
 // canClone checks that the caller may see the desktop a clone copies from;
 // one it may not see does not exist for it.
-func (s *server) canClone(c *gin.Context, from *cloneFrom) error {
+func (s *desktopHandlers) canClone(c *gin.Context, from *cloneFrom) error {
 	if from.DesktopID == "" || from.Snapshot == "" {
 		return &desktop.ValidationError{Field: "from", Message: `give {"desktop": id, "snapshot": name}`}
 	}
-	src, err := s.Desktops.Get(c.Request.Context(), from.DesktopID)
+	src, err := s.lifecycle.Get(c.Request.Context(), from.DesktopID)
 	if err == nil && (src.DeletedAt != nil || !isAdmin(c) && src.Owner != caller(c).Owner) {
 		err = desktop.ErrNotFound
 	}

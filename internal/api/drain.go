@@ -19,11 +19,11 @@ type Drains interface {
 }
 
 // drainOf is host's drain on the wire (nil: none).
-func (s *server) drainOf(host string) *apiv1.Drain {
-	if s.Drains == nil {
+func (s *hostHandlers) drainOf(host string) *apiv1.Drain {
+	if s.drains == nil {
 		return nil
 	}
-	st := s.Drains.DrainOf(host)
+	st := s.drains.DrainOf(host)
 	if st == nil {
 		return nil
 	}
@@ -32,36 +32,36 @@ func (s *server) drainOf(host string) *apiv1.Drain {
 
 // drainHost marks a host draining and moves its desktops off in the
 // background: 202 with the host, whose drain shows how far it got.
-func (s *server) drainHost(c *gin.Context) (reply, error) {
+func (s *hostHandlers) drainHost(c *gin.Context) (reply, error) {
 	if err := requireAdmin(c); err != nil {
 		return reply{}, err
 	}
-	if s.Drains == nil {
+	if s.drains == nil {
 		return reply{}, &desktop.ConflictError{Message: "this bureau does not move desktops between hosts, so it cannot drain one"}
 	}
 	name := c.Param("name")
-	if _, err := s.Hosts.Get(c.Request.Context(), name); err != nil {
+	if _, err := s.hosts.Get(c.Request.Context(), name); err != nil {
 		return reply{}, err
 	}
-	if _, err := s.Drains.Drain(c.Request.Context(), name, actor(c)); err != nil {
+	if _, err := s.drains.Drain(c.Request.Context(), name, actor(c)); err != nil {
 		return reply{}, err
 	}
 	return s.hostReply(c, http.StatusAccepted)
 }
 
 // undrainHost ends a host's drain: placement uses it again.
-func (s *server) undrainHost(c *gin.Context) (reply, error) {
+func (s *hostHandlers) undrainHost(c *gin.Context) (reply, error) {
 	if err := requireAdmin(c); err != nil {
 		return reply{}, err
 	}
-	if s.Drains == nil {
+	if s.drains == nil {
 		return reply{}, &desktop.ConflictError{Message: "this bureau does not drain hosts"}
 	}
 	name := c.Param("name")
-	if _, err := s.Hosts.Get(c.Request.Context(), name); err != nil {
+	if _, err := s.hosts.Get(c.Request.Context(), name); err != nil {
 		return reply{}, err
 	}
-	if err := s.Drains.Undrain(c.Request.Context(), name, actor(c)); err != nil {
+	if err := s.drains.Undrain(c.Request.Context(), name, actor(c)); err != nil {
 		return reply{}, err
 	}
 	return s.hostReply(c, http.StatusOK)

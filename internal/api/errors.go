@@ -37,10 +37,10 @@ type errorBody struct {
 }
 
 // fail is the one place errors become HTTP responses.
-func (s *server) fail(c *gin.Context, err error) {
+func (s *core) fail(c *gin.Context, err error) {
 	status, body := classify(err)
 	if status >= 500 {
-		s.Log.Error("request failed", "path", c.Request.URL.Path, "err", err)
+		s.log.Error("request failed", "path", c.Request.URL.Path, "err", err)
 	}
 	body.Message = s.textForCaller(c, body.Message)
 	if _, ok := c.Get(stepReplyKey); ok {

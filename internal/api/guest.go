@@ -28,6 +28,18 @@ type Guest interface {
 	SetResolution(ctx context.Context, domain string, w, h int) error
 }
 
+// guestHandlers run commands (exec, in the foreground or as background
+// processes) and move files inside desktops.
+type guestHandlers struct {
+	*core
+	guest     Guest
+	processes Processes // starts background commands
+	// secretValues gives commands the secrets they name.
+	secretValues SecretValues
+	// screen counts a streamed command's watcher as use of the desktop.
+	screen Screen
+}
+
 // via honours ?agent=qemu-ga: the call skips bureau-agent (to compare the
 // two agents, or to get past a broken bureau-agent).
 func via(c *gin.Context) (context.Context, error) {
@@ -42,7 +54,7 @@ func via(c *gin.Context) (context.Context, error) {
 
 // execCommand runs a command and answers its result, or with stream=true
 // streams its output as server-sent events (see execStream).
-func (s *server) execCommand(c *gin.Context) (reply, error) {
+func (s *guestHandlers) execCommand(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil { // before the body says anything
 		return reply{}, err
 	}
@@ -68,7 +80,7 @@ func (s *server) execCommand(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	secrets, err := s.secretsFor(c, d, req.Secrets)
+	secrets, err := secretsFor(c, s.secretValues, d, req.Secrets)
 	if err != nil {
 		return reply{}, err
 	}
@@ -83,7 +95,7 @@ func (s *server) execCommand(c *gin.Context) (reply, error) {
 	if stream {
 		return reply{}, s.execStream(ctx, c, d, req, secrets)
 	}
-	res, err := s.Guest.Exec(ctx, d.DomainName(), req)
+	res, err := s.guest.Exec(ctx, d.DomainName(), req)
 	if res != nil && len(secrets) > 0 {
 		res.Stdout = scrubOutput(res.Stdout, res.Encoding, secrets)
 		res.Stderr = scrubOutput(res.Stderr, res.Encoding, secrets)
@@ -91,17 +103,26 @@ func (s *server) execCommand(c *gin.Context) (reply, error) {
 	return reply{http.StatusOK, res}, err
 }
 
+// startProcess answers exec with "background": true: 202 and the process.
+func (s *guestHandlers) startProcess(c *gin.Context, domain string, req guest.ExecRequest) (reply, error) {
+	p, err := s.processes.Start(c.Request.Context(), domain, req)
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusAccepted, p}, nil
+}
+
 // execStream streams a command as server-sent events: "stdout" and
 // "stderr" ({"data": text}, or base64 with "encoding": "base64" when a
 // chunk is not UTF-8), then "exit" ({"exit_code", "timed_out",
 // "truncated", "duration_ms"}) or "error" ({"message"}). Errors before the
 // command starts are ordinary JSON answers.
-func (s *server) execStream(ctx context.Context, c *gin.Context, d *desktop.Desktop, req guest.ExecRequest, secrets map[string]string) error {
+func (s *guestHandlers) execStream(ctx context.Context, c *gin.Context, d *desktop.Desktop, req guest.ExecRequest, secrets map[string]string) error {
 	// Someone is watching the command: the desktop is not idle meanwhile.
-	defer s.Desktops.AddViewer(d.ID)()
+	defer s.screen.AddViewer(d.ID)()
 	sse := &sseWriter{w: c.Writer}
 	out := newScrubbedOutput(sse, secrets)
-	res, err := s.Guest.ExecStream(ctx, d.DomainName(), req, out)
+	res, err := s.guest.ExecStream(ctx, d.DomainName(), req, out)
 	out.flush()
 	if !sse.started() {
 		return err
@@ -113,7 +134,7 @@ func (s *server) execStream(ctx context.Context, c *gin.Context, d *desktop.Desk
 	case err != nil:
 		status, body := classify(err)
 		if status >= 500 {
-			s.Log.Error("streamed exec failed", "desktop", d.ID, "err", err)
+			s.log.Error("streamed exec failed", "desktop", d.ID, "err", err)
 		}
 		sse.event("error", gin.H{"message": body.Message})
 	default:
@@ -188,7 +209,7 @@ func (e *sseWriter) event(kind string, v any) error {
 
 // getFile downloads a file (streamed, never held in memory) or lists a
 // directory as JSON.
-func (s *server) getFile(c *gin.Context) {
+func (s *guestHandlers) getFile(c *gin.Context) {
 	d, err := s.running(c, "read files of")
 	if err != nil {
 		s.fail(c, err)
@@ -199,7 +220,7 @@ func (s *server) getFile(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	st, err := s.Guest.Stat(ctx, d.DomainName(), c.Query("path"), c.Query("user"))
+	st, err := s.guest.Stat(ctx, d.DomainName(), c.Query("path"), c.Query("user"))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -213,20 +234,20 @@ func (s *server) getFile(c *gin.Context) {
 	c.Header("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(st.Path)}))
 	c.Header("X-File-Path", st.Path)
 	c.Status(http.StatusOK)
-	if err := s.Guest.Read(ctx, d.DomainName(), st, c.Writer); err != nil {
+	if err := s.guest.Read(ctx, d.DomainName(), st, c.Writer); err != nil {
 		if c.Request.Context().Err() != nil {
 			return // the client went away or took all it wanted
 		}
 		// Headers are gone: cut the connection so the client sees a short
 		// body rather than a complete-looking file.
-		s.Log.Error("download failed", "desktop", d.ID, "path", st.Path, "err", err)
+		s.log.Error("download failed", "desktop", d.ID, "path", st.Path, "err", err)
 		panic(http.ErrAbortHandler)
 	}
 }
 
 // putFile uploads the request body to path (streamed), creating parent
 // directories unless parents=false, with mode (octal, default 0644).
-func (s *server) putFile(c *gin.Context) (reply, error) {
+func (s *guestHandlers) putFile(c *gin.Context) (reply, error) {
 	req := guest.WriteRequest{Path: c.Query("path"), User: c.Query("user"), Parents: true}
 	if v := c.Query("parents"); v != "" {
 		p, err := boolQuery(c, "parents")
@@ -250,14 +271,14 @@ func (s *server) putFile(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	final, n, err := s.Guest.Write(ctx, d.DomainName(), req, c.Request.Body)
+	final, n, err := s.guest.Write(ctx, d.DomainName(), req, c.Request.Body)
 	if err != nil {
 		return reply{}, err
 	}
 	return reply{http.StatusCreated, gin.H{"path": final, "size": n}}, nil
 }
 
-func (s *server) deleteFile(c *gin.Context) (reply, error) {
+func (s *guestHandlers) deleteFile(c *gin.Context) (reply, error) {
 	recursive, err := boolQuery(c, "recursive")
 	if err != nil {
 		return reply{}, err
@@ -270,25 +291,6 @@ func (s *server) deleteFile(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	err = s.Guest.Delete(ctx, d.DomainName(), c.Query("path"), c.Query("user"), recursive)
+	err = s.guest.Delete(ctx, d.DomainName(), c.Query("path"), c.Query("user"), recursive)
 	return reply{http.StatusNoContent, nil}, err
-}
-
-func (s *server) setResolution(c *gin.Context) (reply, error) {
-	var body struct {
-		Width  int `json:"width"`
-		Height int `json:"height"`
-	}
-	if err := decode(c, &body); err != nil {
-		return reply{}, err
-	}
-	d, err := s.running(c, "resize the screen of")
-	if err != nil {
-		return reply{}, err
-	}
-	if err := s.Guest.SetResolution(c.Request.Context(), d.DomainName(), body.Width, body.Height); err != nil {
-		return reply{}, err
-	}
-	s.Computer.Forget(d.DomainName())
-	return reply{http.StatusOK, body}, nil
 }

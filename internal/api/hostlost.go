@@ -10,8 +10,8 @@ import (
 
 // hostLost says, for one response, why a remote host of a desktop does
 // not answer ("" when it does), asking the hosts registry once per host.
-func (s *server) hostLost(ctx context.Context) func(host string) string {
-	if s.Hosts == nil {
+func (s *core) hostLost(ctx context.Context) func(host string) string {
+	if s.hosts == nil {
 		return nil
 	}
 	seen := map[string]string{}
@@ -20,7 +20,7 @@ func (s *server) hostLost(ctx context.Context) func(host string) string {
 			return why
 		}
 		why := ""
-		if h, err := s.Hosts.Get(ctx, name); err == nil && h.State == hosts.StateUnreachable {
+		if h, err := s.hosts.Get(ctx, name); err == nil && h.State == hosts.StateUnreachable {
 			since := "never answered"
 			if h.LastSeenAt != nil {
 				since = "last answered " + h.LastSeenAt.Format(time.RFC3339)

@@ -26,9 +26,19 @@ type HostLoads interface {
 	HostLoads(ctx context.Context) (map[string]placement.Load, error)
 }
 
+// hostHandlers manage the hosts desktops run on, their drains, and moves
+// of desktops between them (admins only).
+type hostHandlers struct {
+	*core
+	hosts      Hosts
+	hostLoads  HostLoads  // nil: loads not shown
+	drains     Drains     // nil: hosts are not drained
+	migrations Migrations // nil: desktops do not move
+}
+
 // withLoad is h on the wire with what its desktops take (loads nil: not
 // shown) and its drain.
-func (s *server) withLoad(h *hosts.Host, loads map[string]placement.Load) apiv1.Host {
+func (s *hostHandlers) withLoad(h *hosts.Host, loads map[string]placement.Load) apiv1.Host {
 	out := apiv1.FromHost(h)
 	l := loads[h.Name]
 	out.Desktops, out.CommittedMemoryMiB = l.Desktops, l.CommittedMiB
@@ -37,11 +47,11 @@ func (s *server) withLoad(h *hosts.Host, loads map[string]placement.Load) apiv1.
 }
 
 // loads reads the hosts' loads, when the server has them.
-func (s *server) loads(ctx context.Context) (map[string]placement.Load, error) {
-	if s.HostLoads == nil {
+func (s *hostHandlers) loads(ctx context.Context) (map[string]placement.Load, error) {
+	if s.hostLoads == nil {
 		return nil, nil
 	}
-	return s.HostLoads.HostLoads(ctx)
+	return s.hostLoads.HostLoads(ctx)
 }
 
 type addHostRequest struct {
@@ -54,11 +64,11 @@ type addHostRequest struct {
 	Subnet     string            `json:"subnet"`
 }
 
-func (s *server) listHosts(c *gin.Context) (reply, error) {
+func (s *hostHandlers) listHosts(c *gin.Context) (reply, error) {
 	if err := requireAdmin(c); err != nil {
 		return reply{}, err
 	}
-	hs, err := s.Hosts.List(c.Request.Context())
+	hs, err := s.hosts.List(c.Request.Context())
 	if err != nil {
 		return reply{}, err
 	}
@@ -70,10 +80,10 @@ func (s *server) listHosts(c *gin.Context) (reply, error) {
 	for i := range hs {
 		out = append(out, s.withLoad(&hs[i], loads))
 	}
-	return reply{http.StatusOK, gin.H{"hosts": out, "ssh_public_key": s.Hosts.SSHPublicKey()}}, nil
+	return reply{http.StatusOK, gin.H{"hosts": out, "ssh_public_key": s.hosts.SSHPublicKey()}}, nil
 }
 
-func (s *server) getHost(c *gin.Context) (reply, error) {
+func (s *hostHandlers) getHost(c *gin.Context) (reply, error) {
 	if err := requireAdmin(c); err != nil {
 		return reply{}, err
 	}
@@ -81,8 +91,8 @@ func (s *server) getHost(c *gin.Context) (reply, error) {
 }
 
 // hostReply is the host the request names, with its load and drain.
-func (s *server) hostReply(c *gin.Context, status int) (reply, error) {
-	h, err := s.Hosts.Get(c.Request.Context(), c.Param("name"))
+func (s *hostHandlers) hostReply(c *gin.Context, status int) (reply, error) {
+	h, err := s.hosts.Get(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		return reply{}, err
 	}
@@ -95,7 +105,7 @@ func (s *server) hostReply(c *gin.Context, status int) (reply, error) {
 
 // addHost records a host once its libvirtd answered and bureau made it
 // ready for desktops (admins only).
-func (s *server) addHost(c *gin.Context) (reply, error) {
+func (s *hostHandlers) addHost(c *gin.Context) (reply, error) {
 	if err := requireAdmin(c); err != nil {
 		return reply{}, err
 	}
@@ -103,7 +113,7 @@ func (s *server) addHost(c *gin.Context) (reply, error) {
 	if err := decode(c, &req); err != nil {
 		return reply{}, err
 	}
-	h, err := s.Hosts.Add(c.Request.Context(), hosts.AddRequest{Name: req.Name, URI: req.URI, Labels: req.Labels,
+	h, err := s.hosts.Add(c.Request.Context(), hosts.AddRequest{Name: req.Name, URI: req.URI, Labels: req.Labels,
 		SSH: hosts.SSH{Address: req.SSHAddress, HostKey: req.SSHHostKey}, Network: hosts.Network{Bridge: req.Bridge, Subnet: req.Subnet}})
 	if err != nil {
 		return reply{}, err
@@ -111,11 +121,11 @@ func (s *server) addHost(c *gin.Context) (reply, error) {
 	return reply{http.StatusCreated, apiv1.FromHost(h)}, nil
 }
 
-func (s *server) removeHost(c *gin.Context) (reply, error) {
+func (s *hostHandlers) removeHost(c *gin.Context) (reply, error) {
 	if err := requireAdmin(c); err != nil {
 		return reply{}, err
 	}
-	if err := s.Hosts.Remove(c.Request.Context(), c.Param("name")); err != nil {
+	if err := s.hosts.Remove(c.Request.Context(), c.Param("name")); err != nil {
 		return reply{}, err
 	}
 	return reply{http.StatusNoContent, nil}, nil

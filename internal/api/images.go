@@ -18,8 +18,14 @@ type Images interface {
 	Import(ctx context.Context, req images.ImportRequest, progress images.ProgressFunc) (*desktop.Image, error)
 }
 
-func (s *server) listImages(c *gin.Context) (reply, error) {
-	ims, err := s.Images.List(c.Request.Context())
+// imageHandlers list, import and delete base images.
+type imageHandlers struct {
+	*core
+	images Images
+}
+
+func (s *imageHandlers) listImages(c *gin.Context) (reply, error) {
+	ims, err := s.images.List(c.Request.Context())
 	if err != nil {
 		return reply{}, err
 	}
@@ -29,11 +35,11 @@ func (s *server) listImages(c *gin.Context) (reply, error) {
 	return reply{http.StatusOK, gin.H{"images": ims}}, nil
 }
 
-func (s *server) deleteImage(c *gin.Context) (reply, error) {
+func (s *imageHandlers) deleteImage(c *gin.Context) (reply, error) {
 	if err := requireAdmin(c); err != nil {
 		return reply{}, err
 	}
-	if err := s.Images.Delete(c.Request.Context(), c.Param("name")); err != nil {
+	if err := s.images.Delete(c.Request.Context(), c.Param("name")); err != nil {
 		return reply{}, err
 	}
 	return reply{http.StatusNoContent, nil}, nil
@@ -45,7 +51,7 @@ func (s *server) deleteImage(c *gin.Context) (reply, error) {
 // sent with the first line, so an import that fails before reporting any
 // progress (an image refused by its header, say) answers with the error's
 // own status, like any other request.
-func (s *server) importImage(c *gin.Context) (reply, error) {
+func (s *imageHandlers) importImage(c *gin.Context) (reply, error) {
 	if err := requireAdmin(c); err != nil {
 		return reply{}, err
 	}
@@ -53,7 +59,7 @@ func (s *server) importImage(c *gin.Context) (reply, error) {
 	if err := decode(c, &req); err != nil {
 		return reply{}, err
 	}
-	if err := s.Images.CheckImport(c.Request.Context(), req); err != nil {
+	if err := s.images.CheckImport(c.Request.Context(), req); err != nil {
 		return reply{}, err
 	}
 	enc := json.NewEncoder(c.Writer)
@@ -67,9 +73,9 @@ func (s *server) importImage(c *gin.Context) (reply, error) {
 		enc.Encode(v)
 		c.Writer.Flush()
 	}
-	im, err := s.Images.Import(c.Request.Context(), req, func(p images.Progress) { flush(gin.H{"progress": p}) })
+	im, err := s.images.Import(c.Request.Context(), req, func(p images.Progress) { flush(gin.H{"progress": p}) })
 	if err != nil {
-		s.Log.Warn("image import failed", "name", req.Name, "err", err)
+		s.log.Warn("image import failed", "name", req.Name, "err", err)
 		if !started {
 			return reply{}, err
 		}

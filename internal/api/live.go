@@ -27,8 +27,16 @@ type Stats interface {
 	DomainStats(ctx context.Context, name string) (*desktop.VMStats, error)
 }
 
+// liveHandlers serve the feed of desktop changes, the audit log and
+// running desktops' resource figures.
+type liveHandlers struct {
+	*core
+	live  Live
+	stats Stats
+}
+
 // auditLog lists who did what to the caller's desktops (all for admins).
-func (s *server) auditLog(c *gin.Context) (reply, error) {
+func (s *liveHandlers) auditLog(c *gin.Context) (reply, error) {
 	limit := 200
 	if v := c.Query("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -37,7 +45,7 @@ func (s *server) auditLog(c *gin.Context) (reply, error) {
 		}
 		limit = n
 	}
-	evs, err := s.Live.AuditLog(c.Request.Context(), ownerFilter(c), limit)
+	evs, err := s.live.AuditLog(c.Request.Context(), ownerFilter(c), limit)
 	if err != nil {
 		return reply{}, err
 	}
@@ -54,9 +62,9 @@ var streamCheckEvery = 15 * time.Second
 // "event" (a new history entry). When the caller's token is revoked or
 // expires, a last "unauthorized" event says so and the stream ends (not
 // "error": EventSource would mistake it for its own connection error).
-func (s *server) streamEvents(c *gin.Context) {
+func (s *liveHandlers) streamEvents(c *gin.Context) {
 	ctx := c.Request.Context()
-	sub := s.Live.Subscribe(ctx, ownerFilter(c))
+	sub := s.live.Subscribe(ctx, ownerFilter(c))
 	w := c.Writer
 	startSSE(w, "bureau live events")
 	keepalive := time.NewTicker(streamCheckEvery)
@@ -86,15 +94,15 @@ func (s *server) streamEvents(c *gin.Context) {
 // keepStreaming is a stream's check every streamCheckEvery: while the
 // caller's token is usable it writes a keepalive comment; once it is not,
 // a last "unauthorized" event, and the stream must end (false).
-func (s *server) keepStreaming(c *gin.Context) bool {
+func (s *core) keepStreaming(c *gin.Context) bool {
 	w := c.Writer
-	if _, err := s.Tokens.Usable(c.Request.Context(), caller(c).ID); errors.Is(err, desktop.ErrUnauthorized) {
+	if _, err := s.tokens.Usable(c.Request.Context(), caller(c).ID); errors.Is(err, desktop.ErrUnauthorized) {
 		_, body := classify(err)
 		writeEvent(w, "unauthorized", body)
 		w.Flush()
 		return false
 	} else if err != nil {
-		s.Log.Warn("event stream: checking its token", "path", c.FullPath(), "err", err)
+		s.log.Warn("event stream: checking its token", "path", c.FullPath(), "err", err)
 	}
 	fmt.Fprint(w, ": keepalive\n\n")
 	return true
@@ -103,7 +111,7 @@ func (s *server) keepStreaming(c *gin.Context) bool {
 // createStreamToken gives the caller a stream token: it opens GET
 // /api/v1/events/stream?stream_token=… once, within a minute, as the
 // caller (see auth.StreamGrants for why a browser needs one).
-func (s *server) createStreamToken(c *gin.Context) (reply, error) {
+func (s *liveHandlers) createStreamToken(c *gin.Context) (reply, error) {
 	secret, expires, err := s.streams.Issue(caller(c))
 	if err != nil {
 		return reply{}, err
@@ -137,7 +145,7 @@ func writeEvent(w io.Writer, kind string, v any) error {
 }
 
 // desktopStats returns a running desktop's resource figures.
-func (s *server) desktopStats(c *gin.Context) (reply, error) {
+func (s *liveHandlers) desktopStats(c *gin.Context) (reply, error) {
 	d, err := s.owned(c)
 	if err != nil {
 		return reply{}, err
@@ -145,7 +153,7 @@ func (s *server) desktopStats(c *gin.Context) (reply, error) {
 	if d.State != desktop.StateRunning {
 		return reply{}, &desktop.TransitionError{Op: "read the statistics of", State: d.State}
 	}
-	st, err := s.Stats.DomainStats(c.Request.Context(), d.DomainName())
+	st, err := s.stats.DomainStats(c.Request.Context(), d.DomainName())
 	if err != nil {
 		return reply{}, err
 	}

@@ -18,7 +18,7 @@ type Migrations interface {
 // (cold when it does not, or has snapshots): 202, then its state is
 // migrating, its step says how far the copy got, and its events say how
 // long it took (and the downtime of a live move).
-func (s *server) migrateDesktop(c *gin.Context) (reply, error) {
+func (s *hostHandlers) migrateDesktop(c *gin.Context) (reply, error) {
 	if err := requireAdmin(c); err != nil {
 		return reply{}, err
 	}
@@ -31,26 +31,26 @@ func (s *server) migrateDesktop(c *gin.Context) (reply, error) {
 	if err := decode(c, &req); err != nil {
 		return reply{}, err
 	}
-	if s.Migrations == nil {
+	if s.migrations == nil {
 		return reply{}, &desktop.ConflictError{Message: "this bureau does not move desktops between hosts"}
 	}
-	d, err := s.Migrations.Migrate(c.Request.Context(), c.Param("id"), req.Host, actor(c))
+	d, err := s.migrations.Migrate(c.Request.Context(), c.Param("id"), req.Host, actor(c))
 	return reply{http.StatusAccepted, d}, err
 }
 
 // cancelMigration stops a migration under way; the desktop keeps running
 // where it was.
-func (s *server) cancelMigration(c *gin.Context) (reply, error) {
+func (s *hostHandlers) cancelMigration(c *gin.Context) (reply, error) {
 	if err := requireAdmin(c); err != nil {
 		return reply{}, err
 	}
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	if s.Migrations == nil {
+	if s.migrations == nil {
 		return reply{}, &desktop.ConflictError{Message: "the desktop is not migrating"}
 	}
-	if err := s.Migrations.CancelMigration(c.Request.Context(), c.Param("id"), actor(c)); err != nil {
+	if err := s.migrations.CancelMigration(c.Request.Context(), c.Param("id"), actor(c)); err != nil {
 		return reply{}, err
 	}
 	return reply{status: http.StatusAccepted, body: gin.H{"cancelling": true}}, nil

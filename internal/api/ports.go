@@ -22,11 +22,20 @@ type Ports interface {
 	DialPort(ctx context.Context, domain string, port int) (net.Conn, error)
 }
 
+// portHandlers proxy HTTP to ports inside desktops: the owner's port
+// route here, live URLs (previewHandlers) through proxyPort.
+type portHandlers struct {
+	*core
+	ports Ports
+	// screen counts a request to a port as use of the desktop.
+	screen Screen
+}
+
 // portProxy serves /desktops/{id}/ports/{port}/{path}: an HTTP reverse
 // proxy (WebSocket upgrades, streaming bodies) to 127.0.0.1:port in the
 // desktop, for the desktop's owner. The app sees its own Host
 // (127.0.0.1:port) and X-Forwarded-* for the client's.
-func (s *server) portProxy(c *gin.Context) {
+func (s *portHandlers) portProxy(c *gin.Context) {
 	d, err := s.running(c, "reach a port of")
 	if err != nil {
 		s.fail(c, err)
@@ -37,7 +46,7 @@ func (s *server) portProxy(c *gin.Context) {
 		s.fail(c, &desktop.ValidationError{Field: "port", Message: "must be 1..65535"})
 		return
 	}
-	s.Desktops.Touch(d.ID)
+	s.screen.Touch(d.ID)
 	prefix := strings.TrimSuffix(c.Request.URL.Path, c.Param("path"))
 	c.Header("Content-Security-Policy", pathFormSandbox) // bureau's origin, as the path form
 	s.proxyPort(c, d, port, c.Param("path"), prefix, "", 0)
@@ -51,7 +60,7 @@ func (s *server) portProxy(c *gin.Context) {
 // (prefix not "") its responses stay sandboxed and within the prefix (see
 // onBureausOrigin). patience is how long to keep trying to reach the port (a
 // desktop just woken takes a moment to reconnect its agent).
-func (s *server) proxyPort(c *gin.Context, d *desktop.Desktop, port int, path, prefix, host string, patience time.Duration) {
+func (s *portHandlers) proxyPort(c *gin.Context, d *desktop.Desktop, port int, path, prefix, host string, patience time.Duration) {
 	domain := d.DomainName()
 	target := &url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", port)}
 	if host == "" {
@@ -185,10 +194,10 @@ func dropCookie(r *http.Request, name string) {
 }
 
 // dialPort reaches a port in the desktop, trying again for patience.
-func (s *server) dialPort(ctx context.Context, domain string, port int, patience time.Duration) (net.Conn, error) {
+func (s *portHandlers) dialPort(ctx context.Context, domain string, port int, patience time.Duration) (net.Conn, error) {
 	until := time.Now().Add(patience)
 	for {
-		conn, err := s.Ports.DialPort(ctx, domain, port)
+		conn, err := s.ports.DialPort(ctx, domain, port)
 		if err == nil || time.Now().After(until) {
 			return conn, err
 		}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -8,21 +9,34 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-func (s *server) pauseDesktop(c *gin.Context) (reply, error) {
+// Persistence pauses, hibernates, snapshots, reimages and grows desktops.
+type Persistence interface {
+	Pause(ctx context.Context, id, actor string) (*desktop.Desktop, error)
+	Resume(ctx context.Context, id, actor string) (*desktop.Desktop, error)
+	Hibernate(ctx context.Context, id, actor string) (*desktop.Desktop, error)
+	CreateSnapshot(ctx context.Context, id string, req manager.SnapshotRequest) (*desktop.Snapshot, error)
+	ListSnapshots(ctx context.Context, id string) ([]*desktop.Snapshot, error)
+	RevertSnapshot(ctx context.Context, id, name, actor string) (*desktop.Desktop, error)
+	DeleteSnapshot(ctx context.Context, id, name, actor string) error
+	Reimage(ctx context.Context, id, image, actor string) (*desktop.Desktop, error)
+	ResizeDataDisk(ctx context.Context, id string, req manager.ResizeRequest) (*desktop.Desktop, error)
+}
+
+func (s *desktopHandlers) pauseDesktop(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	d, err := s.Desktops.Pause(c.Request.Context(), c.Param("id"), actor(c))
+	d, err := s.persistence.Pause(c.Request.Context(), c.Param("id"), actor(c))
 	return reply{http.StatusOK, d}, err
 }
 
 // resumeDesktop answers 200 when a paused desktop is running again, 202
 // while a hibernated one is being restored.
-func (s *server) resumeDesktop(c *gin.Context) (reply, error) {
+func (s *desktopHandlers) resumeDesktop(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	d, err := s.Desktops.Resume(c.Request.Context(), c.Param("id"), actor(c))
+	d, err := s.persistence.Resume(c.Request.Context(), c.Param("id"), actor(c))
 	if err != nil {
 		return reply{}, err
 	}
@@ -32,28 +46,15 @@ func (s *server) resumeDesktop(c *gin.Context) (reply, error) {
 	return reply{http.StatusAccepted, d}, nil
 }
 
-func (s *server) hibernateDesktop(c *gin.Context) (reply, error) {
+func (s *desktopHandlers) hibernateDesktop(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	d, err := s.Desktops.Hibernate(c.Request.Context(), c.Param("id"), actor(c))
+	d, err := s.persistence.Hibernate(c.Request.Context(), c.Param("id"), actor(c))
 	return reply{http.StatusAccepted, d}, err
 }
 
-// awake returns the caller's desktop in :id, running: a paused or
-// hibernated desktop is woken first ("wake on use"). Routes that need a
-// running guest (screen, input, exec, files, console) call it. A passive
-// GET (?passive=true, a watcher's thumbnail) wakes nothing, as it counts
-// as no use either (touchActivity).
-func (s *server) awake(c *gin.Context) (*desktop.Desktop, error) {
-	d, err := s.owned(c)
-	if err != nil || d.State == desktop.StateRunning || isPassive(c) {
-		return d, err
-	}
-	return s.Desktops.Wake(c.Request.Context(), d.ID, actor(c))
-}
-
-func (s *server) reimageDesktop(c *gin.Context) (reply, error) {
+func (s *desktopHandlers) reimageDesktop(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
@@ -63,11 +64,11 @@ func (s *server) reimageDesktop(c *gin.Context) (reply, error) {
 	if err := decodeOptional(c, &req); err != nil {
 		return reply{}, err
 	}
-	d, err := s.Desktops.Reimage(c.Request.Context(), c.Param("id"), req.Image, actor(c))
+	d, err := s.persistence.Reimage(c.Request.Context(), c.Param("id"), req.Image, actor(c))
 	return reply{http.StatusAccepted, d}, err
 }
 
-func (s *server) resizeDataDisk(c *gin.Context) (reply, error) {
+func (s *desktopHandlers) resizeDataDisk(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
@@ -81,7 +82,7 @@ func (s *server) resizeDataDisk(c *gin.Context) (reply, error) {
 		return reply{}, &desktop.ValidationError{Field: "size_gib", Message: "required: the new size in GiB"}
 	}
 	// The manager checks the owner's disk quota as it records the new size.
-	d, err := s.Desktops.ResizeDataDisk(c.Request.Context(), c.Param("id"),
+	d, err := s.persistence.ResizeDataDisk(c.Request.Context(), c.Param("id"),
 		manager.ResizeRequest{SizeGiB: *req.SizeGiB, Actor: actor(c), Unlimited: isAdmin(c)})
 	return reply{http.StatusOK, d}, err
 }

@@ -10,7 +10,7 @@ import (
 // forCaller is v as the caller receives it: domain values become the API's
 // own types (package apiv1), lists are never null, and for anyone but an
 // admin host paths are left out and hidden in free text.
-func (s *server) forCaller(c *gin.Context, v any) any {
+func (s *core) forCaller(c *gin.Context, v any) any {
 	p := presenter{hide: s.redact.text, paths: seesHostPaths(c), hosts: s.hostLost(c.Request.Context())}
 	if p.paths {
 		p.hide = func(s string) string { return s }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -30,6 +29,25 @@ type Previews interface {
 	RedeemCode(code, desktopID string, port int) (preview.Claims, error)
 }
 
+// previewHandlers serve live URLs: http(s)://<port>-<desktop>.<domain>/
+// (livePreviewHost) and /preview/<desktop>/<port>/ (previewPath), to the
+// public, the owner's token, or a browser signed in by a link.
+type previewHandlers struct {
+	*core
+	previews Previews
+	// tokens checks an owner's token sent to, or signed in to, a URL.
+	tokens Tokens
+	// lifecycle finds and wakes the desktop; screen counts a request as
+	// use of it.
+	lifecycle Lifecycle
+	screen    Screen
+	// observe is Deps.ObserveLiveURL (may be nil).
+	observe func(desktopID string, port, status int, toApp, toClient int64, took time.Duration)
+	proxy   *portHandlers
+	// links makes the URLs, and knows the host form's domain.
+	links *liveLinks
+}
+
 const (
 	previewCookie = "bureau_url"
 	shareParam    = "bureau_share"
@@ -47,12 +65,12 @@ var previewHost = regexp.MustCompile(`^([0-9]{1,5})-([a-z0-9]{1,32})\.(.+?)(:[0-
 
 // livePreviewHost serves a request whose Host is a live URL's (wildcard
 // host routing) and stops the chain; others go on to the API.
-func (s *server) livePreviewHost(c *gin.Context) {
-	if s.PreviewDomain == "" || s.Previews == nil {
+func (s *previewHandlers) livePreviewHost(c *gin.Context) {
+	if s.links.domain == "" || s.previews == nil {
 		return
 	}
 	m := previewHost.FindStringSubmatch(strings.ToLower(c.Request.Host))
-	if m == nil || m[3] != s.PreviewDomain {
+	if m == nil || m[3] != s.links.domain {
 		return
 	}
 	port, _ := strconv.Atoi(m[1])
@@ -70,11 +88,11 @@ const pathFormSandbox = "sandbox allow-scripts allow-forms allow-popups allow-po
 // a page there is sent to the host form when the browser can reach it
 // (the app gets an origin of its own); otherwise, and for programs, the
 // path form answers, its pages sandboxed.
-func (s *server) previewPath(c *gin.Context) {
+func (s *previewHandlers) previewPath(c *gin.Context) {
 	port, _ := strconv.Atoi(c.Param("port"))
 	prefix := strings.TrimSuffix(c.Request.URL.Path, c.Param("path"))
 	if navigation(c) && port >= 1 && port <= 65535 {
-		if u, _ := s.previewURL(c, c.Param("id"), port); u != "" {
+		if u, _ := s.links.previewURL(c, c.Param("id"), port); u != "" {
 			target, _ := url.Parse(u)
 			target.Path = c.Param("path")
 			target.RawQuery = c.Request.URL.RawQuery
@@ -95,34 +113,12 @@ func navigation(c *gin.Context) bool {
 	return browser(c)
 }
 
-// hostFormReachable says whether the client can resolve live URLs' host
-// names: always for a configured preview domain, and for the default
-// "localhost" only when the client itself came to bureau on the loopback.
-func (s *server) hostFormReachable(c *gin.Context) bool {
-	if s.PreviewDomain == "" {
-		return false
-	}
-	if s.PreviewDomain != "localhost" {
-		return true
-	}
-	host := c.Request.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // servePreview answers a live URL: sign-in links first (a share secret
 // or a login code in the query: a cookie, then a redirect without it),
 // then access (public, the owner's token, a cookie), then waking the
 // desktop if it sleeps, then the app.
-func (s *server) servePreview(c *gin.Context, id string, port int, path, prefix, host string) {
-	if s.Previews == nil {
+func (s *previewHandlers) servePreview(c *gin.Context, id string, port int, path, prefix, host string) {
+	if s.previews == nil {
 		s.previewError(c, http.StatusNotFound, "live URLs are not served here")
 		return
 	}
@@ -131,16 +127,16 @@ func (s *server) servePreview(c *gin.Context, id string, port int, path, prefix,
 		return
 	}
 	ctx := c.Request.Context()
-	d, err := s.Desktops.Get(ctx, id)
+	d, err := s.lifecycle.Get(ctx, id)
 	if err != nil || d.DeletedAt != nil {
 		s.previewError(c, http.StatusNotFound, "no such URL")
 		return
 	}
-	if s.ObserveLiveURL != nil {
+	if s.observe != nil {
 		begun, body := time.Now(), &countingReader{r: c.Request.Body}
 		c.Request.Body = body
 		defer func() {
-			s.ObserveLiveURL(d.ID, port, c.Writer.Status(), body.n, int64(max(c.Writer.Size(), 0)), time.Since(begun))
+			s.observe(d.ID, port, c.Writer.Status(), body.n, int64(max(c.Writer.Size(), 0)), time.Since(begun))
 		}()
 	}
 	cookiePath := "/"
@@ -152,11 +148,11 @@ func (s *server) servePreview(c *gin.Context, id string, port int, path, prefix,
 		var err error
 		if q.Has(shareParam) {
 			var l *desktop.Share
-			if l, err = s.Previews.Redeem(ctx, q.Get(shareParam), d.ID, port); err == nil {
+			if l, err = s.previews.Redeem(ctx, q.Get(shareParam), d.ID, port); err == nil {
 				claims = preview.Claims{Kind: preview.KindShare, Desktop: d.ID, Port: port, Sub: l.ID, ReadOnly: l.ReadOnly, Exp: l.ExpiresAt.Unix()}
 			}
 		} else {
-			claims, err = s.Previews.RedeemCode(q.Get(loginParam), d.ID, port)
+			claims, err = s.previews.RedeemCode(q.Get(loginParam), d.ID, port)
 		}
 		if err != nil {
 			s.previewError(c, http.StatusUnauthorized, "this link is not valid (any more): it expired, was revoked or was used already")
@@ -169,7 +165,7 @@ func (s *server) servePreview(c *gin.Context, id string, port int, path, prefix,
 			// own requests are cross-site, and carry only a None cookie.
 			sameSite = http.SameSiteNoneMode
 		}
-		http.SetCookie(c.Writer, &http.Cookie{Name: previewCookie, Value: s.Previews.Sign(claims), Path: cookiePath,
+		http.SetCookie(c.Writer, &http.Cookie{Name: previewCookie, Value: s.previews.Sign(claims), Path: cookiePath,
 			Expires: time.Unix(claims.Exp, 0), HttpOnly: true, SameSite: sameSite, Secure: secure})
 		q.Del(shareParam)
 		q.Del(loginParam)
@@ -200,24 +196,24 @@ func (s *server) servePreview(c *gin.Context, id string, port int, path, prefix,
 	if d, err = s.wakeForPreview(c, d); err != nil || d == nil {
 		return
 	}
-	s.Desktops.Touch(d.ID)
+	s.screen.Touch(d.ID)
 	if host == "" {
 		host = c.Request.Host
 	}
-	s.proxyPort(c, d, port, path, prefix, host, patience)
+	s.proxy.proxyPort(c, d, port, path, prefix, host, patience)
 }
 
 // previewAccess says whether the request may open the URL, and if only to
 // read: a public port, the owner's (or an admin's) API token, or a cookie
 // from a login code or a share link still valid (byCookie: the browser's
 // ambient sign-in, which any page can make it send).
-func (s *server) previewAccess(c *gin.Context, d *desktop.Desktop, port int) (readOnly, byCookie bool, err error) {
+func (s *previewHandlers) previewAccess(c *gin.Context, d *desktop.Desktop, port int) (readOnly, byCookie bool, err error) {
 	ctx := c.Request.Context()
-	if ports, _ := s.Previews.PublicPorts(ctx, d.ID); containsInt(ports, port) {
+	if ports, _ := s.previews.PublicPorts(ctx, d.ID); containsInt(ports, port) {
 		return false, false, nil
 	}
 	if secret, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer "); ok {
-		tok, err := s.Tokens.Authenticate(ctx, strings.TrimSpace(secret))
+		tok, err := s.tokens.Authenticate(ctx, strings.TrimSpace(secret))
 		if err == nil && tokenReaches(tok, d) {
 			return false, false, nil
 		}
@@ -227,20 +223,20 @@ func (s *server) previewAccess(c *gin.Context, d *desktop.Desktop, port int) (re
 	if err != nil {
 		return false, false, desktop.ErrUnauthorized
 	}
-	claims, err := s.Previews.Verify(ck.Value)
+	claims, err := s.previews.Verify(ck.Value)
 	if err != nil || claims.Desktop != d.ID || claims.Port != port {
 		return false, false, desktop.ErrUnauthorized
 	}
 	switch claims.Kind {
 	case preview.KindOwner:
 		// The token that signed the browser in must still be good.
-		tok, err := s.Tokens.Usable(ctx, claims.Sub)
+		tok, err := s.tokens.Usable(ctx, claims.Sub)
 		if err != nil || !tokenReaches(tok, d) {
 			return false, false, desktop.ErrUnauthorized
 		}
 		return false, true, nil
 	case preview.KindShare:
-		l, err := s.Previews.ShareUsable(ctx, claims.Sub)
+		l, err := s.previews.ShareUsable(ctx, claims.Sub)
 		if err != nil || l.DesktopID != d.ID || l.Port != port {
 			return false, false, desktop.ErrUnauthorized
 		}
@@ -362,7 +358,7 @@ func containsInt(list []int, v int) bool {
 // small page that retries while it wakes; an API client's request is held
 // until it runs (up to wakeHold). It answers (and returns nil) when the
 // request cannot go on.
-func (s *server) wakeForPreview(c *gin.Context, d *desktop.Desktop) (*desktop.Desktop, error) {
+func (s *previewHandlers) wakeForPreview(c *gin.Context, d *desktop.Desktop) (*desktop.Desktop, error) {
 	switch {
 	case d.State == desktop.StateRunning:
 		return d, nil
@@ -379,8 +375,8 @@ func (s *server) wakeForPreview(c *gin.Context, d *desktop.Desktop) (*desktop.De
 		go func() {
 			ctx, cancel := context.WithTimeout(base, wakeHold)
 			defer cancel()
-			if _, err := s.Desktops.Wake(ctx, d.ID, actor); err != nil {
-				s.Log.Info("live URL: wake", "desktop", d.ID, "err", err)
+			if _, err := s.lifecycle.Wake(ctx, d.ID, actor); err != nil {
+				s.log.Info("live URL: wake", "desktop", d.ID, "err", err)
 			}
 		}()
 		c.Header("Retry-After", "2")
@@ -390,7 +386,7 @@ func (s *server) wakeForPreview(c *gin.Context, d *desktop.Desktop) (*desktop.De
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), wakeHold)
 	defer cancel()
-	woken, err := s.Desktops.Wake(ctx, d.ID, actor)
+	woken, err := s.lifecycle.Wake(ctx, d.ID, actor)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			c.Header("Retry-After", "5")
@@ -412,7 +408,7 @@ const wakingPage = `<!doctype html><html><head><meta charset="utf-8"><meta http-
 
 // previewError answers a live URL's request that bureau itself refuses:
 // a small page for a browser, JSON for others.
-func (s *server) previewError(c *gin.Context, status int, msg string) {
+func (s *previewHandlers) previewError(c *gin.Context, status int, msg string) {
 	c.Header("Cache-Control", "no-store")
 	if browser(c) {
 		c.Data(status, "text/html; charset=utf-8", []byte(`<!doctype html><html><head><meta charset="utf-8"><title>bureau</title>`+
@@ -421,24 +417,6 @@ func (s *server) previewError(c *gin.Context, status int, msg string) {
 		return
 	}
 	c.JSON(status, gin.H{"error": gin.H{"code": strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "_"), "message": msg}})
-}
-
-// previewURL is a port's live URL as the client reaches bureau: host
-// routing when the client can resolve it (hostFormReachable; "" if not),
-// and the path form.
-func (s *server) previewURL(c *gin.Context, id string, port int) (hostURL, pathURL string) {
-	scheme := requestScheme(c)
-	host := c.Request.Host
-	pathURL = fmt.Sprintf("%s://%s/preview/%s/%d/", scheme, host, id, port)
-	if !s.hostFormReachable(c) {
-		return "", pathURL
-	}
-	hostPort := ""
-	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i:], "]") {
-		hostPort = host[i:]
-	}
-	u := url.URL{Scheme: scheme, Host: fmt.Sprintf("%d-%s.%s%s", port, id, s.PreviewDomain, hostPort), Path: "/"}
-	return u.String(), pathURL
 }
 
 // countingReader counts the bytes read from a request body.

@@ -21,60 +21,60 @@ type Processes interface {
 	Agent(ctx context.Context, domain string) *guest.AgentStatus
 }
 
+// processHandlers list, signal and read the logs of desktops' background
+// processes, and say whether bureau-agent answers.
+type processHandlers struct {
+	*core
+	processes Processes
+	// screen counts a followed log's reader as use of the desktop.
+	screen Screen
+}
+
 // agentStatus says whether bureau-agent answers in the desktop.
-func (s *server) agentStatus(c *gin.Context) (reply, error) {
+func (s *processHandlers) agentStatus(c *gin.Context) (reply, error) {
 	d, err := s.running(c, "ask the agent of")
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{http.StatusOK, s.Processes.Agent(c.Request.Context(), d.DomainName())}, nil
+	return reply{http.StatusOK, s.processes.Agent(c.Request.Context(), d.DomainName())}, nil
 }
 
-// startProcess answers exec with "background": true: 202 and the process.
-func (s *server) startProcess(c *gin.Context, domain string, req guest.ExecRequest) (reply, error) {
-	p, err := s.Processes.Start(c.Request.Context(), domain, req)
-	if err != nil {
-		return reply{}, err
-	}
-	return reply{http.StatusAccepted, p}, nil
-}
-
-func (s *server) listProcesses(c *gin.Context) (reply, error) {
+func (s *processHandlers) listProcesses(c *gin.Context) (reply, error) {
 	d, err := s.running(c, "list the processes of")
 	if err != nil {
 		return reply{}, err
 	}
-	ps, err := s.Processes.Processes(c.Request.Context(), d.DomainName())
+	ps, err := s.processes.Processes(c.Request.Context(), d.DomainName())
 	return reply{http.StatusOK, gin.H{"processes": ps}}, err
 }
 
-func (s *server) getProcess(c *gin.Context) (reply, error) {
+func (s *processHandlers) getProcess(c *gin.Context) (reply, error) {
 	d, err := s.running(c, "read the processes of")
 	if err != nil {
 		return reply{}, err
 	}
-	p, err := s.Processes.Process(c.Request.Context(), d.DomainName(), c.Param("pid"))
+	p, err := s.processes.Process(c.Request.Context(), d.DomainName(), c.Param("pid"))
 	return reply{http.StatusOK, p}, err
 }
 
 // signalProcess sends ?signal= (default TERM) to a background process.
-func (s *server) signalProcess(c *gin.Context) (reply, error) {
+func (s *processHandlers) signalProcess(c *gin.Context) (reply, error) {
 	d, err := s.running(c, "signal the processes of")
 	if err != nil {
 		return reply{}, err
 	}
 	ctx := c.Request.Context()
-	if err := s.Processes.Signal(ctx, d.DomainName(), c.Param("pid"), c.Query("signal")); err != nil {
+	if err := s.processes.Signal(ctx, d.DomainName(), c.Param("pid"), c.Query("signal")); err != nil {
 		return reply{}, err
 	}
-	p, err := s.Processes.Process(ctx, d.DomainName(), c.Param("pid"))
+	p, err := s.processes.Process(ctx, d.DomainName(), c.Param("pid"))
 	return reply{http.StatusAccepted, p}, err
 }
 
 // processLog answers a background process's log as text: ?tail=N bytes
 // (default all), and with ?follow=true what it writes until it ends (the
 // response is streamed).
-func (s *server) processLog(c *gin.Context) {
+func (s *processHandlers) processLog(c *gin.Context) {
 	tail, follow, err := logQuery(c)
 	if err != nil {
 		s.fail(c, err)
@@ -87,19 +87,19 @@ func (s *server) processLog(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	// Errors before the first byte are ordinary answers.
-	if _, err := s.Processes.Process(ctx, d.DomainName(), c.Param("pid")); err != nil {
+	if _, err := s.processes.Process(ctx, d.DomainName(), c.Param("pid")); err != nil {
 		s.fail(c, err)
 		return
 	}
 	if follow {
-		defer s.Desktops.AddViewer(d.ID)()
+		defer s.screen.AddViewer(d.ID)()
 	}
 	c.Header("Content-Type", "text/plain; charset=utf-8")
 	c.Header("X-Content-Type-Options", "nosniff")
 	c.Status(http.StatusOK)
 	w := &flushWriter{w: c.Writer}
-	if err := s.Processes.ProcessLog(ctx, d.DomainName(), c.Param("pid"), tail, follow, w); err != nil && ctx.Err() == nil {
-		s.Log.Error("process log", "desktop", d.ID, "process", c.Param("pid"), "err", err)
+	if err := s.processes.ProcessLog(ctx, d.DomainName(), c.Param("pid"), tail, follow, w); err != nil && ctx.Err() == nil {
+		s.log.Error("process log", "desktop", d.ID, "process", c.Param("pid"), "err", err)
 		panic(http.ErrAbortHandler) // a cut body, not a complete-looking log
 	}
 }

@@ -18,6 +18,17 @@ type Terminals interface {
 	Terminal(ctx context.Context, domain, user string, rows, cols int) (*client.Terminal, error)
 }
 
+// terminalHandlers open terminals in desktops over WebSockets, for the
+// API (the owner's token) and the console page (its console token).
+type terminalHandlers struct {
+	*core
+	terminals Terminals
+	// lifecycle wakes a console token's desktop; screen counts the
+	// terminal's user as use of it.
+	lifecycle Lifecycle
+	screen    Screen
+}
+
 // ptyMessage is a text message on a terminal's WebSocket: the client
 // sends {"type":"resize","rows":…,"cols":…}; bureau ends with
 // {"type":"exit","code":…}. Binary messages carry keystrokes one way and
@@ -32,7 +43,7 @@ type ptyMessage struct {
 // pty serves GET /desktops/{id}/pty?rows=&cols=&user=: a login shell on a
 // terminal in the desktop, over a WebSocket. The owner's token reaches it
 // here; the console page reaches it with its console token (not view-only).
-func (s *server) pty(c *gin.Context) {
+func (s *terminalHandlers) pty(c *gin.Context) {
 	if _, err := s.owned(c); err != nil {
 		s.fail(c, err)
 		return
@@ -49,7 +60,7 @@ func (s *server) pty(c *gin.Context) {
 }
 
 // consolePTY is the console page's terminal: as the desktop's user.
-func (s *server) consolePTY(c *gin.Context) {
+func (s *terminalHandlers) consolePTY(c *gin.Context) {
 	t := consoleToken(c)
 	if t.ViewOnly {
 		s.fail(c, &desktop.ValidationError{Field: "token", Message: "a view-only console cannot open a terminal"})
@@ -58,7 +69,7 @@ func (s *server) consolePTY(c *gin.Context) {
 	if !upgrading(c) {
 		return
 	}
-	d, err := s.Desktops.Wake(c.Request.Context(), t.DesktopID, "console/"+t.ID)
+	d, err := s.lifecycle.Wake(c.Request.Context(), t.DesktopID, "console/"+t.ID)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -66,10 +77,10 @@ func (s *server) consolePTY(c *gin.Context) {
 	s.serveTerminal(c, d, "")
 }
 
-func (s *server) serveTerminal(c *gin.Context, d *desktop.Desktop, user string) {
+func (s *terminalHandlers) serveTerminal(c *gin.Context, d *desktop.Desktop, user string) {
 	rows, cols := queryInt(c, "rows", 24), queryInt(c, "cols", 80)
 	ctx := c.Request.Context()
-	term, err := s.Terminals.Terminal(context.WithoutCancel(ctx), d.DomainName(), user, rows, cols)
+	term, err := s.terminals.Terminal(context.WithoutCancel(ctx), d.DomainName(), user, rows, cols)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -80,7 +91,7 @@ func (s *server) serveTerminal(c *gin.Context, d *desktop.Desktop, user string) 
 		return
 	}
 	defer ws.CloseNow()
-	defer s.Desktops.AddViewer(d.ID)()
+	defer s.screen.AddViewer(d.ID)()
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	go func() {

@@ -2,9 +2,9 @@ package api
 
 import (
 	"context"
-	"github.com/bureau/bureau/internal/api/apiv1"
 	"net/http"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/gin-gonic/gin"
 )
@@ -15,9 +15,15 @@ type Quotas interface {
 	SetQuota(ctx context.Context, q desktop.Quota, actor string) (*desktop.Quota, error)
 }
 
+// quotaHandlers show and set owners' limits.
+type quotaHandlers struct {
+	*core
+	quotas Quotas
+}
+
 // getQuota shows the caller's limits and usage (GET /quota), or any
 // owner's for admins (GET /quotas/:owner).
-func (s *server) getQuota(c *gin.Context) (reply, error) {
+func (s *quotaHandlers) getQuota(c *gin.Context) (reply, error) {
 	owner := caller(c).Owner
 	if o := c.Param("owner"); o != "" && o != owner {
 		if err := requireAdmin(c); err != nil {
@@ -25,7 +31,7 @@ func (s *server) getQuota(c *gin.Context) (reply, error) {
 		}
 		owner = o
 	}
-	q, u, err := s.Desktops.Quota(c.Request.Context(), owner)
+	q, u, err := s.quotas.Quota(c.Request.Context(), owner)
 	if err != nil {
 		return reply{}, err
 	}
@@ -33,7 +39,7 @@ func (s *server) getQuota(c *gin.Context) (reply, error) {
 }
 
 // putQuota sets an owner's plan or custom limits (admins only).
-func (s *server) putQuota(c *gin.Context) (reply, error) {
+func (s *quotaHandlers) putQuota(c *gin.Context) (reply, error) {
 	if err := requireAdmin(c); err != nil {
 		return reply{}, err
 	}
@@ -46,7 +52,7 @@ func (s *server) putQuota(c *gin.Context) (reply, error) {
 	}
 	q := body.ToQuota()
 	q.Owner = c.Param("owner")
-	got, err := s.Desktops.SetQuota(c.Request.Context(), q, actor(c))
+	got, err := s.quotas.SetQuota(c.Request.Context(), q, actor(c))
 	if err != nil {
 		return reply{}, err
 	}

@@ -119,7 +119,7 @@ func (l *limiter) drop(el *list.Element) {
 // (under their own owner name); they have no quota, but a runaway script
 // should still not flood the host. Over budget the answer is 429 with
 // Retry-After.
-func (s *server) rateLimited(c rateClass, h gin.HandlerFunc) gin.HandlerFunc {
+func (s *core) rateLimited(c rateClass, h gin.HandlerFunc) gin.HandlerFunc {
 	return func(ctx *gin.Context) {
 		if ok, wait := s.limits.take(caller(ctx).Owner, c); !ok {
 			secs := int(math.Ceil(wait.Seconds()))

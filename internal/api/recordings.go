@@ -38,37 +38,16 @@ type KeptRecordings interface {
 	ListOwned(ctx context.Context, owner string) ([]*recording.Recording, error)
 }
 
-// batchTail is how long a recording made for one computer-use batch goes
-// on after it (the screen's answer to the last action).
-const batchTail = time.Second
-
-// recordBatch makes sure the desktop is recorded while a computer-use
-// batch runs: it starts a recording unless one is under way, and returns
-// its id and what to call once the batch is done.
-func (s *server) recordBatch(c *gin.Context, d *desktop.Desktop) (string, func(), error) {
-	if s.Recordings == nil {
-		return "", nil, errNoRecordings
-	}
-	if r := s.Recordings.Active(d.ID); r != nil {
-		return r.ID, func() {}, nil
-	}
-	r, err := s.Recordings.Start(c.Request.Context(), d, recording.Options{}, actor(c))
-	if err != nil {
-		return "", nil, err
-	}
-	ctx := context.WithoutCancel(c.Request.Context())
-	return r.ID, func() {
-		time.AfterFunc(batchTail, func() {
-			if cur := s.Recordings.Active(d.ID); cur != nil && cur.ID == r.ID {
-				if _, err := s.Recordings.Stop(ctx, d.ID, "the computer-use batch ended"); err != nil {
-					s.Log.Warn("ending a batch's recording", "desktop", d.ID, "err", err)
-				}
-			}
-		})
-	}, nil
+// recordingHandlers start, stop, serve, keep and delete recordings of
+// desktops' screens.
+type recordingHandlers struct {
+	*core
+	recordings Recordings // nil: none made
+	// kept keeps recordings past their desktop (nil with recordings).
+	kept KeptRecordings
 }
 
-func (s *server) recordingsRoutes(v1 *gin.RouterGroup) {
+func (s *recordingHandlers) recordingsRoutes(v1 *gin.RouterGroup) {
 	v1.GET("/desktops/:id/recordings", s.handle(s.listRecordings))
 	v1.POST("/desktops/:id/recordings", s.handle(s.startRecording))
 	v1.GET("/desktops/:id/recordings/:rid", s.handle(s.getRecording))
@@ -82,9 +61,9 @@ func (s *server) recordingsRoutes(v1 *gin.RouterGroup) {
 var errNoRecordings = fmt.Errorf("this bureau makes no recordings: %w", desktop.ErrNotFound)
 
 // recordingsOf returns the caller's desktop named in the path.
-func (s *server) recordingsOf(c *gin.Context) (*desktop.Desktop, error) {
+func (s *recordingHandlers) recordingsOf(c *gin.Context) (*desktop.Desktop, error) {
 	d, err := s.owned(c)
-	if err == nil && s.Recordings == nil {
+	if err == nil && s.recordings == nil {
 		err = errNoRecordings
 	}
 	return d, err
@@ -115,12 +94,12 @@ func viewOf(r *recording.Recording) recordingView {
 	return v
 }
 
-func (s *server) listRecordings(c *gin.Context) (reply, error) {
+func (s *recordingHandlers) listRecordings(c *gin.Context) (reply, error) {
 	d, err := s.recordingsOf(c)
 	if err != nil {
 		return reply{}, err
 	}
-	list, err := s.Recordings.List(c.Request.Context(), d.ID)
+	list, err := s.recordings.List(c.Request.Context(), d.ID)
 	if err != nil {
 		return reply{}, err
 	}
@@ -133,7 +112,7 @@ func (s *server) listRecordings(c *gin.Context) (reply, error) {
 
 // startRecording records the desktop's screen (woken first if it was
 // napping or hibernated) until stopped, max_seconds, or the desktop stops.
-func (s *server) startRecording(c *gin.Context) (reply, error) {
+func (s *recordingHandlers) startRecording(c *gin.Context) (reply, error) {
 	if _, err := s.recordingsOf(c); err != nil {
 		return reply{}, err
 	}
@@ -145,19 +124,19 @@ func (s *server) startRecording(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	r, err := s.Recordings.Start(c.Request.Context(), d, o, actor(c))
+	r, err := s.recordings.Start(c.Request.Context(), d, o, actor(c))
 	if err != nil {
 		return reply{}, err
 	}
 	return reply{http.StatusCreated, viewIn(d, r)}, nil
 }
 
-func (s *server) getRecording(c *gin.Context) (reply, error) {
+func (s *recordingHandlers) getRecording(c *gin.Context) (reply, error) {
 	d, err := s.recordingsOf(c)
 	if err != nil {
 		return reply{}, err
 	}
-	r, err := s.Recordings.Get(c.Request.Context(), d.ID, c.Param("rid"))
+	r, err := s.recordings.Get(c.Request.Context(), d.ID, c.Param("rid"))
 	if err != nil {
 		return reply{}, err
 	}
@@ -166,18 +145,18 @@ func (s *server) getRecording(c *gin.Context) (reply, error) {
 
 // stopRecording ends a recording under way and answers once its file is
 // complete (a recording already ended is answered as it is).
-func (s *server) stopRecording(c *gin.Context) (reply, error) {
+func (s *recordingHandlers) stopRecording(c *gin.Context) (reply, error) {
 	d, err := s.recordingsOf(c)
 	if err != nil {
 		return reply{}, err
 	}
 	ctx := c.Request.Context()
-	r, err := s.Recordings.Get(ctx, d.ID, c.Param("rid"))
+	r, err := s.recordings.Get(ctx, d.ID, c.Param("rid"))
 	if err != nil {
 		return reply{}, err
 	}
 	if r.State == recording.StateRecording {
-		if r, err = s.Recordings.Stop(ctx, d.ID, "stopped by "+actor(c)); err != nil {
+		if r, err = s.recordings.Stop(ctx, d.ID, "stopped by "+actor(c)); err != nil {
 			return reply{}, err
 		}
 	}
@@ -185,7 +164,7 @@ func (s *server) stopRecording(c *gin.Context) (reply, error) {
 }
 
 // recordingVideo serves a finished recording (WebM).
-func (s *server) recordingVideo(c *gin.Context) {
+func (s *recordingHandlers) recordingVideo(c *gin.Context) {
 	d, err := s.recordingsOf(c)
 	if err != nil {
 		s.fail(c, err)
@@ -196,8 +175,8 @@ func (s *server) recordingVideo(c *gin.Context) {
 
 // serveVideo serves a desktop's finished recording (WebM), with ranges so
 // a player can seek; download=true offers it as a file.
-func (s *server) serveVideo(c *gin.Context, desktopID, rid string) {
-	f, r, err := s.Recordings.Video(c.Request.Context(), desktopID, rid)
+func (s *recordingHandlers) serveVideo(c *gin.Context, desktopID, rid string) {
+	f, r, err := s.recordings.Video(c.Request.Context(), desktopID, rid)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -220,12 +199,12 @@ func (s *server) serveVideo(c *gin.Context, desktopID, rid string) {
 	http.ServeContent(c.Writer, c.Request, name, modified.Truncate(time.Second), f)
 }
 
-func (s *server) deleteRecording(c *gin.Context) (reply, error) {
+func (s *recordingHandlers) deleteRecording(c *gin.Context) (reply, error) {
 	d, err := s.recordingsOf(c)
 	if err != nil {
 		return reply{}, err
 	}
-	if err := s.Recordings.Delete(c.Request.Context(), d.ID, c.Param("rid")); err != nil {
+	if err := s.recordings.Delete(c.Request.Context(), d.ID, c.Param("rid")); err != nil {
 		return reply{}, err
 	}
 	return reply{http.StatusNoContent, nil}, nil
@@ -233,7 +212,7 @@ func (s *server) deleteRecording(c *gin.Context) (reply, error) {
 
 // keepRecording marks a recording kept ({"kept": true}: it stays when the
 // desktop is deleted, and the size budget never removes it) or not.
-func (s *server) keepRecording(c *gin.Context) (reply, error) {
+func (s *recordingHandlers) keepRecording(c *gin.Context) (reply, error) {
 	d, err := s.recordingsOf(c)
 	if err != nil {
 		return reply{}, err
@@ -247,10 +226,10 @@ func (s *server) keepRecording(c *gin.Context) (reply, error) {
 	if req.Kept == nil {
 		return reply{}, &desktop.ValidationError{Field: "kept", Message: "give true (keep it when the desktop is deleted) or false"}
 	}
-	if s.KeptRecordings == nil {
+	if s.kept == nil {
 		return reply{}, errNoRecordings
 	}
-	r, err := s.KeptRecordings.SetKept(c.Request.Context(), d.ID, c.Param("rid"), *req.Kept)
+	r, err := s.kept.SetKept(c.Request.Context(), d.ID, c.Param("rid"), *req.Kept)
 	if err != nil {
 		return reply{}, err
 	}

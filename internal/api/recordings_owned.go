@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 
@@ -12,7 +11,7 @@ import (
 
 // ownedRecordingsRoutes reach the caller's recordings by their id alone,
 // those of deleted desktops (kept) included; an admin reaches everyone's.
-func (s *server) ownedRecordingsRoutes(v1 *gin.RouterGroup) {
+func (s *recordingHandlers) ownedRecordingsRoutes(v1 *gin.RouterGroup) {
 	v1.GET("/recordings", s.handle(s.listOwnedRecordings))
 	v1.GET("/recordings/:rid", s.handle(s.getOwnedRecording))
 	v1.GET("/recordings/:rid/video", s.ownedRecordingVideo)
@@ -21,12 +20,12 @@ func (s *server) ownedRecordingsRoutes(v1 *gin.RouterGroup) {
 
 // ownedRecording returns the recording named in the path if the caller
 // may see it: someone else's is "not found", so existence does not leak.
-func (s *server) ownedRecording(c *gin.Context) (*recording.Recording, error) {
-	if s.Recordings == nil || s.KeptRecordings == nil {
+func (s *recordingHandlers) ownedRecording(c *gin.Context) (*recording.Recording, error) {
+	if s.recordings == nil || s.kept == nil {
 		return nil, errNoRecordings
 	}
 	rid := c.Param("rid")
-	r, err := s.KeptRecordings.Find(c.Request.Context(), rid)
+	r, err := s.kept.Find(c.Request.Context(), rid)
 	if err != nil {
 		return nil, err
 	}
@@ -38,11 +37,11 @@ func (s *server) ownedRecording(c *gin.Context) (*recording.Recording, error) {
 
 // listOwnedRecordings lists the caller's recordings (an admin's: all),
 // oldest first, with what they take on disk and what of it is kept.
-func (s *server) listOwnedRecordings(c *gin.Context) (reply, error) {
-	if s.KeptRecordings == nil {
+func (s *recordingHandlers) listOwnedRecordings(c *gin.Context) (reply, error) {
+	if s.kept == nil {
 		return reply{}, errNoRecordings
 	}
-	list, err := s.KeptRecordings.ListOwned(c.Request.Context(), ownerFilter(c))
+	list, err := s.kept.ListOwned(c.Request.Context(), ownerFilter(c))
 	if err != nil {
 		return reply{}, err
 	}
@@ -58,7 +57,7 @@ func (s *server) listOwnedRecordings(c *gin.Context) (reply, error) {
 	return reply{http.StatusOK, gin.H{"recordings": out, "size_bytes": size, "kept_size_bytes": kept}}, nil
 }
 
-func (s *server) getOwnedRecording(c *gin.Context) (reply, error) {
+func (s *recordingHandlers) getOwnedRecording(c *gin.Context) (reply, error) {
 	r, err := s.ownedRecording(c)
 	if err != nil {
 		return reply{}, err
@@ -66,7 +65,7 @@ func (s *server) getOwnedRecording(c *gin.Context) (reply, error) {
 	return reply{http.StatusOK, viewOf(r)}, nil
 }
 
-func (s *server) ownedRecordingVideo(c *gin.Context) {
+func (s *recordingHandlers) ownedRecordingVideo(c *gin.Context) {
 	r, err := s.ownedRecording(c)
 	if err != nil {
 		s.fail(c, err)
@@ -75,44 +74,13 @@ func (s *server) ownedRecordingVideo(c *gin.Context) {
 	s.serveVideo(c, r.DesktopID, r.ID)
 }
 
-func (s *server) deleteOwnedRecording(c *gin.Context) (reply, error) {
+func (s *recordingHandlers) deleteOwnedRecording(c *gin.Context) (reply, error) {
 	r, err := s.ownedRecording(c)
 	if err != nil {
 		return reply{}, err
 	}
-	if err := s.Recordings.Delete(c.Request.Context(), r.DesktopID, r.ID); err != nil {
+	if err := s.recordings.Delete(c.Request.Context(), r.DesktopID, r.ID); err != nil {
 		return reply{}, err
 	}
 	return reply{http.StatusNoContent, nil}, nil
-}
-
-// keepRecordingsOnDelete marks all the desktop's recordings kept when its
-// deletion is to leave them (keep_recordings=true); it returns those it
-// changed, for unkeepRecordings should the deletion fail.
-func (s *server) keepRecordingsOnDelete(c *gin.Context, keep bool) ([]string, error) {
-	if !keep || s.KeptRecordings == nil {
-		return nil, nil
-	}
-	return s.KeptRecordings.KeepAll(c.Request.Context(), c.Param("id"))
-}
-
-func (s *server) unkeepRecordings(c *gin.Context, ids []string) {
-	if len(ids) == 0 {
-		return
-	}
-	if err := s.KeptRecordings.Unkeep(context.WithoutCancel(c.Request.Context()), c.Param("id"), ids); err != nil {
-		s.Log.Error("unkeep recordings after a failed delete", "desktop", c.Param("id"), "err", err)
-	}
-}
-
-// forgetRecordings removes a deleted desktop's recordings that are not
-// kept, before the delete is answered (bureau's follower of desktop
-// changes does it too, for desktops deleted otherwise).
-func (s *server) forgetRecordings(c *gin.Context) {
-	if s.KeptRecordings == nil {
-		return
-	}
-	if err := s.KeptRecordings.Forget(context.WithoutCancel(c.Request.Context()), c.Param("id")); err != nil {
-		s.Log.Error("delete the desktop's recordings", "desktop", c.Param("id"), "err", err)
-	}
 }

@@ -42,7 +42,7 @@ func newRedactor(hostDirs []string) *redactor {
 }
 
 // textForCaller is a message as the caller may see it (see present).
-func (s *server) textForCaller(c *gin.Context, msg string) string {
+func (s *core) textForCaller(c *gin.Context, msg string) string {
 	if seesHostPaths(c) {
 		return msg
 	}

@@ -25,7 +25,17 @@ type Secrets interface {
 	ForgetDesktop(ctx context.Context, desktopID string) error
 }
 
-func (s *server) secretRoutes(v1 *gin.RouterGroup) {
+// secretHandlers set, list and delete owners' and desktops' secrets.
+type secretHandlers struct {
+	*core
+	secrets Secrets
+	// lifecycle finds the desktops an owner secret is allowed on.
+	lifecycle Lifecycle
+	// changed is Deps.SecretsChanged (may be nil).
+	changed func(owner, desktopID string)
+}
+
+func (s *secretHandlers) secretRoutes(v1 *gin.RouterGroup) {
 	v1.GET("/secrets", s.handle(s.listSecrets))
 	v1.PUT("/secrets/:name", s.handle(s.putSecret))
 	v1.DELETE("/secrets/:name", s.handle(s.deleteSecret))
@@ -37,8 +47,8 @@ func (s *server) secretRoutes(v1 *gin.RouterGroup) {
 // secretPlace is whose secrets a request reaches: an owner's (admins may
 // name one with ?owner=) or, under /desktops/:id, a desktop's. A desktop
 // token lists its desktop's names only; it cannot set or delete.
-func (s *server) secretPlace(c *gin.Context, write bool) (owner, desktopID string, err error) {
-	if s.Secrets == nil {
+func (s *secretHandlers) secretPlace(c *gin.Context, write bool) (owner, desktopID string, err error) {
+	if s.secrets == nil {
 		return "", "", fmt.Errorf("this bureau keeps no secrets: %w", desktop.ErrUnavailable)
 	}
 	tok := caller(c)
@@ -62,7 +72,7 @@ func (s *server) secretPlace(c *gin.Context, write bool) (owner, desktopID strin
 	return owner, "", nil
 }
 
-func (s *server) listSecrets(c *gin.Context) (reply, error) {
+func (s *secretHandlers) listSecrets(c *gin.Context) (reply, error) {
 	owner, id, err := s.secretPlace(c, false)
 	if err != nil {
 		return reply{}, err
@@ -70,9 +80,9 @@ func (s *server) listSecrets(c *gin.Context) (reply, error) {
 	var list []*desktop.Secret
 	if id != "" && caller(c).Scope == desktop.ScopeDesktop {
 		// A desktop's own token: only what the desktop reaches on its own.
-		list, err = s.Secrets.ListFor(c.Request.Context(), owner, id)
+		list, err = s.secrets.ListFor(c.Request.Context(), owner, id)
 	} else {
-		list, err = s.Secrets.List(c.Request.Context(), owner, id)
+		list, err = s.secrets.List(c.Request.Context(), owner, id)
 	}
 	return reply{http.StatusOK, gin.H{"secrets": list}}, err
 }
@@ -81,7 +91,7 @@ func (s *server) listSecrets(c *gin.Context) (reply, error) {
 // An owner secret may also say which desktops it reaches on its own
 // ({"desktops": [ids] or ["*"]}: their desktop tokens and services), with
 // or without a new value.
-func (s *server) putSecret(c *gin.Context) (reply, error) {
+func (s *secretHandlers) putSecret(c *gin.Context) (reply, error) {
 	owner, id, err := s.secretPlace(c, true)
 	if err != nil {
 		return reply{}, err
@@ -103,12 +113,12 @@ func (s *server) putSecret(c *gin.Context) (reply, error) {
 		}
 	}
 	if body.Value != "" || body.Desktops == nil {
-		if _, err := s.Secrets.Put(ctx, owner, id, c.Param("name"), body.Value); err != nil {
+		if _, err := s.secrets.Put(ctx, owner, id, c.Param("name"), body.Value); err != nil {
 			return reply{}, err
 		}
 	}
 	if body.Desktops != nil {
-		if err := s.Secrets.Allow(ctx, owner, c.Param("name"), *body.Desktops); err != nil {
+		if err := s.secrets.Allow(ctx, owner, c.Param("name"), *body.Desktops); err != nil {
 			return reply{}, err
 		}
 	}
@@ -122,7 +132,7 @@ func (s *server) putSecret(c *gin.Context) (reply, error) {
 
 // checkSecretDesktops refuses desktops an owner secret could not be
 // allowed on: another owner's, or unknown.
-func (s *server) checkSecretDesktops(c *gin.Context, owner string, ids []string) error {
+func (s *secretHandlers) checkSecretDesktops(c *gin.Context, owner string, ids []string) error {
 	if len(ids) > 256 {
 		return &desktop.ValidationError{Field: "desktops", Message: "at most 256 desktops (or [\"*\"] for all)"}
 	}
@@ -130,7 +140,7 @@ func (s *server) checkSecretDesktops(c *gin.Context, owner string, ids []string)
 		if id == desktop.AllDesktops {
 			continue
 		}
-		d, err := s.Desktops.Get(c.Request.Context(), id)
+		d, err := s.lifecycle.Get(c.Request.Context(), id)
 		if err != nil || d.Owner != owner || d.DeletedAt != nil {
 			return &desktop.ValidationError{Field: "desktops", Message: fmt.Sprintf("no desktop %q of %s", id, owner)}
 		}
@@ -139,8 +149,8 @@ func (s *server) checkSecretDesktops(c *gin.Context, owner string, ids []string)
 }
 
 // secretNamed is one secret's record as listed.
-func (s *server) secretNamed(ctx context.Context, owner, desktopID, name string) (*desktop.Secret, error) {
-	list, err := s.Secrets.List(ctx, owner, desktopID)
+func (s *secretHandlers) secretNamed(ctx context.Context, owner, desktopID, name string) (*desktop.Secret, error) {
+	list, err := s.secrets.List(ctx, owner, desktopID)
 	if err != nil {
 		return nil, err
 	}
@@ -152,12 +162,12 @@ func (s *server) secretNamed(ctx context.Context, owner, desktopID, name string)
 	return nil, fmt.Errorf("secret %s: %w", name, desktop.ErrNotFound)
 }
 
-func (s *server) deleteSecret(c *gin.Context) (reply, error) {
+func (s *secretHandlers) deleteSecret(c *gin.Context) (reply, error) {
 	owner, id, err := s.secretPlace(c, true)
 	if err != nil {
 		return reply{}, err
 	}
-	if err := s.Secrets.Delete(c.Request.Context(), owner, id, c.Param("name")); err != nil {
+	if err := s.secrets.Delete(c.Request.Context(), owner, id, c.Param("name")); err != nil {
 		return reply{}, err
 	}
 	s.secretsChanged(owner, id)
@@ -166,8 +176,8 @@ func (s *server) deleteSecret(c *gin.Context) (reply, error) {
 
 // secretsChanged tells the desktops that may use the secrets (in the
 // background: a desktop's agent may be slow to answer).
-func (s *server) secretsChanged(owner, desktopID string) {
-	if s.SecretsChanged != nil {
-		go s.SecretsChanged(owner, desktopID)
+func (s *secretHandlers) secretsChanged(owner, desktopID string) {
+	if s.changed != nil {
+		go s.changed(owner, desktopID)
 	}
 }

@@ -30,7 +30,23 @@ type SecretValues interface {
 	ResolveForDesktop(ctx context.Context, owner, desktopID string, names []string) (map[string]string, error)
 }
 
-func (s *server) serviceRoutes(v1 *gin.RouterGroup) {
+// serviceHandlers manage the services bureau-agent keeps running in
+// desktops.
+type serviceHandlers struct {
+	*core
+	services Services
+	// secretValues gives services the secrets they name; secrets allows
+	// them on the desktop (nil: this bureau keeps none).
+	secretValues SecretValues
+	secrets      Secrets
+	// screen counts a service's start and a followed log's reader as use
+	// of the desktop.
+	screen Screen
+	// links makes services' live URLs (nil: none are served).
+	links *liveLinks
+}
+
+func (s *serviceHandlers) serviceRoutes(v1 *gin.RouterGroup) {
 	v1.GET("/desktops/:id/services", s.handle(s.listServices))
 	v1.POST("/desktops/:id/services", s.handle(s.createService))
 	v1.PUT("/desktops/:id/services/:name", s.handle(s.replaceService))
@@ -51,12 +67,12 @@ type serviceView struct {
 	LiveURL string `json:"live_url,omitempty"`
 }
 
-func (s *server) view(c *gin.Context, d *desktop.Desktop, sv *guest.ServiceInfo) serviceView {
+func (s *serviceHandlers) view(c *gin.Context, d *desktop.Desktop, sv *guest.ServiceInfo) serviceView {
 	v := serviceView{ServiceInfo: sv}
 	if sv.Port > 0 {
 		v.URL = fmt.Sprintf("/api/v1/desktops/%s/ports/%d/", d.ID, sv.Port)
-		if s.Previews != nil {
-			host, path := s.previewURL(c, d.ID, sv.Port)
+		if s.links != nil {
+			host, path := s.links.previewURL(c, d.ID, sv.Port)
 			v.LiveURL = cmp.Or(host, path)
 		}
 	}
@@ -66,25 +82,25 @@ func (s *server) view(c *gin.Context, d *desktop.Desktop, sv *guest.ServiceInfo)
 // secretsFor resolves the secrets a request names: as the desktop's owner
 // for the owner and admins, as the desktop itself for its own token
 // (owner secrets only where the owner allowed them on it).
-func (s *server) secretsFor(c *gin.Context, d *desktop.Desktop, names []string) (map[string]string, error) {
+func secretsFor(c *gin.Context, values SecretValues, d *desktop.Desktop, names []string) (map[string]string, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
-	if s.SecretValues == nil {
+	if values == nil {
 		return nil, &desktop.ValidationError{Field: "secrets", Message: "this bureau keeps no secrets"}
 	}
 	if caller(c).Scope == desktop.ScopeDesktop {
-		return s.SecretValues.ResolveForDesktop(c.Request.Context(), d.Owner, d.ID, names)
+		return values.ResolveForDesktop(c.Request.Context(), d.Owner, d.ID, names)
 	}
-	return s.SecretValues.Resolve(c.Request.Context(), d.Owner, d.ID, names)
+	return values.Resolve(c.Request.Context(), d.Owner, d.ID, names)
 }
 
-func (s *server) listServices(c *gin.Context) (reply, error) {
+func (s *serviceHandlers) listServices(c *gin.Context) (reply, error) {
 	d, err := s.running(c, "list the services of")
 	if err != nil {
 		return reply{}, err
 	}
-	list, err := s.Services.Services(c.Request.Context(), d.DomainName())
+	list, err := s.services.Services(c.Request.Context(), d.DomainName())
 	if err != nil {
 		return reply{}, err
 	}
@@ -95,17 +111,17 @@ func (s *server) listServices(c *gin.Context) (reply, error) {
 	return reply{http.StatusOK, gin.H{"services": out}}, nil
 }
 
-func (s *server) createService(c *gin.Context) (reply, error) {
+func (s *serviceHandlers) createService(c *gin.Context) (reply, error) {
 	return s.putService(c, "")
 }
 
-func (s *server) replaceService(c *gin.Context) (reply, error) {
+func (s *serviceHandlers) replaceService(c *gin.Context) (reply, error) {
 	return s.putService(c, c.Param("name"))
 }
 
 // putService creates (POST: a name not yet used, 201) or replaces (PUT:
 // 200) a service and starts it.
-func (s *server) putService(c *gin.Context, name string) (reply, error) {
+func (s *serviceHandlers) putService(c *gin.Context, name string) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
@@ -130,48 +146,48 @@ func (s *server) putService(c *gin.Context, name string) (reply, error) {
 	status := http.StatusOK
 	if name == "" {
 		status = http.StatusCreated
-		if _, err := s.Services.ServiceByName(ctx, d.DomainName(), req.Name); err == nil {
+		if _, err := s.services.ServiceByName(ctx, d.DomainName(), req.Name); err == nil {
 			return reply{}, &conflict{fmt.Sprintf("service %s exists: replace it with PUT /desktops/%s/services/%s", req.Name, d.ID, req.Name)}
 		}
 	}
-	values, err := s.secretsFor(c, d, req.Secrets)
+	values, err := secretsFor(c, s.secretValues, d, req.Secrets)
 	if err != nil {
 		return reply{}, err
 	}
-	if caller(c).Scope != desktop.ScopeDesktop && s.Secrets != nil {
+	if caller(c).Scope != desktop.ScopeDesktop && s.secrets != nil {
 		// The owner hands the service its secrets: bureau gives them to the
 		// desktop's agent again at every boot, so they are allowed there.
-		if err := s.Secrets.AllowNamed(ctx, d.Owner, d.ID, req.Secrets); err != nil {
+		if err := s.secrets.AllowNamed(ctx, d.Owner, d.ID, req.Secrets); err != nil {
 			return reply{}, err
 		}
 	}
-	sv, err := s.Services.PutService(ctx, d.DomainName(), req, values)
+	sv, err := s.services.PutService(ctx, d.DomainName(), req, values)
 	if err != nil {
 		return reply{}, err
 	}
-	s.Desktops.Touch(d.ID)
+	s.screen.Touch(d.ID)
 	return reply{status, s.view(c, d, sv)}, nil
 }
 
-func (s *server) getService(c *gin.Context) (reply, error) {
+func (s *serviceHandlers) getService(c *gin.Context) (reply, error) {
 	d, err := s.running(c, "read the services of")
 	if err != nil {
 		return reply{}, err
 	}
-	sv, err := s.Services.ServiceByName(c.Request.Context(), d.DomainName(), c.Param("name"))
+	sv, err := s.services.ServiceByName(c.Request.Context(), d.DomainName(), c.Param("name"))
 	if err != nil {
 		return reply{}, err
 	}
 	return reply{http.StatusOK, s.view(c, d, sv)}, nil
 }
 
-func (s *server) controlService(action string) func(c *gin.Context) (reply, error) {
+func (s *serviceHandlers) controlService(action string) func(c *gin.Context) (reply, error) {
 	return func(c *gin.Context) (reply, error) {
 		d, err := s.running(c, desktop.Op(action+" a service of"))
 		if err != nil {
 			return reply{}, err
 		}
-		sv, err := s.Services.ControlService(c.Request.Context(), d.DomainName(), c.Param("name"), action)
+		sv, err := s.services.ControlService(c.Request.Context(), d.DomainName(), c.Param("name"), action)
 		if err != nil {
 			return reply{}, err
 		}
@@ -186,7 +202,7 @@ func (s *server) controlService(action string) func(c *gin.Context) (reply, erro
 // text, or with ?follow=true as server-sent "log" events ({"data": text})
 // that go on across restarts until the client hangs up. Secret values the
 // service names are scrubbed.
-func (s *server) serviceLogs(c *gin.Context) {
+func (s *serviceHandlers) serviceLogs(c *gin.Context) {
 	tail, follow, err := logQuery(c)
 	if err != nil {
 		s.fail(c, err)
@@ -198,19 +214,19 @@ func (s *server) serviceLogs(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	sv, err := s.Services.ServiceByName(ctx, d.DomainName(), c.Param("name"))
+	sv, err := s.services.ServiceByName(ctx, d.DomainName(), c.Param("name"))
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
 	// Only to mask them in the log: resolved as the owner, never shown.
 	var values map[string]string
-	if s.SecretValues != nil && len(sv.Secrets) > 0 {
-		values, _ = s.SecretValues.Resolve(ctx, d.Owner, d.ID, sv.Secrets) // one since removed is not in the log's new runs
+	if s.secretValues != nil && len(sv.Secrets) > 0 {
+		values, _ = s.secretValues.Resolve(ctx, d.Owner, d.ID, sv.Secrets) // one since removed is not in the log's new runs
 	}
 	var w io.Writer
 	if follow {
-		defer s.Desktops.AddViewer(d.ID)()
+		defer s.screen.AddViewer(d.ID)()
 		sse := &sseWriter{w: c.Writer}
 		if err := sse.Started(); err != nil {
 			return
@@ -224,12 +240,12 @@ func (s *server) serviceLogs(c *gin.Context) {
 		w = &flushWriter{w: c.Writer}
 	}
 	sw := newScrubber(w, values)
-	err = s.Services.ServiceLog(ctx, d.DomainName(), sv.Name, tail, follow, sw)
+	err = s.services.ServiceLog(ctx, d.DomainName(), sv.Name, tail, follow, sw)
 	if f, ok := sw.(*scrubber); ok {
 		f.Flush()
 	}
 	if err != nil && ctx.Err() == nil {
-		s.Log.Error("service log", "desktop", d.ID, "service", sv.Name, "err", err)
+		s.log.Error("service log", "desktop", d.ID, "service", sv.Name, "err", err)
 		panic(http.ErrAbortHandler)
 	}
 }

@@ -8,6 +8,12 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
+// snapshotHandlers take, list, revert to and delete desktops' snapshots.
+type snapshotHandlers struct {
+	*core
+	persistence Persistence
+}
+
 type snapshotRequest struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
@@ -15,7 +21,7 @@ type snapshotRequest struct {
 	Memory      *bool  `json:"memory"`
 }
 
-func (s *server) createSnapshot(c *gin.Context) (reply, error) {
+func (s *snapshotHandlers) createSnapshot(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
@@ -27,7 +33,7 @@ func (s *server) createSnapshot(c *gin.Context) (reply, error) {
 		return reply{}, err
 	}
 	// The manager checks the owner's quota as it records the snapshot.
-	sn, err := s.Desktops.CreateSnapshot(c.Request.Context(), c.Param("id"), manager.SnapshotRequest{Name: req.Name,
+	sn, err := s.persistence.CreateSnapshot(c.Request.Context(), c.Param("id"), manager.SnapshotRequest{Name: req.Name,
 		Description: req.Description, Scope: req.Scope, Memory: req.Memory, Actor: actor(c), Unlimited: isAdmin(c)})
 	if err != nil {
 		return reply{}, err
@@ -35,30 +41,30 @@ func (s *server) createSnapshot(c *gin.Context) (reply, error) {
 	return reply{http.StatusCreated, sn}, nil
 }
 
-func (s *server) listSnapshots(c *gin.Context) (reply, error) {
+func (s *snapshotHandlers) listSnapshots(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	list, err := s.Desktops.ListSnapshots(c.Request.Context(), c.Param("id"))
+	list, err := s.persistence.ListSnapshots(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		return reply{}, err
 	}
 	return reply{http.StatusOK, gin.H{"snapshots": list}}, nil
 }
 
-func (s *server) revertSnapshot(c *gin.Context) (reply, error) {
+func (s *snapshotHandlers) revertSnapshot(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	d, err := s.Desktops.RevertSnapshot(c.Request.Context(), c.Param("id"), c.Param("name"), actor(c))
+	d, err := s.persistence.RevertSnapshot(c.Request.Context(), c.Param("id"), c.Param("name"), actor(c))
 	return reply{http.StatusAccepted, d}, err
 }
 
-func (s *server) deleteSnapshot(c *gin.Context) (reply, error) {
+func (s *snapshotHandlers) deleteSnapshot(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	if err := s.Desktops.DeleteSnapshot(c.Request.Context(), c.Param("id"), c.Param("name"), actor(c)); err != nil {
+	if err := s.persistence.DeleteSnapshot(c.Request.Context(), c.Param("id"), c.Param("name"), actor(c)); err != nil {
 		return reply{}, err
 	}
 	return reply{http.StatusNoContent, nil}, nil

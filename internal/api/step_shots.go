@@ -60,7 +60,7 @@ func (s *stepShots) entry(id string) *deskShots {
 // before is the picture of the screen as a call begins (nil: none). The
 // step still waiting for its after picture is recorded without it when
 // this call comes too soon after it.
-func (s *server) shotBefore(ctx context.Context, d *desktop.Desktop) []byte {
+func (s *stepRecorder) shotBefore(ctx context.Context, d *desktop.Desktop) []byte {
 	sh := &s.shots
 	sh.mu.Lock()
 	ds := sh.entry(d.ID)
@@ -83,7 +83,7 @@ func (s *server) shotBefore(ctx context.Context, d *desktop.Desktop) []byte {
 		return b
 	}
 	sh.mu.Unlock()
-	if s.StepThumbnails == "after" || d.State != desktop.StateRunning {
+	if s.thumbnails == "after" || d.State != desktop.StateRunning {
 		return nil
 	}
 	return s.thumbnailOf(ctx, d.DomainName())
@@ -91,7 +91,7 @@ func (s *server) shotBefore(ctx context.Context, d *desktop.Desktop) []byte {
 
 // shotAfter records st once its after picture is taken (settleFor from
 // now, unless another call comes first).
-func (s *server) shotAfter(st *steps.Step, before []byte, domain string) {
+func (s *stepRecorder) shotAfter(st *steps.Step, before []byte, domain string) {
 	sh := &s.shots
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -127,10 +127,10 @@ func (s *server) shotAfter(st *steps.Step, before []byte, domain string) {
 }
 
 // record stores a step.
-func (s *server) record(st *steps.Step, before, after []byte) {
+func (s *stepRecorder) record(st *steps.Step, before, after []byte) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := s.Steps.Record(ctx, st, before, after); err != nil {
-		s.Log.Warn("recording a step", "desktop", st.DesktopID, "kind", st.Kind, "err", err)
+	if err := s.steps.Record(ctx, st, before, after); err != nil {
+		s.log.Warn("recording a step", "desktop", st.DesktopID, "kind", st.Kind, "err", err)
 	}
 }

@@ -1,18 +1,13 @@
 package api
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/bureau/bureau/internal/computer"
 	"github.com/bureau/bureau/internal/desktop"
-	"github.com/bureau/bureau/internal/guest"
 	"github.com/bureau/bureau/internal/steps"
 	"github.com/gin-gonic/gin"
 )
@@ -32,23 +27,17 @@ type Steps interface {
 	CheckpointMissed(desktopID string)
 }
 
-// Keys under which handle and fail leave a call's outcome for its step.
-const (
-	stepReplyKey = "bureau.step.reply"
-	stepErrorKey = "bureau.step.error"
-)
-
-// StepThumbnailModes are the values of Deps.StepThumbnails.
-var StepThumbnailModes = []string{"both", "after", "off"}
-
-// thumbWidth is the width of a step's thumbnails (JPEG).
-const (
-	thumbWidth   = 320
-	thumbQuality = 60
-)
+// stepHandlers serve desktops' step logs, their export, reverting to a
+// step, and the automatic checkpoint policy.
+type stepHandlers struct {
+	*core
+	steps Steps
+	// persistence finds and reverts to the snapshot before a step.
+	persistence Persistence
+}
 
 // stepsRoutes serves the step log.
-func (s *server) stepsRoutes(v1 *gin.RouterGroup) {
+func (s *stepHandlers) stepsRoutes(v1 *gin.RouterGroup) {
 	v1.GET("/desktops/:id/steps", s.listSteps)
 	v1.GET("/desktops/:id/steps/export", s.handle(s.exportSteps))
 	v1.GET("/desktops/:id/steps/:seq", s.handle(s.getStep))
@@ -56,179 +45,6 @@ func (s *server) stepsRoutes(v1 *gin.RouterGroup) {
 	v1.POST("/desktops/:id/steps/:seq/revert", s.handle(s.revertToStep))
 	v1.GET("/desktops/:id/checkpoints", s.handle(s.getCheckpointPolicy))
 	v1.PUT("/desktops/:id/checkpoints", s.handle(s.putCheckpointPolicy))
-}
-
-// stepped records a call to h as a step of its desktop: who made it,
-// what it asked, what came of it, and the screen before and after.
-// Calls that name no desktop of the caller's are not steps (h refuses
-// them).
-func (s *server) stepped(kind string, h gin.HandlerFunc) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		if s.Steps == nil {
-			h(c)
-			return
-		}
-		d, err := s.owned(c)
-		if err != nil {
-			h(c)
-			return
-		}
-		input := s.stepInput(c, kind)
-		checkpoint, missed, err := s.checkpoint(c, d, kind)
-		if err != nil {
-			s.fail(c, err)
-			return
-		}
-		var before []byte
-		if s.StepThumbnails != "off" {
-			before = s.shotBefore(c.Request.Context(), d)
-		}
-		start := time.Now()
-		c.Set(stepReplyKey, nil)
-		h(c)
-		st := &steps.Step{DesktopID: d.ID, At: start, DurationMS: time.Since(start).Milliseconds(),
-			Actor: actor(c), Kind: kind, Input: input, Status: c.Writer.Status(), Checkpoint: checkpoint, CheckpointError: missed}
-		if msg, ok := c.Get(stepErrorKey); ok {
-			st.Error = msg.(string)
-		}
-		r, _ := c.Get(stepReplyKey)
-		if kind == steps.KindClipboard || st.Error != "" {
-			r = nil // the clipboard's text is not kept
-		}
-		st.Result = stepResult(r)
-		if s.StepThumbnails == "off" {
-			go s.record(st, nil, nil)
-			return
-		}
-		s.shotAfter(st, before, d.DomainName())
-	}
-}
-
-// noteStepResult leaves what a call answered for the step it is (if it
-// is one).
-func noteStepResult(c *gin.Context, v any) {
-	if _, ok := c.Get(stepReplyKey); ok {
-		c.Set(stepReplyKey, v)
-	}
-}
-
-// thumbnailOf is a small picture of a desktop's screen (nil when the
-// picture fails: a step is recorded without it).
-func (s *server) thumbnailOf(ctx context.Context, domain string) []byte {
-	img, err := s.Computer.Screenshot(ctx, domain, computer.ShotOptions{Format: "jpeg", Width: thumbWidth, Quality: thumbQuality})
-	if err != nil {
-		return nil
-	}
-	return img.Data
-}
-
-// maxStepText bounds a text field kept in a step (typed text, a command,
-// output).
-const maxStepText = 4096
-
-func clip(s string) string {
-	if len(s) <= maxStepText {
-		return s
-	}
-	return s[:maxStepText] + fmt.Sprintf("… (%d bytes in all)", len(s))
-}
-
-// stepInput is what a call asks, as a step keeps it: the actions of a
-// computer call, the command of an exec (environment names, not values;
-// secrets by name), the path of a file call, the size of a clipboard
-// text. The body is read here and handed on to the handler unchanged.
-func (s *server) stepInput(c *gin.Context, kind string) json.RawMessage {
-	var v any
-	switch kind {
-	case steps.KindComputer, steps.KindExec, steps.KindClipboard:
-		body, err := io.ReadAll(io.LimitReader(c.Request.Body, maxBody+1))
-		c.Request.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), c.Request.Body))
-		if err != nil {
-			break
-		}
-		v = bodyInput(kind, body)
-	case steps.KindFileWrite, steps.KindFileDelete:
-		q := gin.H{"path": c.Query("path")}
-		for _, k := range []string{"user", "mode", "recursive", "parents"} {
-			if x := c.Query(k); x != "" {
-				q[k] = x
-			}
-		}
-		v = q
-	}
-	b, err := json.Marshal(v)
-	if err != nil || v == nil {
-		return json.RawMessage(`{}`)
-	}
-	return b
-}
-
-func bodyInput(kind string, body []byte) any {
-	switch kind {
-	case steps.KindComputer:
-		var r computer.Request
-		if json.Unmarshal(body, &r) != nil {
-			return nil
-		}
-		actions := r.Actions
-		if r.Action.Action != "" || r.Action.Type != "" {
-			actions = append([]computer.Action{r.Action}, actions...)
-		}
-		for i := range actions {
-			actions[i].Text = clip(actions[i].Text)
-		}
-		return gin.H{"actions": actions, "display": r.Display, "screenshot": r.Screenshot}
-	case steps.KindExec:
-		var r guest.ExecRequest
-		if json.Unmarshal(body, &r) != nil {
-			return nil
-		}
-		env := []string{}
-		for k := range r.Env {
-			env = append(env, k)
-		}
-		return gin.H{"cmd": clip(r.Cmd), "argv": r.Argv, "cwd": r.Cwd, "user": r.User, "env": env,
-			"secrets": r.Secrets, "background": r.Background, "name": r.Name, "timeout_s": r.TimeoutS}
-	case steps.KindClipboard:
-		var r struct {
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(body, &r) != nil {
-			return nil
-		}
-		return gin.H{"chars": len([]rune(r.Text))}
-	}
-	return nil
-}
-
-// stepResult is what a call answered, as a step keeps it: without
-// images, with output clipped.
-func stepResult(r any) json.RawMessage {
-	switch v := r.(type) {
-	case *computer.Result:
-		if v == nil {
-			break
-		}
-		out := *v
-		out.Screenshot = nil
-		out.Results = append([]computer.StepResult(nil), v.Results...)
-		for i := range out.Results {
-			out.Results[i].Image = nil
-		}
-		r = out
-	case *guest.ExecResult:
-		if v == nil {
-			break
-		}
-		out := *v
-		out.Stdout, out.Stderr = clip(v.Stdout), clip(v.Stderr)
-		r = out
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return json.RawMessage(`null`)
-	}
-	return b
 }
 
 // stepsPage reads after, before, limit and newest (limit's default is
@@ -263,9 +79,9 @@ func stepSeq(c *gin.Context) (int64, error) {
 // listSteps lists a desktop's steps after a number, oldest first; with
 // follow=true it is a server-sent event stream of them ("step" events),
 // the ones already recorded first, then each new one as it is recorded.
-func (s *server) listSteps(c *gin.Context) {
+func (s *stepHandlers) listSteps(c *gin.Context) {
 	d, err := s.owned(c)
-	if err == nil && s.Steps == nil {
+	if err == nil && s.steps == nil {
 		err = errNoSteps
 	}
 	if err != nil {
@@ -284,7 +100,7 @@ func (s *server) listSteps(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	if !follow {
-		list, err := s.Steps.List(ctx, d.ID, page)
+		list, err := s.steps.List(ctx, d.ID, page)
 		if err != nil {
 			s.fail(c, err)
 			return
@@ -302,14 +118,14 @@ func (s *server) listSteps(c *gin.Context) {
 var errNoSteps = fmt.Errorf("this bureau keeps no step log: %w", desktop.ErrNotFound)
 
 // followSteps streams steps numbered above after.
-func (s *server) followSteps(c *gin.Context, desktopID string, after int64) {
+func (s *stepHandlers) followSteps(c *gin.Context, desktopID string, after int64) {
 	ctx := c.Request.Context()
-	f, stop := s.Steps.Follow(desktopID) // before reading the past: none is missed
+	f, stop := s.steps.Follow(desktopID) // before reading the past: none is missed
 	defer stop()
 	w := c.Writer
 	startSSE(w, "bureau step log of "+desktopID)
 	for {
-		list, err := s.Steps.List(ctx, desktopID, steps.Page{After: after, Limit: 1000})
+		list, err := s.steps.List(ctx, desktopID, steps.Page{After: after, Limit: 1000})
 		if err != nil {
 			writeEvent(w, "error", gin.H{"message": err.Error()})
 			w.Flush()
@@ -337,7 +153,7 @@ func (s *server) followSteps(c *gin.Context, desktopID string, after int64) {
 		case st := <-f.C:
 			if n := f.Dropped(); n > 0 {
 				// Fell behind: read the gap from the log.
-				list, _ := s.Steps.List(ctx, desktopID, steps.Page{After: after, Limit: 1000})
+				list, _ := s.steps.List(ctx, desktopID, steps.Page{After: after, Limit: 1000})
 				for _, x := range list {
 					if x.Seq < st.Seq {
 						writeEvent(w, "step", x)
@@ -354,28 +170,28 @@ func (s *server) followSteps(c *gin.Context, desktopID string, after int64) {
 	}
 }
 
-func (s *server) getStep(c *gin.Context) (reply, error) {
+func (s *stepHandlers) getStep(c *gin.Context) (reply, error) {
 	d, seq, err := s.stepOf(c)
 	if err != nil {
 		return reply{}, err
 	}
-	st, err := s.Steps.Get(c.Request.Context(), d.ID, seq)
+	st, err := s.steps.Get(c.Request.Context(), d.ID, seq)
 	return reply{http.StatusOK, st}, err
 }
 
-func (s *server) stepOf(c *gin.Context) (*desktop.Desktop, int64, error) {
+func (s *stepHandlers) stepOf(c *gin.Context) (*desktop.Desktop, int64, error) {
 	d, err := s.owned(c)
 	if err != nil {
 		return nil, 0, err
 	}
-	if s.Steps == nil {
+	if s.steps == nil {
 		return nil, 0, errNoSteps
 	}
 	seq, err := stepSeq(c)
 	return d, seq, err
 }
 
-func (s *server) stepThumbnail(c *gin.Context) (reply, error) {
+func (s *stepHandlers) stepThumbnail(c *gin.Context) (reply, error) {
 	d, seq, err := s.stepOf(c)
 	if err != nil {
 		return reply{}, err
@@ -384,7 +200,7 @@ func (s *server) stepThumbnail(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, &desktop.ValidationError{Field: "which", Message: err.Error()}
 	}
-	b, err := s.Steps.Thumbnail(c.Request.Context(), d.ID, seq, w)
+	b, err := s.steps.Thumbnail(c.Request.Context(), d.ID, seq, w)
 	if err != nil {
 		return reply{}, err
 	}

@@ -16,12 +16,12 @@ import (
 // are (format=bureau), or as a conversation in Anthropic's Messages format
 // or OpenAI's Responses input items, with the screen after each step
 // (images=false leaves the pictures out).
-func (s *server) exportSteps(c *gin.Context) (reply, error) {
+func (s *stepHandlers) exportSteps(c *gin.Context) (reply, error) {
 	d, err := s.owned(c)
 	if err != nil {
 		return reply{}, err
 	}
-	if s.Steps == nil {
+	if s.steps == nil {
 		return reply{}, errNoSteps
 	}
 	format := c.DefaultQuery("format", steps.FormatBureau)
@@ -39,7 +39,7 @@ func (s *server) exportSteps(c *gin.Context) (reply, error) {
 		return reply{}, err
 	}
 	ctx := c.Request.Context()
-	list, err := s.Steps.List(ctx, d.ID, page)
+	list, err := s.steps.List(ctx, d.ID, page)
 	if err != nil {
 		return reply{}, err
 	}
@@ -47,7 +47,7 @@ func (s *server) exportSteps(c *gin.Context) (reply, error) {
 		if !images || !st.After {
 			return nil
 		}
-		b, _ := s.Steps.Thumbnail(ctx, d.ID, st.Seq, steps.After)
+		b, _ := s.steps.Thumbnail(ctx, d.ID, st.Seq, steps.After)
 		return b
 	}
 	var out map[string]any
@@ -72,17 +72,17 @@ func (s *server) exportSteps(c *gin.Context) (reply, error) {
 // newest snapshot taken before the step began. It answers which snapshot
 // that was, the last step it holds, and a note when the step's own
 // checkpoint is gone.
-func (s *server) revertToStep(c *gin.Context) (reply, error) {
+func (s *stepHandlers) revertToStep(c *gin.Context) (reply, error) {
 	d, seq, err := s.stepOf(c)
 	if err != nil {
 		return reply{}, err
 	}
 	ctx := c.Request.Context()
-	st, err := s.Steps.Get(ctx, d.ID, seq)
+	st, err := s.steps.Get(ctx, d.ID, seq)
 	if err != nil {
 		return reply{}, err
 	}
-	snaps, err := s.Desktops.ListSnapshots(ctx, d.ID)
+	snaps, err := s.persistence.ListSnapshots(ctx, d.ID)
 	if err != nil {
 		return reply{}, err
 	}
@@ -105,14 +105,14 @@ func (s *server) revertToStep(c *gin.Context) (reply, error) {
 	}
 	// The last step finished when the snapshot was taken.
 	var holds int64
-	if list, err := s.Steps.List(ctx, d.ID, steps.Page{Before: seq, Limit: 1000, Newest: true}); err == nil {
+	if list, err := s.steps.List(ctx, d.ID, steps.Page{Before: seq, Limit: 1000, Newest: true}); err == nil {
 		for _, x := range list {
 			if x.Seq < seq && !x.At.Add(time.Duration(x.DurationMS)*time.Millisecond).After(cp.CreatedAt) {
 				holds = x.Seq
 			}
 		}
 	}
-	reverted, err := s.Desktops.RevertSnapshot(ctx, d.ID, cp.Name, actor(c))
+	reverted, err := s.persistence.RevertSnapshot(ctx, d.ID, cp.Name, actor(c))
 	if err != nil {
 		return reply{}, err
 	}

@@ -14,6 +14,12 @@ type Templates interface {
 	Templates(ctx context.Context) ([]*manager.Template, error)
 }
 
+// templateHandlers build and list warm templates (admins build).
+type templateHandlers struct {
+	*core
+	templates Templates
+}
+
 type templateRequest struct {
 	Image     string `json:"image"`
 	VCPUs     *int   `json:"vcpus"`
@@ -22,7 +28,7 @@ type templateRequest struct {
 
 // buildTemplate (admin) boots a desktop of an image and size once and saves
 // it; later creates of that image and size start from it in seconds.
-func (s *server) buildTemplate(c *gin.Context) (reply, error) {
+func (s *templateHandlers) buildTemplate(c *gin.Context) (reply, error) {
 	if err := requireAdmin(c); err != nil {
 		return reply{}, err
 	}
@@ -30,7 +36,7 @@ func (s *server) buildTemplate(c *gin.Context) (reply, error) {
 	if err := decode(c, &req); err != nil {
 		return reply{}, err
 	}
-	t, err := s.Desktops.BuildTemplate(c.Request.Context(), req.Image, orDefault(req.VCPUs, defaultVCPUs), orDefault(req.MemoryMiB, defaultMemoryMiB))
+	t, err := s.templates.BuildTemplate(c.Request.Context(), req.Image, orDefault(req.VCPUs, defaultVCPUs), orDefault(req.MemoryMiB, defaultMemoryMiB))
 	if err != nil {
 		return reply{}, err
 	}
@@ -40,8 +46,8 @@ func (s *server) buildTemplate(c *gin.Context) (reply, error) {
 	return reply{http.StatusAccepted, t}, nil
 }
 
-func (s *server) listTemplates(c *gin.Context) (reply, error) {
-	ts, err := s.Desktops.Templates(c.Request.Context())
+func (s *templateHandlers) listTemplates(c *gin.Context) (reply, error) {
+	ts, err := s.templates.Templates(c.Request.Context())
 	if err != nil {
 		return reply{}, err
 	}

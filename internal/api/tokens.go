@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -9,6 +10,27 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/gin-gonic/gin"
 )
+
+// Tokens issues and checks API tokens.
+type Tokens interface {
+	Authenticate(ctx context.Context, secret string) (*desktop.Token, error)
+	Create(ctx context.Context, req auth.CreateRequest) (string, *desktop.Token, error)
+	List(ctx context.Context, owner string) ([]*desktop.Token, error)
+	// Revoke revokes a token and the tokens it minted, and says how many.
+	Revoke(ctx context.Context, id string) ([]string, error)
+	// Usable returns a token by id if it may still authenticate.
+	Usable(ctx context.Context, id string) (*desktop.Token, error)
+}
+
+// tokenHandlers mint, list and revoke API tokens.
+type tokenHandlers struct {
+	*core
+	tokens Tokens
+	// lifecycle finds a desktop token's desktop; consoles end the live
+	// consoles of revoked tokens.
+	lifecycle Lifecycle
+	consoles  Consoles
+}
 
 type createTokenRequest struct {
 	Owner      string `json:"owner"`
@@ -27,7 +49,7 @@ const maxTokenTTL = 10 * 365 * 24 * 3600
 // admin) that reaches no further and lives no longer than the caller's own
 // (auth checks that, and records the caller as the new token's parent so
 // revoking the caller revokes it too).
-func (s *server) createToken(c *gin.Context) (reply, error) {
+func (s *tokenHandlers) createToken(c *gin.Context) (reply, error) {
 	var req createTokenRequest
 	if err := decode(c, &req); err != nil {
 		return reply{}, err
@@ -51,7 +73,7 @@ func (s *server) createToken(c *gin.Context) (reply, error) {
 	if req.Scope == desktop.ScopeDesktop {
 		// A desktop token belongs to the desktop's owner; its owner (or an
 		// admin) hands it to the agent driving that desktop.
-		d, err := s.Desktops.Get(c.Request.Context(), req.DesktopID)
+		d, err := s.lifecycle.Get(c.Request.Context(), req.DesktopID)
 		if err == nil && (d.DeletedAt != nil || !isAdmin(c) && d.Owner != me.Owner) {
 			err = desktop.ErrNotFound
 		}
@@ -66,7 +88,7 @@ func (s *server) createToken(c *gin.Context) (reply, error) {
 	if req.Owner == "" {
 		req.Owner = me.Owner
 	}
-	secret, tok, err := s.Tokens.Create(c.Request.Context(), auth.CreateRequest{Owner: req.Owner, Name: req.Name, Scope: req.Scope,
+	secret, tok, err := s.tokens.Create(c.Request.Context(), auth.CreateRequest{Owner: req.Owner, Name: req.Name, Scope: req.Scope,
 		TTL: time.Duration(req.TTLSeconds) * time.Second, DesktopID: req.DesktopID, ComputerOnly: req.ComputerOnly, Parent: me})
 	if err != nil {
 		return reply{}, err
@@ -74,8 +96,8 @@ func (s *server) createToken(c *gin.Context) (reply, error) {
 	return reply{http.StatusCreated, gin.H{"token": secret, "info": tok}}, nil
 }
 
-func (s *server) listTokens(c *gin.Context) (reply, error) {
-	toks, err := s.Tokens.List(c.Request.Context(), ownerFilter(c))
+func (s *tokenHandlers) listTokens(c *gin.Context) (reply, error) {
+	toks, err := s.tokens.List(c.Request.Context(), ownerFilter(c))
 	if err != nil {
 		return reply{}, err
 	}
@@ -85,10 +107,10 @@ func (s *server) listTokens(c *gin.Context) (reply, error) {
 	return reply{http.StatusOK, gin.H{"tokens": toks}}, nil
 }
 
-func (s *server) revokeToken(c *gin.Context) (reply, error) {
+func (s *tokenHandlers) revokeToken(c *gin.Context) (reply, error) {
 	id := c.Param("id")
 	if !isAdmin(c) {
-		toks, err := s.Tokens.List(c.Request.Context(), caller(c).Owner)
+		toks, err := s.tokens.List(c.Request.Context(), caller(c).Owner)
 		if err != nil {
 			return reply{}, err
 		}
@@ -100,12 +122,12 @@ func (s *server) revokeToken(c *gin.Context) (reply, error) {
 			return reply{}, fmt.Errorf("token %s: %w", id, desktop.ErrNotFound)
 		}
 	}
-	ids, err := s.Tokens.Revoke(c.Request.Context(), id)
+	ids, err := s.tokens.Revoke(c.Request.Context(), id)
 	if err != nil {
 		return reply{}, err
 	}
 	// What they made went with them in the store; live consoles end now.
-	s.Consoles.EndMadeBy(ids)
-	s.Log.Info("token revoked", "token", id, "revoked", len(ids), "by", actor(c))
+	s.consoles.EndMadeBy(ids)
+	s.log.Info("token revoked", "token", id, "revoked", len(ids), "by", actor(c))
 	return reply{http.StatusNoContent, nil}, nil
 }

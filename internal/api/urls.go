@@ -2,11 +2,11 @@ package api
 
 import (
 	"context"
-	"github.com/bureau/bureau/internal/api/apiv1"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/mcptools"
 	"github.com/bureau/bureau/internal/preview"
@@ -22,8 +22,20 @@ type URLs interface {
 	Forget(ctx context.Context, desktopID string) error
 }
 
-func (s *server) urlRoutes(r *gin.Engine, v1 *gin.RouterGroup) {
-	r.Any("/preview/:id/:port/*path", s.previewPath)
+// urlHandlers manage desktops' live URLs: which ports are public, share
+// links, and links that sign a browser in.
+type urlHandlers struct {
+	*core
+	previews Previews
+	urls     URLs
+	// services name the ports a running desktop serves.
+	services Services
+	links    *liveLinks
+}
+
+// urlRoutes serves live URLs' path form (previewPath) and their management.
+func (s *urlHandlers) urlRoutes(r *gin.Engine, v1 *gin.RouterGroup, previewPath gin.HandlerFunc) {
+	r.Any("/preview/:id/:port/*path", previewPath)
 	v1.GET("/desktops/:id/urls", s.handle(s.listURLs))
 	v1.PUT("/desktops/:id/urls/:port", s.handle(s.setURL))
 	v1.POST("/desktops/:id/urls/:port/open", s.handle(s.openURL))
@@ -32,8 +44,8 @@ func (s *server) urlRoutes(r *gin.Engine, v1 *gin.RouterGroup) {
 	v1.DELETE("/desktops/:id/shares/:share", s.handle(s.revokeShare))
 }
 
-func (s *server) urlOf(c *gin.Context, d *desktop.Desktop, port int) apiv1.URL {
-	u, p := s.previewURL(c, d.ID, port)
+func (s *urlHandlers) urlOf(c *gin.Context, d *desktop.Desktop, port int) apiv1.URL {
+	u, p := s.links.previewURL(c, d.ID, port)
 	return apiv1.URL{Port: port, URL: u, PathURL: p}
 }
 
@@ -47,7 +59,7 @@ func urlPort(c *gin.Context) (int, error) {
 
 // listURLs lists the desktop's live URLs: its services' ports (while it
 // runs), its public ports and the ports it has share links for.
-func (s *server) listURLs(c *gin.Context) (reply, error) {
+func (s *urlHandlers) listURLs(c *gin.Context) (reply, error) {
 	d, err := s.owned(c)
 	if err != nil {
 		return reply{}, err
@@ -64,8 +76,8 @@ func (s *server) listURLs(c *gin.Context) (reply, error) {
 		order = append(order, p)
 		return &u
 	}
-	if d.State == desktop.StateRunning && s.Services != nil {
-		if list, err := s.Services.Services(ctx, d.DomainName()); err == nil {
+	if d.State == desktop.StateRunning && s.services != nil {
+		if list, err := s.services.Services(ctx, d.DomainName()); err == nil {
 			for _, sv := range list {
 				if sv.Port > 0 {
 					get(sv.Port).Service = sv.Name
@@ -73,14 +85,14 @@ func (s *server) listURLs(c *gin.Context) (reply, error) {
 			}
 		}
 	}
-	ports, err := s.Previews.PublicPorts(ctx, d.ID)
+	ports, err := s.previews.PublicPorts(ctx, d.ID)
 	if err != nil {
 		return reply{}, err
 	}
 	for _, p := range ports {
 		get(p).Public = true
 	}
-	shares, err := s.URLs.Shares(ctx, d.ID)
+	shares, err := s.urls.Shares(ctx, d.ID)
 	if err != nil {
 		return reply{}, err
 	}
@@ -99,7 +111,7 @@ func (s *server) listURLs(c *gin.Context) (reply, error) {
 
 // setURL makes a port's URL public ({"public": true}: anyone with the URL)
 // or private again.
-func (s *server) setURL(c *gin.Context) (reply, error) {
+func (s *urlHandlers) setURL(c *gin.Context) (reply, error) {
 	d, err := s.owned(c)
 	if err != nil {
 		return reply{}, err
@@ -117,7 +129,7 @@ func (s *server) setURL(c *gin.Context) (reply, error) {
 	if body.Public == nil {
 		return reply{}, &desktop.ValidationError{Field: "public", Message: "say true or false"}
 	}
-	if err := s.URLs.SetPublic(c.Request.Context(), d.ID, port, *body.Public, maker(c)); err != nil {
+	if err := s.urls.SetPublic(c.Request.Context(), d.ID, port, *body.Public, maker(c)); err != nil {
 		return reply{}, err
 	}
 	u := s.urlOf(c, d, port)
@@ -128,7 +140,7 @@ func (s *server) setURL(c *gin.Context) (reply, error) {
 // openURL returns a link that signs a browser in to a port's URL as the
 // caller (a one-time code, good for a minute; the browser then keeps a
 // cookie for that URL only, for 12 hours or until the token is revoked).
-func (s *server) openURL(c *gin.Context) (reply, error) {
+func (s *urlHandlers) openURL(c *gin.Context) (reply, error) {
 	d, err := s.owned(c)
 	if err != nil {
 		return reply{}, err
@@ -141,7 +153,7 @@ func (s *server) openURL(c *gin.Context) (reply, error) {
 	if !tokenReaches(tok, d) {
 		return reply{}, desktop.ErrForbidden
 	}
-	code := s.Previews.LoginCode(preview.Claims{Kind: preview.KindOwner, Desktop: d.ID, Port: port, Sub: tok.ID,
+	code := s.previews.LoginCode(preview.Claims{Kind: preview.KindOwner, Desktop: d.ID, Port: port, Sub: tok.ID,
 		Exp: time.Now().Add(preview.SessionTTL).Unix()})
 	u := s.urlOf(c, d, port)
 	link := u.PathURL
@@ -159,18 +171,18 @@ func maker(c *gin.Context) preview.Maker {
 	return preview.Maker{Actor: actor(c), Token: t.ID, Until: t.ExpiresAt}
 }
 
-func (s *server) listShares(c *gin.Context) (reply, error) {
+func (s *urlHandlers) listShares(c *gin.Context) (reply, error) {
 	d, err := s.owned(c)
 	if err != nil {
 		return reply{}, err
 	}
-	list, err := s.URLs.Shares(c.Request.Context(), d.ID)
+	list, err := s.urls.Shares(c.Request.Context(), d.ID)
 	return reply{http.StatusOK, gin.H{"shares": list}}, err
 }
 
 // createShare makes a share link: {"port", "ttl_s" (default a day, at
 // most 30 days), "read_only"}. The link (with its secret) is shown once.
-func (s *server) createShare(c *gin.Context) (reply, error) {
+func (s *urlHandlers) createShare(c *gin.Context) (reply, error) {
 	d, err := s.owned(c)
 	if err != nil {
 		return reply{}, err
@@ -183,7 +195,7 @@ func (s *server) createShare(c *gin.Context) (reply, error) {
 	if err := decode(c, &body); err != nil {
 		return reply{}, err
 	}
-	secret, l, err := s.URLs.Share(c.Request.Context(), d, body.Port, time.Duration(body.TTLS)*time.Second, body.ReadOnly, maker(c))
+	secret, l, err := s.urls.Share(c.Request.Context(), d, body.Port, time.Duration(body.TTLS)*time.Second, body.ReadOnly, maker(c))
 	if err != nil {
 		return reply{}, err
 	}
@@ -195,12 +207,12 @@ func (s *server) createShare(c *gin.Context) (reply, error) {
 	return reply{http.StatusCreated, out}, nil
 }
 
-func (s *server) revokeShare(c *gin.Context) (reply, error) {
+func (s *urlHandlers) revokeShare(c *gin.Context) (reply, error) {
 	d, err := s.owned(c)
 	if err != nil {
 		return reply{}, err
 	}
-	if err := s.URLs.Revoke(c.Request.Context(), d.ID, c.Param("share")); err != nil {
+	if err := s.urls.Revoke(c.Request.Context(), d.ID, c.Param("share")); err != nil {
 		return reply{}, err
 	}
 	return reply{http.StatusNoContent, nil}, nil

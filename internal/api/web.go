@@ -8,15 +8,42 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
+// siteHandlers serve what is not one feature's: the web front end, the
+// API's contract, /api/v1/info and /metrics.
+type siteHandlers struct {
+	*core
+	// about is Deps.Info, served by info.
+	about map[string]string
+	// web is Deps.Web (nil: no front end); consoles checks the console
+	// page's token.
+	web      fs.FS
+	consoles Consoles
+	// prometheus is Deps.Metrics (nil: no /metrics).
+	prometheus http.Handler
+}
+
+func (s *siteHandlers) info(c *gin.Context) (reply, error) {
+	return reply{http.StatusOK, s.about}, nil
+}
+
+// metrics serves /metrics (Prometheus) to admins.
+func (s *siteHandlers) metrics(c *gin.Context) {
+	if err := requireAdmin(c); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.prometheus.ServeHTTP(c.Writer, c.Request)
+}
+
 // routeWeb serves the web console at /, its assets under /static and the
 // console page at /console/{id}. The pages hold no data: the web console
 // asks for an API token and the console page opens only with a console
 // token, checked here before the page is served.
-func (s *server) routeWeb(r *gin.Engine) {
-	if s.Web == nil {
+func (s *siteHandlers) routeWeb(r *gin.Engine) {
+	if s.web == nil {
 		return
 	}
-	static, err := fs.Sub(s.Web, "static")
+	static, err := fs.Sub(s.web, "static")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
 	}
@@ -43,7 +70,7 @@ func (s *server) routeWeb(r *gin.Engine) {
 	r.GET("/docs", page("docs.html"))
 	console := page("console.html")
 	r.GET("/console/:id", func(c *gin.Context) {
-		if _, err := s.Consoles.Authenticate(c.Request.Context(), c.Param("id"), c.Query("token")); err != nil {
+		if _, err := s.consoles.Authenticate(c.Request.Context(), c.Param("id"), c.Query("token")); err != nil {
 			status, body := classify(err)
 			c.Status(status)
 			c.Header("Content-Type", "text/html; charset=utf-8")

@@ -1,0 +1,74 @@
+package api
+
+import "github.com/bureau/bureau/internal/auth"
+
+// handlers are the API's handler types, one per feature, each given only
+// the dependencies (roles of Deps) it uses and the shared core.
+type handlers struct {
+	core       *core
+	site       *siteHandlers
+	live       *liveHandlers
+	desktops   *desktopHandlers
+	snapshots  *snapshotHandlers
+	quotas     *quotaHandlers
+	templates  *templateHandlers
+	hosts      *hostHandlers
+	images     *imageHandlers
+	computer   *computerHandlers
+	guest      *guestHandlers
+	processes  *processHandlers
+	clipboard  *clipboardHandlers
+	terminals  *terminalHandlers
+	services   *serviceHandlers
+	ports      *portHandlers
+	urls       *urlHandlers
+	preview    *previewHandlers
+	consoles   *consoleHandlers
+	tokens     *tokenHandlers
+	secrets    *secretHandlers
+	steps      *stepHandlers
+	recorder   *stepRecorder
+	recordings *recordingHandlers
+}
+
+func newHandlers(d Deps) handlers {
+	s := &core{desktops: d.Desktops, screen: d.Desktops, tokens: d.Tokens, streams: auth.NewStreamGrants(), hosts: d.Hosts,
+		log: d.Log, observe: d.Observe, redact: newRedactor(d.HostDirs), limits: newLimiter()}
+	links := &liveLinks{domain: d.PreviewDomain}
+	// Services show their live URLs only where bureau serves them.
+	var serviceLinks *liveLinks
+	if d.Previews != nil {
+		serviceLinks = links
+	}
+	ports := &portHandlers{core: s, ports: d.Ports, screen: d.Desktops}
+	return handlers{
+		core: s,
+		site: &siteHandlers{core: s, about: d.Info, web: d.Web, consoles: d.Consoles, prometheus: d.Metrics},
+		live: &liveHandlers{core: s, live: d.Live, stats: d.Stats},
+		desktops: &desktopHandlers{core: s, lifecycle: d.Desktops, persistence: d.Desktops, settings: d.Desktops,
+			computer: d.Computer, keptRecordings: d.KeptRecordings, secrets: d.Secrets, urls: d.URLs, ownerOpenable: d.OwnerOpenable},
+		snapshots: &snapshotHandlers{core: s, persistence: d.Desktops},
+		quotas:    &quotaHandlers{core: s, quotas: d.Desktops},
+		templates: &templateHandlers{core: s, templates: d.Desktops},
+		hosts:     &hostHandlers{core: s, hosts: d.Hosts, hostLoads: d.HostLoads, drains: d.Drains, migrations: d.Migrations},
+		images:    &imageHandlers{core: s, images: d.Images},
+		computer:  &computerHandlers{core: s, computer: d.Computer, guest: d.Guest, recordings: d.Recordings},
+		guest:     &guestHandlers{core: s, guest: d.Guest, processes: d.Processes, secretValues: d.SecretValues, screen: d.Desktops},
+		processes: &processHandlers{core: s, processes: d.Processes, screen: d.Desktops},
+		clipboard: &clipboardHandlers{core: s, clipboard: d.Clipboard, lifecycle: d.Desktops},
+		terminals: &terminalHandlers{core: s, terminals: d.Terminals, lifecycle: d.Desktops, screen: d.Desktops},
+		services: &serviceHandlers{core: s, services: d.Services, secretValues: d.SecretValues, secrets: d.Secrets,
+			screen: d.Desktops, links: serviceLinks},
+		ports: ports,
+		urls:  &urlHandlers{core: s, previews: d.Previews, urls: d.URLs, services: d.Services, links: links},
+		preview: &previewHandlers{core: s, previews: d.Previews, tokens: d.Tokens, lifecycle: d.Desktops, screen: d.Desktops,
+			observe: d.ObserveLiveURL, proxy: ports, links: links},
+		consoles: &consoleHandlers{core: s, consoles: d.Consoles, lifecycle: d.Desktops, screen: d.Desktops, countBytes: d.ConsoleBytes},
+		tokens:   &tokenHandlers{core: s, tokens: d.Tokens, lifecycle: d.Desktops, consoles: d.Consoles},
+		secrets:  &secretHandlers{core: s, secrets: d.Secrets, lifecycle: d.Desktops, changed: d.SecretsChanged},
+		steps:    &stepHandlers{core: s, steps: d.Steps, persistence: d.Desktops},
+		recorder: &stepRecorder{core: s, steps: d.Steps, computer: d.Computer, lifecycle: d.Desktops, persistence: d.Desktops,
+			thumbnails: d.StepThumbnails},
+		recordings: &recordingHandlers{core: s, recordings: d.Recordings, kept: d.KeptRecordings},
+	}
+}
