@@ -50,7 +50,7 @@ func coldReason(st desktop.State, snapshots int) string {
 // the new host, then removed from the old one with its files. A running
 // desktop is woken there; a hibernated one gets the new host's address
 // after its next wake. The caller holds d.
-func (m *Manager) coldMove(ctx context.Context, d *desktop.Desktop, dest Destination, was desktop.State, why, actor string) {
+func (mv *Moves) coldMove(ctx context.Context, d *desktop.Desktop, dest Destination, was desktop.State, why, actor string) {
 	begun := time.Now()
 	from, there := *d, *d
 	there.Host = dest.Host
@@ -61,42 +61,42 @@ func (m *Manager) coldMove(ctx context.Context, d *desktop.Desktop, dest Destina
 	now := was // where the desktop is, should the move fail
 	var undo reverter
 	copied, err := func() (int64, error) {
-		if err := m.reserveMove(ctx, d, dest.Host, was); err != nil {
+		if err := mv.reserveMove(ctx, d, dest.Host, was); err != nil {
 			return 0, err
 		}
 		if was == desktop.StateRunning || was.Frozen() {
-			m.ops.step(steps, d, label("hibernating"))
-			if err := m.hv.Hibernate(ctx, name); err != nil {
+			mv.ops.step(steps, d, label("hibernating"))
+			if err := mv.vms.Hibernate(ctx, name); err != nil {
 				return 0, fmt.Errorf("hibernate: %w", err)
 			}
 			now = desktop.StateHibernated
 			if was == desktop.StateRunning {
 				undo.add(func(ctx context.Context) {
-					if err := m.hv.Start(ctx, name); err == nil {
+					if err := mv.vms.Start(ctx, name); err == nil {
 						now = desktop.StateRunning
 					}
 				})
 			}
 		}
-		copied, err := m.copyFilesThere(ctx, d, &there, &undo)
+		copied, err := mv.copyFilesThere(ctx, d, &there, &undo)
 		if err != nil {
 			return 0, err
 		}
-		m.ops.step(steps, d, label("definition"))
-		if err := m.cfg.ColdMover.DefineOn(ctx, name, from.Host, there.Host, dest.Tap, m.copyProgress(steps, d, label, "memory")); err != nil {
+		mv.ops.step(steps, d, label("definition"))
+		if err := mv.cold.DefineOn(ctx, name, from.Host, there.Host, dest.Tap, mv.copyProgress(steps, d, label, "memory")); err != nil {
 			return 0, fmt.Errorf("define on host %s: %w", there.Host, err)
 		}
-		undo.add(func(ctx context.Context) { m.cfg.ColdMover.UndefineOn(ctx, name, there.Host) })
-		if err := m.networkThere(ctx, d, &there, &undo); err != nil {
+		undo.add(func(ctx context.Context) { mv.cold.UndefineOn(ctx, name, there.Host) })
+		if err := mv.networkThere(ctx, d, &there, &undo); err != nil {
 			return 0, err
 		}
 		// The point of no return: the old host forgets the VM.
-		if err := m.cfg.ColdMover.UndefineOn(ctx, name, from.Host); err != nil {
+		if err := mv.cold.UndefineOn(ctx, name, from.Host); err != nil {
 			return 0, fmt.Errorf("remove from host %s: %w", from.Host, err)
 		}
 		return copied, nil
 	}()
-	m.ops.observe("migrate_cold", begun, err)
+	mv.ops.observe("migrate_cold", begun, err)
 	if err != nil {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
@@ -105,41 +105,41 @@ func (m *Manager) coldMove(ctx context.Context, d *desktop.Desktop, dest Destina
 		if errors.Is(err, context.Canceled) {
 			reason = "cancelled"
 		}
-		m.ops.end(cleanup, d, desktop.OpMigrate, false, now, "migrate failed: "+reason)
-		m.ops.event(cleanup, d.ID, "migrate_failed", "bureau", "move to host %s failed after %s, %s on host %s: %s",
+		mv.ops.end(cleanup, d, desktop.OpMigrate, false, now, "migrate failed: "+reason)
+		mv.ops.event(cleanup, d.ID, "migrate_failed", "bureau", "move to host %s failed after %s, %s on host %s: %s",
 			dest.Host, time.Since(begun).Round(time.Millisecond), now, from.Host, reason)
 		return
 	}
 	after, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 	defer cancel()
-	m.coldMoved(after, d, &from, &there, was, fmt.Sprintf("moved cold (%s) from host %s to host %s in %s (%d MiB copied)",
+	mv.coldMoved(after, d, &from, &there, was, fmt.Sprintf("moved cold (%s) from host %s to host %s in %s (%d MiB copied)",
 		why, from.Host, there.Host, time.Since(begun).Round(time.Millisecond), copied>>20), actor)
 }
 
 // copyFilesThere copies d's disks and seed to the host it moves to
 // (there.Host), the base image of its OS disk first when that host lacks
 // it, and says how many bytes it copied.
-func (m *Manager) copyFilesThere(ctx context.Context, d, there *desktop.Desktop, undo *reverter) (int64, error) {
+func (mv *Moves) copyFilesThere(ctx context.Context, d, there *desktop.Desktop, undo *reverter) (int64, error) {
 	steps := context.WithoutCancel(ctx)
 	label := func(step string) string { return migrateStep(there.Host, step) }
-	m.ops.step(steps, d, label("disks"))
-	files, err := m.folderThere(ctx, d, there, undo)
+	mv.ops.step(steps, d, label("disks"))
+	files, err := mv.folderThere(ctx, d, there, undo)
 	if err != nil {
 		return 0, err
 	}
-	img, err := m.store.GetImage(ctx, d.Image)
+	img, err := mv.store.GetImage(ctx, d.Image)
 	if err != nil {
 		return 0, fmt.Errorf("image %s: %w", d.Image, err)
 	}
-	if err := m.imageOn(ctx, files, d, there.Host, img.Path, label); err != nil {
+	if err := mv.hosts.imageOn(ctx, files, d, there.Host, img.Path, label); err != nil {
 		return 0, err
 	}
-	vm := m.VMConfig(there, "")
+	vm := mv.defs.VMConfig(there, "")
 	var copied int64
 	for _, path := range []string{vm.OSDisk, d.DataDiskPath, vm.SeedISO} {
 		var size int64
-		progress := m.copyProgress(steps, d, label, filepath.Base(path))
-		err := m.cfg.ColdMover.CopyFile(ctx, d.Host, there.Host, path, d.VMUID, m.cfg.VMGroup, func(done, total int64) {
+		progress := mv.copyProgress(steps, d, label, filepath.Base(path))
+		err := mv.cold.CopyFile(ctx, d.Host, there.Host, path, d.VMUID, vm.GID, func(done, total int64) {
 			size = total
 			progress(done, total)
 		})
@@ -153,12 +153,12 @@ func (m *Manager) copyFilesThere(ctx context.Context, d, there *desktop.Desktop,
 
 // copyProgress records a copy's progress as d's step ("to two: data.qcow2
 // 40%") at most once a second.
-func (m *Manager) copyProgress(ctx context.Context, d *desktop.Desktop, label func(string) string, what string) func(done, total int64) {
+func (mv *Moves) copyProgress(ctx context.Context, d *desktop.Desktop, label func(string) string, what string) func(done, total int64) {
 	last := time.Time{}
 	return func(done, total int64) {
 		if total > 0 && time.Since(last) > time.Second {
 			last = time.Now()
-			m.ops.step(ctx, d, label(fmt.Sprintf("%s %d%%", what, done*100/total)))
+			mv.ops.step(ctx, d, label(fmt.Sprintf("%s %d%%", what, done*100/total)))
 		}
 	}
 }
@@ -166,45 +166,45 @@ func (m *Manager) copyProgress(ctx context.Context, d *desktop.Desktop, label fu
 // coldMoved records d on its new host (there) after a cold move, wakes it
 // there if it was running, and removes its address, rules and files from
 // its old host (from).
-func (m *Manager) coldMoved(ctx context.Context, d, from, there *desktop.Desktop, was desktop.State, what, actor string) {
+func (mv *Moves) coldMoved(ctx context.Context, d, from, there *desktop.Desktop, was desktop.State, what, actor string) {
 	final := was
 	if was.Frozen() {
 		final = desktop.StateHibernated
 	}
-	m.recordMove(ctx, d, there, final == desktop.StateHibernated)
-	m.leaveHost(ctx, from)
+	mv.recordMove(ctx, d, there, final == desktop.StateHibernated)
+	mv.leaveHost(ctx, from)
 	if final == desktop.StateRunning {
 		// The move is over before the wake: a restart now must not take
 		// it for a move cut short (that would undo it on the host it is
 		// now on), so no operation is recorded while it wakes.
 		d.Operation, d.LastError = "", ""
-		m.ops.step(ctx, d, migrateStep(there.Host, "restore"))
-		if err := m.hv.Start(ctx, d.DomainName()); err != nil {
-			m.ops.event(ctx, d.ID, "migrated", actor, "%s; address now %s", what, there.NetIP)
-			m.ops.end(ctx, d, desktop.OpMigrate, false, "", fmt.Sprintf("wake after the move failed: %v", err))
-			m.ops.event(ctx, d.ID, "wake after the move_failed", "bureau", "%s", d.LastError)
+		mv.ops.step(ctx, d, migrateStep(there.Host, "restore"))
+		if err := mv.vms.Start(ctx, d.DomainName()); err != nil {
+			mv.ops.event(ctx, d.ID, "migrated", actor, "%s; address now %s", what, there.NetIP)
+			mv.ops.end(ctx, d, desktop.OpMigrate, false, "", fmt.Sprintf("wake after the move failed: %v", err))
+			mv.ops.event(ctx, d.ID, "wake after the move_failed", "bureau", "%s", d.LastError)
 			return
 		}
-		m.renewAddress(ctx, d)
-		m.syncClock(d)
+		mv.renewAddress(ctx, d)
+		mv.clock.syncClock(d)
 	}
-	m.ops.end(ctx, d, desktop.OpMigrate, true, final, "")
-	m.ops.event(ctx, d.ID, "migrated", actor, "%s; address now %s", what, there.NetIP)
+	mv.ops.end(ctx, d, desktop.OpMigrate, true, final, "")
+	mv.ops.event(ctx, d.ID, "migrated", actor, "%s; address now %s", what, there.NetIP)
 }
 
 // renewAddress makes a woken desktop's guest ask its host's DHCP for its
 // address: its NIC goes down and up.
-func (m *Manager) renewAddress(ctx context.Context, d *desktop.Desktop) {
-	if m.cfg.Mover == nil {
+func (mv *Moves) renewAddress(ctx context.Context, d *desktop.Desktop) {
+	if mv.live == nil {
 		return
 	}
-	if err := m.cfg.Mover.BounceLink(ctx, d.DomainName()); err != nil {
-		m.log.Warn("a moved desktop's NIC not bounced: it keeps its old address until its DHCP lease ends", "desktop", d.ID, "err", err)
+	if err := mv.live.BounceLink(ctx, d.DomainName()); err != nil {
+		mv.log.Warn("a moved desktop's NIC not bounced: it keeps its old address until its DHCP lease ends", "desktop", d.ID, "err", err)
 		return
 	}
 	if d.RenewAddress {
-		if err := m.store.RenewedAddress(ctx, d.ID); err != nil {
-			m.log.Warn("a moved desktop's renewed address not recorded", "desktop", d.ID, "err", err)
+		if err := mv.store.RenewedAddress(ctx, d.ID); err != nil {
+			mv.log.Warn("a moved desktop's renewed address not recorded", "desktop", d.ID, "err", err)
 		}
 		d.RenewAddress = false
 	}
@@ -212,8 +212,8 @@ func (m *Manager) renewAddress(ctx context.Context, d *desktop.Desktop) {
 
 // movedSince says whether desktop id moved to another host after t (its
 // events say so).
-func (m *Manager) movedSince(ctx context.Context, id string, t time.Time) bool {
-	evs, err := m.store.ListEvents(ctx, id, 200)
+func (mv *Moves) movedSince(ctx context.Context, id string, t time.Time) bool {
+	evs, err := mv.store.ListEvents(ctx, id, 200)
 	if err != nil {
 		return false
 	}

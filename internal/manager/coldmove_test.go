@@ -72,7 +72,7 @@ func (f *fakeColdMover) called() []string {
 func newColdHarness(t *testing.T) (*harness, *fakeMover, *fakeColdMover, *fakeHostFiles, *desktop.Desktop) {
 	h, mv, files, _, _, d := newMoveHarness(t)
 	cm := &fakeColdMover{files: files}
-	h.m.cfg.ColdMover = cm
+	h.m.moves.cold = cm
 	return h, mv, cm, files, d
 }
 
@@ -83,7 +83,7 @@ func TestColdMoveOfAStoppedDesktop(t *testing.T) {
 		t.Fatal(err)
 	}
 	d = h.settle(t, d.ID)
-	got, err := h.m.Migrate(ctx, d.ID, "two", "test")
+	got, err := h.m.moves.Migrate(ctx, d.ID, "two", "test")
 	if err != nil || got.State != desktop.StateMigrating {
 		t.Fatalf("migrate: %+v %v", got, err)
 	}
@@ -120,7 +120,7 @@ func TestColdMoveOfAHibernatedDesktopRenewsItsAddressAtWake(t *testing.T) {
 		t.Fatal(err)
 	}
 	d = h.settle(t, d.ID)
-	if _, err := h.m.Migrate(ctx, d.ID, "two", "test"); err != nil {
+	if _, err := h.m.moves.Migrate(ctx, d.ID, "two", "test"); err != nil {
 		t.Fatal(err)
 	}
 	d = h.settle(t, d.ID)
@@ -160,7 +160,7 @@ func TestColdMoveOfARunningDesktopWithSnapshots(t *testing.T) {
 	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "before", Actor: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.m.Migrate(ctx, d.ID, "two", "test"); err != nil {
+	if _, err := h.m.moves.Migrate(ctx, d.ID, "two", "test"); err != nil {
 		t.Fatal(err)
 	}
 	d = h.settle(t, d.ID)
@@ -202,7 +202,7 @@ func TestColdMoveThatFailsLeavesTheDesktopWhereItWas(t *testing.T) {
 		t.Fatal(err)
 	}
 	cm.fail = "DefineOn"
-	if _, err := h.m.Migrate(ctx, d.ID, "two", "test"); err != nil {
+	if _, err := h.m.moves.Migrate(ctx, d.ID, "two", "test"); err != nil {
 		t.Fatal(err)
 	}
 	d = h.settle(t, d.ID)
@@ -230,7 +230,7 @@ func TestColdMoveThatFailsLeavesTheDesktopWhereItWas(t *testing.T) {
 	if _, err := h.m.Pause(ctx, d.ID, "test"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.m.Migrate(ctx, d.ID, "two", "test"); err != nil {
+	if _, err := h.m.moves.Migrate(ctx, d.ID, "two", "test"); err != nil {
 		t.Fatal(err)
 	}
 	d = h.settle(t, d.ID)
@@ -246,11 +246,11 @@ func TestColdMoveCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	cm.block, cm.copying = true, make(chan struct{})
-	if _, err := h.m.Migrate(ctx, d.ID, "two", "test"); err != nil {
+	if _, err := h.m.moves.Migrate(ctx, d.ID, "two", "test"); err != nil {
 		t.Fatal(err)
 	}
 	<-cm.copying
-	if err := h.m.CancelMigration(ctx, d.ID, "test"); err != nil {
+	if err := h.m.moves.CancelMigration(ctx, d.ID, "test"); err != nil {
 		t.Fatal(err)
 	}
 	d = h.settle(t, d.ID)
@@ -268,23 +268,23 @@ func TestColdMoveCancelled(t *testing.T) {
 func TestColdMoveRefusals(t *testing.T) {
 	h, _, _, _, d := newColdHarness(t)
 	ctx := context.Background()
-	h.m.cfg.ColdMover = nil
+	h.m.moves.cold = nil
 	if _, err := h.m.Stop(ctx, d.ID, "test", StopOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	h.settle(t, d.ID)
 	var ce *desktop.ConflictError
-	if _, err := h.m.Migrate(ctx, d.ID, "two", "test"); !errors.As(err, &ce) || !strings.Contains(ce.Message, "is stopped: this bureau moves running desktops without snapshots only") {
+	if _, err := h.m.moves.Migrate(ctx, d.ID, "two", "test"); !errors.As(err, &ce) || !strings.Contains(ce.Message, "is stopped: this bureau moves running desktops without snapshots only") {
 		t.Errorf("a cold move without a cold mover: %v", err)
 	}
-	h.m.cfg.ColdMover = &fakeColdMover{}
+	h.m.moves.cold = &fakeColdMover{}
 	h.hv.fail("Start")
 	if _, err := h.m.Start(ctx, d.ID, "test"); err != nil {
 		t.Fatal(err)
 	}
 	d = h.settle(t, d.ID)
 	var te *desktop.TransitionError
-	if _, err := h.m.Migrate(ctx, d.ID, "two", "test"); d.State != desktop.StateError || !errors.As(err, &te) {
+	if _, err := h.m.moves.Migrate(ctx, d.ID, "two", "test"); d.State != desktop.StateError || !errors.As(err, &te) {
 		t.Errorf("a desktop in error (%s): %v", d.State, err)
 	}
 }

@@ -54,15 +54,21 @@ type clone struct {
 }
 
 // Create records a new desktop in state creating and builds and boots it in
-// the background; it returns as soon as the intent is recorded.
+// the background (creator.Create).
 func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Desktop, error) {
+	return m.creator.Create(ctx, req)
+}
+
+// Create records a new desktop in state creating and builds and boots it in
+// the background; it returns as soon as the intent is recorded.
+func (c *creator) Create(ctx context.Context, req CreateRequest) (*desktop.Desktop, error) {
 	if err := desktop.ValidateName(req.Name); err != nil {
 		return nil, err
 	}
 	var cl *clone
 	if req.From != nil {
 		var err error
-		if cl, err = m.cloneSource(ctx, req); err != nil {
+		if cl, err = c.clones.cloneSource(ctx, req); err != nil {
 			return nil, err
 		}
 		req.Spec.Image = cl.src.Image
@@ -73,7 +79,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		return nil, err
 	}
 	// The host's idle tiers, then those the request names.
-	tiers := desktop.Desktop{IdleTimeoutSeconds: desktop.DefaultIdleTimeout, NapAfterSeconds: m.cfg.NapAfter, SleepAfterSeconds: m.cfg.SleepAfter}
+	tiers := desktop.Desktop{IdleTimeoutSeconds: desktop.DefaultIdleTimeout, NapAfterSeconds: c.napAfter, SleepAfterSeconds: c.sleepAfter}
 	asked := IdleTiers{NapAfter: req.NapAfter, SleepAfter: req.SleepAfter, HibernateAfter: req.IdleTimeout}
 	if err := asked.Check(tiers); err != nil {
 		return nil, err
@@ -89,31 +95,31 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		return nil, err
 	}
 	if req.Spec.Image == "" {
-		req.Spec.Image = m.cfg.DefaultImage
+		req.Spec.Image = c.defaultImage
 	}
-	img, err := m.store.GetImage(ctx, req.Spec.Image)
+	img, err := c.store.GetImage(ctx, req.Spec.Image)
 	if errors.Is(err, desktop.ErrNotFound) {
 		return nil, &desktop.ValidationError{Field: "image", Message: fmt.Sprintf("no image named %q (see GET /api/v1/images)", req.Spec.Image)}
 	}
 	if err != nil {
 		return nil, err
 	}
-	at, err := m.where(ctx, req, cl != nil, nil)
+	at, err := c.place.where(ctx, req, cl != nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	// Refusals in the order a caller fixes them: the request, the name, the
 	// owner's quota, then the host (these two as the desktop is recorded).
-	if err := m.nameFree(ctx, req.Owner, req.Name); err != nil {
+	if err := c.nameFree(ctx, req.Owner, req.Name); err != nil {
 		return nil, err
 	}
 	var tmpl *Template
 	if cl == nil && !req.Cold && img.RecipeHash != "" && at.host == desktop.LocalHost {
-		tmpl = m.warm.ready(ctx, img.Name, req.Spec.VCPUs, req.Spec.MemoryMiB)
+		tmpl = c.warm.ready(ctx, img.Name, req.Spec.VCPUs, req.Spec.MemoryMiB)
 	}
 	now := time.Now().UTC()
 	id := newID()
-	dir := m.desktopDir(id)
+	dir := desktopFolder(c.dataDir, id)
 	through, err := desktop.Begin(desktop.OpCreate, desktop.StateNone)
 	if err != nil {
 		return nil, err
@@ -125,10 +131,10 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		IdleTimeoutSeconds: tiers.IdleTimeoutSeconds, NapAfterSeconds: tiers.NapAfterSeconds, SleepAfterSeconds: tiers.SleepAfterSeconds, CreatedAt: now, UpdatedAt: now,
 		Network: req.Network, KeyboardLayout: req.KeyboardLayout, Host: at.host,
 	}
-	ctx, cancel := m.ops.detach(ctx)
+	ctx, cancel := c.ops.detach(ctx)
 	defer cancel()
 	fresh := *d
-	sp, err := m.lockAndRecord(ctx, d, req.Unlimited, tmpl)
+	sp, err := c.lockAndRecord(ctx, d, req.Unlimited, tmpl)
 	// A host placement chose may fill up before the desktop is recorded
 	// there (other creates took the room): the next best is tried.
 	for skip := map[string]string{}; err != nil && at.placed; {
@@ -137,38 +143,38 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 			break
 		}
 		skip[full.host] = full.why.Error()
-		if at, err = m.where(ctx, req, false, skip); err != nil {
+		if at, err = c.place.where(ctx, req, false, skip); err != nil {
 			return nil, err
 		}
 		// As it came: a spare it took went back with its identity.
 		*d, tmpl = fresh, nil
 		d.Host, d.Accelerator = at.host, string(at.accel)
-		sp, err = m.lockAndRecord(ctx, d, req.Unlimited, nil)
+		sp, err = c.lockAndRecord(ctx, d, req.Unlimited, nil)
 	}
 	if err != nil {
 		return nil, err
 	}
 	id = d.ID
-	if err := m.armNetwork(ctx, d, sp != nil); err != nil {
-		m.ops.fail(ctx, d, "create", err)
-		m.ops.unlock(id)
+	if err := c.net.armNetwork(ctx, d, sp != nil); err != nil {
+		c.ops.fail(ctx, d, "create", err)
+		c.ops.unlock(id)
 		return nil, err
 	}
-	m.ops.event(ctx, id, "create_requested", req.Actor, "create %s requested: %d vCPU, %d MiB, %d GiB data disk, image %s, %s, on host %s%s",
+	c.ops.event(ctx, id, "create_requested", req.Actor, "create %s requested: %d vCPU, %d MiB, %d GiB data disk, image %s, %s, on host %s%s",
 		d.Name, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, d.Image, d.Accelerator, d.Host, placedWhy(at, req.PlaceLabels))
 	cp := *d
 	seed := Seed{DesktopID: id, Hostname: d.Name, SSHKeys: req.SSHKeys, InstallDesktop: img.RecipeHash == "", KeyboardLayout: d.KeyboardLayout}
 	if cl != nil {
-		m.ops.event(ctx, id, "clone_requested", req.Actor, "cloned from snapshot %q (scope %s) of desktop %s",
+		c.ops.event(ctx, id, "clone_requested", req.Actor, "cloned from snapshot %q (scope %s) of desktop %s",
 			cl.snap.Name, cl.snap.Scope, cl.src.Name)
 	}
-	m.ops.background(id, func(ctx context.Context) { m.build(ctx, &cp, img.Path, seed, cl, tmpl, sp != nil) })
+	c.ops.background(id, func(ctx context.Context) { c.build(ctx, &cp, img.Path, seed, cl, tmpl, sp != nil) })
 	return d, nil
 }
 
 // build makes the desktop's files and VM and boots it. Whatever it made is
 // removed again if a step fails, except a data disk that existed before.
-func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string, seed Seed, cl *clone, tmpl *Template, fromSpare bool) {
+func (c *creator) build(ctx context.Context, d *desktop.Desktop, basePath string, seed Seed, cl *clone, tmpl *Template, fromSpare bool) {
 	var undo reverter
 	var warm warmTimes
 	start := time.Now()
@@ -176,63 +182,63 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 		// A remote host gets its base image first; warm templates, spares
 		// and clones are bureau's own host's.
 		if d.Remote() {
-			return m.buildRemote(ctx, d, basePath, seed, &undo)
+			return c.buildRemote(ctx, d, basePath, seed, &undo)
 		}
 		// The folder is bureau's until the VM starts: starting it gives
 		// the folder and disks to the desktop's QEMU user.
-		if err := m.local.MkdirAll(ctx, d.Dir, 0o700); err != nil {
+		if err := c.local.MkdirAll(ctx, d.Dir, 0o700); err != nil {
 			return fmt.Errorf("create desktop folder: %w", err)
 		}
 		if fromSpare {
 			// Deferred first, so it runs last: the next spare is made
 			// once the CPU hold below is released, not racing it.
-			defer m.warm.fill(tmpl.Key)
+			defer c.warm.fill(tmpl.Key)
 		}
 		if tmpl != nil {
-			defer m.warm.holdCPU()()
+			defer c.warm.holdCPU()()
 		}
 		if fromSpare {
-			defer m.warm.renameAddress(d)
+			defer c.warm.renameAddress(d)
 			// Everything but the data disk is the spare's; on failure it goes.
 			undo.add(func(ctx context.Context) {
-				m.hv.Undefine(ctx, d.DomainName())
-				m.local.Remove(ctx, d.DataDiskPath)
-				m.local.RemoveAllBut(ctx, d.Dir, "")
+				c.vms.Undefine(ctx, d.DomainName())
+				c.local.Remove(ctx, d.DataDiskPath)
+				c.local.RemoveAllBut(ctx, d.Dir, "")
 			})
-			return m.warm.fromSpare(ctx, d, seed, &warm)
+			return c.warm.fromSpare(ctx, d, seed, &warm)
 		}
 		if tmpl != nil {
-			return m.warm.fromTemplate(ctx, d, tmpl, seed, &undo, &warm)
+			return c.warm.fromTemplate(ctx, d, tmpl, seed, &undo, &warm)
 		}
-		m.ops.step(ctx, d, "disks")
-		if ok, err := m.local.Exists(ctx, d.DataDiskPath); err != nil {
+		c.ops.step(ctx, d, "disks")
+		if ok, err := c.local.Exists(ctx, d.DataDiskPath); err != nil {
 			return fmt.Errorf("data disk: %w", err)
 		} else if !ok {
-			if err := m.makeDataDisk(ctx, d, cl); err != nil {
+			if err := c.clones.makeDataDisk(ctx, d, cl); err != nil {
 				return fmt.Errorf("data disk: %w", err)
 			}
 			// A data disk made by this create holds nothing of the user's yet.
-			undo.add(func(ctx context.Context) { m.local.Remove(ctx, d.DataDiskPath) })
+			undo.add(func(ctx context.Context) { c.local.Remove(ctx, d.DataDiskPath) })
 		}
-		m.ops.failpoint("create:after-data-disk")
-		vm := m.VMConfig(d, newUUID())
-		if err := m.makeOSDisk(ctx, vm.OSDisk, basePath, cl); err != nil {
+		c.ops.failpoint("create:after-data-disk")
+		vm := c.defs.VMConfig(d, newUUID())
+		if err := c.clones.makeOSDisk(ctx, vm.OSDisk, basePath, cl); err != nil {
 			return fmt.Errorf("OS disk: %w", err)
 		}
-		undo.add(func(ctx context.Context) { m.local.Remove(ctx, vm.OSDisk) })
-		m.ops.failpoint("create:after-os-disk")
-		if err := m.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
+		undo.add(func(ctx context.Context) { c.local.Remove(ctx, vm.OSDisk) })
+		c.ops.failpoint("create:after-os-disk")
+		if err := c.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
 			return fmt.Errorf("cloud-init seed: %w", err)
 		}
-		undo.add(func(ctx context.Context) { m.local.Remove(ctx, vm.SeedISO); m.local.Remove(ctx, vm.SerialLog) })
-		m.ops.step(ctx, d, "define")
-		if err := m.hv.Define(ctx, vm); err != nil {
+		undo.add(func(ctx context.Context) { c.local.Remove(ctx, vm.SeedISO); c.local.Remove(ctx, vm.SerialLog) })
+		c.ops.step(ctx, d, "define")
+		if err := c.vms.Define(ctx, vm); err != nil {
 			return err
 		}
-		undo.add(func(ctx context.Context) { m.hv.Undefine(ctx, vm.Name) })
-		m.ops.failpoint("create:after-define")
-		m.ops.step(ctx, d, "start")
-		if err := m.hv.Start(ctx, vm.Name); err != nil {
+		undo.add(func(ctx context.Context) { c.vms.Undefine(ctx, vm.Name) })
+		c.ops.failpoint("create:after-define")
+		c.ops.step(ctx, d, "start")
+		if err := c.vms.Start(ctx, vm.Name); err != nil {
 			return fmt.Errorf("start: %w", err)
 		}
 		return nil
@@ -240,22 +246,22 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 	if err != nil {
 		cleanup, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		m.hv.Destroy(cleanup, d.DomainName())
+		c.vms.Destroy(cleanup, d.DomainName())
 		undo.run(cleanup)
-		m.removeFailed(cleanup, d)
-		m.ops.fail(cleanup, d, "create", err)
-		m.ops.observe("create", start, err)
+		c.removeFailed(cleanup, d)
+		c.ops.fail(cleanup, d, "create", err)
+		c.ops.observe("create", start, err)
 		return
 	}
-	m.ops.failpoint("create:after-start")
-	m.ops.end(ctx, d, desktop.OpCreate, true, "", "")
-	m.ops.observe("create", start, nil)
+	c.ops.failpoint("create:after-start")
+	c.ops.end(ctx, d, desktop.OpCreate, true, "", "")
+	c.ops.observe("create", start, nil)
 	took := time.Since(start).Round(time.Millisecond).String()
 	how := "created and started"
 	if tmpl != nil {
 		how, took = "created from the warm template "+tmpl.Key+" and running", took+" ("+warm.String()+")"
 	}
-	m.ops.event(ctx, d.ID, "created", "bureau", "desktop %s %s in %s", d.Name, how, took)
+	c.ops.event(ctx, d.ID, "created", "bureau", "desktop %s %s in %s", d.Name, how, took)
 }
 
 // lockAndRecord takes a ready spare of tmpl for d when there is one (d
@@ -263,32 +269,32 @@ func (m *Manager) build(ctx context.Context, d *desktop.Desktop, basePath string
 // the spare taken. A spare that cannot become d goes back or, when its QEMU
 // user or address clashes with another desktop's, is removed and d is
 // recorded as it came.
-func (m *Manager) lockAndRecord(ctx context.Context, d *desktop.Desktop, unlimited bool, tmpl *Template) (*spare, error) {
+func (c *creator) lockAndRecord(ctx context.Context, d *desktop.Desktop, unlimited bool, tmpl *Template) (*spare, error) {
 	own := *d
-	sp := m.warm.take(ctx, tmpl, d)
-	if err := m.ops.lock(d.ID, "create"); err != nil {
+	sp := c.warm.take(ctx, tmpl, d)
+	if err := c.ops.lock(d.ID, "create"); err != nil {
 		if sp != nil {
-			m.warm.giveBack(ctx, sp, err)
+			c.warm.giveBack(ctx, sp, err)
 		}
 		return nil, err
 	}
-	err := m.recordWithIdentity(ctx, d, unlimited, sp != nil)
+	err := c.recordWithIdentity(ctx, d, unlimited, sp != nil)
 	if err == nil {
 		if sp != nil {
-			m.warm.claim(ctx, d)
+			c.warm.claim(ctx, d)
 		}
 		return sp, nil
 	}
-	m.ops.unlock(d.ID)
+	c.ops.unlock(d.ID)
 	if sp == nil {
 		return nil, err
 	}
-	m.warm.giveBack(ctx, sp, err)
+	c.warm.giveBack(ctx, sp, err)
 	if !errors.Is(err, errSpareClash) {
 		return nil, err
 	}
 	*d = own
-	return m.lockAndRecord(ctx, d, unlimited, nil)
+	return c.lockAndRecord(ctx, d, unlimited, nil)
 }
 
 // recordWithIdentity records a new desktop with a QEMU user and address of
@@ -297,8 +303,8 @@ func (m *Manager) lockAndRecord(ctx context.Context, d *desktop.Desktop, unlimit
 //
 // A desktop taking a spare keeps the spare's (its VM already runs as that
 // user); when another desktop has either, errSpareClash says so.
-func (m *Manager) recordWithIdentity(ctx context.Context, d *desktop.Desktop, unlimited, spare bool) error {
-	subnet, err := m.subnetOf(ctx, d)
+func (c *creator) recordWithIdentity(ctx context.Context, d *desktop.Desktop, unlimited, spare bool) error {
+	subnet, err := c.net.subnetOf(ctx, d)
 	if err != nil {
 		return err
 	}
@@ -306,11 +312,11 @@ func (m *Manager) recordWithIdentity(ctx context.Context, d *desktop.Desktop, un
 		if !spare {
 			d.VMUID, d.NetIP = newVMUID(), netIPOn(subnet)
 		}
-		err := m.recordNew(ctx, d, unlimited, spare)
+		err := c.quota.recordNew(ctx, d, unlimited, spare)
 		if !errors.Is(err, desktop.ErrNameTaken) || try == 4 {
 			return err
 		}
-		if nerr := m.nameFree(ctx, d.Owner, d.Name); nerr != nil {
+		if nerr := c.nameFree(ctx, d.Owner, d.Name); nerr != nil {
 			return nerr
 		}
 		if spare {
@@ -324,8 +330,8 @@ var errSpareClash = errors.New("the spare's QEMU user or address is taken")
 
 // nameFree refuses a name the owner already uses for a live desktop (the
 // store's unique index is the final word when two creates race).
-func (m *Manager) nameFree(ctx context.Context, owner, name string) error {
-	ds, err := m.store.ListDesktops(ctx, desktop.Filter{Owner: owner})
+func (c *creator) nameFree(ctx context.Context, owner, name string) error {
+	ds, err := c.store.ListDesktops(ctx, desktop.Filter{Owner: owner})
 	if err != nil {
 		return err
 	}
@@ -341,75 +347,52 @@ func (m *Manager) nameFree(ctx context.Context, owner, name string) error {
 // short; the caller holds the desktop. A warm create is only finished by
 // applying the desktop's own identity: a guest restored from a template is
 // never left running as the template.
-func (m *Manager) resumeCreate(ctx context.Context, d *desktop.Desktop, vm desktop.VMState) {
+func (c *creator) resumeCreate(ctx context.Context, d *desktop.Desktop, vm desktop.VMState) {
 	warm := strings.HasPrefix(d.Step, "warm-")
 	running := vm == desktop.VMRunning || vm == desktop.VMPaused || vm == desktop.VMShutdown
 	if warm && running {
-		m.ops.event(ctx, d.ID, "reconciled", "bureau", "applying the desktop's own identity: a restart cut its warm create short after its RAM was restored")
+		c.ops.event(ctx, d.ID, "reconciled", "bureau", "applying the desktop's own identity: a restart cut its warm create short after its RAM was restored")
 		cp := *d
-		m.ops.background(d.ID, func(ctx context.Context) {
+		c.ops.background(d.ID, func(ctx context.Context) {
 			if vm == desktop.VMPaused {
-				m.hv.Resume(ctx, cp.DomainName())
+				c.vms.Resume(ctx, cp.DomainName())
 			}
-			if err := m.applyIdentity(ctx, &cp); err != nil {
-				m.hv.Destroy(ctx, cp.DomainName())
-				m.ops.fail(ctx, &cp, "create", fmt.Errorf("interrupted by a bureau restart, and then %w; the VM was stopped so it never runs as the template: delete the desktop and create it again", err))
+			if err := c.net.applyIdentity(ctx, &cp); err != nil {
+				c.vms.Destroy(ctx, cp.DomainName())
+				c.ops.fail(ctx, &cp, "create", fmt.Errorf("interrupted by a bureau restart, and then %w; the VM was stopped so it never runs as the template: delete the desktop and create it again", err))
 				return
 			}
-			m.created(ctx, &cp, "from a warm template, finished after a bureau restart")
+			c.created(ctx, &cp, "from a warm template, finished after a bureau restart")
 		})
 		return
 	}
-	defer m.ops.unlock(d.ID)
+	defer c.ops.unlock(d.ID)
 	switch {
 	case warm:
 		if vm != desktop.VMMissing {
-			m.hv.Destroy(ctx, d.DomainName())
+			c.vms.Destroy(ctx, d.DomainName())
 		}
-		m.ops.fail(ctx, d, "create", errors.New("interrupted by a bureau restart before the desktop had its own identity; it was not started, as it would run as the template: delete it and create it again"))
+		c.ops.fail(ctx, d, "create", errors.New("interrupted by a bureau restart before the desktop had its own identity; it was not started, as it would run as the template: delete it and create it again"))
 	case vm == desktop.VMMissing:
 		// The VM never got defined: the files made so far stay (the data
 		// disk may be reused), the desktop says what happened.
-		m.ops.fail(ctx, d, "create", errors.New("interrupted by a bureau restart before the VM was defined"))
+		c.ops.fail(ctx, d, "create", errors.New("interrupted by a bureau restart before the VM was defined"))
 	case vm == desktop.VMShutoff:
 		// Everything was made: finish the create by starting the VM.
-		if err := m.hv.Start(ctx, d.DomainName()); err != nil {
-			m.ops.fail(ctx, d, "create", fmt.Errorf("interrupted by a bureau restart before the VM started, and starting it failed: %w", err))
+		if err := c.vms.Start(ctx, d.DomainName()); err != nil {
+			c.ops.fail(ctx, d, "create", fmt.Errorf("interrupted by a bureau restart before the VM started, and starting it failed: %w", err))
 			return
 		}
-		m.created(ctx, d, "and started, finished after a bureau restart")
+		c.created(ctx, d, "and started, finished after a bureau restart")
 	case running:
-		m.created(ctx, d, "and started, finished after a bureau restart")
+		c.created(ctx, d, "and started, finished after a bureau restart")
 	default:
-		m.ops.fail(ctx, d, "create", fmt.Errorf("interrupted by a bureau restart; the VM was found %s", vm))
+		c.ops.fail(ctx, d, "create", fmt.Errorf("interrupted by a bureau restart; the VM was found %s", vm))
 	}
-}
-
-// hostFor checks the host a create asks for (bureau's own, or a remote
-// one that is ready for desktops; not for clones yet) and says which
-// accelerator desktops use there.
-func (m *Manager) hostFor(ctx context.Context, req CreateRequest, clone bool) (desktop.Accelerator, error) {
-	if req.Host == desktop.LocalHost {
-		return m.cfg.Accelerator, nil
-	}
-	if clone {
-		return "", &desktop.ValidationError{Field: "host", Message: "a clone runs on its source's host; clones of snapshots are " + desktop.ErrNotOnRemoteHost.Error()}
-	}
-	if m.cfg.Sites == nil {
-		return "", &desktop.ValidationError{Field: "host", Message: fmt.Sprintf("no host %q: this bureau runs desktops on its own host only", req.Host)}
-	}
-	s, err := m.cfg.Sites.Site(ctx, req.Host)
-	if err != nil {
-		return "", &desktop.ValidationError{Field: "host", Message: err.Error()}
-	}
-	if s.Accelerator == "" {
-		return desktop.AccelTCG, nil
-	}
-	return s.Accelerator, nil
 }
 
 // created records a finished create.
-func (m *Manager) created(ctx context.Context, d *desktop.Desktop, how string) {
-	m.ops.end(ctx, d, desktop.OpCreate, true, "", "")
-	m.ops.event(ctx, d.ID, "created", "bureau", "desktop %s created %s", d.Name, how)
+func (c *creator) created(ctx context.Context, d *desktop.Desktop, how string) {
+	c.ops.end(ctx, d, desktop.OpCreate, true, "", "")
+	c.ops.event(ctx, d.ID, "created", "bureau", "desktop %s created %s", d.Name, how)
 }

@@ -19,7 +19,7 @@ func (m *Manager) DialVNC(ctx context.Context, id string) (net.Conn, error) {
 	if d.State != desktop.StateRunning {
 		return nil, &desktop.TransitionError{Op: "open the display of", State: d.State}
 	}
-	return m.dialDisplay(ctx, d)
+	return m.hosts.dialDisplay(ctx, d)
 }
 
 // DialDisplay connects bureau itself (its live framebuffer) to the display
@@ -33,7 +33,7 @@ func (m *Manager) DialDisplay(ctx context.Context, domain string) (net.Conn, err
 	if err != nil {
 		return nil, err
 	}
-	return m.dialDisplay(ctx, d)
+	return m.hosts.dialDisplay(ctx, d)
 }
 
 // dialDisplay connects to d's VNC socket and checks that d's own QEMU
@@ -41,9 +41,9 @@ func (m *Manager) DialDisplay(ctx context.Context, domain string) (net.Conn, err
 // QEMU taken over could put another desktop's socket there.
 // On a remote host the socket is dialed through SSH and the host checks
 // who serves it.
-func (m *Manager) dialDisplay(ctx context.Context, d *desktop.Desktop) (net.Conn, error) {
+func (h *desktopHosts) dialDisplay(ctx context.Context, d *desktop.Desktop) (net.Conn, error) {
 	if d.Remote() {
-		s, err := m.site(ctx, d)
+		s, err := h.site(ctx, d)
 		if err != nil {
 			return nil, fmt.Errorf("the display of desktop %s: %w", d.ID, err)
 		}
@@ -74,11 +74,8 @@ func (m *Manager) ScreenDir(domain string) string {
 	if !ok {
 		return ""
 	}
-	return m.desktopDir(id)
+	return desktopFolder(m.cfg.DataDir, id)
 }
-
-// desktopDir is the folder of desktop (or spare) id.
-func (m *Manager) desktopDir(id string) string { return desktopFolder(m.cfg.DataDir, id) }
 
 // desktopFolder is the folder of desktop (or spare) id under dataDir.
 func desktopFolder(dataDir, id string) string { return filepath.Join(dataDir, "desktops", id) }

@@ -50,6 +50,12 @@ var (
 	drainPoll   = time.Second
 )
 
+// Drain marks host draining and moves every desktop off it (Moves.Drain;
+// bureau serve takes up the drains a restart cut short through it).
+func (m *Manager) Drain(ctx context.Context, host, actor string) (*DrainStatus, error) {
+	return m.moves.Drain(ctx, host, actor)
+}
+
 // Drain marks host draining (placement places nothing there) and moves
 // every desktop off it in the background, one at a time, each to the host
 // placement chooses among the others: running ones live (cold when they
@@ -57,32 +63,32 @@ var (
 // move (no host has room, a failed move, a broken VM) stay and are named
 // in the status with why. Draining a host already draining returns its
 // drain under way.
-func (m *Manager) Drain(ctx context.Context, host, actor string) (*DrainStatus, error) {
-	if m.cfg.Drains == nil || m.cfg.Placement.Hosts == nil || m.cfg.Mover == nil || m.cfg.ColdMover == nil {
+func (mv *Moves) Drain(ctx context.Context, host, actor string) (*DrainStatus, error) {
+	if mv.marks == nil || mv.placement.Hosts == nil || mv.live == nil || mv.cold == nil {
 		return nil, &desktop.ConflictError{Message: "this bureau does not move desktops between hosts, so it cannot drain one"}
 	}
-	if _, err := m.candidate(ctx, host); err != nil {
+	if _, err := mv.place.candidate(ctx, host); err != nil {
 		return nil, err
 	}
-	m.drains.mu.Lock()
-	defer m.drains.mu.Unlock()
-	if m.drains.m == nil {
-		m.drains.m = map[string]*drainRun{}
+	mv.drains.mu.Lock()
+	defer mv.drains.mu.Unlock()
+	if mv.drains.m == nil {
+		mv.drains.m = map[string]*drainRun{}
 	}
-	if r := m.drains.m[host]; r != nil && !r.status.Done {
+	if r := mv.drains.m[host]; r != nil && !r.status.Done {
 		st := r.status
 		return &st, nil
 	}
-	if err := m.cfg.Drains.SetHostDraining(ctx, host, true); err != nil {
+	if err := mv.marks.SetHostDraining(ctx, host, true); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(m.ops.ctx)
+	ctx, cancel := context.WithCancel(mv.ops.ctx)
 	r := &drainRun{status: DrainStatus{Host: host, StartedAt: time.Now().UTC(), Left: map[string]string{}}, cancel: cancel}
-	m.drains.m[host] = r
-	m.log.Info("host draining", "host", host, "actor", actor)
-	m.ops.goUntilClose(func() {
+	mv.drains.m[host] = r
+	mv.log.Info("host draining", "host", host, "actor", actor)
+	mv.ops.goUntilClose(func() {
 		defer cancel()
-		m.drain(ctx, r, actor)
+		mv.drain(ctx, r, actor)
 	})
 	st := r.status
 	return &st, nil
@@ -90,28 +96,28 @@ func (m *Manager) Drain(ctx context.Context, host, actor string) (*DrainStatus, 
 
 // Undrain ends a host's drain: placement may use it again. A move under
 // way finishes; no other starts.
-func (m *Manager) Undrain(ctx context.Context, host, actor string) error {
-	if m.cfg.Drains == nil {
+func (mv *Moves) Undrain(ctx context.Context, host, actor string) error {
+	if mv.marks == nil {
 		return &desktop.ConflictError{Message: "this bureau does not drain hosts"}
 	}
-	if err := m.cfg.Drains.SetHostDraining(ctx, host, false); err != nil {
+	if err := mv.marks.SetHostDraining(ctx, host, false); err != nil {
 		return err
 	}
-	m.drains.mu.Lock()
-	if r := m.drains.m[host]; r != nil {
+	mv.drains.mu.Lock()
+	if r := mv.drains.m[host]; r != nil {
 		r.cancel()
 	}
-	m.drains.mu.Unlock()
-	m.log.Info("host no longer draining", "host", host, "actor", actor)
+	mv.drains.mu.Unlock()
+	mv.log.Info("host no longer draining", "host", host, "actor", actor)
 	return nil
 }
 
 // DrainOf is the drain under way on host, or its last one since bureau
 // started (nil: none).
-func (m *Manager) DrainOf(host string) *DrainStatus {
-	m.drains.mu.Lock()
-	defer m.drains.mu.Unlock()
-	r := m.drains.m[host]
+func (mv *Moves) DrainOf(host string) *DrainStatus {
+	mv.drains.mu.Lock()
+	defer mv.drains.mu.Unlock()
+	r := mv.drains.m[host]
 	if r == nil {
 		return nil
 	}
@@ -124,20 +130,20 @@ func (m *Manager) DrainOf(host string) *DrainStatus {
 }
 
 // update changes a drain's status under the lock.
-func (m *Manager) update(r *drainRun, fn func(*DrainStatus)) {
-	m.drains.mu.Lock()
-	defer m.drains.mu.Unlock()
+func (mv *Moves) update(r *drainRun, fn func(*DrainStatus)) {
+	mv.drains.mu.Lock()
+	defer mv.drains.mu.Unlock()
 	fn(&r.status)
 }
 
 // drain moves each desktop off r's host until none is left to try.
-func (m *Manager) drain(ctx context.Context, r *drainRun, actor string) {
+func (mv *Moves) drain(ctx context.Context, r *drainRun, actor string) {
 	host := r.status.Host
 	tried := map[string]bool{}
 	for ctx.Err() == nil {
-		ds, err := m.store.ListDesktops(ctx, desktop.Filter{Host: host})
+		ds, err := mv.store.ListDesktops(ctx, desktop.Filter{Host: host})
 		if err != nil {
-			m.log.Error("drain: listing the host's desktops", "host", host, "err", err)
+			mv.log.Error("drain: listing the host's desktops", "host", host, "err", err)
 			break
 		}
 		i := slices.IndexFunc(ds, func(d *desktop.Desktop) bool { return !tried[d.ID] })
@@ -146,9 +152,9 @@ func (m *Manager) drain(ctx context.Context, r *drainRun, actor string) {
 		}
 		d := ds[i]
 		tried[d.ID] = true
-		m.update(r, func(s *DrainStatus) { s.Moving = d.ID })
-		err = m.drainOne(ctx, d, actor)
-		m.update(r, func(s *DrainStatus) {
+		mv.update(r, func(s *DrainStatus) { s.Moving = d.ID })
+		err = mv.drainOne(ctx, d, actor)
+		mv.update(r, func(s *DrainStatus) {
 			s.Moving = ""
 			if err != nil {
 				s.Left[d.ID] = err.Error()
@@ -157,26 +163,26 @@ func (m *Manager) drain(ctx context.Context, r *drainRun, actor string) {
 			}
 		})
 		if err != nil {
-			m.log.Warn("drain: desktop left on the host", "host", host, "desktop", d.ID, "err", err)
+			mv.log.Warn("drain: desktop left on the host", "host", host, "desktop", d.ID, "err", err)
 		}
 	}
 	now := time.Now().UTC()
-	m.update(r, func(s *DrainStatus) { s.Done, s.EndedAt = true, &now })
-	st := m.DrainOf(host)
-	m.log.Info("host drained", "host", host, "moved", st.Moved, "left", len(st.Left), "cancelled", ctx.Err() != nil)
+	mv.update(r, func(s *DrainStatus) { s.Done, s.EndedAt = true, &now })
+	st := mv.DrainOf(host)
+	mv.log.Info("host drained", "host", host, "moved", st.Moved, "left", len(st.Left), "cancelled", ctx.Err() != nil)
 }
 
 // drainOne moves d off its host to the one placement chooses, and waits
 // for the move to end.
-func (m *Manager) drainOne(ctx context.Context, d *desktop.Desktop, actor string) error {
-	d, err := m.settled(ctx, d.ID)
+func (mv *Moves) drainOne(ctx context.Context, d *desktop.Desktop, actor string) error {
+	d, err := mv.settled(ctx, d.ID)
 	if err != nil {
 		return err
 	}
 	if _, err := desktop.Begin(desktop.OpMigrate, d.State); err != nil {
 		return fmt.Errorf("it is %s: start or delete it, then drain again", d.State)
 	}
-	hosts, err := m.cfg.Placement.Hosts.Candidates(ctx)
+	hosts, err := mv.placement.Hosts.Candidates(ctx)
 	if err != nil {
 		return fmt.Errorf("placement: %w", err)
 	}
@@ -185,14 +191,14 @@ func (m *Manager) drainOne(ctx context.Context, d *desktop.Desktop, actor string
 	if d.State == desktop.StateRunning {
 		req.MemoryMiB = int64(d.MemoryMiB)
 	}
-	to, err := m.cfg.Placement.Policy.Choose(hosts, req)
+	to, err := mv.placement.Policy.Choose(hosts, req)
 	if err != nil {
 		return err
 	}
-	if _, err := m.Migrate(ctx, d.ID, to.Name, actor); err != nil {
+	if _, err := mv.Migrate(ctx, d.ID, to.Name, actor); err != nil {
 		return fmt.Errorf("move to host %s: %w", to.Name, err)
 	}
-	d, err = m.settled(ctx, d.ID)
+	d, err = mv.settled(ctx, d.ID)
 	if err != nil {
 		return err
 	}
@@ -203,14 +209,14 @@ func (m *Manager) drainOne(ctx context.Context, d *desktop.Desktop, actor string
 }
 
 // settled waits until no operation holds desktop id and returns it.
-func (m *Manager) settled(ctx context.Context, id string) (*desktop.Desktop, error) {
+func (mv *Moves) settled(ctx context.Context, id string) (*desktop.Desktop, error) {
 	deadline := time.Now().Add(drainSettle)
 	for {
-		d, err := m.store.GetDesktop(ctx, id)
+		d, err := mv.store.GetDesktop(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		if !m.ops.isBusy(id) && d.State.Settled() {
+		if !mv.ops.isBusy(id) && d.State.Settled() {
 			return d, nil
 		}
 		if time.Now().After(deadline) {

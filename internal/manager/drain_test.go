@@ -13,7 +13,7 @@ import (
 func TestDrainMovesEveryDesktopOffAHost(t *testing.T) {
 	h, mv, _, _, running := newColdHarness(t)
 	ctx := context.Background()
-	h.m.cfg.Drains = h.store
+	h.m.moves.marks = h.store
 	h.hostFree(t, "local", 8192)
 	create := func(name string) *desktop.Desktop {
 		d, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: name, Actor: "test", Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 5}})
@@ -52,7 +52,7 @@ func TestDrainMovesEveryDesktopOffAHost(t *testing.T) {
 		t.Errorf("a create on the draining host: %v", err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for st = h.m.DrainOf("local"); !st.Done; st = h.m.DrainOf("local") {
+	for st = h.m.moves.DrainOf("local"); !st.Done; st = h.m.moves.DrainOf("local") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the drain did not end: %+v", st)
 		}
@@ -74,14 +74,14 @@ func TestDrainMovesEveryDesktopOffAHost(t *testing.T) {
 	if !hs.Draining {
 		t.Errorf("the host is no longer marked draining")
 	}
-	if err := h.m.Undrain(ctx, "local", "test"); err != nil {
+	if err := h.m.moves.Undrain(ctx, "local", "test"); err != nil {
 		t.Fatal(err)
 	}
 	if hs, _ := h.store.GetHost(ctx, "local"); hs.Draining {
 		t.Errorf("still draining after undrain")
 	}
 	var ce *desktop.ConflictError
-	h.m.cfg.ColdMover = nil
+	h.m.moves.cold = nil
 	if _, err := h.m.Drain(ctx, "two", "test"); !errors.As(err, &ce) {
 		t.Errorf("a drain without cold moves: %v", err)
 	}

@@ -78,13 +78,28 @@ type desktopFiles struct {
 	Sizes FileSizes
 }
 
+// desktopHosts reaches what is on a desktop's host, bureau's own or a
+// remote one: its site (remote.go), its files there (filesOf), what works on
+// its disks while its VM is off (stoppedDisks, stopped.go), a base image
+// and a seed sent there (imageOn, uploadSeed) and its display (display.go).
+type desktopHosts struct {
+	// ops shows a copy's progress as the desktop's step (imageOn).
+	ops *runner
+	// local is bureau's own host's files (hostfiles.Local over Disks):
+	// its desktops' (filesOf) and what only this host keeps.
+	local localHost
+	seeds SeedWriter
+	// sites reaches remote hosts (Config.Sites; nil: bureau's own only).
+	sites Sites
+}
+
 // filesOf is what works on d's files: on bureau's own host, its files
 // here (hostfiles.Local); on a remote host, that host's (its Site's).
-func (m *Manager) filesOf(ctx context.Context, d *desktop.Desktop) (desktopFiles, error) {
+func (h *desktopHosts) filesOf(ctx context.Context, d *desktop.Desktop) (desktopFiles, error) {
 	if !d.Remote() {
-		return desktopFiles{Files: m.local, Disks: m.local, Sizes: m.local}, nil
+		return desktopFiles{Files: h.local, Disks: h.local, Sizes: h.local}, nil
 	}
-	s, err := m.site(ctx, d)
+	s, err := h.site(ctx, d)
 	if err != nil {
 		return desktopFiles{}, err
 	}

@@ -37,9 +37,9 @@ func keepIdentityKeys(ctx context.Context, files LocalFiles, d *desktop.Desktop,
 // applyIdentity gives a guest restored from a template this desktop's name,
 // machine id, SSH host keys, the caller's SSH keys (on stdin, never in the
 // command line) and its data disk size. Applying it twice is harmless.
-func (m *Manager) applyIdentity(ctx context.Context, d *desktop.Desktop) error {
-	m.ops.step(ctx, d, stepWarmIdentity)
-	keys, err := m.local.ReadFile(ctx, identityKeys(d))
+func (n *identities) applyIdentity(ctx context.Context, d *desktop.Desktop) error {
+	n.ops.step(ctx, d, stepWarmIdentity)
+	keys, err := n.keys.ReadFile(ctx, identityKeys(d))
 	if err != nil {
 		return fmt.Errorf("the desktop's SSH keys: %w", err)
 	}
@@ -47,11 +47,11 @@ func (m *Manager) applyIdentity(ctx context.Context, d *desktop.Desktop) error {
 	if err != nil {
 		return err
 	}
-	vm := m.VMConfig(d, "")
+	vm := n.defs.VMConfig(d, "")
 	// The data disk grows first, so one guest command does the rest.
 	grow := "no"
 	if d.DataDiskGiB > templateDataGiB {
-		if err := m.hv.ResizeDisk(ctx, vm.Name, d.DataDiskPath, int64(d.DataDiskGiB)<<30); err != nil {
+		if err := n.vms.ResizeDisk(ctx, vm.Name, d.DataDiskPath, int64(d.DataDiskGiB)<<30); err != nil {
 			return fmt.Errorf("data disk size: %w", err)
 		}
 		grow = "grow"
@@ -62,7 +62,7 @@ func (m *Manager) applyIdentity(ctx context.Context, d *desktop.Desktop) error {
 	for deadline := time.Now().Add(time.Minute); ; {
 		var res *desktop.ExecResult
 		now := time.Now()
-		res, err = m.hv.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", identityScript, "sh",
+		res, err = n.vms.GuestExec(ctx, vm.Name, desktop.Exec{Argv: []string{"/bin/sh", "-c", identityScript, "sh",
 			d.Name, grow, vm.MAC, layoutOf(d), hex.EncodeToString(machineID), fmt.Sprintf("%d.%03d", now.Unix(), now.Nanosecond()/1e6)}, Stdin: files})
 		if err == nil && res.ExitCode != 0 {
 			return fmt.Errorf("applying the desktop's identity: exit %d: %s", res.ExitCode, res.Stderr)
@@ -75,12 +75,12 @@ func (m *Manager) applyIdentity(ctx context.Context, d *desktop.Desktop) error {
 	if err != nil {
 		return fmt.Errorf("applying the desktop's identity: %w", err)
 	}
-	m.local.Remove(ctx, identityKeys(d))
+	n.keys.Remove(ctx, identityKeys(d))
 	// The clock set exactly right before the desktop counts as running
 	// (the agent is warm by now: ~0.1 s); retried in the background if
 	// that fails.
-	if err := m.hv.SyncGuestClock(ctx, vm.Name); err != nil {
-		m.syncClock(d)
+	if err := n.vms.SyncGuestClock(ctx, vm.Name); err != nil {
+		n.clock.syncClock(d)
 	}
 	return nil
 }

@@ -52,14 +52,14 @@ type idleVMs interface {
 	guestExec
 }
 
-// hibernator hibernates a desktop, the deepest tier (Manager.Hibernate,
+// hibernator hibernates a desktop, the deepest tier (lifecycle.Hibernate,
 // power.go).
 type hibernator interface {
 	Hibernate(ctx context.Context, id, actor string) (*desktop.Desktop, error)
 }
 
 // hostRoom refuses to run a desktop where its host has no memory for it
-// (Manager.roomOn, quota.go).
+// (quotas.roomOn, quota.go).
 type hostRoom interface {
 	roomOn(ctx context.Context, d *desktop.Desktop, memMiB int) error
 }

@@ -26,16 +26,22 @@ const layoutScript = `set_layout() {
 var errNoLayout = errors.New("no such layout in the guest")
 
 // SetKeyboardLayout changes a running desktop's keyboard layout, in the
-// guest at once and for its next boots; typing follows it.
+// guest at once and for its next boots (identities.SetKeyboardLayout).
 func (m *Manager) SetKeyboardLayout(ctx context.Context, id, layout, actor string) (*desktop.Desktop, error) {
+	return m.ident.SetKeyboardLayout(ctx, id, layout, actor)
+}
+
+// SetKeyboardLayout changes a running desktop's keyboard layout, in the
+// guest at once and for its next boots; typing follows it.
+func (n *identities) SetKeyboardLayout(ctx context.Context, id, layout, actor string) (*desktop.Desktop, error) {
 	if err := desktop.ValidateKeyboardLayout(layout); err != nil {
 		return nil, err
 	}
-	d, err := m.ops.changeSettings(ctx, id, func(ctx context.Context, d *desktop.Desktop) error {
+	d, err := n.ops.changeSettings(ctx, id, func(ctx context.Context, d *desktop.Desktop) error {
 		if d.State != desktop.StateRunning {
 			return &desktop.TransitionError{Op: "change the keyboard layout of", State: d.State}
 		}
-		if err := m.applyLayout(ctx, d.DomainName(), layout); err != nil {
+		if err := n.applyLayout(ctx, d.DomainName(), layout); err != nil {
 			return err
 		}
 		d.KeyboardLayout = layout
@@ -44,13 +50,13 @@ func (m *Manager) SetKeyboardLayout(ctx context.Context, id, layout, actor strin
 	if err != nil {
 		return nil, err
 	}
-	m.ops.event(ctx, id, "keyboard_layout_set", actor, "keyboard layout set to %s", layout)
+	n.ops.event(ctx, id, "keyboard_layout_set", actor, "keyboard layout set to %s", layout)
 	return d, nil
 }
 
 // applyLayout runs layoutScript in the guest.
-func (m *Manager) applyLayout(ctx context.Context, domain, layout string) error {
-	res, err := m.hv.GuestExec(ctx, domain, desktop.Exec{Argv: []string{"/bin/sh", "-c", layoutScript + `set_layout "$1"`, "sh", layout}})
+func (n *identities) applyLayout(ctx context.Context, domain, layout string) error {
+	res, err := n.vms.GuestExec(ctx, domain, desktop.Exec{Argv: []string{"/bin/sh", "-c", layoutScript + `set_layout "$1"`, "sh", layout}})
 	if err != nil {
 		return fmt.Errorf("setting the keyboard layout in the guest: %w", err)
 	}

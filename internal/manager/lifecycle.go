@@ -4,60 +4,154 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-// Start boots a stopped desktop in the background.
+// lifecycle starts, stops, reboots and deletes desktops (lifecycle.go),
+// and pauses, resumes, hibernates and wakes them (power.go). It holds the
+// operation core and what those need beside it, each by the role it plays
+// here.
+type lifecycle struct {
+	ops   *runner
+	store lifeStore
+	vms   lifeVMs
+	room  wakeRoom
+	hosts fileHosts
+	net   addressDropper
+	moves addressRenewal
+	idle  idleUse
+	defs  vmConfigs
+	log   *slog.Logger
+	// From Config: how long a guest may take to shut down before it is
+	// forced off (StopTimeout), and whether a running desktop hibernates
+	// without dropping its page cache first (SaveAsIs).
+	stopTimeout time.Duration
+	saveAsIs    bool
+}
+
+// lifeStore reads a desktop as Wake waits for it, and forgets a deleted
+// desktop's snapshots.
+type lifeStore interface {
+	GetDesktop(ctx context.Context, id string) (*desktop.Desktop, error)
+	DeleteSnapshots(ctx context.Context, desktopID string) error
+}
+
+// lifeVMs defines, powers and removes desktops' VMs.
+type lifeVMs interface {
+	State(ctx context.Context, name string) (desktop.VMState, error)
+	Define(ctx context.Context, c desktop.VMConfig) error
+	Undefine(ctx context.Context, name string) error
+	Start(ctx context.Context, name string) error
+	Shutdown(ctx context.Context, name string) error
+	Destroy(ctx context.Context, name string) error
+	Reboot(ctx context.Context, name string) error
+	Suspend(ctx context.Context, name string) error
+	Resume(ctx context.Context, name string) error
+	Hibernate(ctx context.Context, name string) error
+	DiscardHibernation(ctx context.Context, name string) error
+	SyncGuestClock(ctx context.Context, name string) error
+}
+
+// wakeRoom refuses to wake a desktop where its host has no memory for it,
+// or to hibernate one whose RAM would not fit on its disk (quotas,
+// quota.go).
+type wakeRoom interface {
+	roomOn(ctx context.Context, d *desktop.Desktop, memMiB int) error
+	roomToSaveOn(d *desktop.Desktop) error
+}
+
+// fileHosts reaches a desktop's files on whichever host they are
+// (desktopHosts.filesOf).
+type fileHosts interface {
+	filesOf(ctx context.Context, d *desktop.Desktop) (desktopFiles, error)
+}
+
+// addressDropper forgets a deleted desktop's address and rules
+// (identities.dropAddressAndRules, network.go).
+type addressDropper interface {
+	dropAddressAndRules(ctx context.Context, d *desktop.Desktop)
+}
+
+// idleUse restarts a resumed desktop's quiet period, and drops a guest's
+// page cache before it hibernates (idler).
+type idleUse interface {
+	touch(id string)
+	trimGuest(ctx context.Context, d *desktop.Desktop)
+}
+
+// Start boots a stopped desktop in the background (lifecycle.Start).
 func (m *Manager) Start(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
-	if cur, err := m.ops.live(ctx, id); err == nil && cur.State != desktop.StateRunning {
-		if err := m.roomOn(ctx, cur, cur.MemoryMiB); err != nil {
+	return m.life.Start(ctx, id, actor)
+}
+
+// Stop shuts a desktop down in the background (lifecycle.Stop).
+func (m *Manager) Stop(ctx context.Context, id, actor string, opts StopOptions) (*desktop.Desktop, error) {
+	return m.life.Stop(ctx, id, actor, opts)
+}
+
+// Reboot restarts a running desktop's guest (lifecycle.Reboot).
+func (m *Manager) Reboot(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
+	return m.life.Reboot(ctx, id, actor)
+}
+
+// Delete removes a desktop, its data disk only when deleteData is set
+// (lifecycle.Delete).
+func (m *Manager) Delete(ctx context.Context, id, actor string, deleteData bool) (*DeleteResult, error) {
+	return m.life.Delete(ctx, id, actor, deleteData)
+}
+
+// Start boots a stopped desktop in the background.
+func (l *lifecycle) Start(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
+	if cur, err := l.ops.live(ctx, id); err == nil && cur.State != desktop.StateRunning {
+		if err := l.room.roomOn(ctx, cur, cur.MemoryMiB); err != nil {
 			return nil, err
 		}
 	}
-	d, err := m.ops.begin(ctx, id, desktop.OpStart, desktop.StateRunning, actor)
+	d, err := l.ops.begin(ctx, id, desktop.OpStart, desktop.StateRunning, actor)
 	if err != nil {
 		return nil, err
 	}
 	cp := *d
-	m.ops.background(id, func(ctx context.Context) { m.start(ctx, &cp) })
+	l.ops.background(id, func(ctx context.Context) { l.start(ctx, &cp) })
 	return d, nil
 }
 
-func (m *Manager) start(ctx context.Context, d *desktop.Desktop) {
+func (l *lifecycle) start(ctx context.Context, d *desktop.Desktop) {
 	begun := time.Now()
 	op := d.Operation // start, or resume of a hibernated desktop
 	if op == "" {
 		op = "start"
 	}
 	// A desktop in error may still have a running VM: starting it is a no-op.
-	st, err := m.hv.State(ctx, d.DomainName())
+	st, err := l.vms.State(ctx, d.DomainName())
 	if err == nil && st == desktop.VMMissing {
 		err = errors.New("its VM definition is missing (recreate the desktop; its data disk is kept)")
 	}
 	if err == nil && st == desktop.VMSaved {
-		m.restore(ctx, d, op)
+		l.restore(ctx, d, op)
 		return
 	}
 	if err == nil && st == desktop.VMPaused {
-		err = m.hv.Resume(ctx, d.DomainName())
+		err = l.vms.Resume(ctx, d.DomainName())
 	} else if err == nil && st != desktop.VMRunning {
 		// A cold boot takes the current definition: a desktop made before
 		// bureau isolated desktops gets its own network and user here.
-		m.ops.step(ctx, d, "define")
-		if err = m.hv.Define(ctx, m.VMConfig(d, "")); err == nil {
-			m.ops.step(ctx, d, "start")
-			err = m.hv.Start(ctx, d.DomainName())
+		l.ops.step(ctx, d, "define")
+		if err = l.vms.Define(ctx, l.defs.VMConfig(d, "")); err == nil {
+			l.ops.step(ctx, d, "start")
+			err = l.vms.Start(ctx, d.DomainName())
 		}
 	}
-	m.ops.observe("start", begun, err)
+	l.ops.observe("start", begun, err)
 	if err != nil {
-		m.ops.fail(ctx, d, op, err)
+		l.ops.fail(ctx, d, op, err)
 		return
 	}
-	m.ops.end(ctx, d, desktop.Op(op), true, "", "")
-	m.ops.event(ctx, d.ID, "started", "bureau", "started in %s", time.Since(begun).Round(time.Millisecond))
+	l.ops.end(ctx, d, desktop.Op(op), true, "", "")
+	l.ops.event(ctx, d.ID, "started", "bureau", "started in %s", time.Since(begun).Round(time.Millisecond))
 }
 
 // StopOptions tune Stop.
@@ -68,40 +162,40 @@ type StopOptions struct {
 
 // Stop shuts a desktop down in the background: ACPI first, forced after the
 // timeout (or at once with Force).
-func (m *Manager) Stop(ctx context.Context, id, actor string, opts StopOptions) (*desktop.Desktop, error) {
+func (l *lifecycle) Stop(ctx context.Context, id, actor string, opts StopOptions) (*desktop.Desktop, error) {
 	op := desktop.OpStop
 	if opts.Force {
 		// Forced, a stop may begin from any state and cuts short whatever
 		// operation holds the desktop.
 		op = desktop.OpForceStop
 	}
-	d, err := m.ops.begin(ctx, id, op, desktop.StateStopped, actor)
+	d, err := l.ops.begin(ctx, id, op, desktop.StateStopped, actor)
 	if err != nil {
 		return nil, err
 	}
 	if opts.Timeout <= 0 {
-		opts.Timeout = m.cfg.StopTimeout
+		opts.Timeout = l.stopTimeout
 	}
 	cp := *d
-	m.ops.background(id, func(ctx context.Context) { m.stop(ctx, &cp, opts) })
+	l.ops.background(id, func(ctx context.Context) { l.stop(ctx, &cp, opts) })
 	return d, nil
 }
 
-func (m *Manager) stop(ctx context.Context, d *desktop.Desktop, opts StopOptions) {
+func (l *lifecycle) stop(ctx context.Context, d *desktop.Desktop, opts StopOptions) {
 	begun := time.Now()
-	how, err := m.powerOff(ctx, d.DomainName(), opts)
-	m.ops.observe("stop", begun, err)
+	how, err := l.powerOff(ctx, d.DomainName(), opts)
+	l.ops.observe("stop", begun, err)
 	if err != nil {
-		m.ops.fail(ctx, d, "stop", err)
+		l.ops.fail(ctx, d, "stop", err)
 		return
 	}
-	m.ops.end(ctx, d, desktop.OpOf(d.Operation), true, "", "")
-	m.ops.event(ctx, d.ID, "stopped", "bureau", "stopped (%s) in %s", how, time.Since(begun).Round(time.Millisecond))
+	l.ops.end(ctx, d, desktop.OpOf(d.Operation), true, "", "")
+	l.ops.event(ctx, d.ID, "stopped", "bureau", "stopped (%s) in %s", how, time.Since(begun).Round(time.Millisecond))
 }
 
 // powerOff brings a VM to shut-off and says how.
-func (m *Manager) powerOff(ctx context.Context, name string, opts StopOptions) (string, error) {
-	st, err := m.hv.State(ctx, name)
+func (l *lifecycle) powerOff(ctx context.Context, name string, opts StopOptions) (string, error) {
+	st, err := l.vms.State(ctx, name)
 	if err != nil {
 		return "", err
 	}
@@ -111,25 +205,25 @@ func (m *Manager) powerOff(ctx context.Context, name string, opts StopOptions) (
 	case desktop.VMSaved:
 		// Stopping a hibernated desktop is asked for explicitly: its saved
 		// RAM goes, its disks stay.
-		if err := m.hv.DiscardHibernation(ctx, name); err != nil {
+		if err := l.vms.DiscardHibernation(ctx, name); err != nil {
 			return "", err
 		}
 		return "saved RAM of the hibernated desktop discarded", nil
 	case desktop.VMPaused:
 		// A frozen guest cannot answer ACPI.
-		if err := m.hv.Destroy(ctx, name); err != nil {
+		if err := l.vms.Destroy(ctx, name); err != nil {
 			return "", err
 		}
 		return "powered off while paused", nil
 	}
 	if !opts.Force && st == desktop.VMRunning {
-		if err := m.hv.Shutdown(ctx, name); err != nil {
-			m.log.Warn("ACPI shutdown refused; forcing", "domain", name, "err", err)
-		} else if m.waitFor(ctx, name, desktop.VMShutoff, opts.Timeout) {
+		if err := l.vms.Shutdown(ctx, name); err != nil {
+			l.log.Warn("ACPI shutdown refused; forcing", "domain", name, "err", err)
+		} else if l.waitFor(ctx, name, desktop.VMShutoff, opts.Timeout) {
 			return "guest shut down", nil
 		}
 	}
-	if err := m.hv.Destroy(ctx, name); err != nil {
+	if err := l.vms.Destroy(ctx, name); err != nil {
 		return "", err
 	}
 	if opts.Force {
@@ -139,10 +233,10 @@ func (m *Manager) powerOff(ctx context.Context, name string, opts StopOptions) (
 }
 
 // waitFor polls the VM's state until it is want or timeout passes.
-func (m *Manager) waitFor(ctx context.Context, name string, want desktop.VMState, timeout time.Duration) bool {
+func (l *lifecycle) waitFor(ctx context.Context, name string, want desktop.VMState, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if st, err := m.hv.State(ctx, name); err == nil && (st == want || want == desktop.VMShutoff && st == desktop.VMMissing) {
+		if st, err := l.vms.State(ctx, name); err == nil && (st == want || want == desktop.VMShutoff && st == desktop.VMMissing) {
 			return true
 		}
 		select {
@@ -155,19 +249,19 @@ func (m *Manager) waitFor(ctx context.Context, name string, want desktop.VMState
 }
 
 // Reboot restarts a running desktop's guest.
-func (m *Manager) Reboot(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
-	d, err := m.ops.begin(ctx, id, desktop.OpReboot, desktop.StateRunning, actor)
+func (l *lifecycle) Reboot(ctx context.Context, id, actor string) (*desktop.Desktop, error) {
+	d, err := l.ops.begin(ctx, id, desktop.OpReboot, desktop.StateRunning, actor)
 	if err != nil {
 		return nil, err
 	}
 	cp := *d
-	m.ops.background(id, func(ctx context.Context) {
-		if err := m.hv.Reboot(ctx, cp.DomainName()); err != nil {
-			m.ops.fail(ctx, &cp, "reboot", err)
+	l.ops.background(id, func(ctx context.Context) {
+		if err := l.vms.Reboot(ctx, cp.DomainName()); err != nil {
+			l.ops.fail(ctx, &cp, "reboot", err)
 			return
 		}
-		m.ops.end(ctx, &cp, desktop.OpReboot, true, "", "")
-		m.ops.event(ctx, cp.ID, "rebooted", "bureau", "reboot sent to the guest")
+		l.ops.end(ctx, &cp, desktop.OpReboot, true, "", "")
+		l.ops.event(ctx, cp.ID, "rebooted", "bureau", "reboot sent to the guest")
 	})
 	return d, nil
 }
@@ -182,40 +276,40 @@ type DeleteResult struct {
 // Delete removes a desktop's VM, OS disk and seed. Its data disk is kept
 // unless deleteData is set, and the result says where it was kept. It runs
 // to the end even if the caller goes away.
-func (m *Manager) Delete(ctx context.Context, id, actor string, deleteData bool) (*DeleteResult, error) {
-	d, err := m.ops.begin(ctx, id, desktop.OpDelete, desktop.StateDeleted, actor)
+func (l *lifecycle) Delete(ctx context.Context, id, actor string, deleteData bool) (*DeleteResult, error) {
+	d, err := l.ops.begin(ctx, id, desktop.OpDelete, desktop.StateDeleted, actor)
 	if err != nil {
 		return nil, err
 	}
 	if deleteData {
 		d.Operation = "delete+data"
-		m.ops.save(ctx, d)
+		l.ops.save(ctx, d)
 	}
-	defer m.ops.unlock(id)
+	defer l.ops.unlock(id)
 	opCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	return m.finishDelete(opCtx, d, deleteData)
+	return l.finishDelete(opCtx, d, deleteData)
 }
 
-func (m *Manager) finishDelete(ctx context.Context, d *desktop.Desktop, deleteData bool) (*DeleteResult, error) {
+func (l *lifecycle) finishDelete(ctx context.Context, d *desktop.Desktop, deleteData bool) (*DeleteResult, error) {
 	name := d.DomainName()
-	m.ops.step(ctx, d, "destroy")
-	if err := m.hv.Destroy(ctx, name); err != nil && !isMissing(ctx, m.hv, name) {
-		m.ops.fail(ctx, d, "delete", err)
+	l.ops.step(ctx, d, "destroy")
+	if err := l.vms.Destroy(ctx, name); err != nil && !isMissing(ctx, l.vms, name) {
+		l.ops.fail(ctx, d, "delete", err)
 		return nil, err
 	}
-	m.ops.failpoint("delete:after-destroy")
-	m.ops.step(ctx, d, "undefine")
-	if err := m.hv.Undefine(ctx, name); err != nil {
-		m.ops.fail(ctx, d, "delete", err)
+	l.ops.failpoint("delete:after-destroy")
+	l.ops.step(ctx, d, "undefine")
+	if err := l.vms.Undefine(ctx, name); err != nil {
+		l.ops.fail(ctx, d, "delete", err)
 		return nil, err
 	}
-	m.ops.failpoint("delete:after-undefine")
-	m.ops.step(ctx, d, "files")
+	l.ops.failpoint("delete:after-undefine")
+	l.ops.step(ctx, d, "files")
 	res := &DeleteResult{Desktop: d, DataDeleted: deleteData}
-	files, err := m.filesOf(ctx, d)
+	files, err := l.hosts.filesOf(ctx, d)
 	if err != nil {
-		m.ops.fail(ctx, d, "delete", err)
+		l.ops.fail(ctx, d, "delete", err)
 		return nil, err
 	}
 	keep := ""
@@ -227,7 +321,7 @@ func (m *Manager) finishDelete(ctx context.Context, d *desktop.Desktop, deleteDa
 	// a kept data disk.
 	kept, err := files.Files.RemoveAllBut(ctx, d.Dir, keep)
 	if err != nil {
-		m.ops.fail(ctx, d, "delete", err)
+		l.ops.fail(ctx, d, "delete", err)
 		return nil, err
 	}
 	if kept {
@@ -235,31 +329,31 @@ func (m *Manager) finishDelete(ctx context.Context, d *desktop.Desktop, deleteDa
 	} else {
 		d.DataDiskPath = ""
 	}
-	return m.deleted(ctx, d, res)
+	return l.deleted(ctx, d, res)
 }
 
 // deleted records a delete whose VM and files are gone.
-func (m *Manager) deleted(ctx context.Context, d *desktop.Desktop, res *DeleteResult) (*DeleteResult, error) {
-	if err := m.store.DeleteSnapshots(ctx, d.ID); err != nil {
-		m.log.Error("forgetting snapshots of a deleted desktop", "desktop", d.ID, "err", err)
+func (l *lifecycle) deleted(ctx context.Context, d *desktop.Desktop, res *DeleteResult) (*DeleteResult, error) {
+	if err := l.store.DeleteSnapshots(ctx, d.ID); err != nil {
+		l.log.Error("forgetting snapshots of a deleted desktop", "desktop", d.ID, "err", err)
 	}
-	m.dropAddressAndRules(ctx, d)
+	l.net.dropAddressAndRules(ctx, d)
 	now := time.Now().UTC()
 	d.DeletedAt = &now
-	if err := m.ops.end(ctx, d, desktop.OpDelete, true, "", d.LastError); err != nil {
+	if err := l.ops.end(ctx, d, desktop.OpDelete, true, "", d.LastError); err != nil {
 		return nil, err
 	}
 	if res.DataDiskKept != "" && d.Remote() {
-		m.ops.event(ctx, d.ID, "deleted", "bureau", "deleted; data disk kept at %s on host %s", res.DataDiskKept, d.Host)
+		l.ops.event(ctx, d.ID, "deleted", "bureau", "deleted; data disk kept at %s on host %s", res.DataDiskKept, d.Host)
 	} else if res.DataDiskKept != "" {
-		m.ops.event(ctx, d.ID, "deleted", "bureau", "deleted; data disk kept at %s", res.DataDiskKept)
+		l.ops.event(ctx, d.ID, "deleted", "bureau", "deleted; data disk kept at %s", res.DataDiskKept)
 	} else {
-		m.ops.event(ctx, d.ID, "deleted", "bureau", "deleted with its data disk")
+		l.ops.event(ctx, d.ID, "deleted", "bureau", "deleted with its data disk")
 	}
 	return res, nil
 }
 
-func isMissing(ctx context.Context, hv Hypervisor, name string) bool {
-	st, err := hv.State(ctx, name)
+func isMissing(ctx context.Context, vms lifeVMs, name string) bool {
+	st, err := vms.State(ctx, name)
 	return err == nil && st == desktop.VMMissing
 }

@@ -188,17 +188,15 @@ type QuotaStore interface {
 	CreateSnapshotChecked(ctx context.Context, sn *desktop.Snapshot, owner string, admit func(*desktop.Quota, desktop.Usage) error) error
 }
 
-// Manager is the lifecycle orchestrator.
+// Manager is the lifecycle orchestrator. It makes the features and hands
+// each call of the API (and of bureau serve) to the one that does it; Run
+// follows the hypervisor's events (reconcile.go).
 type Manager struct {
-	cfg   Config
-	hv    Hypervisor
-	disks Disks
-	// local is bureau's own host's files (hostfiles.Local over disks):
-	// its desktops' (filesOf) and what only this host keeps.
-	local localHost
-	seeds SeedWriter
-	store Store
-	log   *slog.Logger
+	cfg Config
+	// events are the hypervisor's (Run); store is read for the API (Get,
+	// List, Events, AuditLog): features write.
+	events EventSource
+	store  desktopReads
 
 	// ops is the core every operation goes through (runner.go): the
 	// per-desktop lock, the record's version-checked write, its history,
@@ -206,16 +204,35 @@ type Manager struct {
 	ops *runner
 
 	// Features: each holds the core and only the other collaborators it
-	// uses, by role; a role a feature still on Manager plays (quota,
-	// power, network…), Manager fills.
-	snaps *snapshotter // snapshots.go
-	warm  *warmPool    // template.go, spares.go
-	idle  *idler       // idle.go, tiers.go, pressure.go, prewake.go
+	// uses, by role (the other features, the seams below, the
+	// hypervisor's and the store's roles).
+	life      *lifecycle   // lifecycle.go, power.go
+	creator   *creator     // creator.go, create.go, remote.go
+	diskMaker *diskMaker   // clone.go, reimage.go
+	snaps     *snapshotter // snapshots.go
+	warm      *warmPool    // template.go, spares.go
+	idle      *idler       // idle.go, tiers.go, pressure.go, prewake.go
+	moves     *Moves       // moves.go, migrate.go, migrate_files.go, coldmove.go, drain.go
+	place     *placer      // place.go
+	ident     *identities  // network.go, identity.go, keyboard.go
+	quota     *quotas      // quota.go
+	recon     *reconciler  // reconcile.go, interrupted.go
 
-	drains drains
+	// Seams features share: where a desktop's host and files are
+	// (files.go, remote.go), and its VM's definition.
+	hosts *desktopHosts
+	defs  *vmDefs
 
 	// Feed delivers desktop changes to live subscribers.
 	*Feed
+}
+
+// desktopReads reads desktops and their histories.
+type desktopReads interface {
+	GetDesktop(ctx context.Context, id string) (*desktop.Desktop, error)
+	ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error)
+	ListEvents(ctx context.Context, desktopID string, limit int) ([]*desktop.Event, error)
+	ListAllEvents(ctx context.Context, owner string, limit int) ([]*desktop.Event, error)
 }
 
 // New builds a manager; call Run to reconcile and follow hypervisor events.
@@ -249,18 +266,35 @@ func New(cfg Config, hv Hypervisor, disks Disks, seeds SeedWriter, store Store, 
 	}
 	feed := &Feed{}
 	local := hostfiles.New(disks)
-	m := &Manager{cfg: cfg, hv: hv, disks: disks, local: local, seeds: seeds, store: store, log: log,
-		ops: newRunner(cfg, store, feed, log), Feed: feed}
-	m.ops.recheck = m.onEvent
-	m.snaps = &snapshotter{ops: m.ops, store: store, vms: hv, quota: m, hosts: m, power: m, moves: m, log: log,
+	m := &Manager{cfg: cfg, events: hv, store: store, ops: newRunner(cfg, store, feed, log), Feed: feed}
+	m.defs = &vmDefs{tcgCacheMiB: cfg.TCGCacheMiB, network: cfg.Network, group: cfg.VMGroup}
+	m.hosts = &desktopHosts{ops: m.ops, local: local, seeds: seeds, sites: cfg.Sites}
+	m.place = &placer{sites: m.hosts, placement: cfg.Placement, accel: cfg.Accelerator}
+	m.quota = &quotas{store: store, place: m.place, log: log, capacity: cfg.Capacity, defaultPlan: cfg.DefaultPlan}
+	m.life = &lifecycle{ops: m.ops, store: store, vms: hv, room: m.quota, hosts: m.hosts, defs: m.defs, log: log,
+		stopTimeout: cfg.StopTimeout, saveAsIs: cfg.SaveAsIs}
+	m.ident = &identities{ops: m.ops, store: store, hosts: m.hosts, vms: hv, keys: local, defs: m.defs, clock: m.life, log: log,
+		firewall: cfg.Firewall, addresses: cfg.Addresses, subnet: cfg.Subnet}
+	m.moves = &Moves{ops: m.ops, store: store, vms: hv, hosts: m.hosts, net: m.ident, place: m.place, room: m.quota, defs: m.defs, clock: m.life, log: log,
+		live: cfg.Mover, cold: cfg.ColdMover, hostAddress: cfg.HostAddress, marks: cfg.Drains, onMoved: cfg.Moved, placement: cfg.Placement}
+	m.snaps = &snapshotter{ops: m.ops, store: store, vms: hv, quota: m.quota, hosts: m.hosts, power: m.life, moves: m.moves, log: log,
 		stopTimeout: cfg.StopTimeout}
-	m.idle = &idler{ops: m.ops, store: store, vms: hv, power: m, room: m, log: log,
+	m.diskMaker = &diskMaker{ops: m.ops, store: store, disks: disks, local: local, seeds: seeds, hosts: m.hosts, vms: hv,
+		power: m.life, snaps: m.snaps, quota: m.quota, defs: m.defs, log: log, osDiskGiB: cfg.OSDiskGiB, stopTimeout: cfg.StopTimeout}
+	m.idle = &idler{ops: m.ops, store: store, vms: hv, power: m.life, room: m.quota, log: log,
 		cpuShare: cfg.IdleCPU, trimAfter: cfg.TrimAfter, trimSettle: cfg.TrimSettle, memory: cfg.HostMemory, lowMiB: cfg.MemoryLowMiB,
 		quiet: map[string]*idleState{}}
-	m.warm = &warmPool{ops: m.ops, vms: hv, disks: disks, local: local, seeds: seeds, store: store, vmConfigs: m, net: m, identity: m, memory: m.idle, log: log,
+	m.warm = &warmPool{ops: m.ops, vms: hv, disks: disks, local: local, seeds: seeds, store: store, vmConfigs: m.defs, net: m.ident, identity: m.ident, memory: m.idle, log: log,
 		dataDir: cfg.DataDir, defaultImage: cfg.DefaultImage, accel: cfg.Accelerator, osDiskGiB: cfg.OSDiskGiB,
 		settle: cfg.TemplateSettle, trimSettle: cfg.TrimSettle, keep: cfg.WarmSpares, cpuHold: cfg.CPUHold}
 	m.idle.spares = m.warm
+	m.creator = &creator{ops: m.ops, store: store, vms: hv, local: local, seeds: seeds, hosts: m.hosts, place: m.place, quota: m.quota,
+		net: m.ident, clones: m.diskMaker, warm: m.warm, defs: m.defs,
+		napAfter: cfg.NapAfter, sleepAfter: cfg.SleepAfter, defaultImage: cfg.DefaultImage, dataDir: cfg.DataDir, osDiskGiB: cfg.OSDiskGiB}
+	m.recon = &reconciler{ops: m.ops, store: store, vms: hv, local: local, life: m.life, creates: m.creator, moves: m.moves, log: log}
+	m.ops.recheck = m.recon.onEvent
+	// Made before the features it uses, lifecycle is given them now.
+	m.life.net, m.life.moves, m.life.idle = m.ident, m.moves, m.idle
 	return m
 }
 
@@ -285,15 +319,25 @@ func (m *Manager) Events(ctx context.Context, id string, limit int) ([]*desktop.
 	return m.store.ListEvents(ctx, id, limit)
 }
 
+// vmDefs makes desktops' VM definitions with the host's settings (from
+// Config): QEMU's translation cache under TCG, the desktops' network, and
+// the host group desktops' QEMU processes run in (their files are that
+// group's: a definition's GID).
+type vmDefs struct {
+	tcgCacheMiB int
+	network     string
+	group       int
+}
+
 // VMConfig is the VM definition of a desktop.
-func (m *Manager) VMConfig(d *desktop.Desktop, uuid string) desktop.VMConfig {
+func (v *vmDefs) VMConfig(d *desktop.Desktop, uuid string) desktop.VMConfig {
 	return desktop.VMConfig{
 		Name: d.DomainName(), UUID: uuid, VCPUs: d.VCPUs, MemoryMiB: d.MemoryMiB,
 		Accelerator: desktop.Accelerator(d.Accelerator),
 		OSDisk:      filepath.Join(d.Dir, "os.qcow2"), DataDisk: d.DataDiskPath,
 		SeedISO: filepath.Join(d.Dir, "seed.iso"), SerialLog: filepath.Join(d.Dir, "serial.log"),
-		VNCSocket: vncSocket(d), TCGCacheMiB: m.cfg.TCGCacheMiB,
-		Network: m.cfg.Network, Tap: desktop.TapNameOn(d.ID, d.Host), MAC: desktop.MAC(d.ID), UID: d.VMUID, GID: m.cfg.VMGroup,
+		VNCSocket: vncSocket(d), TCGCacheMiB: v.tcgCacheMiB,
+		Network: v.network, Tap: desktop.TapNameOn(d.ID, d.Host), MAC: desktop.MAC(d.ID), UID: d.VMUID, GID: v.group,
 	}
 }
 

@@ -104,7 +104,7 @@ func TestFailedCreateKeepsExistingDataDisk(t *testing.T) {
 	os.WriteFile(d.DataDiskPath, []byte("precious"), 0o600)
 	cp := *d
 	h.m.ops.lock(d.ID, "create")
-	h.m.build(context.Background(), &cp, "/base", Seed{DesktopID: d.ID, Hostname: d.Name}, nil, nil, false)
+	h.m.creator.build(context.Background(), &cp, "/base", Seed{DesktopID: d.ID, Hostname: d.Name}, nil, nil, false)
 	h.m.ops.unlock(d.ID)
 	if b, _ := os.ReadFile(d.DataDiskPath); string(b) != "precious" {
 		t.Fatal("pre-existing data disk was removed or changed by a failed create")
@@ -193,7 +193,7 @@ func TestReconcile(t *testing.T) {
 	delete(h.hv.vms, vanished.DomainName())
 	halfDeleted.State, halfDeleted.Operation = desktop.StateDeleting, "delete"
 	h.store.UpdateDesktop(ctx, halfDeleted)
-	if err := h.m.Reconcile(ctx); err != nil {
+	if err := h.m.recon.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if d, _ := h.m.Get(ctx, running.ID); d.State != desktop.StateRunning {
@@ -231,7 +231,7 @@ func TestReconcileRechecksAMissingVM(t *testing.T) {
 		h.hv.vms[d.DomainName()] = vm
 		h.hv.mu.Unlock()
 	}()
-	h.m.reconcileOne(ctx, d.ID, desktop.VMMissing)
+	h.m.recon.reconcileOne(ctx, d.ID, desktop.VMMissing)
 	if got, _ := h.m.Get(ctx, d.ID); got.State != desktop.StateRunning || got.LastError != "" {
 		t.Errorf("a VM missing for a moment marked the desktop: %+v", got)
 	}
@@ -313,7 +313,7 @@ func TestReconcileFinishesInterruptedCreates(t *testing.T) {
 	h.hv.mu.Unlock()
 	early.State, early.Operation = desktop.StateCreating, "create"
 	h.store.UpdateDesktop(ctx, early)
-	if err := h.m.Reconcile(ctx); err != nil {
+	if err := h.m.recon.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if d, _ := h.m.Get(ctx, defined.ID); d.State != desktop.StateRunning || h.hv.vm(defined.DomainName()) != desktop.VMRunning {
@@ -378,7 +378,7 @@ func TestLostLibvirtdLeavesTheOperationToReconcile(t *testing.T) {
 	h.hv.mu.Lock()
 	h.hv.failOn, h.hv.failErr = "", nil
 	h.hv.mu.Unlock()
-	if err := h.m.Reconcile(ctx); err != nil {
+	if err := h.m.recon.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if d := h.awaitState(t, id, desktop.StateRunning, 10*time.Second); d.Operation != "" || d.DesiredState != desktop.StateRunning {

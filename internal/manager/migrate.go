@@ -55,12 +55,12 @@ type MoveResult struct {
 // One that does not run, or runs with snapshots, moves cold (coldmove.go).
 // Its files and rules on the old host go. CancelMigration stops it (the
 // desktop stays as it was where it was).
-func (m *Manager) Migrate(ctx context.Context, id, to, actor string) (*desktop.Desktop, error) {
-	d, err := m.ops.live(ctx, id)
+func (mv *Moves) Migrate(ctx context.Context, id, to, actor string) (*desktop.Desktop, error) {
+	d, err := mv.ops.live(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if m.cfg.Mover == nil {
+	if mv.live == nil {
 		return nil, &desktop.ConflictError{Message: "this bureau does not move desktops between hosts"}
 	}
 	if to == "" {
@@ -72,15 +72,15 @@ func (m *Manager) Migrate(ctx context.Context, id, to, actor string) (*desktop.D
 	if _, err := desktop.Begin(desktop.OpMigrate, d.State); err != nil {
 		return nil, err
 	}
-	snaps, err := m.store.ListSnapshots(ctx, id)
+	snaps, err := mv.store.ListSnapshots(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	was, cold := d.State, coldReason(d.State, len(snaps))
-	if cold != "" && m.cfg.ColdMover == nil {
+	if cold != "" && mv.cold == nil {
 		return nil, &desktop.ConflictError{Message: fmt.Sprintf("desktop %s is %s: this bureau moves running desktops without snapshots only", d.Name, cold)}
 	}
-	dest, err := m.destination(ctx, d, to, cold == "")
+	dest, err := mv.destination(ctx, d, to, cold == "")
 	if err != nil {
 		return nil, err
 	}
@@ -88,17 +88,17 @@ func (m *Manager) Migrate(ctx context.Context, id, to, actor string) (*desktop.D
 	if was.Frozen() {
 		desired = desktop.StateHibernated
 	}
-	d, err = m.ops.begin(ctx, id, desktop.OpMigrate, desired, actor)
+	d, err = mv.ops.begin(ctx, id, desktop.OpMigrate, desired, actor)
 	if err != nil {
 		return nil, err
 	}
 	cp := *d
-	m.ops.background(id, func(ctx context.Context) {
-		defer m.endMove(ctx, id)
+	mv.ops.background(id, func(ctx context.Context) {
+		defer mv.endMove(ctx, id)
 		if cold != "" {
-			m.coldMove(ctx, &cp, dest, was, cold, actor)
+			mv.coldMove(ctx, &cp, dest, was, cold, actor)
 		} else {
-			m.migrate(ctx, &cp, dest, actor)
+			mv.migrate(ctx, &cp, dest, actor)
 		}
 	})
 	return d, nil
@@ -110,38 +110,38 @@ func (m *Manager) Migrate(ctx context.Context, id, to, actor string) (*desktop.D
 // made again under that host's lock in the store, so moves and creates
 // racing for one host never overfill it. A desktop that arrives stopped or
 // hibernated holds no memory there and reserves none.
-func (m *Manager) reserveMove(ctx context.Context, d *desktop.Desktop, to string, was desktop.State) error {
+func (mv *Moves) reserveMove(ctx context.Context, d *desktop.Desktop, to string, was desktop.State) error {
 	if was != desktop.StateRunning {
 		return nil
 	}
 	there := *d
 	there.Host = to
-	fits, err := m.fitsOn(ctx, &there, false)
+	fits, err := mv.place.fitsOn(ctx, &there, false)
 	if err != nil {
 		return err
 	}
-	return m.store.ReserveMove(ctx, d.ID, to, fits)
+	return mv.store.ReserveMove(ctx, d.ID, to, fits)
 }
 
 // endMove ends d's move reservation, whichever way its move ended (a
 // finished move's record ended it already).
-func (m *Manager) endMove(ctx context.Context, id string) {
-	if err := m.store.EndMove(context.WithoutCancel(ctx), id); err != nil {
-		m.log.Error("a move's reservation not ended: its memory still counts on the host it was moving to", "desktop", id, "err", err)
+func (mv *Moves) endMove(ctx context.Context, id string) {
+	if err := mv.store.EndMove(context.WithoutCancel(ctx), id); err != nil {
+		mv.log.Error("a move's reservation not ended: its memory still counts on the host it was moving to", "desktop", id, "err", err)
 	}
 }
 
 // CancelMigration stops a desktop's migration under way; the desktop
 // keeps running where it was.
-func (m *Manager) CancelMigration(ctx context.Context, id, actor string) error {
-	if _, err := m.ops.live(ctx, id); err != nil {
+func (mv *Moves) CancelMigration(ctx context.Context, id, actor string) error {
+	if _, err := mv.ops.live(ctx, id); err != nil {
 		return err
 	}
-	cancel := m.ops.cancellable(id, string(desktop.OpMigrate))
+	cancel := mv.ops.cancellable(id, string(desktop.OpMigrate))
 	if cancel == nil {
 		return &desktop.ConflictError{Message: "the desktop is not migrating"}
 	}
-	m.ops.event(ctx, id, "migrate_cancel_requested", actor, "migration cancel requested")
+	mv.ops.event(ctx, id, "migrate_cancel_requested", actor, "migration cancel requested")
 	cancel()
 	return nil
 }
@@ -149,20 +149,17 @@ func (m *Manager) CancelMigration(ctx context.Context, id, actor string) error {
 // destination checks that d may move to host to and says how it is
 // reached there: a live move needs the host's address for the migration
 // stream, and memory there for the desktop.
-func (m *Manager) destination(ctx context.Context, d *desktop.Desktop, to string, live bool) (Destination, error) {
+func (mv *Moves) destination(ctx context.Context, d *desktop.Desktop, to string, live bool) (Destination, error) {
 	dest := Destination{Host: to, Tap: desktop.TapNameOn(d.ID, to)}
 	if to == desktop.LocalHost {
-		if live && m.cfg.HostAddress == "" {
+		if live && mv.hostAddress == "" {
 			return dest, &desktop.ConflictError{Message: "this host's address for migrations is not set (BUREAU_HOST_ADDRESS)"}
 		}
-		dest.Address = m.cfg.HostAddress
+		dest.Address = mv.hostAddress
 	} else {
-		if m.cfg.Sites == nil {
-			return dest, &desktop.ValidationError{Field: "host", Message: fmt.Sprintf("no host %q: this bureau runs desktops on its own host only", to)}
-		}
-		s, err := m.cfg.Sites.Site(ctx, to)
+		s, err := mv.hosts.named(ctx, to)
 		if err != nil {
-			return dest, &desktop.ValidationError{Field: "host", Message: err.Error()}
+			return dest, err
 		}
 		if live && s.Address == "" {
 			return dest, &desktop.ConflictError{Message: fmt.Sprintf("host %s has no address for migrations", to)}
@@ -174,14 +171,14 @@ func (m *Manager) destination(ctx context.Context, d *desktop.Desktop, to string
 	}
 	there := *d
 	there.Host = to
-	if err := m.roomOn(ctx, &there, d.MemoryMiB); err != nil {
+	if err := mv.room.roomOn(ctx, &there, d.MemoryMiB); err != nil {
 		return dest, err
 	}
 	return dest, nil
 }
 
 // migrate moves d to dest; the caller holds d.
-func (m *Manager) migrate(ctx context.Context, d *desktop.Desktop, dest Destination, actor string) {
+func (mv *Moves) migrate(ctx context.Context, d *desktop.Desktop, dest Destination, actor string) {
 	begun := time.Now()
 	from := *d
 	there := *d
@@ -190,25 +187,25 @@ func (m *Manager) migrate(ctx context.Context, d *desktop.Desktop, dest Destinat
 	// Steps are recorded even once a cancel ended ctx.
 	steps := context.WithoutCancel(ctx)
 	res, err := func() (*MoveResult, error) {
-		if err := m.reserveMove(ctx, d, dest.Host, desktop.StateRunning); err != nil {
+		if err := mv.reserveMove(ctx, d, dest.Host, desktop.StateRunning); err != nil {
 			return nil, err
 		}
-		if err := m.filesThere(ctx, d, &there, &undo); err != nil {
+		if err := mv.filesThere(ctx, d, &there, &undo); err != nil {
 			return nil, err
 		}
-		if err := m.networkThere(ctx, d, &there, &undo); err != nil {
+		if err := mv.networkThere(ctx, d, &there, &undo); err != nil {
 			return nil, err
 		}
-		m.ops.step(steps, d, migrateStep(dest.Host, "copying"))
+		mv.ops.step(steps, d, migrateStep(dest.Host, "copying"))
 		last := time.Time{}
-		return m.cfg.Mover.Migrate(ctx, d.DomainName(), dest, func(p MoveProgress) {
+		return mv.live.Migrate(ctx, d.DomainName(), dest, func(p MoveProgress) {
 			if time.Since(last) > time.Second {
 				last = time.Now()
-				m.ops.step(steps, d, migrateStep(dest.Host, fmt.Sprintf("%s %d%%", p.Phase, p.Percent)))
+				mv.ops.step(steps, d, migrateStep(dest.Host, fmt.Sprintf("%s %d%%", p.Phase, p.Percent)))
 			}
 		})
 	}()
-	m.ops.observe("migrate", begun, err)
+	mv.ops.observe("migrate", begun, err)
 	if err != nil {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
@@ -218,45 +215,45 @@ func (m *Manager) migrate(ctx context.Context, d *desktop.Desktop, dest Destinat
 			why = "cancelled"
 		}
 		// Still running where it was.
-		m.ops.end(cleanup, d, desktop.OpMigrate, false, desktop.StateRunning, "migrate failed: "+why)
-		m.ops.event(cleanup, d.ID, "migrate_failed", "bureau", "migration to host %s failed after %s, still running on host %s: %s",
+		mv.ops.end(cleanup, d, desktop.OpMigrate, false, desktop.StateRunning, "migrate failed: "+why)
+		mv.ops.event(cleanup, d.ID, "migrate_failed", "bureau", "migration to host %s failed after %s, still running on host %s: %s",
 			dest.Host, time.Since(begun).Round(time.Millisecond), from.Host, why)
 		return
 	}
 	// It moved, even if a cancel came too late to stop it: recorded in full.
 	after, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	m.moved(after, d, &from, &there, res, actor)
+	mv.moved(after, d, &from, &there, res, actor)
 }
 
 // moved records d running on its new host (there), gives it its address
 // there, and removes what it had on its old one (from).
-func (m *Manager) moved(ctx context.Context, d, from, there *desktop.Desktop, res *MoveResult, actor string) {
-	m.recordMove(ctx, d, there, false)
-	if err := m.cfg.Mover.BounceLink(ctx, d.DomainName()); err != nil {
-		m.log.Warn("a migrated desktop's NIC not bounced: it keeps its old address until its DHCP lease ends", "desktop", d.ID, "err", err)
+func (mv *Moves) moved(ctx context.Context, d, from, there *desktop.Desktop, res *MoveResult, actor string) {
+	mv.recordMove(ctx, d, there, false)
+	if err := mv.live.BounceLink(ctx, d.DomainName()); err != nil {
+		mv.log.Warn("a migrated desktop's NIC not bounced: it keeps its old address until its DHCP lease ends", "desktop", d.ID, "err", err)
 	}
-	m.leaveHost(ctx, from)
-	m.ops.end(ctx, d, desktop.OpMigrate, true, desktop.StateRunning, "")
+	mv.leaveHost(ctx, from)
+	mv.ops.end(ctx, d, desktop.OpMigrate, true, desktop.StateRunning, "")
 	if res == nil {
-		m.ops.event(ctx, d.ID, "migrated", actor, "moved live from host %s to host %s, finished after a bureau restart; address now %s", from.Host, there.Host, there.NetIP)
+		mv.ops.event(ctx, d.ID, "migrated", actor, "moved live from host %s to host %s, finished after a bureau restart; address now %s", from.Host, there.Host, there.NetIP)
 		return
 	}
-	m.ops.event(ctx, d.ID, "migrated", actor, "moved live from host %s to host %s in %s (downtime %s, %d MiB sent); address now %s",
+	mv.ops.event(ctx, d.ID, "migrated", actor, "moved live from host %s to host %s in %s (downtime %s, %d MiB sent); address now %s",
 		from.Host, there.Host, res.Took.Round(time.Millisecond), res.Downtime.Round(time.Millisecond), res.Bytes>>20, there.NetIP)
 }
 
 // recordMove records d on its new host (there) with its address there
 // (renew: its guest asks for it after its next wake), tells the routing,
 // and reloads d.
-func (m *Manager) recordMove(ctx context.Context, d, there *desktop.Desktop, renew bool) {
-	if err := m.store.MoveDesktop(ctx, d.ID, there.Host, there.NetIP, renew); err != nil {
-		m.log.Error("a moved desktop's new host not recorded", "desktop", d.ID, "host", there.Host, "err", err)
+func (mv *Moves) recordMove(ctx context.Context, d, there *desktop.Desktop, renew bool) {
+	if err := mv.store.MoveDesktop(ctx, d.ID, there.Host, there.NetIP, renew); err != nil {
+		mv.log.Error("a moved desktop's new host not recorded", "desktop", d.ID, "host", there.Host, "err", err)
 	}
-	if m.cfg.Moved != nil {
-		m.cfg.Moved(d.ID, there.Host)
+	if mv.onMoved != nil {
+		mv.onMoved(d.ID, there.Host)
 	}
-	if cur, err := m.store.GetDesktop(ctx, d.ID); err == nil {
+	if cur, err := mv.store.GetDesktop(ctx, d.ID); err == nil {
 		*d = *cur
 	} else {
 		d.Host, d.NetIP = there.Host, there.NetIP
@@ -265,10 +262,10 @@ func (m *Manager) recordMove(ctx context.Context, d, there *desktop.Desktop, ren
 
 // leaveHost removes a moved desktop's address, rules and files from its
 // old host (from).
-func (m *Manager) leaveHost(ctx context.Context, from *desktop.Desktop) {
-	m.dropAddressAndRules(ctx, from)
-	if err := m.removeFilesOn(ctx, from); err != nil {
-		m.log.Error("a moved desktop's files on its old host not removed", "desktop", from.ID, "host", from.Host, "err", err)
+func (mv *Moves) leaveHost(ctx context.Context, from *desktop.Desktop) {
+	mv.net.dropAddressAndRules(ctx, from)
+	if err := mv.removeFilesOn(ctx, from); err != nil {
+		mv.log.Error("a moved desktop's files on its old host not removed", "desktop", from.ID, "host", from.Host, "err", err)
 	}
 }
 
@@ -294,50 +291,50 @@ func migratingTo(step string) string {
 // migration died with bureau's connections; a cold one stopped between
 // two steps): where its VM is now, with what it has on the other host
 // removed. The caller holds d.
-func (m *Manager) resumeMigrate(ctx context.Context, d *desktop.Desktop) {
-	defer m.ops.unlock(d.ID)
-	defer m.endMove(ctx, d.ID)
+func (mv *Moves) resumeMigrate(ctx context.Context, d *desktop.Desktop) {
+	defer mv.ops.unlock(d.ID)
+	defer mv.endMove(ctx, d.ID)
 	to, from := migratingTo(d.Step), *d
 	there := *d
 	there.Host = to
-	st, err := m.hv.State(ctx, d.DomainName())
+	st, err := mv.vms.State(ctx, d.DomainName())
 	if to == "" || err != nil || st != desktop.VMMissing {
 		if to != "" {
-			if m.cfg.ColdMover != nil {
-				if err := m.cfg.ColdMover.UndefineOn(ctx, d.DomainName(), to); err != nil {
-					m.log.Error("definition of an interrupted move not removed", "desktop", d.ID, "host", to, "err", err)
+			if mv.cold != nil {
+				if err := mv.cold.UndefineOn(ctx, d.DomainName(), to); err != nil {
+					mv.log.Error("definition of an interrupted move not removed", "desktop", d.ID, "host", to, "err", err)
 				}
 			}
-			m.dropAddressAndRules(ctx, &there)
-			if err := m.removeFilesOn(ctx, &there); err != nil {
-				m.log.Error("files of an interrupted migration not removed", "desktop", d.ID, "host", to, "err", err)
+			mv.net.dropAddressAndRules(ctx, &there)
+			if err := mv.removeFilesOn(ctx, &there); err != nil {
+				mv.log.Error("files of an interrupted migration not removed", "desktop", d.ID, "host", to, "err", err)
 			}
 		}
-		m.ops.end(ctx, d, desktop.OpMigrate, false, observedAs(st), fmt.Sprintf("migrate to host %s was interrupted by a bureau restart; the desktop stayed on host %s", to, d.Host))
-		m.ops.event(ctx, d.ID, "migrate_failed", "bureau", "%s", d.LastError)
+		mv.ops.end(ctx, d, desktop.OpMigrate, false, observedAs(st), fmt.Sprintf("migrate to host %s was interrupted by a bureau restart; the desktop stayed on host %s", to, d.Host))
+		mv.ops.event(ctx, d.ID, "migrate_failed", "bureau", "%s", d.LastError)
 		return
 	}
 	// Gone from its host: the move finished before bureau could record
 	// it, and the VM is on the destination.
-	if m.cfg.Moved != nil {
-		m.cfg.Moved(d.ID, to)
+	if mv.onMoved != nil {
+		mv.onMoved(d.ID, to)
 	}
 	var undo reverter
-	err = m.networkThere(ctx, d, &there, &undo)
-	st, serr := m.hv.State(ctx, d.DomainName())
+	err = mv.networkThere(ctx, d, &there, &undo)
+	st, serr := mv.vms.State(ctx, d.DomainName())
 	if err == nil && serr == nil && (st == desktop.VMSaved || st == desktop.VMShutoff) {
 		// A cold move: left as it is there (one running before the move
 		// stays hibernated until woken).
-		m.coldMoved(ctx, d, &from, &there, observedAs(st), fmt.Sprintf("moved cold from host %s to host %s, finished after a bureau restart", from.Host, to), "bureau")
+		mv.coldMoved(ctx, d, &from, &there, observedAs(st), fmt.Sprintf("moved cold from host %s to host %s, finished after a bureau restart", from.Host, to), "bureau")
 		return
 	}
 	if err != nil || serr != nil || st != desktop.VMRunning {
 		undo.run(ctx)
-		if m.cfg.Moved != nil {
-			m.cfg.Moved(d.ID, from.Host)
+		if mv.onMoved != nil {
+			mv.onMoved(d.ID, from.Host)
 		}
-		m.ops.fail(ctx, d, "migrate", fmt.Errorf("interrupted by a bureau restart, and the VM is neither on host %s nor on host %s (%v %v)", from.Host, to, err, serr))
+		mv.ops.fail(ctx, d, "migrate", fmt.Errorf("interrupted by a bureau restart, and the VM is neither on host %s nor on host %s (%v %v)", from.Host, to, err, serr))
 		return
 	}
-	m.moved(ctx, d, &from, &there, nil, "bureau")
+	mv.moved(ctx, d, &from, &there, nil, "bureau")
 }

@@ -14,9 +14,9 @@ import (
 // they have now (the migration fills them), and its cloud-init seed (the
 // same instance, so nothing runs again). A data disk already there is
 // never replaced: the move is refused.
-func (m *Manager) filesThere(ctx context.Context, d, there *desktop.Desktop, undo *reverter) error {
-	m.ops.step(ctx, d, migrateStep(there.Host, "disks"))
-	sizes, err := m.cfg.Mover.DiskSizes(ctx, d.DomainName())
+func (mv *Moves) filesThere(ctx context.Context, d, there *desktop.Desktop, undo *reverter) error {
+	mv.ops.step(ctx, d, migrateStep(there.Host, "disks"))
+	sizes, err := mv.live.DiskSizes(ctx, d.DomainName())
 	if err != nil {
 		return fmt.Errorf("disk sizes: %w", err)
 	}
@@ -28,19 +28,19 @@ func (m *Manager) filesThere(ctx context.Context, d, there *desktop.Desktop, und
 	if err != nil {
 		return err
 	}
-	img, err := m.store.GetImage(ctx, d.Image)
+	img, err := mv.store.GetImage(ctx, d.Image)
 	if err != nil {
 		return fmt.Errorf("image %s: %w", d.Image, err)
 	}
-	vm := m.VMConfig(there, "")
+	vm := mv.defs.VMConfig(there, "")
 	seed := Seed{DesktopID: d.ID, Hostname: d.Name, KeyboardLayout: d.KeyboardLayout}
-	uid, gid := d.VMUID, m.cfg.VMGroup
-	files, err := m.folderThere(ctx, d, there, undo)
+	uid, gid := d.VMUID, vm.GID
+	files, err := mv.folderThere(ctx, d, there, undo)
 	if err != nil {
 		return err
 	}
 	label := func(step string) string { return migrateStep(there.Host, step) }
-	if err := m.imageOn(ctx, files, d, there.Host, img.Path, label); err != nil {
+	if err := mv.hosts.imageOn(ctx, files, d, there.Host, img.Path, label); err != nil {
 		return err
 	}
 	if err := files.CreateDataDisk(ctx, d.DataDiskPath, dataGiB, uid, gid); err != nil {
@@ -49,16 +49,16 @@ func (m *Manager) filesThere(ctx context.Context, d, there *desktop.Desktop, und
 	if err := files.CreateOverlay(ctx, img.Path, vm.OSDisk, osGiB, uid, gid); err != nil {
 		return fmt.Errorf("OS disk: %w", err)
 	}
-	return m.uploadSeed(ctx, files, vm.SeedISO, seed, uid, gid)
+	return mv.hosts.uploadSeed(ctx, files, vm.SeedISO, seed, uid, gid)
 }
 
 // folderThere makes d's folder on the host it moves to (there.Host),
 // owned by its QEMU user and empty of the files a move makes: stale ones
 // (an OS disk, a seed) are removed, but a data disk already there is
 // never replaced: the move is refused. It returns that host's files.
-func (m *Manager) folderThere(ctx context.Context, d, there *desktop.Desktop, undo *reverter) (HostFiles, error) {
-	vm := m.VMConfig(there, "")
-	on, err := m.filesOf(ctx, there)
+func (mv *Moves) folderThere(ctx context.Context, d, there *desktop.Desktop, undo *reverter) (HostFiles, error) {
+	vm := mv.defs.VMConfig(there, "")
+	on, err := mv.hosts.filesOf(ctx, there)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func (m *Manager) folderThere(ctx context.Context, d, there *desktop.Desktop, un
 	} else if ok {
 		return nil, &desktop.ConflictError{Message: fmt.Sprintf("a data disk is already at %s on host %s: it is not replaced", d.DataDiskPath, there.Host)}
 	}
-	if err := files.MakeDir(ctx, d.Dir, d.VMUID, m.cfg.VMGroup); err != nil {
+	if err := files.MakeDir(ctx, d.Dir, d.VMUID, vm.GID); err != nil {
 		return nil, fmt.Errorf("desktop folder on host %s: %w", there.Host, err)
 	}
 	undo.add(func(ctx context.Context) { files.RemoveAllBut(ctx, d.Dir, "") })
@@ -94,13 +94,13 @@ func wholeGiB(sizes map[string]int64, dev string) (int, error) {
 // networkThere gives the desktop an address on its new host's subnet
 // (there.NetIP), reserved in that host's DHCP, with its firewall rules
 // there, before it moves.
-func (m *Manager) networkThere(ctx context.Context, d, there *desktop.Desktop, undo *reverter) error {
-	m.ops.step(ctx, d, migrateStep(there.Host, "network"))
-	subnet, err := m.subnetOf(ctx, there)
+func (mv *Moves) networkThere(ctx context.Context, d, there *desktop.Desktop, undo *reverter) error {
+	mv.ops.step(ctx, d, migrateStep(there.Host, "network"))
+	subnet, err := mv.net.subnetOf(ctx, there)
 	if err != nil {
 		return err
 	}
-	ds, err := m.store.ListDesktops(ctx, desktop.Filter{})
+	ds, err := mv.store.ListDesktops(ctx, desktop.Filter{})
 	if err != nil {
 		return err
 	}
@@ -116,13 +116,13 @@ func (m *Manager) networkThere(ctx context.Context, d, there *desktop.Desktop, u
 		return errors.New("no free address on the new host's subnet")
 	}
 	there.NetIP = ip
-	undo.add(func(ctx context.Context) { m.dropAddressAndRules(ctx, there) })
-	return m.armNetwork(ctx, there, false)
+	undo.add(func(ctx context.Context) { mv.net.dropAddressAndRules(ctx, there) })
+	return mv.net.armNetwork(ctx, there, false)
 }
 
 // removeFilesOn removes a moved desktop's files from its old host.
-func (m *Manager) removeFilesOn(ctx context.Context, from *desktop.Desktop) error {
-	files, err := m.filesOf(ctx, from)
+func (mv *Moves) removeFilesOn(ctx context.Context, from *desktop.Desktop) error {
+	files, err := mv.hosts.filesOf(ctx, from)
 	if err != nil {
 		return err
 	}

@@ -57,10 +57,10 @@ func (f *fakeMover) BounceLink(_ context.Context, name string) error {
 func newMoveHarness(t *testing.T) (*harness, *fakeMover, *fakeHostFiles, *fakeAddresses, *fakeFirewall, *desktop.Desktop) {
 	h, files, fw, addrs, sites := newRemoteHarness(t)
 	mv := &fakeMover{}
-	h.m.cfg.Mover = mv
+	h.m.moves.live = mv
 	sites.site.Address = "127.0.0.1"
 	var moved []string
-	h.m.cfg.Moved = func(id, host string) { moved = append(moved, id+"→"+host) }
+	h.m.moves.onMoved = func(id, host string) { moved = append(moved, id+"→"+host) }
 	d, err := h.m.Create(context.Background(), CreateRequest{Owner: "alice", Name: "mover", Actor: "test",
 		Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 5}})
 	if err != nil {
@@ -76,13 +76,13 @@ func TestMigrateMovesARunningDesktopToAnotherHost(t *testing.T) {
 		t.Fatalf("the desktop starts here: %+v", d)
 	}
 	var ve *desktop.ValidationError
-	if _, err := h.m.Migrate(ctx, d.ID, "local", "test"); !errors.As(err, &ve) {
+	if _, err := h.m.moves.Migrate(ctx, d.ID, "local", "test"); !errors.As(err, &ve) {
 		t.Errorf("a move to where it is: %v", err)
 	}
-	if _, err := h.m.Migrate(ctx, d.ID, "three", "test"); !errors.As(err, &ve) || ve.Field != "host" {
+	if _, err := h.m.moves.Migrate(ctx, d.ID, "three", "test"); !errors.As(err, &ve) || ve.Field != "host" {
 		t.Errorf("a move to an unknown host: %v", err)
 	}
-	got, err := h.m.Migrate(ctx, d.ID, "two", "test")
+	got, err := h.m.moves.Migrate(ctx, d.ID, "two", "test")
 	if err != nil || got.State != desktop.StateMigrating {
 		t.Fatalf("migrate: %+v, %v", got, err)
 	}
@@ -124,11 +124,11 @@ func TestMigrateMovesARunningDesktopToAnotherHost(t *testing.T) {
 		t.Errorf("no migrated event among %+v", evs)
 	}
 	// And back: two's files and rules go, this host has them again.
-	if _, err := h.m.Migrate(ctx, d.ID, "local", "test"); err == nil || !strings.Contains(err.Error(), "BUREAU_HOST_ADDRESS") {
+	if _, err := h.m.moves.Migrate(ctx, d.ID, "local", "test"); err == nil || !strings.Contains(err.Error(), "BUREAU_HOST_ADDRESS") {
 		t.Fatalf("a move here without this host's address: %v", err)
 	}
-	h.m.cfg.HostAddress = "10.0.0.1"
-	if _, err := h.m.Migrate(ctx, d.ID, "local", "test"); err != nil {
+	h.m.moves.hostAddress = "10.0.0.1"
+	if _, err := h.m.moves.Migrate(ctx, d.ID, "local", "test"); err != nil {
 		t.Fatal(err)
 	}
 	d = h.settle(t, d.ID)
@@ -144,7 +144,7 @@ func TestMigrateThatFailsOrIsCancelledLeavesTheDesktopWhereItWas(t *testing.T) {
 	h, mv, files, addrs, fw, d := newMoveHarness(t)
 	ctx := context.Background()
 	mv.err = errors.New("QEMU: migration failed: connection refused")
-	if _, err := h.m.Migrate(ctx, d.ID, "two", "test"); err != nil {
+	if _, err := h.m.moves.Migrate(ctx, d.ID, "two", "test"); err != nil {
 		t.Fatal(err)
 	}
 	d = h.settle(t, d.ID)
@@ -162,14 +162,14 @@ func TestMigrateThatFailsOrIsCancelledLeavesTheDesktopWhereItWas(t *testing.T) {
 	}
 
 	mv.err, mv.block, mv.started = nil, true, make(chan struct{})
-	if err := h.m.CancelMigration(ctx, d.ID, "test"); err == nil {
+	if err := h.m.moves.CancelMigration(ctx, d.ID, "test"); err == nil {
 		t.Errorf("cancelling a migration that is not under way")
 	}
-	if _, err := h.m.Migrate(ctx, d.ID, "two", "test"); err != nil {
+	if _, err := h.m.moves.Migrate(ctx, d.ID, "two", "test"); err != nil {
 		t.Fatal(err)
 	}
 	<-mv.started
-	if err := h.m.CancelMigration(ctx, d.ID, "test"); err != nil {
+	if err := h.m.moves.CancelMigration(ctx, d.ID, "test"); err != nil {
 		t.Fatal(err)
 	}
 	d = h.settle(t, d.ID)
@@ -187,10 +187,10 @@ func TestMigrateInterruptedByARestartLeavesItWhereItRuns(t *testing.T) {
 	there := *d
 	there.Host = "two"
 	var undo reverter
-	if err := h.m.filesThere(ctx, d, &there, &undo); err != nil {
+	if err := h.m.moves.filesThere(ctx, d, &there, &undo); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.m.networkThere(ctx, d, &there, &undo); err != nil {
+	if err := h.m.moves.networkThere(ctx, d, &there, &undo); err != nil {
 		t.Fatal(err)
 	}
 	d, _ = h.store.GetDesktop(ctx, d.ID)
@@ -198,7 +198,7 @@ func TestMigrateInterruptedByARestartLeavesItWhereItRuns(t *testing.T) {
 	if err := h.store.UpdateDesktop(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	h.m.interrupted(ctx, d, desktop.VMRunning)
+	h.m.recon.interrupted(ctx, d, desktop.VMRunning)
 	d = h.settle(t, d.ID)
 	if d.State != desktop.StateRunning || d.Host != desktop.LocalHost || !strings.Contains(d.LastError, "migrate to host two was interrupted") {
 		t.Errorf("after the restart: %s on %s (%q)", d.State, d.Host, d.LastError)
@@ -230,17 +230,17 @@ func TestAMoveHoldsMemoryOnItsDestination(t *testing.T) {
 	}
 	h.settle(t, b.ID)
 	mv.block, mv.started = true, make(chan struct{})
-	if _, err := h.m.Migrate(ctx, d.ID, "two", "test"); err != nil {
+	if _, err := h.m.moves.Migrate(ctx, d.ID, "two", "test"); err != nil {
 		t.Fatal(err)
 	}
 	<-mv.started
 	if loads, _ := h.store.HostLoads(ctx); loads["two"].CommittedMiB != 1024 || loads["two"].PendingMiB != 1024 {
 		t.Errorf("host two while a desktop moves there: %+v", loads["two"])
 	}
-	if _, err := h.m.Migrate(ctx, b.ID, "two", "test"); !errors.Is(err, desktop.ErrCapacity) {
+	if _, err := h.m.moves.Migrate(ctx, b.ID, "two", "test"); !errors.Is(err, desktop.ErrCapacity) {
 		t.Errorf("a second move to a host with room for one: %v", err)
 	}
-	if err := h.m.CancelMigration(ctx, d.ID, "test"); err != nil {
+	if err := h.m.moves.CancelMigration(ctx, d.ID, "test"); err != nil {
 		t.Fatal(err)
 	}
 	h.settle(t, d.ID)
@@ -250,7 +250,7 @@ func TestAMoveHoldsMemoryOnItsDestination(t *testing.T) {
 	mv.mu.Lock()
 	mv.block, mv.started = false, nil
 	mv.mu.Unlock()
-	if _, err := h.m.Migrate(ctx, b.ID, "two", "test"); err != nil {
+	if _, err := h.m.moves.Migrate(ctx, b.ID, "two", "test"); err != nil {
 		t.Fatal(err)
 	}
 	if b = h.settle(t, b.ID); b.Host != "two" || b.LastError != "" {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"slices"
 	"strings"
@@ -27,6 +28,57 @@ type Addresses interface {
 	Release(ctx context.Context, mac string) error
 }
 
+// identities gives each desktop what sets it apart from the others: its
+// QEMU user and address, its network rules and its address's DHCP
+// reservation on its host (network.go), and in a guest restored from a
+// template its own name, machine id and keys (identity.go), and its
+// keyboard layout (keyboard.go). It holds the operation core and what
+// those need beside it, each by the role it plays here.
+type identities struct {
+	ops   *runner
+	store identityStore
+	hosts remoteSites
+	vms   identityVMs
+	keys  keyFiles
+	defs  vmConfigs
+	clock clockSync
+	log   *slog.Logger
+	// From Config: the rules (Firewall) and DHCP (Addresses) of bureau's
+	// own host, and the desktops' subnet there (Subnet).
+	firewall  Firewall
+	addresses Addresses
+	subnet    netip.Prefix
+}
+
+// identityStore gives an older desktop its QEMU user and address, and
+// reads desktops.
+type identityStore interface {
+	GetDesktop(ctx context.Context, id string) (*desktop.Desktop, error)
+	ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error)
+	SetVMIdentity(ctx context.Context, id string, uid int, ip string) error
+}
+
+// remoteSites reaches the site of a desktop's remote host, with its
+// subnet, rules and DHCP (desktopHosts.site).
+type remoteSites interface {
+	site(ctx context.Context, d *desktop.Desktop) (*Site, error)
+}
+
+// identityVMs runs the identity and layout scripts in guests, grows a
+// warm desktop's data disk and sets its clock.
+type identityVMs interface {
+	guestExec
+	ResizeDisk(ctx context.Context, name, file string, bytes int64) error
+	SyncGuestClock(ctx context.Context, name string) error
+}
+
+// keyFiles reads and removes the SSH keys a warm create keeps until the
+// desktop's identity is applied (bureau's own host's files).
+type keyFiles interface {
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	Remove(ctx context.Context, path string) error
+}
+
 // Desktops' QEMU users are drawn from [vmUIDBase, 2·vmUIDBase): far above
 // any real or sub-uid range, below 2^31 so no tool reads them as negative.
 // The store's unique index keeps two desktops from sharing one.
@@ -42,7 +94,7 @@ func newVMUID() int {
 // newNetIP draws an address for a desktop on the desktops' subnet (not the
 // network's, the gateway's or the broadcast address); "" without one. The
 // store's unique index keeps live desktops' addresses apart.
-func (m *Manager) newNetIP() string { return netIPOn(m.cfg.Subnet) }
+func (n *identities) newNetIP() string { return netIPOn(n.subnet) }
 
 // netIPOn draws an address on subnet p ("" without one).
 func netIPOn(p netip.Prefix) string {
@@ -63,14 +115,20 @@ func random32() uint32 {
 }
 
 // SetNetworkPolicy changes what a desktop may reach; a running desktop
-// follows it at once.
+// follows it at once (identities.SetNetworkPolicy).
 func (m *Manager) SetNetworkPolicy(ctx context.Context, id string, p desktop.NetworkPolicy, actor string) (*desktop.Desktop, error) {
+	return m.ident.SetNetworkPolicy(ctx, id, p, actor)
+}
+
+// SetNetworkPolicy changes what a desktop may reach; a running desktop
+// follows it at once.
+func (n *identities) SetNetworkPolicy(ctx context.Context, id string, p desktop.NetworkPolicy, actor string) (*desktop.Desktop, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	d, err := m.ops.changeSettings(ctx, id, func(ctx context.Context, d *desktop.Desktop) error {
+	d, err := n.ops.changeSettings(ctx, id, func(ctx context.Context, d *desktop.Desktop) error {
 		d.Network = p
-		fw, _, err := m.netOf(ctx, d)
+		fw, _, err := n.netOf(ctx, d)
 		if err != nil || fw == nil {
 			return err
 		}
@@ -79,7 +137,7 @@ func (m *Manager) SetNetworkPolicy(ctx context.Context, id string, p desktop.Net
 	if err != nil {
 		return nil, err
 	}
-	m.ops.event(ctx, id, "network_policy_set", actor, "network policy set: %s", policyText(p))
+	n.ops.event(ctx, id, "network_policy_set", actor, "network policy set: %s", policyText(p))
 	return d, nil
 }
 
@@ -103,33 +161,33 @@ func policyText(p desktop.NetworkPolicy) string {
 // loadNetwork gives desktops made before bureau isolated them their own
 // QEMU user and address, reserves every desktop's address and loads every
 // desktop's network rules (at start-up).
-func (m *Manager) loadNetwork(ctx context.Context) error {
-	ds, err := m.store.ListDesktops(ctx, desktop.Filter{})
+func (n *identities) loadNetwork(ctx context.Context) error {
+	ds, err := n.store.ListDesktops(ctx, desktop.Filter{})
 	if err != nil {
 		return err
 	}
 	ds = slices.DeleteFunc(ds, (*desktop.Desktop).Remote) // their hosts' preparers load theirs
 	for i, d := range ds {
-		if d.VMUID == 0 || (d.NetIP == "" && m.cfg.Subnet.IsValid()) {
-			if ds[i], err = m.giveIdentity(ctx, d.ID); err != nil {
+		if d.VMUID == 0 || (d.NetIP == "" && n.subnet.IsValid()) {
+			if ds[i], err = n.giveIdentity(ctx, d.ID); err != nil {
 				return err
 			}
 		}
-		if err := m.reserveAddress(ctx, ds[i]); err != nil {
+		if err := n.reserveAddress(ctx, ds[i]); err != nil {
 			return err
 		}
 	}
-	if m.cfg.Firewall == nil {
+	if n.firewall == nil {
 		return nil
 	}
-	return m.cfg.Firewall.Load(ctx, ds)
+	return n.firewall.Load(ctx, ds)
 }
 
-func (m *Manager) giveIdentity(ctx context.Context, id string) (*desktop.Desktop, error) {
+func (n *identities) giveIdentity(ctx context.Context, id string) (*desktop.Desktop, error) {
 	var err error
 	for range 5 {
-		if err = m.store.SetVMIdentity(ctx, id, newVMUID(), m.newNetIP()); err == nil {
-			return m.store.GetDesktop(ctx, id)
+		if err = n.store.SetVMIdentity(ctx, id, newVMUID(), n.newNetIP()); err == nil {
+			return n.store.GetDesktop(ctx, id)
 		}
 	}
 	return nil, fmt.Errorf("give desktop %s a QEMU user and address: %w", id, err)
@@ -139,13 +197,13 @@ func (m *Manager) giveIdentity(ctx context.Context, id string) (*desktop.Desktop
 // both hold before the VM's first packet. A spare's address was reserved
 // when it was made (reserved): the desktop's name is put on it once it
 // runs (renameAddress).
-func (m *Manager) armNetwork(ctx context.Context, d *desktop.Desktop, reserved bool) error {
+func (n *identities) armNetwork(ctx context.Context, d *desktop.Desktop, reserved bool) error {
 	if !reserved {
-		if err := m.reserveAddress(ctx, d); err != nil {
+		if err := n.reserveAddress(ctx, d); err != nil {
 			return err
 		}
 	}
-	fw, _, err := m.netOf(ctx, d)
+	fw, _, err := n.netOf(ctx, d)
 	if err != nil || fw == nil {
 		return err
 	}
@@ -153,11 +211,11 @@ func (m *Manager) armNetwork(ctx context.Context, d *desktop.Desktop, reserved b
 }
 
 // netOf is the firewall and DHCP of d's host (nil when not set).
-func (m *Manager) netOf(ctx context.Context, d *desktop.Desktop) (Firewall, Addresses, error) {
+func (n *identities) netOf(ctx context.Context, d *desktop.Desktop) (Firewall, Addresses, error) {
 	if !d.Remote() {
-		return m.cfg.Firewall, m.cfg.Addresses, nil
+		return n.firewall, n.addresses, nil
 	}
-	s, err := m.site(ctx, d)
+	s, err := n.hosts.site(ctx, d)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -165,11 +223,11 @@ func (m *Manager) netOf(ctx context.Context, d *desktop.Desktop) (Firewall, Addr
 }
 
 // subnetOf is the desktops' subnet on d's host.
-func (m *Manager) subnetOf(ctx context.Context, d *desktop.Desktop) (netip.Prefix, error) {
+func (n *identities) subnetOf(ctx context.Context, d *desktop.Desktop) (netip.Prefix, error) {
 	if !d.Remote() {
-		return m.cfg.Subnet, nil
+		return n.subnet, nil
 	}
-	s, err := m.site(ctx, d)
+	s, err := n.hosts.site(ctx, d)
 	if err != nil {
 		return netip.Prefix{}, err
 	}
@@ -177,8 +235,8 @@ func (m *Manager) subnetOf(ctx context.Context, d *desktop.Desktop) (netip.Prefi
 }
 
 // reserveAddress tells DHCP which address the desktop's MAC gets.
-func (m *Manager) reserveAddress(ctx context.Context, d *desktop.Desktop) error {
-	_, addrs, err := m.netOf(ctx, d)
+func (n *identities) reserveAddress(ctx context.Context, d *desktop.Desktop) error {
+	_, addrs, err := n.netOf(ctx, d)
 	if err != nil {
 		return err
 	}
@@ -192,8 +250,8 @@ func (m *Manager) reserveAddress(ctx context.Context, d *desktop.Desktop) error 
 }
 
 // releaseAddress drops the DHCP reservation of d's address, if it has one.
-func (m *Manager) releaseAddress(ctx context.Context, d *desktop.Desktop) error {
-	_, addrs, err := m.netOf(ctx, d)
+func (n *identities) releaseAddress(ctx context.Context, d *desktop.Desktop) error {
+	_, addrs, err := n.netOf(ctx, d)
 	if err != nil {
 		return err
 	}
@@ -204,15 +262,15 @@ func (m *Manager) releaseAddress(ctx context.Context, d *desktop.Desktop) error 
 }
 
 // dropAddressAndRules forgets a deleted desktop's address and rules.
-func (m *Manager) dropAddressAndRules(ctx context.Context, d *desktop.Desktop) {
-	if fw, _, err := m.netOf(ctx, d); err != nil {
-		m.log.Error("dropping a deleted desktop's network rules", "desktop", d.ID, "host", d.Host, "err", err)
+func (n *identities) dropAddressAndRules(ctx context.Context, d *desktop.Desktop) {
+	if fw, _, err := n.netOf(ctx, d); err != nil {
+		n.log.Error("dropping a deleted desktop's network rules", "desktop", d.ID, "host", d.Host, "err", err)
 	} else if fw != nil {
 		if err := fw.Forget(ctx, d.ID); err != nil {
-			m.log.Error("dropping a deleted desktop's network rules", "desktop", d.ID, "err", err)
+			n.log.Error("dropping a deleted desktop's network rules", "desktop", d.ID, "err", err)
 		}
 	}
-	if err := m.releaseAddress(ctx, d); err != nil {
-		m.log.Error("releasing a deleted desktop's address", "desktop", d.ID, "err", err)
+	if err := n.releaseAddress(ctx, d); err != nil {
+		n.log.Error("releasing a deleted desktop's address", "desktop", d.ID, "err", err)
 	}
 }

@@ -93,8 +93,8 @@ func TestNetworkPolicyLifecycle(t *testing.T) {
 	h := newHarness(t, &fakeDisks{})
 	fw := &fakeFirewall{policies: map[string]desktop.NetworkPolicy{}}
 	addrs := &fakeAddresses{ips: map[string]string{}}
-	h.m.cfg.Firewall, h.m.cfg.Network, h.m.cfg.VMGroup = fw, "bureau", 64055
-	h.m.cfg.Addresses, h.m.cfg.Subnet = addrs, netip.MustParsePrefix("10.120.0.0/16")
+	h.m.ident.firewall, h.m.defs.network, h.m.defs.group = fw, "bureau", 64055
+	h.m.ident.addresses, h.m.ident.subnet = addrs, netip.MustParsePrefix("10.120.0.0/16")
 	ctx := context.Background()
 
 	deny := desktop.NetworkPolicy{DenyOut: []string{"198.51.100.0/24"}}
@@ -118,7 +118,7 @@ func TestNetworkPolicyLifecycle(t *testing.T) {
 		t.Errorf("two desktops share QEMU user %d", o.VMUID)
 	}
 	ip, err := netip.ParseAddr(d.NetIP)
-	if err != nil || !h.m.cfg.Subnet.Contains(ip) || d.NetIP == "10.120.0.1" || o.NetIP == d.NetIP {
+	if err != nil || !h.m.ident.subnet.Contains(ip) || d.NetIP == "10.120.0.1" || o.NetIP == d.NetIP {
 		t.Errorf("addresses %q and %q: want one each on the subnet, not the gateway", d.NetIP, o.NetIP)
 	}
 	if addrs.ips[desktop.MAC(d.ID)] != d.NetIP {
@@ -174,8 +174,8 @@ func TestLoadNetworkGivesOldDesktopsAUser(t *testing.T) {
 	}
 	fw := &fakeFirewall{policies: map[string]desktop.NetworkPolicy{}}
 	addrs := &fakeAddresses{ips: map[string]string{}}
-	h.m.cfg.Firewall, h.m.cfg.Addresses, h.m.cfg.Subnet = fw, addrs, netip.MustParsePrefix("10.120.0.0/24")
-	if err := h.m.loadNetwork(context.Background()); err != nil {
+	h.m.ident.firewall, h.m.ident.addresses, h.m.ident.subnet = fw, addrs, netip.MustParsePrefix("10.120.0.0/24")
+	if err := h.m.ident.loadNetwork(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	cur, _ := h.m.Get(context.Background(), d.ID)
@@ -200,7 +200,7 @@ func TestColdStartRedefines(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.settle(t, d.ID)
-	h.m.cfg.Network, h.m.cfg.VMGroup = "bureau-new", 4242
+	h.m.defs.network, h.m.defs.group = "bureau-new", 4242
 	if _, err := h.m.Start(ctx, d.ID, "test"); err != nil {
 		t.Fatal(err)
 	}

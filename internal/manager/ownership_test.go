@@ -72,7 +72,7 @@ func TestInterruptedHibernateIsCarriedOut(t *testing.T) {
 	h.leave(t, again.ID, desktop.StateHibernating, "hibernate", "", desktop.StateHibernated)
 	h.leave(t, done.ID, desktop.StateHibernating, "hibernate", "", desktop.StateHibernated)
 	h.hv.setVM(done.DomainName(), desktop.VMSaved)
-	if err := h.m.Reconcile(ctx); err != nil {
+	if err := h.m.recon.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []*desktop.Desktop{again, done} {
@@ -96,7 +96,7 @@ func TestInterruptedRevertIsReported(t *testing.T) {
 	h := newHarness(t, &fakeDisks{})
 	d := h.settle(t, h.create(t, "rev").ID)
 	h.leave(t, d.ID, desktop.StateReverting, "revert", "", desktop.StateRunning)
-	h.m.Reconcile(context.Background())
+	h.m.recon.Reconcile(context.Background())
 	got := h.settle(t, d.ID)
 	if got.State != desktop.StateRunning || got.Operation != "" || !strings.Contains(got.LastError, "revert was interrupted") {
 		t.Fatalf("interrupted revert: %+v", got)
@@ -129,7 +129,7 @@ func TestInterruptedWarmCreateGetsItsIdentityOrFails(t *testing.T) {
 	early := warm("early")
 	h.leave(t, early.ID, desktop.StateCreating, "create", stepWarmRestore, desktop.StateRunning)
 	h.hv.setVM(early.DomainName(), desktop.VMShutoff)
-	if err := h.m.Reconcile(ctx); err != nil {
+	if err := h.m.recon.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
 	got := h.settle(t, restored.ID)
@@ -180,7 +180,7 @@ func TestDeleteFromAStuckStateRemovesEverything(t *testing.T) {
 
 func TestDeleteAndForceStopCutAHangingOperationShort(t *testing.T) {
 	h := newHarness(t, &fakeDisks{})
-	h.m.cfg.StopTimeout = time.Hour // the guest ignores ACPI: stop would wait an hour
+	h.m.life.stopTimeout = time.Hour // the guest ignores ACPI: stop would wait an hour
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "hang").ID)
 	h.hv.ignoreACPI = true
@@ -333,8 +333,8 @@ func TestReconcileKeepsWhyAnOperationFailed(t *testing.T) {
 		t.Fatalf("failed start: %s", got.State)
 	}
 	h.hv.fail("")
-	h.m.Reconcile(ctx)
-	h.m.Reconcile(ctx)
+	h.m.recon.Reconcile(ctx)
+	h.m.recon.Reconcile(ctx)
 	got, _ := h.m.Get(ctx, d.ID)
 	if got.State != desktop.StateStopped || !strings.Contains(got.LastError, "injected Start failure") {
 		t.Fatalf("after reconcile: %s %q", got.State, got.LastError)
@@ -358,7 +358,7 @@ func TestInterruptedNapSettlesAsItsVM(t *testing.T) {
 		d := h.settle(t, h.create(t, "nap-"+string(c.vm)).ID)
 		h.leave(t, d.ID, desktop.StatePausing, string(desktop.OpSleep), "", desktop.StateSleeping)
 		h.hv.setVM(d.DomainName(), c.vm)
-		if err := h.m.Reconcile(context.Background()); err != nil {
+		if err := h.m.recon.Reconcile(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		got := h.settle(t, d.ID)

@@ -32,9 +32,27 @@ type Placement struct {
 	Auto, WithHosts bool
 }
 
+// placer decides which host a desktop runs on: the one its create names
+// (hostFor) or the one placement chooses (where), and whether a host has
+// room for a desktop as it is recorded there (fitsOn) or woken there
+// (roomOnRemote).
+type placer struct {
+	// sites checks the remote host a create names (desktopHosts.named).
+	sites siteNamer
+	// From Config: how desktops are placed (Placement), and what desktops
+	// on bureau's own host run under (Accelerator).
+	placement Placement
+	accel     desktop.Accelerator
+}
+
+// siteNamer reaches the remote host a request names (desktopHosts.named).
+type siteNamer interface {
+	named(ctx context.Context, host string) (*Site, error)
+}
+
 // placing says whether a create that names no host is placed by weight.
-func (m *Manager) placing(ctx context.Context) bool {
-	p := m.cfg.Placement
+func (pl *placer) placing(ctx context.Context) bool {
+	p := pl.placement
 	switch {
 	case p.Hosts == nil:
 		return false
@@ -76,14 +94,14 @@ func (e *hostFullError) Unwrap() []error { return []error{desktop.ErrCapacity, e
 // where decides the host a create runs on: the one it names (bureau's own,
 // or a remote one ready for desktops; not for clones yet), else the one
 // placement chooses among those carrying its labels, skipping skip.
-func (m *Manager) where(ctx context.Context, req CreateRequest, clone bool, skip map[string]string) (spot, error) {
+func (pl *placer) where(ctx context.Context, req CreateRequest, clone bool, skip map[string]string) (spot, error) {
 	if len(req.PlaceLabels) > 0 && req.Host != "" {
 		return spot{}, &desktop.ValidationError{Field: "placement", Message: "name a host or placement labels, not both"}
 	}
 	auto := false
 	if req.Host == "" {
 		// Labels ask for placement, even among bureau's own host alone.
-		auto = len(req.PlaceLabels) > 0 && m.cfg.Placement.WithHosts && m.cfg.Placement.Hosts != nil || m.placing(ctx)
+		auto = len(req.PlaceLabels) > 0 && pl.placement.WithHosts && pl.placement.Hosts != nil || pl.placing(ctx)
 	}
 	if req.Host == "" && len(req.PlaceLabels) > 0 && !auto {
 		return spot{}, &desktop.ValidationError{Field: "placement", Message: "placement is off on this bureau (BUREAU_PLACEMENT=off): name a host instead"}
@@ -92,24 +110,44 @@ func (m *Manager) where(ctx context.Context, req CreateRequest, clone bool, skip
 		req.Host = desktop.LocalHost
 	}
 	if req.Host != "" {
-		accel, err := m.hostFor(ctx, req, clone)
+		accel, err := pl.hostFor(ctx, req, clone)
 		return spot{host: req.Host, accel: accel}, err
 	}
-	hosts, err := m.cfg.Placement.Hosts.Candidates(ctx)
+	hosts, err := pl.placement.Hosts.Candidates(ctx)
 	if err != nil {
 		return spot{}, fmt.Errorf("placement: %w", err)
 	}
-	h, err := m.cfg.Placement.Policy.Choose(hosts, m.placementRequest(req.Spec, req.PlaceLabels, skip))
+	h, err := pl.placement.Policy.Choose(hosts, pl.placementRequest(req.Spec, req.PlaceLabels, skip))
 	if err != nil {
 		return spot{}, fmt.Errorf("%w: %w", desktop.ErrCapacity, err)
 	}
 	req.Host = h.Name
-	accel, err := m.hostFor(ctx, req, false)
+	accel, err := pl.hostFor(ctx, req, false)
 	return spot{host: h.Name, accel: accel, placed: true}, err
 }
 
+// hostFor checks the host a create asks for (bureau's own, or a remote
+// one that is ready for desktops; not for clones yet) and says which
+// accelerator desktops use there.
+func (pl *placer) hostFor(ctx context.Context, req CreateRequest, clone bool) (desktop.Accelerator, error) {
+	if req.Host == desktop.LocalHost {
+		return pl.accel, nil
+	}
+	if clone {
+		return "", &desktop.ValidationError{Field: "host", Message: "a clone runs on its source's host; clones of snapshots are " + desktop.ErrNotOnRemoteHost.Error()}
+	}
+	s, err := pl.sites.named(ctx, req.Host)
+	if err != nil {
+		return "", err
+	}
+	if s.Accelerator == "" {
+		return desktop.AccelTCG, nil
+	}
+	return s.Accelerator, nil
+}
+
 // placementRequest is what a desktop of spec asks of its host.
-func (m *Manager) placementRequest(spec desktop.Spec, labels, skip map[string]string) placement.Request {
+func (pl *placer) placementRequest(spec desktop.Spec, labels, skip map[string]string) placement.Request {
 	return placement.Request{MemoryMiB: int64(spec.MemoryMiB), DiskMiB: newDesktopDiskMiB, Labels: labels, Skip: skip}
 }
 
@@ -118,11 +156,11 @@ func (m *Manager) placementRequest(spec desktop.Spec, labels, skip map[string]st
 // host's own): d's memory (none when memHeld) must fit there. A remote
 // host is always checked; bureau's own only when placement is on, else
 // only whether it is draining.
-func (m *Manager) fitsOn(ctx context.Context, d *desktop.Desktop, memHeld bool) (func(placement.Load) error, error) {
-	if m.cfg.Placement.Hosts == nil {
+func (pl *placer) fitsOn(ctx context.Context, d *desktop.Desktop, memHeld bool) (func(placement.Load) error, error) {
+	if pl.placement.Hosts == nil {
 		return nil, nil
 	}
-	hosts, err := m.cfg.Placement.Hosts.Candidates(ctx)
+	hosts, err := pl.placement.Hosts.Candidates(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("placement: %w", err)
 	}
@@ -133,18 +171,18 @@ func (m *Manager) fitsOn(ctx context.Context, d *desktop.Desktop, memHeld bool) 
 	if err != nil {
 		return nil, err
 	}
-	if !d.Remote() && !m.cfg.Placement.placesAmong(hosts) {
+	if !d.Remote() && !pl.placement.placesAmong(hosts) {
 		// Only a drain keeps desktops off bureau's own host.
 		if h.Draining {
 			return nil, &hostFullError{host: h.Name, why: errors.New("draining: its desktops are moving off it")}
 		}
 		return nil, nil
 	}
-	req := m.placementRequest(d.Spec, nil, nil)
+	req := pl.placementRequest(d.Spec, nil, nil)
 	if memHeld {
 		req.MemoryMiB = 0
 	}
-	policy := m.cfg.Placement.Policy
+	policy := pl.placement.Policy
 	return func(l placement.Load) error {
 		h.Load = l
 		if err := policy.Fits(h, req); err != nil {
@@ -155,8 +193,8 @@ func (m *Manager) fitsOn(ctx context.Context, d *desktop.Desktop, memHeld bool) 
 }
 
 // candidate is one host as placement sees it.
-func (m *Manager) candidate(ctx context.Context, host string) (placement.Host, error) {
-	hosts, err := m.cfg.Placement.Hosts.Candidates(ctx)
+func (pl *placer) candidate(ctx context.Context, host string) (placement.Host, error) {
+	hosts, err := pl.placement.Hosts.Candidates(ctx)
 	if err != nil {
 		return placement.Host{}, fmt.Errorf("placement: %w", err)
 	}
@@ -174,15 +212,15 @@ func hostIn(hosts []placement.Host, host string) (placement.Host, error) {
 
 // roomOnRemote refuses to run d (memMiB of it) on its remote host when
 // placement says the host has no room for it.
-func (m *Manager) roomOnRemote(ctx context.Context, d *desktop.Desktop, memMiB int) error {
-	if m.cfg.Placement.Hosts == nil {
+func (pl *placer) roomOnRemote(ctx context.Context, d *desktop.Desktop, memMiB int) error {
+	if pl.placement.Hosts == nil {
 		return nil
 	}
-	h, err := m.candidate(ctx, d.Host)
+	h, err := pl.candidate(ctx, d.Host)
 	if err != nil {
 		return err
 	}
-	if err := m.cfg.Placement.Policy.Fits(h, placement.Request{MemoryMiB: int64(memMiB)}); err != nil {
+	if err := pl.placement.Policy.Fits(h, placement.Request{MemoryMiB: int64(memMiB)}); err != nil {
 		return &hostFullError{host: h.Name, why: err}
 	}
 	return nil

@@ -41,8 +41,8 @@ func newPlacementHarness(t *testing.T) *harness {
 	if err := h.store.InsertHost(ctx, two); err != nil {
 		t.Fatal(err)
 	}
-	h.m.cfg.Placement.Auto = true
-	h.m.cfg.Placement.Hosts = placement.Lister{Source: h.store, LocalMemory: func() (int64, int64, error) { return 4096, 4096, nil }}
+	h.m.place.placement.Auto = true
+	h.m.place.placement.Hosts = placement.Lister{Source: h.store, LocalMemory: func() (int64, int64, error) { return 4096, 4096, nil }}
 	return h
 }
 
@@ -87,7 +87,7 @@ func TestPlacementPutsACreateOnTheEmptierHost(t *testing.T) {
 		t.Errorf("no placement event among %+v", evs)
 	}
 	// Placement off: labels are refused, a plain create stays home.
-	h.m.cfg.Placement.Auto = false
+	h.m.place.placement.Auto = false
 	if _, err := create("e", map[string]string{"zone": "b"}); !errors.As(err, &ve) || ve.Field != "placement" {
 		t.Fatalf("labels with placement off: %v", err)
 	}
@@ -102,7 +102,7 @@ func TestPlacementTriesTheNextHostWhenOneFilledUp(t *testing.T) {
 	h := newPlacementHarness(t)
 	ctx := context.Background()
 	h.hostMemory(t, "two", 3000, 8192)
-	h.m.cfg.Placement.Hosts = placement.Lister{Source: staleLoads{h}, LocalMemory: func() (int64, int64, error) { return 4096, 4096, nil }}
+	h.m.place.placement.Hosts = placement.Lister{Source: staleLoads{h}, LocalMemory: func() (int64, int64, error) { return 4096, 4096, nil }}
 	spec := desktop.Spec{VCPUs: 1, MemoryMiB: 2048, DataDiskGiB: 5}
 	// Local: 3584 MiB for desktops, 3584 free; two: 2488 for desktops.
 	// Local wins.
@@ -133,7 +133,7 @@ func TestPlacementAutoOnceThereIsARemoteHost(t *testing.T) {
 	if err := h.store.DeleteHost(ctx, "two"); err != nil {
 		t.Fatal(err)
 	}
-	h.m.cfg.Placement.Auto, h.m.cfg.Placement.WithHosts = false, true
+	h.m.place.placement.Auto, h.m.place.placement.WithHosts = false, true
 	create := func(name string) *desktop.Desktop {
 		t.Helper()
 		d, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: name, Actor: "test", Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 5}})
@@ -152,7 +152,7 @@ func TestPlacementAutoOnceThereIsARemoteHost(t *testing.T) {
 		t.Errorf("with host two there: on %s, want two (fewer desktops)", b.Host)
 	}
 	// Off: bureau's own host whatever the others.
-	h.m.cfg.Placement.WithHosts = false
+	h.m.place.placement.WithHosts = false
 	if c := create("c"); c.Host != desktop.LocalHost {
 		t.Errorf("placement off: on %s", c.Host)
 	}

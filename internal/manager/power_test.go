@@ -143,7 +143,7 @@ func TestReconcileFindsPausedAndHibernated(t *testing.T) {
 	b := h.settle(t, h.create(t, "b").ID)
 	h.hv.setVM(a.DomainName(), desktop.VMPaused)
 	h.hv.setVM(b.DomainName(), desktop.VMSaved)
-	if err := h.m.Reconcile(ctx); err != nil {
+	if err := h.m.recon.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := h.m.Get(ctx, a.ID); got.State != desktop.StatePaused {

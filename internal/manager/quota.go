@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"syscall"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/placement"
 )
 
 // Capacity checks that the host has room for a desktop.
@@ -17,66 +19,98 @@ type Capacity interface {
 	CheckSave(memMiB int) error
 }
 
+// quotas keeps owners within their quotas and hosts within their room:
+// what a desktop, a snapshot or a bigger data disk adds is recorded only
+// if both allow it (recordNew, recordSnapshot, reserveDataDisk), and a
+// desktop is woken or hibernated only where its host has room for it.
+type quotas struct {
+	store QuotaStore
+	place hostFit
+	log   *slog.Logger
+	// From Config: this host's room (Capacity) and the quota plan of
+	// owners without their own (DefaultPlan).
+	capacity    Capacity
+	defaultPlan string
+}
+
+// hostFit says whether a desktop fits on its host as placement sees it:
+// as it is recorded there, or woken on a remote host (placer, place.go).
+type hostFit interface {
+	fitsOn(ctx context.Context, d *desktop.Desktop, memHeld bool) (func(placement.Load) error, error)
+	roomOnRemote(ctx context.Context, d *desktop.Desktop, memMiB int) error
+}
+
 // newDesktopDiskMiB is the host space a new desktop takes at once: its OS
 // overlay and seed grow from about this; data disks are sparse.
 const newDesktopDiskMiB = 1024
 
 // roomFor refuses to run a desktop the host has no memory for.
-func (m *Manager) roomFor(memMiB, diskMiB int) error {
-	if m.cfg.Capacity == nil {
+func (qs *quotas) roomFor(memMiB, diskMiB int) error {
+	if qs.capacity == nil {
 		return nil
 	}
-	return m.cfg.Capacity.Check(memMiB, diskMiB)
+	return qs.capacity.Check(memMiB, diskMiB)
 }
 
 // roomOn refuses to run d where its host has no memory for it: this
 // host's own check, or placement's for a remote host (what it last
 // reported free, and what bureau's desktops hold there).
-func (m *Manager) roomOn(ctx context.Context, d *desktop.Desktop, memMiB int) error {
+func (qs *quotas) roomOn(ctx context.Context, d *desktop.Desktop, memMiB int) error {
 	if !d.Remote() {
-		return m.roomFor(memMiB, 0)
+		return qs.roomFor(memMiB, 0)
 	}
-	return m.roomOnRemote(ctx, d, memMiB)
+	return qs.place.roomOnRemote(ctx, d, memMiB)
 }
 
 // roomToSaveOn refuses to hibernate a desktop of this host whose RAM would
 // not fit on its disk (a remote host's disk is not measured yet).
-func (m *Manager) roomToSaveOn(d *desktop.Desktop) error {
+func (qs *quotas) roomToSaveOn(d *desktop.Desktop) error {
 	if d.Remote() {
 		return nil
 	}
-	return m.roomToSave(d.MemoryMiB)
+	return qs.roomToSave(d.MemoryMiB)
 }
 
 // roomToSave refuses to hibernate a desktop whose RAM would not fit on disk.
-func (m *Manager) roomToSave(memMiB int) error {
-	if m.cfg.Capacity == nil {
+func (qs *quotas) roomToSave(memMiB int) error {
+	if qs.capacity == nil {
 		return nil
 	}
-	return m.cfg.Capacity.CheckSave(memMiB)
+	return qs.capacity.CheckSave(memMiB)
+}
+
+// Quota returns an owner's limits (its own, or the default plan's) and
+// what it uses now (quotas.Quota).
+func (m *Manager) Quota(ctx context.Context, owner string) (desktop.Quota, desktop.Usage, error) {
+	return m.quota.Quota(ctx, owner)
+}
+
+// SetQuota sets an owner's plan or custom limits (quotas.SetQuota).
+func (m *Manager) SetQuota(ctx context.Context, q desktop.Quota, actor string) (*desktop.Quota, error) {
+	return m.quota.SetQuota(ctx, q, actor)
 }
 
 // Quota returns an owner's limits (its own, or the default plan's) and
 // what it uses now.
-func (m *Manager) Quota(ctx context.Context, owner string) (desktop.Quota, desktop.Usage, error) {
-	q, err := m.store.GetQuota(ctx, owner)
+func (qs *quotas) Quota(ctx context.Context, owner string) (desktop.Quota, desktop.Usage, error) {
+	q, err := qs.store.GetQuota(ctx, owner)
 	if errors.Is(err, desktop.ErrNotFound) {
 		q, err = nil, nil
 	}
 	if err != nil {
 		return desktop.Quota{}, desktop.Usage{}, err
 	}
-	u, err := m.store.Usage(ctx, owner)
-	return m.effective(owner, q), u, err
+	u, err := qs.store.Usage(ctx, owner)
+	return qs.effective(owner, q), u, err
 }
 
 // effective is the quota that applies to owner: its own (stored, when not
 // nil) or the default plan's.
-func (m *Manager) effective(owner string, stored *desktop.Quota) desktop.Quota {
+func (qs *quotas) effective(owner string, stored *desktop.Quota) desktop.Quota {
 	if stored != nil {
 		return *stored
 	}
-	plan, ok := desktop.Plans[m.cfg.DefaultPlan]
+	plan, ok := desktop.Plans[qs.defaultPlan]
 	if !ok {
 		plan = desktop.Plans["free"]
 	}
@@ -87,8 +121,8 @@ func (m *Manager) effective(owner string, stored *desktop.Quota) desktop.Quota {
 // CheckQuota says whether add would take owner past its quota now. It is a
 // preview: another request may use the room before this one does; the
 // writes that add usage check again atomically (admit).
-func (m *Manager) CheckQuota(ctx context.Context, owner string, add desktop.Usage) error {
-	q, u, err := m.Quota(ctx, owner)
+func (qs *quotas) CheckQuota(ctx context.Context, owner string, add desktop.Usage) error {
+	q, u, err := qs.Quota(ctx, owner)
 	if err != nil {
 		return err
 	}
@@ -101,10 +135,10 @@ func (m *Manager) CheckQuota(ctx context.Context, owner string, add desktop.Usag
 // given (the host's capacity, checked after the quota so refusals come in
 // the order a caller fixes them). room runs inside the transaction too, so
 // it must be quick and not use the store.
-func (m *Manager) admit(owner string, add desktop.Usage, unlimited bool, room func() error) func(*desktop.Quota, desktop.Usage) error {
+func (qs *quotas) admit(owner string, add desktop.Usage, unlimited bool, room func() error) func(*desktop.Quota, desktop.Usage) error {
 	return func(stored *desktop.Quota, u desktop.Usage) error {
 		if !unlimited {
-			if err := m.effective(owner, stored).Check(u.Plus(add)); err != nil {
+			if err := qs.effective(owner, stored).Check(u.Plus(add)); err != nil {
 				return err
 			}
 		}
@@ -124,7 +158,7 @@ func (m *Manager) admit(owner string, add desktop.Usage, unlimited bool, room fu
 //
 // A desktop taking a spare needs no more host memory: the spare's VM holds
 // it already.
-func (m *Manager) recordNew(ctx context.Context, d *desktop.Desktop, unlimited, memHeld bool) error {
+func (qs *quotas) recordNew(ctx context.Context, d *desktop.Desktop, unlimited, memHeld bool) error {
 	add := desktop.Usage{Desktops: 1, VCPUs: d.VCPUs, MemoryMiB: d.MemoryMiB, DiskMiB: d.DataDiskGiB * 1024}
 	mem := d.MemoryMiB
 	if memHeld {
@@ -132,13 +166,13 @@ func (m *Manager) recordNew(ctx context.Context, d *desktop.Desktop, unlimited, 
 	}
 	var room func() error
 	if !d.Remote() {
-		room = func() error { return m.roomFor(mem, newDesktopDiskMiB) }
+		room = func() error { return qs.roomFor(mem, newDesktopDiskMiB) }
 	}
-	fits, err := m.fitsOn(ctx, d, memHeld)
+	fits, err := qs.place.fitsOn(ctx, d, memHeld)
 	if err != nil {
 		return err
 	}
-	return m.store.CreateDesktopChecked(ctx, d, m.admit(d.Owner, add, unlimited, room), fits)
+	return qs.store.CreateDesktopChecked(ctx, d, qs.admit(d.Owner, add, unlimited, room), fits)
 }
 
 // recordSnapshot records sn, a snapshot of d about to be taken, if the
@@ -153,29 +187,29 @@ func (m *Manager) recordNew(ctx context.Context, d *desktop.Desktop, unlimited, 
 // its size, so concurrent snapshots count each other's, and the growth of
 // its disk files measured right after it was taken replaces it. The space a
 // snapshot pins later, as its disk changes, is not counted.
-func (m *Manager) recordSnapshot(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot, unlimited bool) error {
+func (qs *quotas) recordSnapshot(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot, unlimited bool) error {
 	add := desktop.Usage{Snapshots: 1}
 	var room func() error
 	if sn.Memory {
 		sn.SizeBytes = int64(d.MemoryMiB) << 20
 		add.DiskMiB = d.MemoryMiB
 		// Its RAM goes into the OS disk: as much room as for a hibernation.
-		room = func() error { return m.roomFor(0, d.MemoryMiB) }
+		room = func() error { return qs.roomFor(0, d.MemoryMiB) }
 	}
-	return m.store.CreateSnapshotChecked(ctx, sn, d.Owner, m.admit(d.Owner, add, unlimited, room))
+	return qs.store.CreateSnapshotChecked(ctx, sn, d.Owner, qs.admit(d.Owner, add, unlimited, room))
 }
 
 // reserveDataDisk records d's data disk as sizeGiB before it grows, if the
 // owner's disk quota has room for the added GiB, atomically with the
 // owner's other requests; the caller records the old size again if growing
 // fails.
-func (m *Manager) reserveDataDisk(ctx context.Context, d *desktop.Desktop, sizeGiB int, unlimited bool) error {
+func (qs *quotas) reserveDataDisk(ctx context.Context, d *desktop.Desktop, sizeGiB int, unlimited bool) error {
 	add := desktop.Usage{DiskMiB: (sizeGiB - d.DataDiskGiB) * 1024}
-	return m.store.GrowDataDiskChecked(ctx, d.ID, d.Owner, sizeGiB, m.admit(d.Owner, add, unlimited, nil))
+	return qs.store.GrowDataDiskChecked(ctx, d.ID, d.Owner, sizeGiB, qs.admit(d.Owner, add, unlimited, nil))
 }
 
 // SetQuota sets an owner's plan or custom limits.
-func (m *Manager) SetQuota(ctx context.Context, q desktop.Quota, actor string) (*desktop.Quota, error) {
+func (qs *quotas) SetQuota(ctx context.Context, q desktop.Quota, actor string) (*desktop.Quota, error) {
 	// A plan named without limits of its own gets the plan's.
 	if base, ok := desktop.Plans[q.Plan]; ok && q == (desktop.Quota{Owner: q.Owner, Plan: q.Plan}) {
 		base.Owner = q.Owner
@@ -184,10 +218,10 @@ func (m *Manager) SetQuota(ctx context.Context, q desktop.Quota, actor string) (
 	if err := desktop.ValidateQuota(q); err != nil {
 		return nil, err
 	}
-	if err := m.store.PutQuota(ctx, &q); err != nil {
+	if err := qs.store.PutQuota(ctx, &q); err != nil {
 		return nil, err
 	}
-	m.log.Info("quota set", "owner", q.Owner, "plan", q.Plan, "actor", actor, "at", time.Now().UTC())
+	qs.log.Info("quota set", "owner", q.Owner, "plan", q.Plan, "actor", actor, "at", time.Now().UTC())
 	return &q, nil
 }
 

@@ -34,7 +34,7 @@ func (f fakeCapacity) Check(mem, disk int) error {
 
 func TestQuotaDefaultsToTheFreeTierAndCountsSnapshots(t *testing.T) {
 	h := newHarness(t, &fakeDisks{})
-	h.m.cfg.DefaultPlan = "free"
+	h.m.quota.defaultPlan = "free"
 	ctx := context.Background()
 	q, u, err := h.m.Quota(ctx, "alice")
 	if err != nil || q.Plan != "free" || q.MaxVCPUs != 2 || q.MaxMemoryMiB != 4096 || q.MaxDiskGiB != 20 || u.Desktops != 0 {
@@ -42,17 +42,17 @@ func TestQuotaDefaultsToTheFreeTierAndCountsSnapshots(t *testing.T) {
 	}
 	d := h.settle(t, h.createFor(t, "a")) // 2 vCPU, 2 GiB, 20 GiB data disk (the harness's size)
 	var qe *desktop.QuotaError
-	if err := h.m.CheckQuota(ctx, "alice", desktop.Usage{Desktops: 1, VCPUs: 2, MemoryMiB: 1024}); !errors.As(err, &qe) || qe.Limit != "vcpus" {
+	if err := h.m.quota.CheckQuota(ctx, "alice", desktop.Usage{Desktops: 1, VCPUs: 2, MemoryMiB: 1024}); !errors.As(err, &qe) || qe.Limit != "vcpus" {
 		t.Errorf("a second 2-vCPU desktop on the free tier: %v", err)
 	}
 	h.store.CreateSnapshot(ctx, &desktop.Snapshot{ID: "s", DesktopID: d.ID, Name: "big", Scope: "all", SizeBytes: 2 << 30, CreatedAt: d.CreatedAt})
-	if err := h.m.CheckQuota(ctx, "alice", desktop.Usage{}); !errors.As(err, &qe) || qe.Limit != "disk_gib" {
+	if err := h.m.quota.CheckQuota(ctx, "alice", desktop.Usage{}); !errors.As(err, &qe) || qe.Limit != "disk_gib" {
 		t.Errorf("2 GiB of snapshots over a 20 GiB data disk on the free tier: %v", err)
 	}
 	if _, err := h.m.SetQuota(ctx, desktop.Quota{Owner: "alice", Plan: "team"}, "admin"); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.m.CheckQuota(ctx, "alice", desktop.Usage{Desktops: 1, VCPUs: 4, MemoryMiB: 8192}); err != nil {
+	if err := h.m.quota.CheckQuota(ctx, "alice", desktop.Usage{Desktops: 1, VCPUs: 4, MemoryMiB: 8192}); err != nil {
 		t.Errorf("on the team plan: %v", err)
 	}
 	var ve *desktop.ValidationError
@@ -69,7 +69,7 @@ func TestCapacityRefusesCreateAndStart(t *testing.T) {
 	d := h.settle(t, h.createFor(t, "a"))
 	h.m.Stop(ctx, d.ID, "alice", StopOptions{Force: true})
 	h.settle(t, d.ID)
-	h.m.cfg.Capacity = fakeCapacity{memFree: 100}
+	h.m.quota.capacity = fakeCapacity{memFree: 100}
 	if _, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "b", Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 1}}); !errors.Is(err, desktop.ErrCapacity) {
 		t.Errorf("create without memory: %v", err)
 	}
@@ -105,14 +105,14 @@ func TestHibernateRefusedWithoutRoomForTheRAM(t *testing.T) {
 	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "h").ID)
-	h.m.cfg.Capacity = fakeCapacity{memFree: 1 << 20, saveFree: d.MemoryMiB - 1}
+	h.m.quota.capacity = fakeCapacity{memFree: 1 << 20, saveFree: d.MemoryMiB - 1}
 	if _, err := h.m.Hibernate(ctx, d.ID, "alice"); !errors.Is(err, desktop.ErrCapacity) {
 		t.Fatalf("hibernate with no room for the RAM: %v", err)
 	}
 	if got, _ := h.m.Get(ctx, d.ID); got.State != desktop.StateRunning || got.Operation != "" || h.hv.vm(d.DomainName()) != desktop.VMRunning {
 		t.Errorf("a refused hibernate changed the desktop: %+v, vm %s", got, h.hv.vm(d.DomainName()))
 	}
-	h.m.cfg.Capacity = fakeCapacity{memFree: 1 << 20, saveFree: d.MemoryMiB + 64}
+	h.m.quota.capacity = fakeCapacity{memFree: 1 << 20, saveFree: d.MemoryMiB + 64}
 	if _, err := h.m.Hibernate(ctx, d.ID, "alice"); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestMemorySnapshotRefusedWithoutRoomForTheRAM(t *testing.T) {
 	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "m").ID)
-	h.m.cfg.Capacity = fakeCapacity{memFree: 1 << 20, diskFree: d.MemoryMiB - 1}
+	h.m.quota.capacity = fakeCapacity{memFree: 1 << 20, diskFree: d.MemoryMiB - 1}
 	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "with-ram"}); !errors.Is(err, desktop.ErrCapacity) {
 		t.Fatalf("memory snapshot without room for the RAM: %v", err)
 	}

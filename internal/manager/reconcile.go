@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"time"
@@ -18,10 +19,10 @@ import (
 func (m *Manager) Run() error {
 	m.ops.ensureReserve()
 	m.warm.abandonBuilds(m.ops.ctx)
-	if err := m.loadNetwork(m.ops.ctx); err != nil {
+	if err := m.ident.loadNetwork(m.ops.ctx); err != nil {
 		return fmt.Errorf("desktop network: %w", err)
 	}
-	if err := m.Reconcile(m.ops.ctx); err != nil {
+	if err := m.recon.Reconcile(m.ops.ctx); err != nil {
 		return err
 	}
 	m.ops.spawn(5*time.Minute, m.warm.adopt)
@@ -34,8 +35,8 @@ func (m *Manager) Run() error {
 			select {
 			case <-m.ops.ctx.Done():
 				return
-			case ev := <-m.hv.Events():
-				m.onEvent(m.ops.ctx, ev)
+			case ev := <-m.events.Events():
+				m.recon.onEvent(m.ops.ctx, ev)
 			}
 		}
 	})
@@ -46,28 +47,81 @@ func (m *Manager) Run() error {
 			select {
 			case <-m.ops.ctx.Done():
 				return
-			case <-m.hv.Resync():
-				m.reconcileLogged("events may have been missed")
+			case <-m.events.Resync():
+				m.recon.reconcileLogged("events may have been missed")
 			case <-tick.C:
-				m.reconcileLogged("")
+				m.recon.reconcileLogged("")
 			}
 		}
 	})
 	return nil
 }
 
-func (m *Manager) reconcileLogged(why string) {
+// reconciler keeps desktops' records in line with their VMs: it applies
+// the changes libvirt reports that no operation asked for (onEvent),
+// compares every desktop with its VM (Reconcile), and finishes or undoes
+// what a restart cut short (interrupted.go). It holds the operation core
+// and what that needs beside it, each by the role it plays here.
+type reconciler struct {
+	ops     *runner
+	store   reconcileStore
+	vms     reconcileVMs
+	local   scratchFiles
+	life    powerRecovery
+	creates createRecovery
+	moves   moveRecovery
+	log     *slog.Logger
+}
+
+// reconcileStore reads the desktops reconcile compares with their VMs.
+type reconcileStore interface {
+	GetDesktop(ctx context.Context, id string) (*desktop.Desktop, error)
+	ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error)
+}
+
+// reconcileVMs lists VMs and reads one's state now.
+type reconcileVMs interface {
+	List(ctx context.Context) (map[string]desktop.VMState, error)
+	State(ctx context.Context, name string) (desktop.VMState, error)
+}
+
+// scratchFiles finds and removes what an operation cut short left on
+// bureau's own host.
+type scratchFiles interface {
+	Exists(ctx context.Context, path string) (bool, error)
+	Remove(ctx context.Context, path string) error
+}
+
+// powerRecovery starts a crashed desktop that asked for it, and finishes
+// a delete or a power operation a restart cut short (lifecycle).
+type powerRecovery interface {
+	Start(ctx context.Context, id, actor string) (*desktop.Desktop, error)
+	finishDelete(ctx context.Context, d *desktop.Desktop, deleteData bool) (*DeleteResult, error)
+	resumePower(ctx context.Context, d *desktop.Desktop, vm desktop.VMState, target desktop.State)
+}
+
+// createRecovery finishes a create a restart cut short (creator).
+type createRecovery interface {
+	resumeCreate(ctx context.Context, d *desktop.Desktop, vm desktop.VMState)
+}
+
+// moveRecovery settles a move a restart cut short (Moves).
+type moveRecovery interface {
+	resumeMigrate(ctx context.Context, d *desktop.Desktop)
+}
+
+func (r *reconciler) reconcileLogged(why string) {
 	if why != "" {
-		m.log.Info("reconciling every desktop", "why", why)
+		r.log.Info("reconciling every desktop", "why", why)
 	}
-	ctx, cancel := context.WithTimeout(m.ops.ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(r.ops.ctx, time.Minute)
 	defer cancel()
 	begun := time.Now()
-	if err := m.Reconcile(ctx); err != nil {
-		m.log.Warn("reconcile", "err", err)
+	if err := r.Reconcile(ctx); err != nil {
+		r.log.Warn("reconcile", "err", err)
 	}
 	if took := time.Since(begun); took > 5*time.Second {
-		m.log.Warn("reconcile was slow", "took", took.Round(time.Millisecond))
+		r.log.Warn("reconcile was slow", "took", took.Round(time.Millisecond))
 	}
 }
 
@@ -76,29 +130,29 @@ func (m *Manager) reconcileLogged(why string) {
 // bureau process left half done. It never guesses that a desktop is gone:
 // a VM missing without a recorded intent is an error with a reason, and the
 // desktop's files stay. Desktops an operation holds are left to it.
-func (m *Manager) Reconcile(ctx context.Context) error {
-	desktops, err := m.store.ListDesktops(ctx, desktop.Filter{})
+func (r *reconciler) Reconcile(ctx context.Context) error {
+	desktops, err := r.store.ListDesktops(ctx, desktop.Filter{})
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}
-	vms, err := m.hv.List(ctx)
+	vms, err := r.vms.List(ctx)
 	// Desktops of a host that did not answer are left as they are: nothing
 	// is concluded from silence (they show their host unreachable).
 	var lost *desktop.UnreachableError
 	if errors.As(err, &lost) {
-		m.log.Warn("reconcile skips the desktops of hosts that do not answer", "hosts", lost.Hosts, "err", lost.Err)
+		r.log.Warn("reconcile skips the desktops of hosts that do not answer", "hosts", lost.Hosts, "err", lost.Err)
 	} else if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}
 	for _, d := range desktops {
-		if m.ops.isBusy(d.ID) || (lost != nil && slices.Contains(lost.Hosts, d.Host)) {
+		if r.ops.isBusy(d.ID) || (lost != nil && slices.Contains(lost.Hosts, d.Host)) {
 			continue
 		}
 		vm, ok := vms[d.DomainName()]
 		if !ok {
 			vm = desktop.VMMissing
 		}
-		m.reconcileOne(ctx, d.ID, vm)
+		r.reconcileOne(ctx, d.ID, vm)
 	}
 	return nil
 }
@@ -109,7 +163,7 @@ var missingRecheck = 3 * time.Second
 
 // reconcileOne brings one desktop's record in line with its VM (listed as
 // vm a moment ago).
-func (m *Manager) reconcileOne(ctx context.Context, id string, vm desktop.VMState) {
+func (r *reconciler) reconcileOne(ctx context.Context, id string, vm desktop.VMState) {
 	if vm == desktop.VMMissing {
 		// A libvirtd that has just restarted can answer before it has
 		// loaded every domain (the soak saw one reported gone and back a
@@ -119,41 +173,41 @@ func (m *Manager) reconcileOne(ctx context.Context, id string, vm desktop.VMStat
 			return
 		case <-time.After(missingRecheck):
 		}
-		if st, err := m.hv.State(ctx, (&desktop.Desktop{ID: id}).DomainName()); err == nil {
+		if st, err := r.vms.State(ctx, (&desktop.Desktop{ID: id}).DomainName()); err == nil {
 			vm = st
 		}
 	}
-	mu := m.ops.row(id)
+	mu := r.ops.row(id)
 	mu.Lock()
-	if m.ops.isBusy(id) {
+	if r.ops.isBusy(id) {
 		mu.Unlock()
 		return
 	}
-	d, err := m.store.GetDesktop(ctx, id)
+	d, err := r.store.GetDesktop(ctx, id)
 	if err != nil || d.DeletedAt != nil {
 		mu.Unlock()
 		return
 	}
-	m.removeScratch(ctx, d)
+	r.removeScratch(ctx, d)
 	if d.Operation != "" {
 		// No operation of this process holds the desktop: the one recorded
 		// was cut short by a restart.
 		mu.Unlock()
-		m.interrupted(ctx, d, vm)
+		r.interrupted(ctx, d, vm)
 		return
 	}
 	if observedAs(vm) != d.State {
 		// Read again under the lock: an operation may have moved the VM
 		// since it was listed.
-		if st, err := m.hv.State(ctx, d.DomainName()); err == nil {
+		if st, err := r.vms.State(ctx, d.DomainName()); err == nil {
 			vm = st
 		}
 	}
-	why := m.observe1(ctx, d, desktop.VMEvent{Domain: d.DomainName(), State: vm, Reason: "found by reconcile"})
+	why := r.observe1(ctx, d, desktop.VMEvent{Domain: d.DomainName(), State: vm, Reason: "found by reconcile"})
 	mu.Unlock()
 	if why != "" {
-		m.ops.event(ctx, d.ID, "reconciled", "bureau", "%s", why)
-		m.afterObserve(ctx, d)
+		r.ops.event(ctx, d.ID, "reconciled", "bureau", "%s", why)
+		r.afterObserve(ctx, d)
 	}
 }
 
@@ -183,7 +237,7 @@ const IOErrorPause = "paused by a disk write error: the host's disk is probably 
 // caller holds the row lock. A change made in the guest or behind bureau's
 // back (the guest powered off) becomes the desired state too; a fault (a
 // crash, a pause for a disk error) does not: the intent stays.
-func (m *Manager) observe1(ctx context.Context, d *desktop.Desktop, ev desktop.VMEvent) string {
+func (r *reconciler) observe1(ctx context.Context, d *desktop.Desktop, ev desktop.VMEvent) string {
 	want, lastErr := observedAs(ev.State), ""
 	fault := false
 	switch ev.State {
@@ -211,8 +265,8 @@ func (m *Manager) observe1(ctx context.Context, d *desktop.Desktop, ev desktop.V
 	if !fault {
 		d.DesiredState = want
 	}
-	if err := m.ops.write(ctx, d); err != nil {
-		m.log.Error("recording a VM change", "desktop", d.ID, "err", err)
+	if err := r.ops.write(ctx, d); err != nil {
+		r.log.Error("recording a VM change", "desktop", d.ID, "err", err)
 		return ""
 	}
 	return fmt.Sprintf("VM is %s (%s)", ev.State, ev.Reason)
@@ -220,10 +274,10 @@ func (m *Manager) observe1(ctx context.Context, d *desktop.Desktop, ev desktop.V
 
 // afterObserve acts on a recorded change: a crashed desktop that asked for
 // it is started again.
-func (m *Manager) afterObserve(ctx context.Context, d *desktop.Desktop) {
+func (r *reconciler) afterObserve(ctx context.Context, d *desktop.Desktop) {
 	if d.State == desktop.StateCrashed && d.RestartOnCrash {
-		if _, err := m.Start(ctx, d.ID, "bureau (restart on crash)"); err != nil {
-			m.log.Warn("restart after crash", "desktop", d.ID, "err", err)
+		if _, err := r.life.Start(ctx, d.ID, "bureau (restart on crash)"); err != nil {
+			r.log.Warn("restart after crash", "desktop", d.ID, "err", err)
 		}
 	}
 }
@@ -231,37 +285,37 @@ func (m *Manager) afterObserve(ctx context.Context, d *desktop.Desktop) {
 // onEvent applies a lifecycle change no bureau operation is waiting for,
 // such as the guest powering itself off or QEMU crashing. An event that
 // comes while an operation holds the desktop is checked when it ends.
-func (m *Manager) onEvent(ctx context.Context, ev desktop.VMEvent) {
+func (r *reconciler) onEvent(ctx context.Context, ev desktop.VMEvent) {
 	id, ok := desktop.IDOfDomain(ev.Domain)
 	if !ok || ev.State == desktop.VMMissing {
 		return
 	}
-	mu := m.ops.row(id)
+	mu := r.ops.row(id)
 	mu.Lock()
-	if m.ops.deferEvent(id, ev) {
+	if r.ops.deferEvent(id, ev) {
 		mu.Unlock()
 		return
 	}
-	d, err := m.store.GetDesktop(ctx, id)
+	d, err := r.store.GetDesktop(ctx, id)
 	if errors.Is(err, desktop.ErrNotFound) || err == nil && d.DeletedAt != nil {
 		mu.Unlock()
 		return
 	}
 	if err != nil {
 		mu.Unlock()
-		m.log.Error("event for unknown desktop", "domain", ev.Domain, "err", err)
+		r.log.Error("event for unknown desktop", "domain", ev.Domain, "err", err)
 		return
 	}
 	// Events arrive late: the VM's state now is the truth, the event its
 	// reason when they agree.
-	if st, err := m.hv.State(ctx, ev.Domain); err == nil && !agrees(ev.State, st) {
+	if st, err := r.vms.State(ctx, ev.Domain); err == nil && !agrees(ev.State, st) {
 		ev = desktop.VMEvent{Domain: ev.Domain, State: st, Reason: "now " + string(st) + "; the " + string(ev.State) + " event came late"}
 	}
-	why := m.observe1(ctx, d, ev)
+	why := r.observe1(ctx, d, ev)
 	mu.Unlock()
 	if why != "" {
-		m.ops.event(ctx, d.ID, "vm_"+string(ev.State), "libvirt", "%s", why)
-		m.afterObserve(ctx, d)
+		r.ops.event(ctx, d.ID, "vm_"+string(ev.State), "libvirt", "%s", why)
+		r.afterObserve(ctx, d)
 	}
 }
 
@@ -273,13 +327,13 @@ func agrees(ev, now desktop.VMState) bool {
 // removeScratch removes files an operation cut short leaves behind. Only
 // operations on bureau's own host leave any (a reimage there, a warm
 // create): they are looked for there, never on a remote host.
-func (m *Manager) removeScratch(ctx context.Context, d *desktop.Desktop) {
+func (r *reconciler) removeScratch(ctx context.Context, d *desktop.Desktop) {
 	// A reimage cut short leaves its unfinished OS disk; the desktop
 	// still has its old one.
 	half := filepath.Join(d.Dir, "os.qcow2.new")
-	if ok, _ := m.local.Exists(ctx, half); ok && m.local.Remove(ctx, half) == nil {
-		m.ops.event(ctx, d.ID, "reconciled", "bureau", "removed the unfinished OS disk of an interrupted reimage")
+	if ok, _ := r.local.Exists(ctx, half); ok && r.local.Remove(ctx, half) == nil {
+		r.ops.event(ctx, d.ID, "reconciled", "bureau", "removed the unfinished OS disk of an interrupted reimage")
 	}
 	// A warm create cut short leaves the copy of the template's RAM.
-	m.local.Remove(ctx, filepath.Join(d.Dir, "restore.save"))
+	r.local.Remove(ctx, filepath.Join(d.Dir, "restore.save"))
 }

@@ -9,19 +9,30 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
+// Reimage replaces a desktop's OS disk with a fresh overlay of image and
+// keeps its data disk (diskMaker.Reimage).
+func (m *Manager) Reimage(ctx context.Context, id, image, actor string) (*desktop.Desktop, error) {
+	return m.diskMaker.Reimage(ctx, id, image, actor)
+}
+
+// ResizeDataDisk grows a desktop's data disk (diskMaker.ResizeDataDisk).
+func (m *Manager) ResizeDataDisk(ctx context.Context, id string, req ResizeRequest) (*desktop.Desktop, error) {
+	return m.diskMaker.ResizeDataDisk(ctx, id, req)
+}
+
 // Reimage replaces a desktop's OS disk with a fresh overlay of image (the
 // same or a newer one) and keeps its data disk, the user's /home. A running
 // desktop is shut down first and started again after. Snapshots that hold
 // the old OS disk are deleted; data-only snapshots stay.
-func (m *Manager) Reimage(ctx context.Context, id, image, actor string) (*desktop.Desktop, error) {
-	d, err := m.ops.live(ctx, id)
+func (dm *diskMaker) Reimage(ctx context.Context, id, image, actor string) (*desktop.Desktop, error) {
+	d, err := dm.ops.live(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if image == "" {
 		image = d.Image
 	}
-	img, err := m.store.GetImage(ctx, image)
+	img, err := dm.store.GetImage(ctx, image)
 	if errors.Is(err, desktop.ErrNotFound) {
 		return nil, &desktop.ValidationError{Field: "image", Message: fmt.Sprintf("no image %q is registered", image)}
 	}
@@ -33,24 +44,24 @@ func (m *Manager) Reimage(ctx context.Context, id, image, actor string) (*deskto
 	if wasRunning {
 		desired = desktop.StateRunning
 	}
-	d, err = m.ops.begin(ctx, id, desktop.OpReimage, desired, actor)
+	d, err = dm.ops.begin(ctx, id, desktop.OpReimage, desired, actor)
 	if err != nil {
 		return nil, err
 	}
 	cp := *d
-	m.ops.background(id, func(ctx context.Context) { m.reimage(ctx, &cp, img, wasRunning, actor) })
+	dm.ops.background(id, func(ctx context.Context) { dm.reimage(ctx, &cp, img, wasRunning, actor) })
 	return d, nil
 }
 
-func (m *Manager) reimage(ctx context.Context, d *desktop.Desktop, img *desktop.Image, wasRunning bool, actor string) {
+func (dm *diskMaker) reimage(ctx context.Context, d *desktop.Desktop, img *desktop.Image, wasRunning bool, actor string) {
 	begun := time.Now()
 	name := d.DomainName()
-	vm := m.VMConfig(d, "")
+	vm := dm.defs.VMConfig(d, "")
 	err := func() error {
-		if _, err := m.powerOff(ctx, name, StopOptions{Timeout: m.cfg.StopTimeout}); err != nil {
+		if _, err := dm.power.powerOff(ctx, name, StopOptions{Timeout: dm.stopTimeout}); err != nil {
 			return err
 		}
-		snaps, err := m.store.ListSnapshots(ctx, d.ID)
+		snaps, err := dm.store.ListSnapshots(ctx, d.ID)
 		if err != nil {
 			return err
 		}
@@ -58,10 +69,10 @@ func (m *Manager) reimage(ctx context.Context, d *desktop.Desktop, img *desktop.
 			if sn.Scope == desktop.ScopeData {
 				continue
 			}
-			if err := m.snaps.drop(ctx, d, sn); err != nil {
+			if err := dm.snaps.drop(ctx, d, sn); err != nil {
 				return fmt.Errorf("snapshot %q holds the old OS disk and could not be deleted: %w", sn.Name, err)
 			}
-			if err := m.store.DeleteSnapshot(ctx, sn.ID); err != nil {
+			if err := dm.store.DeleteSnapshot(ctx, sn.ID); err != nil {
 				return err
 			}
 		}
@@ -72,48 +83,48 @@ func (m *Manager) reimage(ctx context.Context, d *desktop.Desktop, img *desktop.
 			KeyboardLayout: d.KeyboardLayout}
 		// Bureau's own host swaps a complete new disk in; a remote host's
 		// pool cannot rename, and gets the image and seed sent first.
-		replace := m.replaceOSDisk
+		replace := dm.replaceOSDisk
 		if d.Remote() {
-			replace = m.replaceOSDiskThere
+			replace = dm.replaceOSDiskThere
 		}
 		if err := replace(ctx, d, vm, img, seed); err != nil {
 			return err
 		}
 		d.Image = img.Name
 		if wasRunning {
-			return m.hv.Start(ctx, name)
+			return dm.vms.Start(ctx, name)
 		}
 		return nil
 	}()
-	m.ops.observe("reimage", begun, err)
+	dm.ops.observe("reimage", begun, err)
 	if err != nil {
-		m.ops.fail(ctx, d, "reimage", err)
+		dm.ops.fail(ctx, d, "reimage", err)
 		return
 	}
 	left := desktop.StateStopped // what the reimage leaves its VM
 	if wasRunning {
 		left = desktop.StateRunning
 	}
-	m.ops.end(ctx, d, desktop.OpReimage, true, left, "")
-	m.ops.event(ctx, d.ID, "reimaged", actor, "OS disk replaced with a fresh copy of %s in %s; data disk kept", img.Name,
+	dm.ops.end(ctx, d, desktop.OpReimage, true, left, "")
+	dm.ops.event(ctx, d.ID, "reimaged", actor, "OS disk replaced with a fresh copy of %s in %s; data disk kept", img.Name,
 		time.Since(begun).Round(time.Millisecond))
 }
 
 // replaceOSDisk gives a desktop on this host a fresh OS disk over img and
 // its seed. The new disk is complete before it replaces the old one, so a
 // failure or crash leaves one or the other, never half of either.
-func (m *Manager) replaceOSDisk(ctx context.Context, _ *desktop.Desktop, vm desktop.VMConfig, img *desktop.Image, seed Seed) error {
+func (dm *diskMaker) replaceOSDisk(ctx context.Context, _ *desktop.Desktop, vm desktop.VMConfig, img *desktop.Image, seed Seed) error {
 	fresh := vm.OSDisk + ".new"
-	m.local.Remove(ctx, fresh)
-	if err := m.disks.CreateOverlay(ctx, img.Path, fresh, m.cfg.OSDiskGiB); err != nil {
+	dm.local.Remove(ctx, fresh)
+	if err := dm.disks.CreateOverlay(ctx, img.Path, fresh, dm.osDiskGiB); err != nil {
 		return fmt.Errorf("OS disk: %w", err)
 	}
-	if err := m.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
-		m.local.Remove(ctx, fresh)
+	if err := dm.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
+		dm.local.Remove(ctx, fresh)
 		return fmt.Errorf("cloud-init seed: %w", err)
 	}
-	if err := m.local.Rename(ctx, fresh, vm.OSDisk); err != nil {
-		m.local.Remove(ctx, fresh)
+	if err := dm.local.Rename(ctx, fresh, vm.OSDisk); err != nil {
+		dm.local.Remove(ctx, fresh)
 		return fmt.Errorf("replace OS disk: %w", err)
 	}
 	return nil
@@ -126,23 +137,23 @@ func (m *Manager) replaceOSDisk(ctx context.Context, _ *desktop.Desktop, vm desk
 // is made at once, but should that fail the desktop is left in error
 // without an OS disk, its data disk untouched, and a reimage again makes
 // one.
-func (m *Manager) replaceOSDiskThere(ctx context.Context, d *desktop.Desktop, vm desktop.VMConfig, img *desktop.Image, seed Seed) error {
-	there, err := m.filesOf(ctx, d)
+func (dm *diskMaker) replaceOSDiskThere(ctx context.Context, d *desktop.Desktop, vm desktop.VMConfig, img *desktop.Image, seed Seed) error {
+	there, err := dm.hosts.filesOf(ctx, d)
 	if err != nil {
 		return err
 	}
 	files := there.Files
-	if err := m.imageOn(ctx, files, d, d.Host, img.Path, func(step string) string { return step }); err != nil {
+	if err := dm.hosts.imageOn(ctx, files, d, d.Host, img.Path, func(step string) string { return step }); err != nil {
 		return err
 	}
-	uid, gid := d.VMUID, m.cfg.VMGroup
-	if err := m.uploadSeed(ctx, files, vm.SeedISO, seed, uid, gid); err != nil {
+	uid, gid := d.VMUID, vm.GID
+	if err := dm.hosts.uploadSeed(ctx, files, vm.SeedISO, seed, uid, gid); err != nil {
 		return err
 	}
 	if err := files.Remove(ctx, vm.OSDisk); err != nil {
 		return fmt.Errorf("remove the old OS disk on host %s: %w", d.Host, err)
 	}
-	if err := files.CreateOverlay(ctx, img.Path, vm.OSDisk, m.cfg.OSDiskGiB, uid, gid); err != nil {
+	if err := files.CreateOverlay(ctx, img.Path, vm.OSDisk, dm.osDiskGiB, uid, gid); err != nil {
 		return fmt.Errorf("OS disk on host %s: %w", d.Host, err)
 	}
 	return nil
@@ -161,19 +172,19 @@ type ResizeRequest struct {
 // stopped one's file grows now and the guest grows the filesystem at its
 // next boot. The new size is recorded, against the owner's disk quota,
 // before the disk grows.
-func (m *Manager) ResizeDataDisk(ctx context.Context, id string, req ResizeRequest) (*desktop.Desktop, error) {
+func (dm *diskMaker) ResizeDataDisk(ctx context.Context, id string, req ResizeRequest) (*desktop.Desktop, error) {
 	sizeGiB, actor := req.SizeGiB, req.Actor
 	spec := desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: sizeGiB}
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := m.ops.detach(ctx)
+	ctx, cancel := dm.ops.detach(ctx)
 	defer cancel()
-	if err := m.ops.lock(id, "resize"); err != nil {
+	if err := dm.ops.lock(id, "resize"); err != nil {
 		return nil, err
 	}
-	defer m.ops.unlock(id)
-	d, err := m.ops.live(ctx, id)
+	defer dm.ops.unlock(id)
+	d, err := dm.ops.live(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -186,25 +197,25 @@ func (m *Manager) ResizeDataDisk(ctx context.Context, id string, req ResizeReque
 	if d.State != desktop.StateRunning && d.State != desktop.StateStopped {
 		return nil, &desktop.TransitionError{Op: "resize", State: d.State}
 	}
-	if err := m.reserveDataDisk(ctx, d, sizeGiB, req.Unlimited); err != nil {
+	if err := dm.quota.reserveDataDisk(ctx, d, sizeGiB, req.Unlimited); err != nil {
 		return nil, err
 	}
-	if err := m.growDataDisk(ctx, d, sizeGiB); err != nil {
+	if err := dm.growDataDisk(ctx, d, sizeGiB); err != nil {
 		// d still holds the old size: the space reserved is given back.
-		m.ops.save(ctx, d)
+		dm.ops.save(ctx, d)
 		return nil, err
 	}
 	old := d.DataDiskGiB
 	d.DataDiskGiB = sizeGiB
-	m.ops.save(ctx, d)
-	m.ops.event(ctx, id, "data_disk_resized", actor, "data disk grown from %d to %d GiB", old, sizeGiB)
+	dm.ops.save(ctx, d)
+	dm.ops.event(ctx, id, "data_disk_resized", actor, "data disk grown from %d to %d GiB", old, sizeGiB)
 	return d, nil
 }
 
 // growDataDisk grows a running (live) or stopped desktop's data disk.
-func (m *Manager) growDataDisk(ctx context.Context, d *desktop.Desktop, sizeGiB int) error {
+func (dm *diskMaker) growDataDisk(ctx context.Context, d *desktop.Desktop, sizeGiB int) error {
 	if d.State == desktop.StateStopped {
-		disks, err := m.stoppedDisks(ctx, d)
+		disks, err := dm.hosts.stoppedDisks(ctx, d)
 		if err != nil {
 			return err
 		}
@@ -213,13 +224,13 @@ func (m *Manager) growDataDisk(ctx context.Context, d *desktop.Desktop, sizeGiB 
 		}
 		return nil
 	}
-	if err := m.hv.ResizeDisk(ctx, d.DomainName(), d.DataDiskPath, int64(sizeGiB)<<30); err != nil {
+	if err := dm.vms.ResizeDisk(ctx, d.DomainName(), d.DataDiskPath, int64(sizeGiB)<<30); err != nil {
 		return fmt.Errorf("resize data disk: %w", diskFull(err))
 	}
-	res, err := m.hv.GuestExec(ctx, d.DomainName(), desktop.Exec{Argv: []string{"/bin/sh", "-c", growHome}})
+	res, err := dm.vms.GuestExec(ctx, d.DomainName(), desktop.Exec{Argv: []string{"/bin/sh", "-c", growHome}})
 	if err != nil || res.ExitCode != 0 {
 		// The disk is bigger; the filesystem follows at the next boot.
-		m.log.Warn("growing /home in the guest failed; it grows at the next boot", "desktop", d.ID, "err", err)
+		dm.log.Warn("growing /home in the guest failed; it grows at the next boot", "desktop", d.ID, "err", err)
 	}
 	return nil
 }

@@ -94,7 +94,7 @@ func TestReconcileRemovesUnfinishedReimageDisk(t *testing.T) {
 	d := h.settle(t, h.create(t, "r").ID)
 	half := filepath.Join(d.Dir, "os.qcow2.new")
 	os.WriteFile(half, []byte("half"), 0o600)
-	if err := h.m.Reconcile(context.Background()); err != nil {
+	if err := h.m.recon.Reconcile(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(half); !errors.Is(err, os.ErrNotExist) {

@@ -40,11 +40,24 @@ type Sites interface {
 }
 
 // site is the remote site of d's host.
-func (m *Manager) site(ctx context.Context, d *desktop.Desktop) (*Site, error) {
-	if m.cfg.Sites == nil {
+func (h *desktopHosts) site(ctx context.Context, d *desktop.Desktop) (*Site, error) {
+	if h.sites == nil {
 		return nil, fmt.Errorf("desktop %s is on host %s: %w", d.Name, d.Host, desktop.ErrHostGone)
 	}
-	return m.cfg.Sites.Site(ctx, d.Host)
+	return h.sites.Site(ctx, d.Host)
+}
+
+// named is the remote host a request names (a create's, a move's), ready
+// for desktops; a validation error of the request's host when it is not.
+func (h *desktopHosts) named(ctx context.Context, host string) (*Site, error) {
+	if h.sites == nil {
+		return nil, &desktop.ValidationError{Field: "host", Message: fmt.Sprintf("no host %q: this bureau runs desktops on its own host only", host)}
+	}
+	s, err := h.sites.Site(ctx, host)
+	if err != nil {
+		return nil, &desktop.ValidationError{Field: "host", Message: err.Error()}
+	}
+	return s, nil
 }
 
 // localOnly refuses an operation bureau does not do yet on remote hosts.
@@ -58,18 +71,19 @@ func localOnly(d *desktop.Desktop, what string) error {
 // buildRemote makes a new desktop's files on its remote host through
 // that host's storage pools (its base image copied there first when it
 // is not), then defines and starts its VM there.
-func (m *Manager) buildRemote(ctx context.Context, d *desktop.Desktop, basePath string, seed Seed, undo *reverter) error {
-	there, err := m.filesOf(ctx, d)
+func (c *creator) buildRemote(ctx context.Context, d *desktop.Desktop, basePath string, seed Seed, undo *reverter) error {
+	there, err := c.hosts.filesOf(ctx, d)
 	if err != nil {
 		return err
 	}
 	files := there.Files
-	m.ops.step(ctx, d, "image")
-	if err := m.imageOn(ctx, files, d, d.Host, basePath, func(step string) string { return step }); err != nil {
+	c.ops.step(ctx, d, "image")
+	if err := c.hosts.imageOn(ctx, files, d, d.Host, basePath, func(step string) string { return step }); err != nil {
 		return err
 	}
-	m.ops.step(ctx, d, "disks")
-	uid, gid := d.VMUID, m.cfg.VMGroup
+	c.ops.step(ctx, d, "disks")
+	vm := c.defs.VMConfig(d, newUUID())
+	uid, gid := d.VMUID, vm.GID
 	if err := files.MakeDir(ctx, d.Dir, uid, gid); err != nil {
 		return fmt.Errorf("desktop folder on host %s: %w", d.Host, err)
 	}
@@ -81,22 +95,21 @@ func (m *Manager) buildRemote(ctx context.Context, d *desktop.Desktop, basePath 
 		}
 		undo.add(func(ctx context.Context) { files.Remove(ctx, d.DataDiskPath) })
 	}
-	vm := m.VMConfig(d, newUUID())
-	if err := files.CreateOverlay(ctx, basePath, vm.OSDisk, m.cfg.OSDiskGiB, uid, gid); err != nil {
+	if err := files.CreateOverlay(ctx, basePath, vm.OSDisk, c.osDiskGiB, uid, gid); err != nil {
 		return fmt.Errorf("OS disk: %w", err)
 	}
 	undo.add(func(ctx context.Context) { files.Remove(ctx, vm.OSDisk) })
-	if err := m.uploadSeed(ctx, files, vm.SeedISO, seed, uid, gid); err != nil {
+	if err := c.hosts.uploadSeed(ctx, files, vm.SeedISO, seed, uid, gid); err != nil {
 		return err
 	}
 	undo.add(func(ctx context.Context) { files.Remove(ctx, vm.SeedISO) })
-	m.ops.step(ctx, d, "define")
-	if err := m.hv.Define(ctx, vm); err != nil {
+	c.ops.step(ctx, d, "define")
+	if err := c.vms.Define(ctx, vm); err != nil {
 		return err
 	}
-	undo.add(func(ctx context.Context) { m.hv.Undefine(ctx, vm.Name) })
-	m.ops.step(ctx, d, "start")
-	if err := m.hv.Start(ctx, vm.Name); err != nil {
+	undo.add(func(ctx context.Context) { c.vms.Undefine(ctx, vm.Name) })
+	c.ops.step(ctx, d, "start")
+	if err := c.vms.Start(ctx, vm.Name); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
 	return nil
@@ -105,12 +118,12 @@ func (m *Manager) buildRemote(ctx context.Context, d *desktop.Desktop, basePath 
 // imageOn copies the base image at path to host (its files) unless a
 // complete copy is there, showing its progress as d's step ("image 40%",
 // as label words it). Bureau's own host has its images: nothing shows.
-func (m *Manager) imageOn(ctx context.Context, files HostFiles, d *desktop.Desktop, host, path string, label func(step string) string) error {
+func (h *desktopHosts) imageOn(ctx context.Context, files HostFiles, d *desktop.Desktop, host, path string, label func(step string) string) error {
 	last := time.Time{}
 	err := files.EnsureImage(ctx, path, func(done, total int64) {
 		if total > 0 && (time.Since(last) > time.Second || done == total) {
 			last = time.Now()
-			m.ops.step(ctx, d, label(fmt.Sprintf("image %d%%", done*100/total)))
+			h.ops.step(ctx, d, label(fmt.Sprintf("image %d%%", done*100/total)))
 		}
 	})
 	if err != nil {
@@ -121,13 +134,13 @@ func (m *Manager) imageOn(ctx context.Context, files HostFiles, d *desktop.Deskt
 
 // uploadSeed writes the cloud-init seed here, in a scratch file, and
 // uploads it to path on a desktop's host (its files).
-func (m *Manager) uploadSeed(ctx context.Context, files HostFiles, path string, seed Seed, uid, gid int) error {
-	tmp, err := m.local.TempFile(ctx, "bureau-seed-*.iso")
+func (h *desktopHosts) uploadSeed(ctx context.Context, files HostFiles, path string, seed Seed, uid, gid int) error {
+	tmp, err := h.local.TempFile(ctx, "bureau-seed-*.iso")
 	if err != nil {
 		return err
 	}
-	defer m.local.Remove(context.WithoutCancel(ctx), tmp)
-	if err := m.seeds.WriteSeed(ctx, tmp, seed); err != nil {
+	defer h.local.Remove(context.WithoutCancel(ctx), tmp)
+	if err := h.seeds.WriteSeed(ctx, tmp, seed); err != nil {
 		return fmt.Errorf("cloud-init seed: %w", err)
 	}
 	if err := files.Upload(ctx, tmp, path, uid, gid); err != nil {
@@ -139,8 +152,8 @@ func (m *Manager) uploadSeed(ctx context.Context, files HostFiles, path string, 
 // removeFailed removes what a failed create left in the desktop's folder
 // on its host, but a data disk (which the create's own undo removes when
 // it made it), and the folder when nothing is left.
-func (m *Manager) removeFailed(ctx context.Context, d *desktop.Desktop) {
-	if there, err := m.filesOf(ctx, d); err == nil {
+func (c *creator) removeFailed(ctx context.Context, d *desktop.Desktop) {
+	if there, err := c.hosts.filesOf(ctx, d); err == nil {
 		there.Files.RemoveAllBut(ctx, d.Dir, d.DataDiskPath)
 	}
 }

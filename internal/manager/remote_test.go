@@ -187,12 +187,14 @@ func newRemoteHarness(t *testing.T) (*harness, *fakeHostFiles, *fakeFirewall, *f
 		Display: func(context.Context, string, int) (net.Conn, error) {
 			return nil, errors.New("no display in this test")
 		}}
-	h.m.cfg.Sites = sites
+	h.m.hosts.sites = sites
 	h.hostFree(t, "two", 8192)
-	h.m.cfg.Placement = Placement{Hosts: placement.Lister{Source: h.store, LocalMemory: func() (int64, int64, error) { return 16384, 8192, nil }},
+	p := Placement{Hosts: placement.Lister{Source: h.store, LocalMemory: func() (int64, int64, error) { return 16384, 8192, nil }},
 		Policy: placement.Policy{MemoryRatio: 1, ReserveMiB: 512}}
-	h.m.cfg.Subnet = netip.MustParsePrefix("10.120.0.0/16")
-	h.m.cfg.VMGroup = 64055
+	// Creates are placed, and drains choose hosts, with it.
+	h.m.place.placement, h.m.moves.placement = p, p
+	h.m.ident.subnet = netip.MustParsePrefix("10.120.0.0/16")
+	h.m.defs.group = 64055
 	return h, files, fw, addrs, sites
 }
 
@@ -400,7 +402,7 @@ func TestReconcileLeavesTheDesktopsOfAnUnreachableHost(t *testing.T) {
 	saved := missingRecheck
 	missingRecheck = time.Millisecond
 	defer func() { missingRecheck = saved }()
-	if err := h.m.Reconcile(context.Background()); err != nil {
+	if err := h.m.recon.Reconcile(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := h.m.Get(context.Background(), d.ID); got.State != desktop.StateRunning || got.LastError != "" {

@@ -40,7 +40,7 @@ type runner struct {
 	observer   func(op string, took time.Duration, err error)
 	failpoints Failpoints
 	// recheck applies the last VM event that came while an operation held
-	// its desktop, once the operation has let go (Manager.onEvent).
+	// its desktop, once the operation has let go (reconciler.onEvent).
 	recheck func(ctx context.Context, ev desktop.VMEvent)
 
 	mu   sync.Mutex
@@ -450,7 +450,7 @@ func (r *runner) fail(ctx context.Context, d *desktop.Desktop, op string, err er
 }
 
 // end records the end of d's operation op, the one place an operation's
-// end is written (Manager.observe1 records what a VM does by itself): the
+// end is written (reconciler.observe1 records what a VM does by itself): the
 // state and desired state the table gives for it (desktop.End) — ok: it
 // succeeded; vm: the state its VM is in, where the table's end is as its
 // VM is ("" = not known) — no operation, and lastError. It writes under

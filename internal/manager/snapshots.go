@@ -63,20 +63,20 @@ type snapshotVMs interface {
 }
 
 // snapshotQuota records a snapshot about to be taken if its owner's quota
-// and the host have room for it (Manager.recordSnapshot, quota.go).
+// and the host have room for it (quotas.recordSnapshot, quota.go).
 type snapshotQuota interface {
 	recordSnapshot(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot, unlimited bool) error
 }
 
 // diskHosts reaches a desktop's files on whichever host they are: what
 // works on them while its VM is off, and what measures them
-// (Manager.stoppedDisks, Manager.filesOf).
+// (desktopHosts.stoppedDisks, desktopHosts.filesOf).
 type diskHosts interface {
 	stoppedDisks(ctx context.Context, d *desktop.Desktop) (StoppedDisks, error)
 	filesOf(ctx context.Context, d *desktop.Desktop) (desktopFiles, error)
 }
 
-// powerSwitch brings a VM to shut-off (Manager.powerOff, lifecycle.go).
+// powerSwitch brings a VM to shut-off (lifecycle.powerOff, lifecycle.go).
 type powerSwitch interface {
 	powerOff(ctx context.Context, name string, opts StopOptions) (string, error)
 }

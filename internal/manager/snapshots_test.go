@@ -208,7 +208,7 @@ func TestRevertToMissingSnapshot(t *testing.T) {
 		t.Errorf("after delete: %v", list)
 	}
 	// The desktop runs: a reconcile says so again.
-	h.m.Reconcile(ctx)
+	h.m.recon.Reconcile(ctx)
 	if got := h.settle(t, d.ID); got.State != desktop.StateRunning {
 		t.Errorf("after reconcile: %s (%q), want running", got.State, got.LastError)
 	}

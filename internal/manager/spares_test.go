@@ -212,7 +212,7 @@ func TestSpareRefusedCreateGivesItBack(t *testing.T) {
 	tp := readyWithSpare(t, h)
 	id := h.spareDirs()[0]
 	req := CreateRequest{Owner: "alice", Name: "quick", Spec: desktop.Spec{VCPUs: 2, MemoryMiB: 2048, DataDiskGiB: 20}}
-	h.m.cfg.Capacity = fakeCapacity{memFree: 100, diskFree: 10}
+	h.m.quota.capacity = fakeCapacity{memFree: 100, diskFree: 10}
 	if _, err := h.m.Create(ctx, req); !errors.Is(err, desktop.ErrCapacity) {
 		t.Fatalf("create on a full disk: %v", err)
 	}
@@ -221,7 +221,7 @@ func TestSpareRefusedCreateGivesItBack(t *testing.T) {
 	}
 	// 100 MiB free is enough for a desktop taking the spare: its VM holds
 	// its memory already.
-	h.m.cfg.Capacity = fakeCapacity{memFree: 100}
+	h.m.quota.capacity = fakeCapacity{memFree: 100}
 	d, err := h.m.Create(ctx, req)
 	if err != nil || d.ID != id {
 		t.Fatalf("create taking the spare: %v, %+v", err, d)
@@ -311,7 +311,7 @@ func TestSpareAddressReservedAhead(t *testing.T) {
 	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	addrs := &fakeAddresses{ips: map[string]string{}}
-	h.m.cfg.Addresses, h.m.cfg.Subnet = addrs, netip.MustParsePrefix("10.120.0.0/16")
+	h.m.ident.addresses, h.m.ident.subnet = addrs, netip.MustParsePrefix("10.120.0.0/16")
 	tp := readyWithSpare(t, h)
 	id := h.spareDirs()[0]
 	ip, name := addrs.reserved(desktop.MAC(id))

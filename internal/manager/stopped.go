@@ -28,8 +28,8 @@ type FileSizes interface {
 
 // stoppedDisks is what works on d's disk files while its VM is off, on
 // whichever host they are.
-func (m *Manager) stoppedDisks(ctx context.Context, d *desktop.Desktop) (StoppedDisks, error) {
-	files, err := m.filesOf(ctx, d)
+func (h *desktopHosts) stoppedDisks(ctx context.Context, d *desktop.Desktop) (StoppedDisks, error) {
+	files, err := h.filesOf(ctx, d)
 	if err != nil {
 		return nil, err
 	}

@@ -108,7 +108,7 @@ type warmStore interface {
 	GetDesktop(ctx context.Context, id string) (*desktop.Desktop, error)
 }
 
-// vmConfigs is the VM definition of a desktop (Manager.VMConfig).
+// vmConfigs is the VM definition of a desktop (vmDefs.VMConfig).
 type vmConfigs interface {
 	VMConfig(d *desktop.Desktop, uuid string) desktop.VMConfig
 }
@@ -122,7 +122,7 @@ type spareNetwork interface {
 }
 
 // identityApplier gives a guest restored from a template its desktop's own
-// identity (Manager.applyIdentity, identity.go).
+// identity (identities.applyIdentity, identity.go).
 type identityApplier interface {
 	applyIdentity(ctx context.Context, d *desktop.Desktop) error
 }
