@@ -10,9 +10,9 @@ import (
 // Change is what subscribers of the manager's live feed receive: a new
 // event of a desktop, or its record after a change of state.
 type Change struct {
-	Owner   string           `json:"-"`
-	Event   *desktop.Event   `json:"event,omitempty"`
-	Desktop *desktop.Desktop `json:"desktop,omitempty"`
+	Owner   string
+	Event   *desktop.Event
+	Desktop *desktop.Desktop
 }
 
 // Feed fans changes out to subscribers. A subscriber that does not keep up

@@ -43,8 +43,8 @@ type CreateRequest struct {
 
 // CloneSource names the snapshot a new desktop starts from.
 type CloneSource struct {
-	DesktopID string `json:"desktop"`
-	Snapshot  string `json:"snapshot"`
+	DesktopID string
+	Snapshot  string
 }
 
 // clone is what build copies from when it makes a clone.

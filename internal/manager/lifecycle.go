@@ -268,9 +268,9 @@ func (l *lifecycle) Reboot(ctx context.Context, id, actor string) (*desktop.Desk
 
 // DeleteResult says what a delete did with the data disk.
 type DeleteResult struct {
-	Desktop      *desktop.Desktop `json:"desktop"`
-	DataDeleted  bool             `json:"data_deleted"`
-	DataDiskKept string           `json:"data_disk_kept,omitempty"`
+	Desktop      *desktop.Desktop
+	DataDeleted  bool
+	DataDiskKept string
 }
 
 // Delete removes a desktop's VM, OS disk and seed. Its data disk is kept

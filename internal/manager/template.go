@@ -18,16 +18,31 @@ import (
 // ("warm create"). Its files are never changed once it is ready: desktops'
 // OS disks are overlays of its OS disk.
 type Template struct {
+	Key       string
+	Image     string
+	VCPUs     int
+	MemoryMiB int
+	State     string // building, ready, failed
+	Error     string
+	CreatedAt time.Time
+	BuildTime string
+	// Spares is how many of its desktops are restored ahead (spares.go).
+	Spares int
+}
+
+// templateRecord is a template's template.json: the file format, apart
+// from the type so that a renamed field does not orphan the templates on
+// disk (the API shows templates as apiv1.Template).
+type templateRecord struct {
 	Key       string    `json:"key"`
 	Image     string    `json:"image"`
 	VCPUs     int       `json:"vcpus"`
 	MemoryMiB int       `json:"memory_mib"`
-	State     string    `json:"state"` // building, ready, failed
+	State     string    `json:"state"`
 	Error     string    `json:"error,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	BuildTime string    `json:"build_time,omitempty"`
-	// Spares is how many of its desktops are restored ahead (spares.go).
-	Spares int `json:"spares"`
+	Spares    int       `json:"spares"`
 }
 
 const (
@@ -168,13 +183,17 @@ func (w *warmPool) read(ctx context.Context, key string) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	var t Template
-	return &t, json.Unmarshal(b, &t)
+	var r templateRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	t := Template(r)
+	return &t, nil
 }
 
 // write replaces t's record at once: a crash leaves the old or the new.
 func (w *warmPool) write(ctx context.Context, t *Template) error {
-	b, _ := json.MarshalIndent(t, "", "  ")
+	b, _ := json.MarshalIndent(templateRecord(*t), "", "  ")
 	tmp := filepath.Join(w.dir(t.Key), templateMetaFile+".tmp")
 	if err := w.local.WriteFile(ctx, tmp, b, 0o600); err != nil {
 		return err

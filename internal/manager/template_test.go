@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -128,5 +129,23 @@ func TestWarmCreateWhoseIdentityFails(t *testing.T) {
 	}
 	if exists(got.Dir) {
 		t.Errorf("files left in %s", got.Dir)
+	}
+}
+
+// template.json is read back by the next bureau: its keys are a file
+// format, kept apart from the Template type.
+func TestTemplateRecordFormat(t *testing.T) {
+	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	b, err := json.Marshal(templateRecord(Template{Key: "img-2c-2048m", Image: "img", VCPUs: 2, MemoryMiB: 2048, State: "ready", CreatedAt: at, BuildTime: "1m0s", Spares: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"key":"img-2c-2048m","image":"img","vcpus":2,"memory_mib":2048,"state":"ready","created_at":"2026-11-27T10:00:00Z","build_time":"1m0s","spares":1}`
+	if string(b) != want {
+		t.Errorf("template.json = %s\nwant %s", b, want)
+	}
+	var r templateRecord
+	if err := json.Unmarshal([]byte(`{"key":"k","image":"i","vcpus":1,"memory_mib":1024,"state":"failed","error":"boom","created_at":"2026-11-27T10:00:00Z","spares":0}`), &r); err != nil || Template(r).Error != "boom" || Template(r).MemoryMiB != 1024 {
+		t.Errorf("an older template.json read as %+v (%v)", r, err)
 	}
 }
