@@ -274,9 +274,12 @@ var guestOnly = map[string]bool{"computer_use": true, "console": true, "mcp_type
 	"sdk_python": true, "sdk_typescript": true, "resize_clone_reimage": true, "benchmarks": true}
 
 // settledScreenshot polls the API's screenshot until two frames a few
-// seconds apart are identical and something is drawn: the desktop has
-// finished drawing. (The session's processes exist a while before the first
-// frame is painted, and a blank screen is also "settled".)
+// seconds apart are identical and the desktop is drawn, its panel too
+// (desktopDrawn): the desktop has finished drawing. (The session's
+// processes exist a while before the first frame is painted, a blank
+// screen is also "settled", and under TCG the wallpaper and icons can stay
+// still for seconds before the panel paints.) At the timeout it returns
+// the last frame, for checkDesktopVisible to say what is missing.
 func (s *server) settledScreenshot(token, id string, timeout time.Duration) []byte {
 	s.t.Helper()
 	var prev []byte
@@ -286,7 +289,7 @@ func (s *server) settledScreenshot(token, id string, timeout time.Duration) []by
 		if code := s.call(token, "GET", "/api/v1/desktops/"+id+"/screenshot", nil, &shot); code != 200 {
 			s.t.Fatalf("screenshot: %d %s", code, shot)
 		}
-		if prev != nil && bytes.Equal(prev, shot) && !uniform(shot) {
+		if prev != nil && bytes.Equal(prev, shot) && desktopDrawn(shot) {
 			return shot
 		}
 		prev = shot
@@ -295,23 +298,23 @@ func (s *server) settledScreenshot(token, id string, timeout time.Duration) []by
 	return prev
 }
 
-// uniform reports whether a PNG is one colour (nothing drawn yet).
-func uniform(shot []byte) bool {
+// desktopDrawn reports whether a PNG shows what checkDesktopVisible
+// asserts: a panel strip with items and a screen of many colours.
+func desktopDrawn(shot []byte) bool {
 	img, err := png.Decode(bytes.NewReader(shot))
 	if err != nil {
 		return false
 	}
 	b := img.Bounds()
-	first := img.At(b.Min.X, b.Min.Y)
-	for y := b.Min.Y; y < b.Max.Y; y += 4 {
-		for x := b.Min.X; x < b.Max.X; x += 4 {
-			if img.At(x, y) != first {
-				return false
-			}
-		}
-	}
-	return true
+	return colours(img, image.Rect(0, 0, b.Dx(), 28)) >= minPanelColours && colours(img, b) >= minScreenColours
 }
+
+// What a drawn Xfce desktop shows at least: panel items in the top strip,
+// a wallpaper and icons on the screen (a text console has a few colours).
+const (
+	minPanelColours  = 8
+	minScreenColours = 200
+)
 
 // checkDesktopVisible asserts the screenshot is the Xfce desktop at
 // 1280×800: a panel strip at the top that is not uniform (panel items)
@@ -329,10 +332,10 @@ func checkDesktopVisible(t *testing.T, shot []byte) {
 	panel := colours(img, image.Rect(0, 0, b.Dx(), 28))
 	screen := colours(img, b)
 	t.Logf("screenshot: %d colours in the top panel strip, %d on screen", panel, screen)
-	if panel < 8 {
+	if panel < minPanelColours {
 		t.Errorf("top panel strip has %d colours: no Xfce panel drawn", panel)
 	}
-	if screen < 200 {
+	if screen < minScreenColours {
 		t.Errorf("screen has %d colours: looks like a console, not the desktop", screen)
 	}
 }
