@@ -199,10 +199,10 @@ func (c *creator) build(ctx context.Context, d *desktop.Desktop, basePath string
 		}
 		if fromSpare {
 			defer c.warm.renameAddress(d)
-			// Everything but the data disk is the spare's; on failure it goes.
+			// Everything in the folder is the spare's, its data disk too;
+			// on failure it all goes.
 			undo.add(func(ctx context.Context) {
 				c.vms.Undefine(ctx, d.DomainName())
-				c.local.Remove(ctx, d.DataDiskPath)
 				c.local.RemoveAllBut(ctx, d.Dir, "")
 			})
 			return c.warm.fromSpare(ctx, d, seed, &warm)
@@ -225,12 +225,10 @@ func (c *creator) build(ctx context.Context, d *desktop.Desktop, basePath string
 		if err := c.clones.makeOSDisk(ctx, vm.OSDisk, basePath, cl); err != nil {
 			return fmt.Errorf("OS disk: %w", err)
 		}
-		undo.add(func(ctx context.Context) { c.local.Remove(ctx, vm.OSDisk) })
 		c.ops.failpoint("create:after-os-disk")
 		if err := c.seeds.WriteSeed(ctx, vm.SeedISO, seed); err != nil {
 			return fmt.Errorf("cloud-init seed: %w", err)
 		}
-		undo.add(func(ctx context.Context) { c.local.Remove(ctx, vm.SeedISO); c.local.Remove(ctx, vm.SerialLog) })
 		c.ops.step(ctx, d, "define")
 		if err := c.vms.Define(ctx, vm); err != nil {
 			return err
@@ -244,6 +242,9 @@ func (c *creator) build(ctx context.Context, d *desktop.Desktop, basePath string
 		return nil
 	}()
 	if err != nil {
+		// The undo list removes what outlives the folder's clean-up (the
+		// VM's definition, a data disk this create made); removeFailed
+		// then removes every other file it left (disks, seed, logs).
 		cleanup, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		c.vms.Destroy(cleanup, d.DomainName())

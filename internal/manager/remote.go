@@ -98,11 +98,9 @@ func (c *creator) buildRemote(ctx context.Context, d *desktop.Desktop, basePath 
 	if err := files.CreateOverlay(ctx, basePath, vm.OSDisk, c.osDiskGiB, uid, gid); err != nil {
 		return fmt.Errorf("OS disk: %w", err)
 	}
-	undo.add(func(ctx context.Context) { files.Remove(ctx, vm.OSDisk) })
 	if err := c.hosts.uploadSeed(ctx, files, vm.SeedISO, seed, uid, gid); err != nil {
 		return err
 	}
-	undo.add(func(ctx context.Context) { files.Remove(ctx, vm.SeedISO) })
 	c.ops.step(ctx, d, "define")
 	if err := c.vms.Define(ctx, vm); err != nil {
 		return err
