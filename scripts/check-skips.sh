@@ -27,14 +27,34 @@ if [ ! -r "$list" ]; then
 	exit 1
 fi
 
-# "name<TAB>reason" for each skip. go test -v streams a test's log lines
-# (file.go:N: message) before its "--- SKIP:" line, under the last
-# "=== RUN/CONT/NAME" naming it; the reason is that test's last one.
-skips=$(awk '
+# One reading of the log says which test each message is: go test -v
+# streams a test's log lines (file.go:N: message) under the last
+# "=== RUN/CONT/NAME" naming it, before its "--- SKIP:" or "--- FAIL:" line.
+# It prints "skip<TAB>name<TAB>reason" for each skip (the reason is that
+# test's last message), then "recap<TAB>line" for each failed test's own
+# last messages (up to 8, its subtests' not included; the harness's
+# server-log pointer left out), shown again at the end below.
+messages=$(awk '
 	/^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
-	/^[ \t]+[^ \t]+\.go:[0-9]+: / && cur != "" { last[cur] = $0; sub(/^[ \t]+/, "", last[cur]); next }
-	/^[ \t]*--- SKIP: / { print $3 "\t" last[$3] }
+	/^[ \t]+[^ \t]+\.go:[0-9]+: / && cur != "" {
+		if ($0 ~ /server log: all of it in/) next
+		line = $0; sub(/^[ \t]+/, "", line)
+		n[cur]++; msg[cur, n[cur] % 8] = line
+		next
+	}
+	/^[ \t]*--- SKIP: / { print "skip\t" $3 "\t" ((($3) in n) ? msg[$3, n[$3] % 8] : "") }
+	/^[ \t]*--- FAIL: / { failed[++nf] = $3 }
+	END {
+		for (i = 1; i <= nf; i++) {
+			t = failed[i]
+			if (!(t in n)) continue
+			print "recap\t  " t ":"
+			first = n[t] > 8 ? n[t] - 7 : 1
+			for (k = first; k <= n[t]; k++) print "recap\t    " msg[t, k % 8]
+		}
+	}
 ' "$log")
+skips=$(printf '%s\n' "$messages" | sed -n 's/^skip\t//p')
 passed=$(grep -cE '^[[:space:]]*--- PASS: ' "$log")
 
 # Allow-list entries for this run: "pattern<TAB>reason".
@@ -90,27 +110,7 @@ fi
 # A failing test's own last messages, again, at the very end: go test -v
 # prints them when they happen, often thousands of lines above the summary,
 # and a CI page that shows only the end of the output would not show why.
-# (Each test's lines only, not its subtests'; the harness's server-log
-# pointer is left out.)
-recap=$(awk '
-	/^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
-	/^[ \t]+[^ \t]+\.go:[0-9]+: / && cur != "" {
-		if ($0 ~ /server log: all of it in/) next
-		line = $0; sub(/^[ \t]+/, "", line)
-		n[cur]++; msg[cur, n[cur] % 8] = line
-		next
-	}
-	/^[ \t]*--- FAIL: / { failed[++nf] = $3 }
-	END {
-		for (i = 1; i <= nf; i++) {
-			t = failed[i]
-			if (!(t in n)) continue
-			print "  " t ":"
-			first = n[t] > 8 ? n[t] - 7 : 1
-			for (k = first; k <= n[t]; k++) print "    " msg[t, k % 8]
-		}
-	}
-' "$log")
+recap=$(printf '%s\n' "$messages" | sed -n 's/^recap\t//p')
 if [ -n "$recap" ]; then
 	echo "check-skips ($run): the failed tests' last messages (each test's own, up to 8):"
 	printf '%s\n' "$recap"
