@@ -26,8 +26,6 @@ type Clipboard interface {
 type clipboardHandlers struct {
 	*core
 	clipboard Clipboard
-	// lifecycle finds a console token's desktop.
-	lifecycle Lifecycle
 }
 
 type clipboardText struct {

@@ -46,9 +46,7 @@ type Screen interface {
 // page's session and display (vnc) to a console token.
 type consoleHandlers struct {
 	*core
-	consoles  Consoles
-	lifecycle Lifecycle
-	screen    Screen
+	consoles Consoles
 	// countBytes is Deps.ConsoleBytes (may be nil).
 	countBytes func(direction string, n int)
 }

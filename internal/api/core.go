@@ -18,15 +18,18 @@ import (
 // the caller (owned, awake, running), request logs, activity and rate
 // limits. Features' own dependencies are their handler types', not core's.
 type core struct {
-	// desktops finds the desktop a request names (owned) and wakes it on
-	// use (awake); screen is told of that use (touchActivity).
-	desktops Lifecycle
-	screen   Screen
+	// lifecycle finds the desktop a request names (owned) and wakes it on
+	// use (awake); screen is told of that use (touchActivity). The
+	// handlers that embed core reach both, tokens and hosts, through it: one
+	// value each, not a copy per handler.
+	lifecycle Lifecycle
+	screen    Screen
 	// tokens and streams authenticate callers, and keep checking them on
 	// long streams (keepStreaming).
 	tokens  Tokens
 	streams *auth.StreamGrants
-	// hosts says when a desktop's host is lost (forCaller; nil: none).
+	// hosts says when a desktop's host is lost (forCaller; nil: none),
+	// and lists them (hostHandlers).
 	hosts   Hosts
 	log     *slog.Logger
 	observe func(method, route string, status int, took time.Duration)
@@ -65,7 +68,7 @@ func (s *core) handle(h func(c *gin.Context) (reply, error)) gin.HandlerFunc {
 // Someone else's desktop is "not found", so existence does not leak.
 func (s *core) owned(c *gin.Context) (*desktop.Desktop, error) {
 	id := c.Param("id")
-	d, err := s.desktops.Get(c.Request.Context(), id)
+	d, err := s.lifecycle.Get(c.Request.Context(), id)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +88,7 @@ func (s *core) awake(c *gin.Context) (*desktop.Desktop, error) {
 	if err != nil || d.State == desktop.StateRunning || isPassive(c) {
 		return d, err
 	}
-	return s.desktops.Wake(c.Request.Context(), d.ID, actor(c))
+	return s.lifecycle.Wake(c.Request.Context(), d.ID, actor(c))
 }
 
 // running returns the caller's desktop, woken if it was paused or

@@ -33,7 +33,6 @@ type Lifecycle interface {
 // desktopHandlers create, list, power, change and delete desktops.
 type desktopHandlers struct {
 	*core
-	lifecycle   Lifecycle
 	persistence Persistence
 	settings    Settings
 	// computer forgets a screen's keyboard map when its layout changes.

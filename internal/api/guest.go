@@ -36,8 +36,6 @@ type guestHandlers struct {
 	processes Processes // starts background commands
 	// secretValues gives commands the secrets they name.
 	secretValues SecretValues
-	// screen counts a streamed command's watcher as use of the desktop.
-	screen Screen
 }
 
 // via honours ?agent=qemu-ga: the call skips bureau-agent (to compare the

@@ -32,7 +32,7 @@ type handlers struct {
 }
 
 func newHandlers(d Deps) handlers {
-	s := &core{desktops: d.Desktops, screen: d.Desktops, tokens: d.Tokens, streams: auth.NewStreamGrants(), hosts: d.Hosts,
+	s := &core{lifecycle: d.Desktops, screen: d.Desktops, tokens: d.Tokens, streams: auth.NewStreamGrants(), hosts: d.Hosts,
 		log: d.Log, observe: d.Observe, redact: newRedactor(d.HostDirs), limits: newLimiter()}
 	links := &liveLinks{domain: d.PreviewDomain}
 	// Services show their live URLs only where bureau serves them.
@@ -40,34 +40,34 @@ func newHandlers(d Deps) handlers {
 	if d.Previews != nil {
 		serviceLinks = links
 	}
-	ports := &portHandlers{core: s, ports: d.Ports, screen: d.Desktops}
+	ports := &portHandlers{core: s, ports: d.Ports}
 	return handlers{
 		core: s,
 		site: &siteHandlers{core: s, about: d.Info, web: d.Web, consoles: d.Consoles, prometheus: d.Metrics},
 		live: &liveHandlers{core: s, live: d.Live, stats: d.Stats},
-		desktops: &desktopHandlers{core: s, lifecycle: d.Desktops, persistence: d.Desktops, settings: d.Desktops,
+		desktops: &desktopHandlers{core: s, persistence: d.Desktops, settings: d.Desktops,
 			computer: d.Computer, keptRecordings: d.KeptRecordings, secrets: d.Secrets, urls: d.URLs, ownerOpenable: d.OwnerOpenable},
 		snapshots: &snapshotHandlers{core: s, persistence: d.Desktops},
 		quotas:    &quotaHandlers{core: s, quotas: d.Desktops},
 		templates: &templateHandlers{core: s, templates: d.Desktops},
-		hosts:     &hostHandlers{core: s, hosts: d.Hosts, hostLoads: d.HostLoads, drains: d.Drains, migrations: d.Migrations},
+		hosts:     &hostHandlers{core: s, hostLoads: d.HostLoads, drains: d.Drains, migrations: d.Migrations},
 		images:    &imageHandlers{core: s, images: d.Images},
 		computer:  &computerHandlers{core: s, computer: d.Computer, guest: d.Guest, recordings: d.Recordings},
-		guest:     &guestHandlers{core: s, guest: d.Guest, processes: d.Processes, secretValues: d.SecretValues, screen: d.Desktops},
-		processes: &processHandlers{core: s, processes: d.Processes, screen: d.Desktops},
-		clipboard: &clipboardHandlers{core: s, clipboard: d.Clipboard, lifecycle: d.Desktops},
-		terminals: &terminalHandlers{core: s, terminals: d.Terminals, lifecycle: d.Desktops, screen: d.Desktops},
+		guest:     &guestHandlers{core: s, guest: d.Guest, processes: d.Processes, secretValues: d.SecretValues},
+		processes: &processHandlers{core: s, processes: d.Processes},
+		clipboard: &clipboardHandlers{core: s, clipboard: d.Clipboard},
+		terminals: &terminalHandlers{core: s, terminals: d.Terminals},
 		services: &serviceHandlers{core: s, services: d.Services, secretValues: d.SecretValues, secrets: d.Secrets,
-			screen: d.Desktops, links: serviceLinks},
+			links: serviceLinks},
 		ports: ports,
 		urls:  &urlHandlers{core: s, previews: d.Previews, urls: d.URLs, services: d.Services, links: links},
-		preview: &previewHandlers{core: s, previews: d.Previews, tokens: d.Tokens, lifecycle: d.Desktops, screen: d.Desktops,
+		preview: &previewHandlers{core: s, previews: d.Previews,
 			observe: d.ObserveLiveURL, proxy: ports, links: links},
-		consoles: &consoleHandlers{core: s, consoles: d.Consoles, lifecycle: d.Desktops, screen: d.Desktops, countBytes: d.ConsoleBytes},
-		tokens:   &tokenHandlers{core: s, tokens: d.Tokens, lifecycle: d.Desktops, consoles: d.Consoles},
-		secrets:  &secretHandlers{core: s, secrets: d.Secrets, lifecycle: d.Desktops, changed: d.SecretsChanged},
+		consoles: &consoleHandlers{core: s, consoles: d.Consoles, countBytes: d.ConsoleBytes},
+		tokens:   &tokenHandlers{core: s, consoles: d.Consoles},
+		secrets:  &secretHandlers{core: s, secrets: d.Secrets, changed: d.SecretsChanged},
 		steps:    &stepHandlers{core: s, steps: d.Steps, persistence: d.Desktops},
-		recorder: &stepRecorder{core: s, steps: d.Steps, computer: d.Computer, lifecycle: d.Desktops, persistence: d.Desktops,
+		recorder: &stepRecorder{core: s, steps: d.Steps, computer: d.Computer, persistence: d.Desktops,
 			thumbnails: d.StepThumbnails},
 		recordings: &recordingHandlers{core: s, recordings: d.Recordings, kept: d.KeptRecordings},
 	}

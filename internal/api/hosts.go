@@ -29,8 +29,7 @@ type HostLoads interface {
 // hostHandlers manage the hosts desktops run on, their drains, and moves
 // of desktops between them (admins only).
 type hostHandlers struct {
-	*core
-	hosts      Hosts
+	*core                 // its hosts are the hosts listed
 	hostLoads  HostLoads  // nil: loads not shown
 	drains     Drains     // nil: hosts are not drained
 	migrations Migrations // nil: desktops do not move

@@ -27,8 +27,6 @@ type Ports interface {
 type portHandlers struct {
 	*core
 	ports Ports
-	// screen counts a request to a port as use of the desktop.
-	screen Screen
 }
 
 // portProxy serves /desktops/{id}/ports/{port}/{path}: an HTTP reverse

@@ -35,12 +35,6 @@ type Previews interface {
 type previewHandlers struct {
 	*core
 	previews Previews
-	// tokens checks an owner's token sent to, or signed in to, a URL.
-	tokens Tokens
-	// lifecycle finds and wakes the desktop; screen counts a request as
-	// use of it.
-	lifecycle Lifecycle
-	screen    Screen
 	// observe is Deps.ObserveLiveURL (may be nil).
 	observe func(desktopID string, port, status int, toApp, toClient int64, took time.Duration)
 	proxy   *portHandlers

@@ -26,8 +26,6 @@ type Processes interface {
 type processHandlers struct {
 	*core
 	processes Processes
-	// screen counts a followed log's reader as use of the desktop.
-	screen Screen
 }
 
 // agentStatus says whether bureau-agent answers in the desktop.

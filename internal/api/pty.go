@@ -23,10 +23,6 @@ type Terminals interface {
 type terminalHandlers struct {
 	*core
 	terminals Terminals
-	// lifecycle wakes a console token's desktop; screen counts the
-	// terminal's user as use of it.
-	lifecycle Lifecycle
-	screen    Screen
 }
 
 // ptyMessage is a text message on a terminal's WebSocket: the client

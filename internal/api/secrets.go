@@ -29,8 +29,6 @@ type Secrets interface {
 type secretHandlers struct {
 	*core
 	secrets Secrets
-	// lifecycle finds the desktops an owner secret is allowed on.
-	lifecycle Lifecycle
 	// changed is Deps.SecretsChanged (may be nil).
 	changed func(owner, desktopID string)
 }

@@ -39,9 +39,6 @@ type serviceHandlers struct {
 	// them on the desktop (nil: this bureau keeps none).
 	secretValues SecretValues
 	secrets      Secrets
-	// screen counts a service's start and a followed log's reader as use
-	// of the desktop.
-	screen Screen
 	// links makes services' live URLs (nil: none are served).
 	links *liveLinks
 }

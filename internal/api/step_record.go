@@ -37,9 +37,7 @@ type stepRecorder struct {
 	steps Steps // nil: no step log kept
 	// computer takes the pictures of the screen.
 	computer Computer
-	// lifecycle wakes a desktop for its checkpoint; persistence takes
-	// checkpoints and prunes them.
-	lifecycle   Lifecycle
+	// persistence takes checkpoints and prunes them.
 	persistence Persistence
 	// thumbnails is Deps.StepThumbnails: which pictures steps keep.
 	thumbnails string

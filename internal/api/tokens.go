@@ -25,11 +25,8 @@ type Tokens interface {
 // tokenHandlers mint, list and revoke API tokens.
 type tokenHandlers struct {
 	*core
-	tokens Tokens
-	// lifecycle finds a desktop token's desktop; consoles end the live
-	// consoles of revoked tokens.
-	lifecycle Lifecycle
-	consoles  Consoles
+	// consoles end the live consoles of revoked tokens.
+	consoles Consoles
 }
 
 type createTokenRequest struct {
