@@ -116,6 +116,9 @@ func (dm *diskMaker) cloneSource(ctx context.Context, req CreateRequest) (*clone
 // makeDataDisk creates a desktop's data disk: empty, or for a clone a copy
 // of the source's data disk at the snapshot (grown to the requested size).
 func (dm *diskMaker) makeDataDisk(ctx context.Context, d *desktop.Desktop, cl *clone) error {
+	if cl != nil && cl.fill != nil {
+		return cl.fill(ctx, d.DataDiskPath)
+	}
 	if cl == nil || cl.snap.Scope == desktop.ScopeOS {
 		return dm.disks.CreateDataDisk(ctx, d.DataDiskPath, d.DataDiskGiB)
 	}
@@ -133,7 +136,7 @@ func (dm *diskMaker) makeDataDisk(ctx context.Context, d *desktop.Desktop, cl *c
 // the snapshot. Cloud-init gives the clone its own identity at first boot
 // (new instance: hostname, SSH host keys, machine id).
 func (dm *diskMaker) makeOSDisk(ctx context.Context, path, base string, cl *clone) error {
-	if cl == nil || cl.snap.Scope == desktop.ScopeData {
+	if cl == nil || cl.snap == nil || cl.snap.Scope == desktop.ScopeData {
 		return dm.disks.CreateOverlay(ctx, base, path, dm.osDiskGiB)
 	}
 	return dm.disks.CopySnapshot(ctx, filepath.Join(cl.src.Dir, "os.qcow2"), cl.snap.Name, path, base)

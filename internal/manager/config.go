@@ -55,6 +55,9 @@ type Config struct {
 	// TemplateSettle is how long a template's session may settle before
 	// its RAM is saved (0 = 15 s).
 	TemplateSettle time.Duration
+	// Backups turns backups on: their records and keys (nil Records:
+	// off, every backup call answers unavailable).
+	Backups BackupsConfig
 	// WarmSpares is how many desktops of each ready template are kept
 	// restored ahead, paused, for creates to take (spares.go; 0 = none).
 	WarmSpares int

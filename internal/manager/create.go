@@ -24,6 +24,8 @@ type CreateRequest struct {
 	IdleTimeout, NapAfter, SleepAfter *int
 	// From makes the desktop a clone of another desktop's snapshot.
 	From *CloneSource
+	// Restore fills its data disk from a backup (Backups.Restore).
+	Restore *RestoreSource
 	// Unlimited skips the owner's quota (admins).
 	Unlimited bool
 	// Cold boots the desktop even when a template for its image and size is
@@ -47,10 +49,12 @@ type CloneSource struct {
 	Snapshot  string
 }
 
-// clone is what build copies from when it makes a clone.
+// clone is what build copies from when it makes a clone, or, for a
+// restore, what fills its data disk (src and snap nil).
 type clone struct {
 	src  *desktop.Desktop
 	snap *desktop.Snapshot
+	fill func(ctx context.Context, path string) error
 }
 
 // Create records a new desktop in state creating and builds and boots it in
@@ -74,6 +78,13 @@ func (c *creator) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		req.Spec.Image = cl.src.Image
 		// A clone's data disk is at least as large as its source's.
 		req.Spec.DataDiskGiB = max(req.Spec.DataDiskGiB, cl.src.DataDiskGiB)
+	}
+	if req.Restore != nil {
+		// A restore's disk is made here, on bureau's own host, and boots
+		// cold: a warm spare brings a data disk of its own.
+		cl = &clone{fill: req.Restore.Fill}
+		req.Spec.DataDiskGiB = max(req.Spec.DataDiskGiB, req.Restore.DataDiskGiB)
+		req.Cold = true
 	}
 	if err := req.Spec.Validate(); err != nil {
 		return nil, err
@@ -164,7 +175,7 @@ func (c *creator) Create(ctx context.Context, req CreateRequest) (*desktop.Deskt
 		d.Name, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, d.Image, d.Accelerator, d.Host, placedWhy(at, req.PlaceLabels))
 	cp := *d
 	seed := Seed{DesktopID: id, Hostname: d.Name, SSHKeys: req.SSHKeys, InstallDesktop: img.RecipeHash == "", KeyboardLayout: d.KeyboardLayout}
-	if cl != nil {
+	if cl != nil && cl.src != nil {
 		c.ops.event(ctx, id, "clone_requested", req.Actor, "cloned from snapshot %q (scope %s) of desktop %s",
 			cl.snap.Name, cl.snap.Scope, cl.src.Name)
 	}

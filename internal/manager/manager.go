@@ -213,6 +213,7 @@ type Manager struct {
 	warm      *warmPool    // template.go, spares.go
 	idle      *idler       // idle.go, tiers.go, pressure.go, prewake.go
 	moves     *Moves       // moves.go, migrate.go, migrate_files.go, coldmove.go, drain.go
+	backups   *Backups     // backups.go
 	place     *placer      // place.go
 	ident     *identities  // network.go, identity.go, keyboard.go
 	quota     *quotas      // quota.go
@@ -291,6 +292,7 @@ func New(cfg Config, hv Hypervisor, disks Disks, seeds SeedWriter, store Store, 
 	m.creator = &creator{ops: m.ops, store: store, vms: hv, local: local, seeds: seeds, hosts: m.hosts, place: m.place, quota: m.quota,
 		net: m.ident, clones: m.diskMaker, warm: m.warm, defs: m.defs,
 		napAfter: cfg.NapAfter, sleepAfter: cfg.SleepAfter, defaultImage: cfg.DefaultImage, dataDir: cfg.DataDir, osDiskGiB: cfg.OSDiskGiB}
+	m.backups = newBackups(cfg.Backups, m.ops, hv, m.hosts, m.creator, log)
 	m.recon = &reconciler{ops: m.ops, store: store, vms: hv, local: local, life: m.life, creates: m.creator, moves: m.moves, log: log}
 	m.ops.recheck = m.recon.onEvent
 	// Made before the features it uses, lifecycle is given them now.

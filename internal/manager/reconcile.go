@@ -25,6 +25,7 @@ func (m *Manager) Run() error {
 	if err := m.recon.Reconcile(m.ops.ctx); err != nil {
 		return err
 	}
+	m.backups.settle(m.ops.ctx)
 	m.ops.spawn(5*time.Minute, m.warm.adopt)
 	m.ops.goUntilClose(func() { m.idle.watch(m.cfg.IdleCheck) })
 	// Events and reconciles run apart: a reconcile slowed down by a busy
