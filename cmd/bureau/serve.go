@@ -133,7 +133,18 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	room := capacity.Capacity{DataDir: cfg.DataDir}
 	ksm := capacity.NewKSMHold(cfg.DataDir, log)
 	ksm.Recover()
+	key, err := secrets.LoadOrCreateKey(filepath.Join(cfg.DataDir, "secrets.key"))
+	if err != nil {
+		return err
+	}
+	// Backups are encrypted with a key of their own: losing it loses them;
+	// a fresh install given this file reads them (the disaster drill).
+	backupKey, err := secrets.LoadOrCreateKey(filepath.Join(cfg.DataDir, "backup.key"))
+	if err != nil {
+		return fmt.Errorf("backup key: %w", err)
+	}
 	m := manager.New(manager.Config{DataDir: cfg.DataDir, DefaultImage: cfg.DefaultImage, Accelerator: accel,
+		Backups:     manager.BackupsConfig{Records: st.Backups(), Key: backupKey, SealKey: key},
 		TCGCacheMiB: cfg.TCGCacheMiB, Observe: met.ObserveOperation, DefaultPlan: cfg.DefaultPlan, Capacity: room,
 		Reserve:        capacity.Reserve{Path: filepath.Join(cfg.DataDir, "reserve"), Size: 64 << 20},
 		Failpoints:     manager.ParseFailpoints(os.Getenv("BUREAU_FAILPOINTS")),
@@ -153,10 +164,6 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	defer m.Close()
 	go resumeDrains(ctx, st, m, log)
 
-	key, err := secrets.LoadOrCreateKey(filepath.Join(cfg.DataDir, "secrets.key"))
-	if err != nil {
-		return err
-	}
 	sec, err := secrets.New(st, key)
 	if err != nil {
 		return err
@@ -201,6 +208,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 
 	router := api.New(api.Deps{
 		Consoles: consoles, Web: web.Static, Hosts: hostList, HostLoads: st, Migrations: m.Moves(), Drains: m.Moves(),
+		Backups:  m.Backups(),
 		Desktops: m, Computer: newComputer(h, screens), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
 		SecretsChanged: func(owner, desktopID string) { sync.Changed(context.WithoutCancel(ctx), owner, desktopID) },
 		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, OwnerOpenable: ownerOpenable, Tokens: tokens, Images: imageService(cfg, st, log), Steps: stepLog, StepThumbnails: cfg.StepThumbnails, Recordings: recorder, KeptRecordings: recorder, Log: log,

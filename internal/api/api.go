@@ -75,6 +75,9 @@ type Deps struct {
 	// KeptRecordings keeps them past their desktop (nil with it).
 	Recordings     Recordings
 	KeptRecordings KeptRecordings
+	// Backups copies desktops' data disks to backup targets and restores
+	// them into new desktops (nil: none taken).
+	Backups Backups
 	// Web is the browser front end (web.Static): the web console and the
 	// console page.
 	Web fs.FS
@@ -176,6 +179,7 @@ func New(d Deps) *gin.Engine {
 	v1.PUT("/desktops/:id/clipboard", h.recorder.stepped(steps.KindClipboard, s.handle(h.clipboard.putClipboard)))
 	h.steps.stepsRoutes(v1)
 	h.recordings.recordingsRoutes(v1)
+	h.backups.backupRoutes(v1)
 	v1.POST("/desktops/:id/resolution", s.handle(h.computer.setResolution))
 	v1.POST("/desktops/:id/console", s.handle(h.consoles.createConsole))
 	v1.GET("/desktops/:id/console", s.handle(h.consoles.listConsoles))

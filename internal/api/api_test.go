@@ -410,6 +410,7 @@ type env struct {
 	steps             *steps.Log
 	recordings        *recording.Service
 	computer          *fakeComputer
+	backups           *fakeBackups
 }
 
 func (e *env) secretsChanged(owner, desktopID string) {
@@ -445,6 +446,7 @@ func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 	e := &env{changed: make(chan string, 16), desktops: &fakeDesktops{desktops: map[string]*desktop.Desktop{}},
 		admin: mk("root", desktop.ScopeAdmin), alice: mk("alice", desktop.ScopeOwner), bob: mk("bob", desktop.ScopeOwner)}
 	e.live = &fakeLive{Feed: &manager.Feed{}}
+	e.backups = &fakeBackups{desktops: e.desktops}
 	e.hosts = newFakeHosts()
 	e.consoles = console.New(st, slog.New(slog.DiscardHandler))
 	e.store = st
@@ -467,7 +469,7 @@ func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 		ConsoleBytes: func(dir string, n int) {
 			v, _ := e.consoleBytes.LoadOrStore(dir, new(atomic.Int64))
 			v.(*atomic.Int64).Add(int64(n))
-		}, Computer: e.computer, Guest: fg, Clipboard: fg, Tokens: tokens, Images: imgs, Hosts: e.hosts, HostLoads: e.hosts, Drains: e.hosts, Steps: e.steps, Recordings: e.recordings, KeptRecordings: e.recordings,
+		}, Computer: e.computer, Guest: fg, Clipboard: fg, Tokens: tokens, Images: imgs, Hosts: e.hosts, HostLoads: e.hosts, Drains: e.hosts, Steps: e.steps, Recordings: e.recordings, KeptRecordings: e.recordings, Backups: e.backups,
 		Live: e.live, Stats: fakeStats{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "bureau_up 1\n") }),
 		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}, HostDirs: []string{hostDir}})))
 	t.Cleanup(e.srv.Close)

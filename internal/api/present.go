@@ -85,6 +85,16 @@ func (p presenter) value(v any) any {
 		return apiv1.FromQuota(*v)
 	case desktop.Usage:
 		return apiv1.FromUsage(v)
+	case *desktop.Backup:
+		return p.backup(v)
+	case []*desktop.Backup:
+		return each(v, p.backup)
+	case *desktop.BackupTarget:
+		return apiv1.FromBackupTarget(v)
+	case []*desktop.BackupTarget:
+		return each(v, apiv1.FromBackupTarget)
+	case *desktop.BackupCheck:
+		return apiv1.FromBackupCheck(v)
 	}
 	return v
 }
@@ -157,6 +167,15 @@ func (p presenter) stats(st *desktop.VMStats) *apiv1.Stats {
 		for i := range out.Disks {
 			out.Disks[i].Path = ""
 		}
+	}
+	return out
+}
+
+// backup hides host paths in a failed backup's error.
+func (p presenter) backup(b *desktop.Backup) *apiv1.Backup {
+	out := apiv1.FromBackup(b)
+	if out != nil {
+		out.Error = p.hide(out.Error)
 	}
 	return out
 }

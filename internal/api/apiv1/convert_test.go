@@ -1,7 +1,9 @@
 package apiv1
 
 import (
+	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +87,14 @@ func TestConvertersCarryEveryField(t *testing.T) {
 		"Usage":        func() any { var u desktop.Usage; fill(reflect.ValueOf(&u)); return FromUsage(u) },
 		"Stats":        func() any { var st desktop.VMStats; fill(reflect.ValueOf(&st)); return FromStats(&st) },
 		"Network":      func() any { var p desktop.NetworkPolicy; fill(reflect.ValueOf(&p)); return FromNetworkPolicy(p) },
+		"Backup":       func() any { var b desktop.Backup; fill(reflect.ValueOf(&b)); return FromBackup(&b) },
+		"BackupTarget": func() any { var bt desktop.BackupTarget; fill(reflect.ValueOf(&bt)); return FromBackupTarget(&bt) },
+		"BackupCheck": func() any {
+			var bc desktop.BackupCheck
+			fill(reflect.ValueOf(&bc))
+			bc.Took = 7 * time.Millisecond // fill's 7 ns rounds to 0 ms
+			return FromBackupCheck(&bc)
+		},
 	}
 	for name, f := range conv {
 		if zero := zeroFields(reflect.ValueOf(f()), name); len(zero) > 0 {
@@ -106,7 +116,26 @@ func TestConvertersCarryEveryField(t *testing.T) {
 // TestNilIsNil: converters of a nil domain value give nil, which JSON
 // writes as null, not a zero-valued object.
 func TestNilIsNil(t *testing.T) {
-	if FromDesktop(nil) != nil || FromEvent(nil) != nil || FromStats(nil) != nil || FromToken(nil) != nil {
+	if FromDesktop(nil) != nil || FromEvent(nil) != nil || FromStats(nil) != nil || FromToken(nil) != nil ||
+		FromBackup(nil) != nil || FromBackupTarget(nil) != nil || FromBackupCheck(nil) != nil {
 		t.Error("a nil domain value converts to a non-nil API value")
+	}
+}
+
+// TestBackupTargetShowsNoSecret: a target's secret key never reaches the
+// wire, and a dir target has no s3 part.
+func TestBackupTargetShowsNoSecret(t *testing.T) {
+	s3 := FromBackupTarget(&desktop.BackupTarget{Name: "nas", Kind: desktop.TargetS3,
+		S3: desktop.S3Location{Endpoint: "nas:9000", Bucket: "b", AccessKey: "AK", SecretKey: "sekrit"}})
+	b, _ := json.Marshal(s3)
+	if strings.Contains(string(b), "sekrit") || !strings.Contains(string(b), `"access_key":"AK"`) {
+		t.Errorf("s3 target on the wire: %s", b)
+	}
+	dir := FromBackupTarget(&desktop.BackupTarget{Name: "local", Kind: desktop.TargetDir, Dir: "/srv/backups"})
+	if b, _ := json.Marshal(dir); strings.Contains(string(b), `"s3"`) {
+		t.Errorf("dir target on the wire: %s", b)
+	}
+	if c := FromBackupCheck(&desktop.BackupCheck{OK: true}); c.Missing == nil || c.Corrupt == nil {
+		t.Errorf("a check's lists are null: %+v", c)
 	}
 }

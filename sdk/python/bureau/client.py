@@ -6,6 +6,7 @@ from typing import Any, Iterator
 
 from . import models as m
 from ._transport import Transport
+from .backups import BackupTargets, Backups
 from .desktop import Desktop
 from .recordings import Recordings
 from .sse import ServerEvent, parse
@@ -30,6 +31,8 @@ class Client:
         self.events = Events(self.http)
         self.steps = Steps(self.http)
         self.recordings = Recordings(self.http)
+        self.backups = Backups(self)
+        self.backup_targets = BackupTargets(self.http)
 
     def info(self) -> dict:
         """What this bureau is: version, accelerator (kvm or tcg) and why."""

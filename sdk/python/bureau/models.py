@@ -416,6 +416,81 @@ class Recording(Model):
 
 
 @dataclass
+class Backup(Model):
+    """A backup of a desktop's data disk, as it goes (state running, its
+    progress: bytes_read of read_total, chunks_new, bytes_new uploaded) and
+    once it ended (complete or failed, with error)."""
+
+    SCHEMA: ClassVar[str] = 'Backup'
+    id: str | None = None
+    desktop_id: str | None = None
+    desktop_name: str | None = None
+    owner: str | None = None
+    target_id: str | None = None
+    state: str | None = None
+    kind: str | None = None
+    why_full: str | None = None
+    consistency: str | None = None
+    parent: str | None = None
+    disk_bytes: int | None = None
+    image: str | None = None
+    vcpus: int | None = None
+    memory_mib: int | None = None
+    bytes_read: int | None = None
+    read_total: int | None = None
+    chunks: int | None = None
+    chunks_new: int | None = None
+    bytes_new: int | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class BackupTarget(Model):
+    """Where backups go: a directory (dir) or a bucket of an S3-compatible
+    store (s3); never its secret key."""
+
+    SCHEMA: ClassVar[str] = 'BackupTarget'
+    id: str | None = None
+    name: str | None = None
+    kind: str | None = None
+    dir: str | None = None
+    s3: dict | None = None
+    created_at: str | None = None
+    created_by: str | None = None
+
+    def _nest(self) -> None:
+        self.s3 = S3Location.from_dict(self.s3) if isinstance(self.s3, dict) else self.s3
+
+
+@dataclass
+class S3Location(Model):
+    """An s3 target's bucket and access key."""
+
+    SCHEMA: ClassVar[str] = 'S3Location'
+    endpoint: str | None = None
+    bucket: str | None = None
+    prefix: str | None = None
+    region: str | None = None
+    access_key: str | None = None
+    insecure: bool | None = None
+
+
+@dataclass
+class BackupCheck(Model):
+    """What verifying a backup found: ok, or the missing and corrupt chunks."""
+
+    SCHEMA: ClassVar[str] = 'BackupCheck'
+    backup_id: str | None = None
+    chunks: int | None = None
+    missing: list | None = None
+    corrupt: list | None = None
+    ok: bool | None = None
+    took_ms: int | None = None
+
+
+@dataclass
 class Stats(Model):
     """A VMStats as the API shows it."""
 

@@ -106,6 +106,16 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     'listImages': ('GET', '/api/v1/images'),
     'importImage': ('POST', '/api/v1/images'),
     'deleteImage': ('DELETE', '/api/v1/images/{name}'),
+    'listBackupTargets': ('GET', '/api/v1/backup-targets'),
+    'createBackupTarget': ('POST', '/api/v1/backup-targets'),
+    'getBackupTarget': ('GET', '/api/v1/backup-targets/{target}'),
+    'deleteBackupTarget': ('DELETE', '/api/v1/backup-targets/{target}'),
+    'listDesktopBackups': ('GET', '/api/v1/desktops/{id}/backups'),
+    'createBackup': ('POST', '/api/v1/desktops/{id}/backups'),
+    'listBackups': ('GET', '/api/v1/backups'),
+    'getBackup': ('GET', '/api/v1/backups/{backup}'),
+    'restoreBackup': ('POST', '/api/v1/backups/{backup}/restore'),
+    'verifyBackup': ('POST', '/api/v1/backups/{backup}/verify'),
 }
 
 # Operations of the spec the SDK leaves to other clients, and why.

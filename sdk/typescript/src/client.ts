@@ -1,3 +1,4 @@
+import { BackupTargets, Backups } from "./backups.js";
 import { Desktop } from "./desktop.js";
 import type * as m from "./models.js";
 import { Recordings } from "./recordings.js";
@@ -53,6 +54,10 @@ export class Bureau {
   readonly steps: Steps;
   /** Each desktop's screen recordings. */
   readonly recordings: Recordings;
+  /** Backups of desktops' data disks: take, follow, list, verify, restore. */
+  readonly backups: Backups;
+  /** Where backups go (admin). */
+  readonly backupTargets: BackupTargets;
 
   constructor(o: ClientOptions = {}) {
     this.http = new Transport(o.url, o.token);
@@ -66,6 +71,8 @@ export class Bureau {
     this.events = new Events(this.http);
     this.steps = new Steps(this.http);
     this.recordings = new Recordings(this.http);
+    this.backups = new Backups(this.http);
+    this.backupTargets = new BackupTargets(this.http);
   }
 
   /** What this bureau is: version, accelerator (kvm or tcg) and why. */

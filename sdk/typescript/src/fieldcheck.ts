@@ -47,6 +47,10 @@ interface Models {
   Step: M.Step;
   CheckpointPolicy: M.CheckpointPolicy;
   StepExport: M.StepExport;
+  Backup: M.Backup;
+  BackupTarget: M.BackupTarget;
+  S3Location: M.S3Location;
+  BackupCheck: M.BackupCheck;
 }
 
 type Fields = typeof FIELDS;

@@ -8,6 +8,7 @@
  *     console.log((await d.exec("uname -a")).stdout);
  */
 export { Bureau, Desktops, Events, Hosts, Images, OwnerSecrets, Quotas, Templates, Tokens, type ClientOptions, type CreateDesktop } from "./client.js";
+export { Backups, BackupTargets, type BackupRef, type BackupTargetRef } from "./backups.js";
 export { Desktop, type ComputerAction, type ExecOptions, type ScreenshotOptions } from "./desktop.js";
 export { BureauError, TimeoutError } from "./errors.js";
 export { Clipboard, Console, Files, Processes, Secrets, Services, Snapshots, URLs, type ServiceSpec } from "./guest.js";

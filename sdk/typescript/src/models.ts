@@ -444,6 +444,76 @@ export interface Recording {
   video_url?: string;
 }
 
+/** A backup of a desktop's data disk, as it goes (`running`, with its progress) and once it ended. */
+export interface Backup {
+  id: string;
+  desktop_id: string;
+  /** The desktop's name when it was taken. */
+  desktop_name: string;
+  /** The desktop's owner, whose backup it is (it outlives the desktop). */
+  owner: string;
+  target_id: string;
+  /** Only a complete backup exists in its target and can be restored. */
+  state: "running" | "complete" | "failed";
+  /** incremental: only what changed since `parent` was read. */
+  kind: "full" | "incremental";
+  /** Why a full backup is full. */
+  why_full?: string;
+  /** filesystem (frozen by the guest agent), crash (as after a power cut), stopped; "" until the disk is marked. */
+  consistency: "filesystem" | "crash" | "stopped" | "";
+  parent?: string;
+  /** The data disk's size (a restore makes one this size). */
+  disk_bytes: number;
+  image: string;
+  vcpus: number;
+  memory_mib: number;
+  /** Bytes of the disk read so far, of `read_total` (0 until known). */
+  bytes_read: number;
+  read_total: number;
+  chunks: number;
+  /** The chunks the target lacked, and the bytes uploaded for them (compressed, encrypted). */
+  chunks_new: number;
+  bytes_new: number;
+  started_at: string;
+  finished_at?: string;
+  /** Why it failed. */
+  error?: string;
+}
+
+/** Where backups go: a directory (`dir`) or a bucket of an S3-compatible store (`s3`); never its secret key. */
+export interface BackupTarget {
+  id: string;
+  name: string;
+  kind: "s3" | "dir";
+  dir?: string;
+  s3?: S3Location;
+  created_at: string;
+  created_by: string;
+}
+
+/** An s3 target's bucket and access key. */
+export interface S3Location {
+  /** host:port */
+  endpoint: string;
+  bucket: string;
+  prefix?: string;
+  region?: string;
+  access_key: string;
+  /** Plain HTTP. */
+  insecure: boolean;
+}
+
+/** What verifying a backup found. */
+export interface BackupCheck {
+  backup_id: string;
+  chunks: number;
+  missing: string[];
+  corrupt: string[];
+  /** Every chunk is there and intact. */
+  ok: boolean;
+  took_ms: number;
+}
+
 /** One thing done in a desktop: a computer-use call (its actions), an exec, a file write or delete, a clipboard write. */
 export interface Step {
   desktop_id: string;
@@ -553,4 +623,8 @@ export const FIELDS = {
   Step: { schema: "Step", fields: ["desktop_id", "seq", "at", "duration_ms", "actor", "kind", "input", "result", "status", "error", "thumbnail_before", "thumbnail_after", "checkpoint", "checkpoint_error"] },
   CheckpointPolicy: { schema: "CheckpointPolicy", fields: ["every_steps", "before", "memory", "keep"] },
   StepExport: { schema: "StepExport", fields: ["format", "desktop_id", "next_after", "steps", "tools", "messages", "input"] },
+  Backup: { schema: "Backup", fields: ["id", "desktop_id", "desktop_name", "owner", "target_id", "state", "kind", "why_full", "consistency", "parent", "disk_bytes", "image", "vcpus", "memory_mib", "bytes_read", "read_total", "chunks", "chunks_new", "bytes_new", "started_at", "finished_at", "error"] },
+  BackupTarget: { schema: "BackupTarget", fields: ["id", "name", "kind", "dir", "s3", "created_at", "created_by"] },
+  S3Location: { schema: "S3Location", fields: ["endpoint", "bucket", "prefix", "region", "access_key", "insecure"] },
+  BackupCheck: { schema: "BackupCheck", fields: ["backup_id", "chunks", "missing", "corrupt", "ok", "took_ms"] },
 } as const satisfies Record<string, { schema: string; fields: readonly string[] }>;

@@ -104,6 +104,16 @@ export const OPERATIONS = {
   listImages: ["GET", "/api/v1/images"],
   importImage: ["POST", "/api/v1/images"],
   deleteImage: ["DELETE", "/api/v1/images/{name}"],
+  listBackupTargets: ["GET", "/api/v1/backup-targets"],
+  createBackupTarget: ["POST", "/api/v1/backup-targets"],
+  getBackupTarget: ["GET", "/api/v1/backup-targets/{target}"],
+  deleteBackupTarget: ["DELETE", "/api/v1/backup-targets/{target}"],
+  listDesktopBackups: ["GET", "/api/v1/desktops/{id}/backups"],
+  createBackup: ["POST", "/api/v1/desktops/{id}/backups"],
+  listBackups: ["GET", "/api/v1/backups"],
+  getBackup: ["GET", "/api/v1/backups/{backup}"],
+  restoreBackup: ["POST", "/api/v1/backups/{backup}/restore"],
+  verifyBackup: ["POST", "/api/v1/backups/{backup}/verify"],
 } as const satisfies Record<string, readonly [string, string]>;
 
 export type OperationId = keyof typeof OPERATIONS;

@@ -1,0 +1,109 @@
+import { Desktop } from "./desktop.js";
+import { BureauError, TimeoutError } from "./errors.js";
+import type * as m from "./models.js";
+import type { DesktopRef } from "./steps.js";
+import type { Transport } from "./transport.js";
+
+/** A backup: its id, or a Backup. */
+export type BackupRef = string | { id: string };
+/** A backup target: its name or id, or a BackupTarget. */
+export type BackupTargetRef = string | { id: string };
+
+const idOf = (x: DesktopRef | BackupRef | BackupTargetRef) => (typeof x === "string" ? x : x.id);
+
+/**
+ * Backups of desktops' data disks (the user's /home) to backup targets off the host: S3-compatible buckets or
+ * directories. A backup belongs to its desktop's owner and outlives the desktop: `list` and `get` reach those of
+ * deleted desktops, and `restore` makes a new desktop from one.
+ */
+export class Backups {
+  constructor(private readonly h: Transport) {}
+
+  /**
+   * Starts a backup of the desktop's data disk to `target` (its name or id; left out: the only target there is) and
+   * resolves to it, "running"; `wait` follows it. The desktop stays usable. 409 when one of it is already running;
+   * 422 (field `target`) when the target is unknown, unreachable, or not named among several.
+   */
+  create(desktop: DesktopRef, o: { target?: string } = {}): Promise<m.Backup> {
+    return this.h.call("createBackup", { params: { id: idOf(desktop) }, json: o.target ? { target: o.target } : undefined });
+  }
+
+  /** The desktop's backups, newest first (a desktop token may list its own desktop's; `list` reaches a deleted desktop's). */
+  async forDesktop(desktop: DesktopRef): Promise<m.Backup[]> {
+    return (await this.h.call<{ backups: m.Backup[] }>("listDesktopBackups", { params: { id: idOf(desktop) } })).backups ?? [];
+  }
+
+  /** Your backups (an admin's: everyone's), newest first, those of deleted desktops included; `desktop` (an id) and `target` (a name or id) narrow them. */
+  async list(o: { desktop?: DesktopRef; target?: string } = {}): Promise<m.Backup[]> {
+    const query = { desktop: o.desktop === undefined ? undefined : idOf(o.desktop), target: o.target };
+    return (await this.h.call<{ backups: m.Backup[] }>("listBackups", { query })).backups ?? [];
+  }
+
+  /** A backup, with its progress while it runs. */
+  get(backup: BackupRef): Promise<m.Backup> {
+    return this.h.call("getBackup", { params: { backup: idOf(backup) } });
+  }
+
+  /**
+   * Waits until the backup ends and resolves to it, complete. Rejects with a BureauError (code `backup_failed`, its
+   * error as the message) when it failed, a TimeoutError after `timeoutMs` (default 6 hours).
+   */
+  async wait(backup: BackupRef, o: { timeoutMs?: number; pollMs?: number; signal?: AbortSignal } = {}): Promise<m.Backup> {
+    const deadline = Date.now() + (o.timeoutMs ?? 6 * 3600_000);
+    for (;;) {
+      o.signal?.throwIfAborted();
+      const b = await this.get(backup);
+      if (b.state === "complete") return b;
+      if (b.state === "failed") throw new BureauError(0, "backup_failed", b.error || "the backup failed", undefined, b.state);
+      if (Date.now() >= deadline) throw new TimeoutError(`backup ${b.id} is still ${b.state} (${b.bytes_read} of ${b.read_total} bytes read)`, b.state);
+      await new Promise((r) => setTimeout(r, o.pollMs ?? 1000));
+    }
+  }
+
+  /**
+   * Makes a new desktop, yours, called `name`, from a complete backup: its data disk is the backup's, its OS disk a
+   * fresh one of the backup's image. It boots in the background like a create: `waitUntil("running")`. Owner and
+   * admin tokens only.
+   */
+  async restore(backup: BackupRef, name: string): Promise<Desktop> {
+    const d = await this.h.call<m.Desktop>("restoreBackup", { params: { backup: idOf(backup) }, json: { name } });
+    return new Desktop(this.h, d.id, d);
+  }
+
+  /** Reads back every chunk of a complete backup and checks it: `ok`, or the `missing` and `corrupt` chunks (a restore would fail). */
+  verify(backup: BackupRef): Promise<m.BackupCheck> {
+    return this.h.call("verifyBackup", { params: { backup: idOf(backup) } });
+  }
+}
+
+/** Where backups go (admin). A target's secret key is never shown. */
+export class BackupTargets {
+  constructor(private readonly h: Transport) {}
+
+  async list(): Promise<m.BackupTarget[]> {
+    return (await this.h.call<{ targets: m.BackupTarget[] }>("listBackupTargets")).targets ?? [];
+  }
+
+  /** A target by its name or id. */
+  get(target: BackupTargetRef): Promise<m.BackupTarget> {
+    return this.h.call("getBackupTarget", { params: { target: idOf(target) } });
+  }
+
+  /** Adds a directory on bureau's host (a local disk or a mounted share). */
+  addDir(name: string, dir: string): Promise<m.BackupTarget> {
+    return this.h.call("createBackupTarget", { json: { name, kind: "dir", dir } });
+  }
+
+  /**
+   * Adds a bucket of an S3-compatible store (`endpoint`: host:port; `insecure`: plain HTTP). bureau reaches it first:
+   * 422 with the reason when it cannot, 409 when it holds another install's backups.
+   */
+  addS3(name: string, s3: { endpoint: string; bucket: string; access_key: string; secret_key: string; prefix?: string; region?: string; insecure?: boolean }): Promise<m.BackupTarget> {
+    return this.h.call("createBackupTarget", { json: { name, kind: "s3", s3 } });
+  }
+
+  /** Forgets a target; its backups stay in it (409 while a backup to it runs). */
+  async remove(target: BackupTargetRef): Promise<void> {
+    await this.h.call("deleteBackupTarget", { params: { target: idOf(target) } });
+  }
+}

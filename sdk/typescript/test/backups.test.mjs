@@ -1,0 +1,94 @@
+// Offline tests of backups (bureau.backups, bureau.backupTargets) against a fake server.
+import assert from "node:assert/strict";
+import http from "node:http";
+import { after, before, describe, test } from "node:test";
+import { Bureau, BureauError, Desktop, TimeoutError } from "../dist/index.js";
+
+let server, url;
+const routes = new Map();
+const seen = [];
+
+before(async () => {
+  server = http.createServer((req, res) => {
+    const body = [];
+    req.on("data", (c) => body.push(c));
+    req.on("end", () => {
+      seen.push({ method: req.method, url: req.url, body: Buffer.concat(body).toString() });
+      const route = routes.get(`${req.method} ${new URL(req.url, "http://x").pathname}`);
+      const [status, out] = route ? route() : [404, { error: { code: "not_found", message: "no route" } }];
+      res.writeHead(status, { "Content-Type": "application/json" });
+      res.end(out === undefined ? "" : JSON.stringify(out));
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  url = `http://127.0.0.1:${server.address().port}`;
+});
+after(() => server.close());
+
+const json = (method, path, status, obj) => routes.set(`${method} ${path}`, () => [status, obj]);
+const rejection = (p) => p.then(() => null, (e) => e);
+const backup = (state = "running", more = {}) => ({
+  id: "b1", desktop_id: "d1", desktop_name: "agent-1", owner: "alice", target_id: "t1", state, kind: "full", consistency: "filesystem",
+  disk_bytes: 20 << 30, image: "debian", vcpus: 2, memory_mib: 4096, bytes_read: 0, read_total: 3 << 30, chunks: 0, chunks_new: 0,
+  bytes_new: 0, started_at: "2025-03-04T05:06:07Z", ...more,
+});
+const TARGET = { id: "t1", name: "offsite", kind: "s3", created_at: "2025-03-04T05:06:07Z", created_by: "root/tok_1",
+  s3: { endpoint: "nas.lan:9000", bucket: "bk", access_key: "AKID", insecure: true } };
+
+describe("backups", () => {
+  const b = () => new Bureau({ url, token: "bureau_test" });
+
+  test("create and wait", async () => {
+    json("POST", "/api/v1/desktops/d1/backups", 202, backup());
+    const bk = await b().backups.create("d1", { target: "offsite" });
+    assert.deepEqual([bk.id, bk.state, bk.read_total], ["b1", "running", 3 << 30]);
+    assert.deepEqual(JSON.parse(seen.at(-1).body), { target: "offsite" });
+    await b().backups.create(b().desktop("d1")); // a Desktop does as well; the only target
+    assert.equal(seen.at(-1).body, "");
+
+    const answers = [backup("running", { bytes_read: 1 << 30 }), backup("complete", { chunks: 768, chunks_new: 768, finished_at: "2025-03-04T05:10:19Z" })];
+    routes.set("GET /api/v1/backups/b1", () => [200, answers.length > 1 ? answers.shift() : answers[0]]);
+    const done = await b().backups.wait(bk, { pollMs: 5 });
+    assert.deepEqual([done.state, done.chunks_new, done.finished_at], ["complete", 768, "2025-03-04T05:10:19Z"]);
+
+    json("GET", "/api/v1/backups/b1", 200, backup("failed", { error: "read the data disk: input/output error" }));
+    const e = await rejection(b().backups.wait("b1", { pollMs: 5 }));
+    assert.ok(e instanceof BureauError);
+    assert.deepEqual([e.code, e.message, e.state], ["backup_failed", "read the data disk: input/output error", "failed"]);
+    json("GET", "/api/v1/backups/b1", 200, backup());
+    assert.ok((await rejection(b().backups.wait("b1", { timeoutMs: 20, pollMs: 5 }))) instanceof TimeoutError);
+  });
+
+  test("lists, restore and verify", async () => {
+    json("GET", "/api/v1/backups", 200, { backups: [backup("complete", { id: "b2", kind: "incremental", parent: "b1" }), backup("complete")] });
+    const got = await b().backups.list({ desktop: "d1", target: "offsite" });
+    assert.deepEqual(got.map((x) => [x.id, x.kind, x.parent]), [["b2", "incremental", "b1"], ["b1", "full", undefined]]);
+    assert.equal(seen.at(-1).url, "/api/v1/backups?desktop=d1&target=offsite");
+    json("GET", "/api/v1/desktops/d1/backups", 200, { backups: [backup()] });
+    assert.deepEqual((await b().backups.forDesktop("d1")).map((x) => x.state), ["running"]);
+
+    json("POST", "/api/v1/backups/b1/restore", 202, { id: "d2", name: "back", owner: "alice", state: "creating" });
+    const d = await b().backups.restore("b1", "back");
+    assert.ok(d instanceof Desktop);
+    assert.deepEqual([d.id, d.data.state, JSON.parse(seen.at(-1).body)], ["d2", "creating", { name: "back" }]);
+    json("POST", "/api/v1/backups/b1/verify", 200, { backup_id: "b1", chunks: 768, missing: [], corrupt: ["chunks/ab/ab12"], ok: false, took_ms: 3240 });
+    const check = await b().backups.verify({ id: "b1" });
+    assert.deepEqual([check.ok, check.corrupt], [false, ["chunks/ab/ab12"]]);
+  });
+
+  test("targets", async () => {
+    json("POST", "/api/v1/backup-targets", 201, TARGET);
+    const t = await b().backupTargets.addS3("offsite", { endpoint: "nas.lan:9000", bucket: "bk", access_key: "AKID", secret_key: "hunter2", insecure: true });
+    assert.deepEqual([t.name, t.s3.access_key], ["offsite", "AKID"]);
+    assert.deepEqual(JSON.parse(seen.at(-1).body), { name: "offsite", kind: "s3", s3: { endpoint: "nas.lan:9000", bucket: "bk", access_key: "AKID", secret_key: "hunter2", insecure: true } });
+    await b().backupTargets.addDir("local", "/srv/backups");
+    assert.deepEqual(JSON.parse(seen.at(-1).body), { name: "local", kind: "dir", dir: "/srv/backups" });
+    json("GET", "/api/v1/backup-targets", 200, { targets: [TARGET] });
+    assert.deepEqual((await b().backupTargets.list()).map((x) => x.name), ["offsite"]);
+    json("GET", "/api/v1/backup-targets/offsite", 200, TARGET);
+    assert.equal((await b().backupTargets.get("offsite")).id, "t1");
+    json("DELETE", "/api/v1/backup-targets/t1", 204, undefined);
+    await b().backupTargets.remove(t);
+    assert.deepEqual([seen.at(-1).method, seen.at(-1).url], ["DELETE", "/api/v1/backup-targets/t1"]);
+  });
+});
