@@ -53,6 +53,10 @@ type job struct {
 	n     int
 }
 
+// emptier is a Source that knows from its map, without reading, that a
+// cell reads as zeros (qcow2.Source).
+type emptier interface{ Empty(i int) bool }
+
 // Backup backs src up: it reads every changed cell (in order, in this
 // goroutine), carries the parent's chunks over for the cells that did not
 // change (a nil parent needs every cell changed), uploads the chunks the
@@ -81,8 +85,9 @@ func (r *Repo) Backup(ctx context.Context, src Source, parent *Manifest, meta Me
 	}
 	chunks := make([]string, cells)
 	var p Progress
+	empty, _ := src.(emptier)
 	for i := range cells {
-		if src.Changed(i) {
+		if src.Changed(i) && (empty == nil || !empty.Empty(i)) {
 			p.ReadTotal += cellLen(i, cs, size)
 		}
 	}
@@ -182,6 +187,9 @@ func readCells(ctx context.Context, src Source, jobs chan<- job, pool *sync.Pool
 		}
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
+		}
+		if e, ok := src.(emptier); ok && e.Empty(i) {
+			continue // zeros by the map: nothing to read or store
 		}
 		want := cellLen(i, cs, size)
 		buf := pool.Get().(*[]byte)

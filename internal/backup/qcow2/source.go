@@ -120,6 +120,22 @@ func (s *Source) Changed(i int) bool {
 	return false
 }
 
+// Empty reports whether cell i reads as zeros at the mark by its mapping
+// alone (every cluster unallocated or zero): it need not be read.
+func (s *Source) Empty(i int) bool {
+	if i < 0 || i >= s.Cells() {
+		return false
+	}
+	start, end := s.cellRange(i)
+	cs := s.mark.ClusterSize
+	for c := start / cs; c < (end+cs-1)/cs; c++ {
+		if _, z := s.mark.Cluster(c); !z {
+			return false
+		}
+	}
+	return true
+}
+
 // ReadCell fills buf with cell i's content at the mark and returns its
 // length n (CellSize, except for a short last cell). Data clusters are read
 // at their host offsets, zero or unallocated clusters read as zeros. zero

@@ -171,3 +171,24 @@ func TestGrownDisk(t *testing.T) {
 		t.Errorf("last cell: n = %d, err = %v; want %d", n, err, 512<<10)
 	}
 }
+
+// TestEmpty: a cell is empty by its map alone only when no cluster of it
+// holds data at the mark (cell 14 holds zero bytes in an allocated cluster:
+// it must be read to know).
+func TestEmpty(t *testing.T) {
+	p := buildMarks(t)
+	s, err := NewSource(p, "m2", "", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var empty []int
+	for i := range s.Cells() {
+		if s.Empty(i) {
+			empty = append(empty, i)
+		}
+	}
+	if want := []int{3, 5, 6, 7, 9, 10, 11, 12, 13}; !slices.Equal(empty, want) {
+		t.Errorf("empty cells at m2 = %v, want %v", empty, want)
+	}
+}
