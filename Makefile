@@ -26,6 +26,7 @@ setup:
 # setup, plus what only the tests need (Chromium, Node.js, Python).
 setup-test:
 	@BUREAU_SETUP_TESTS=1 scripts/host-setup.sh
+	@scripts/weed-setup.sh >/dev/null
 
 # bureau, and bureau-agent (static, for the desktops) beside it.
 build:
