@@ -1,6 +1,7 @@
 package desktop
 
 import (
+	"fmt"
 	"regexp"
 	"time"
 )
@@ -139,6 +140,49 @@ func ValidateBackupTarget(t *BackupTarget) error {
 		}
 	default:
 		return &ValidationError{Field: "kind", Message: `must be "s3" or "dir"`}
+	}
+	return nil
+}
+
+// BackupSchedule backs a desktop up every EveryMinutes to a target, then
+// thins its backups there out: the newest KeepLast, and the newest of each
+// of the last KeepHourly hours, KeepDaily days and KeepWeekly weeks stay
+// (the newest backup always does: the next one is taken against it).
+type BackupSchedule struct {
+	DesktopID    string
+	TargetID     string
+	EveryMinutes int
+	KeepLast     int
+	KeepHourly   int
+	KeepDaily    int
+	KeepWeekly   int
+	NextAt       time.Time
+	UpdatedAt    time.Time
+	UpdatedBy    string
+}
+
+// Default backup schedule: hourly; keep 24 hourly, 7 daily, 4 weekly.
+const (
+	DefaultBackupEvery  = 60
+	DefaultKeepHourly   = 24
+	DefaultKeepDaily    = 7
+	DefaultKeepWeekly   = 4
+	MaxBackupKeep       = 1000
+	MaxBackupEveryHours = 24 * 7
+)
+
+// ValidateBackupSchedule checks a schedule's period and retention.
+func ValidateBackupSchedule(s *BackupSchedule) error {
+	if s.EveryMinutes < 1 || s.EveryMinutes > MaxBackupEveryHours*60 {
+		return &ValidationError{Field: "every_minutes", Message: fmt.Sprintf("from 1 to %d (a week)", MaxBackupEveryHours*60)}
+	}
+	for _, k := range []struct {
+		field string
+		n     int
+	}{{"keep_last", s.KeepLast}, {"keep_hourly", s.KeepHourly}, {"keep_daily", s.KeepDaily}, {"keep_weekly", s.KeepWeekly}} {
+		if k.n < 0 || k.n > MaxBackupKeep {
+			return &ValidationError{Field: k.field, Message: fmt.Sprintf("from 0 to %d", MaxBackupKeep)}
+		}
 	}
 	return nil
 }

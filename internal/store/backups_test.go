@@ -72,3 +72,41 @@ func TestBackupRecordsOnBothDatabases(t *testing.T) {
 		})
 	}
 }
+
+func TestBackupSchedulesOnBothDatabases(t *testing.T) {
+	for db, s := range openStores(t) {
+		t.Run(db, func(t *testing.T) {
+			ctx := context.Background()
+			r := s.Backups()
+			at := time.Now().UTC().Truncate(time.Millisecond)
+			sc := &desktop.BackupSchedule{DesktopID: "d1", TargetID: "t1", EveryMinutes: 60, KeepHourly: 24, KeepDaily: 7, KeepWeekly: 4,
+				NextAt: at.Add(time.Hour), UpdatedAt: at, UpdatedBy: "alice"}
+			if err := r.PutSchedule(ctx, sc); err != nil {
+				t.Fatal(err)
+			}
+			sc.EveryMinutes, sc.KeepLast, sc.NextAt = 5, 3, at.Add(-time.Minute)
+			if err := r.PutSchedule(ctx, sc); err != nil {
+				t.Fatalf("replace: %v", err)
+			}
+			got, err := r.Schedule(ctx, "d1")
+			if err != nil || got.EveryMinutes != 5 || got.KeepLast != 3 || got.KeepHourly != 24 || !got.NextAt.Equal(at.Add(-time.Minute)) {
+				t.Fatalf("schedule: %+v %v", got, err)
+			}
+			if due, err := r.DueSchedules(ctx, at); err != nil || len(due) != 1 || due[0].DesktopID != "d1" {
+				t.Fatalf("due: %v %v", due, err)
+			}
+			if err := r.ScheduleNext(ctx, "d1", at.Add(5*time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			if due, _ := r.DueSchedules(ctx, at); len(due) != 0 {
+				t.Fatalf("due after moving it on: %v", due)
+			}
+			if err := r.DeleteSchedule(ctx, "d1"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Schedule(ctx, "d1"); !errors.Is(err, desktop.ErrNotFound) {
+				t.Fatalf("a deleted schedule: %v", err)
+			}
+		})
+	}
+}
