@@ -168,7 +168,7 @@ func (r *Repo) upload(ctx context.Context, src Source, chunks []string, m *meter
 			}
 		})
 	}
-	err := readCells(ctx, src, jobs, &pool, m)
+	err := readIdle(func() error { return readCells(ctx, src, jobs, &pool, m) })
 	close(jobs)
 	wg.Wait()
 	if err == nil {
