@@ -60,6 +60,9 @@ func (b *Backups) Restore(ctx context.Context, backupID string, req RestoreReque
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		mu := b.locks.of(t.ID)
+		mu.RLock()
+		defer mu.RUnlock()
 		begun := time.Now()
 		err := backup.RestoreDisk(ctx, repo, m, path, nil)
 		b.ops.observe("restore", begun, err)
@@ -107,7 +110,10 @@ func (b *Backups) Verify(ctx context.Context, backupID, actor string) (*desktop.
 	if err != nil {
 		return nil, err
 	}
+	mu := b.locks.of(t.ID)
+	mu.RLock()
 	check, err := repo.Verify(ctx, m)
+	mu.RUnlock()
 	if err != nil {
 		return nil, err
 	}

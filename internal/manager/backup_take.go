@@ -97,6 +97,11 @@ func (b *Backups) take(ctx context.Context, bk *desktop.Backup, t *desktop.Backu
 	fin := time.Now().UTC()
 	bk.FinishedAt = &fin
 	took := fin.Sub(begun).Round(100 * time.Millisecond)
+	defer func() {
+		if b.ended != nil {
+			b.ended(bk)
+		}
+	}()
 	if err != nil {
 		bk.State, bk.Error = desktop.BackupFailed, err.Error()
 		b.record(ctx, bk)
@@ -113,6 +118,9 @@ func (b *Backups) take(ctx context.Context, bk *desktop.Backup, t *desktop.Backu
 	b.ops.event(ctx, bk.DesktopID, "backup_completed", actor, "%s backup %s to target %s%s, %s: read %s, %d of %d chunks new (%s uploaded) in %s",
 		bk.Kind, bk.ID, t.Name, why, bk.Consistency, mib(bk.BytesRead), bk.ChunksNew, bk.Chunks, mib(bk.BytesNew), took)
 	b.dropMarks(ctx, bk.DesktopID, nil)
+	if s, err := b.records.Schedule(ctx, bk.DesktopID); err == nil && s.TargetID == t.ID {
+		b.prune(ctx, s, t, repo)
+	}
 }
 
 func (b *Backups) takeSteps(ctx context.Context, bk *desktop.Backup, t *desktop.BackupTarget, repo *backup.Repo) error {
@@ -122,6 +130,9 @@ func (b *Backups) takeSteps(ctx context.Context, bk *desktop.Backup, t *desktop.
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	mu := b.locks.of(t.ID)
+	mu.RLock()
+	defer mu.RUnlock()
 	d, err := b.mark(ctx, bk)
 	if err != nil {
 		return err

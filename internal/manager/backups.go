@@ -55,6 +55,9 @@ type BackupsConfig struct {
 	// AtOnce bounds the backups and restores that read or write disks at
 	// the same time on this host (0 = 2).
 	AtOnce int
+	// Ended, when set, is told of every backup that completed or failed
+	// (metrics).
+	Ended func(*desktop.Backup)
 }
 
 // BackupRecords keeps backup targets and backups (store.BackupRecords).
@@ -68,6 +71,12 @@ type BackupRecords interface {
 	GetBackup(ctx context.Context, id string) (*desktop.Backup, error)
 	ListBackups(ctx context.Context, f desktop.BackupFilter) ([]*desktop.Backup, error)
 	FailRunning(ctx context.Context, why string) (int64, error)
+	DeleteBackup(ctx context.Context, id string) error
+	PutSchedule(ctx context.Context, s *desktop.BackupSchedule) error
+	Schedule(ctx context.Context, desktopID string) (*desktop.BackupSchedule, error)
+	DeleteSchedule(ctx context.Context, desktopID string) error
+	DueSchedules(ctx context.Context, now time.Time) ([]*desktop.BackupSchedule, error)
+	ScheduleNext(ctx context.Context, desktopID string, at time.Time) error
 }
 
 // Backups copies desktops' data disks to backup targets and restores them
@@ -85,10 +94,15 @@ type Backups struct {
 	creates restoreCreates
 	log     *slog.Logger
 
-	key  []byte
-	seal cipher.AEAD
+	key   []byte
+	seal  cipher.AEAD
+	ended func(*desktop.Backup)
 	// slots bounds the backups and restores moving data at once.
 	slots chan struct{}
+
+	// locks keep sweeps of a target apart from its readers and writers
+	// (backup_keep.go).
+	locks targetLocks
 
 	mu sync.Mutex
 	// running are the backups taken now, by desktop.
@@ -109,7 +123,7 @@ type restoreCreates interface {
 
 func newBackups(cfg BackupsConfig, ops *runner, vms markVMs, hosts diskHosts, creates restoreCreates, log *slog.Logger) *Backups {
 	b := &Backups{ops: ops, records: cfg.Records, vms: vms, hosts: hosts, creates: creates, log: log,
-		key: cfg.Key, slots: make(chan struct{}, max(cfg.AtOnce, 1)), running: map[string]string{}}
+		key: cfg.Key, ended: cfg.Ended, slots: make(chan struct{}, max(cfg.AtOnce, 1)), running: map[string]string{}}
 	if cfg.AtOnce == 0 {
 		b.slots = make(chan struct{}, 2)
 	}
@@ -200,8 +214,11 @@ func (b *Backups) adopt(ctx context.Context, t *desktop.BackupTarget, repo *back
 	n := 0
 	for _, m := range list {
 		created := m.CreatedAt
+		// Mark: the backup's mark may still be in the desktop's disk (the
+		// target added again): the next backup reads only what changed
+		// since it, or is full when it is gone.
 		bk := &desktop.Backup{ID: m.ID, DesktopID: m.DesktopID, DesktopName: m.DesktopName, Owner: m.Owner, TargetID: t.ID,
-			State: desktop.BackupComplete, Kind: m.Kind, WhyFull: m.WhyFull, Consistency: m.Consistency, Parent: m.Parent,
+			State: desktop.BackupComplete, Kind: m.Kind, WhyFull: m.WhyFull, Consistency: m.Consistency, Parent: m.Parent, Mark: markPrefix + m.ID,
 			DiskBytes: m.DiskBytes, Image: m.Image, VCPUs: m.VCPUs, MemoryMiB: m.MemoryMiB, Chunks: len(m.Cells),
 			StartedAt: created, FinishedAt: &created}
 		if err := b.records.CreateBackup(ctx, bk); err != nil {

@@ -26,6 +26,7 @@ func (m *Manager) Run() error {
 		return err
 	}
 	m.backups.settle(m.ops.ctx)
+	m.ops.goUntilClose(func() { m.backups.watchSchedules(scheduleTick) })
 	m.ops.spawn(5*time.Minute, m.warm.adopt)
 	m.ops.goUntilClose(func() { m.idle.watch(m.cfg.IdleCheck) })
 	// Events and reconciles run apart: a reconcile slowed down by a busy

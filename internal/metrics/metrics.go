@@ -41,6 +41,7 @@ type Metrics struct {
 	urlCodes *prometheus.CounterVec
 	urlBytes *prometheus.CounterVec
 	steps    *prometheus.CounterVec
+	backups  *backupMetrics
 	coll     *collector
 }
 
@@ -76,6 +77,7 @@ func New(desktops Desktops, vms VMs, log *slog.Logger) *Metrics {
 	m.steps = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bureau_steps_total", Help: "Steps recorded in desktops' step logs, by kind (computer, exec, file_write, file_delete, clipboard) and result (ok, error); its rate is the step rate.",
 	}, []string{"kind", "result"})
+	m.backups = newBackupMetrics(m.reg)
 	m.coll = &collector{desktops: desktops, vms: vms, log: log}
 	m.reg.MustRegister(m.requests, m.ops, m.console, m.urls, m.urlCodes, m.urlBytes, m.steps, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), m.coll)
 	return m
@@ -136,6 +138,7 @@ func (m *Metrics) ForgetDesktop(desktopID string) {
 	m.urls.DeletePartialMatch(l)
 	m.urlCodes.DeletePartialMatch(l)
 	m.urlBytes.DeletePartialMatch(l)
+	m.backups.lastGood.DeletePartialMatch(l)
 }
 
 // ObserveOperation records one finished desktop operation.

@@ -1,0 +1,146 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bureau/bureau/internal/desktop"
+)
+
+// ScheduleRequest sets a desktop's backup schedule. Nil fields take the
+// defaults: hourly, keeping 24 hourly, 7 daily and 4 weekly backups.
+type ScheduleRequest struct {
+	// Target is the target's id or name ("" = the only one there is).
+	Target       string
+	EveryMinutes *int
+	KeepLast     *int
+	KeepHourly   *int
+	KeepDaily    *int
+	KeepWeekly   *int
+	Actor        string
+}
+
+// scheduleTick is how often due schedules are looked for.
+const scheduleTick = 20 * time.Second
+
+// SetSchedule sets (or replaces) a desktop's backup schedule; its first
+// backup is due one period from now.
+func (b *Backups) SetSchedule(ctx context.Context, desktopID string, req ScheduleRequest) (*desktop.BackupSchedule, error) {
+	if err := b.on(); err != nil {
+		return nil, err
+	}
+	d, err := b.ops.live(ctx, desktopID)
+	if err != nil {
+		return nil, err
+	}
+	if err := localOnly(d, "a backup schedule"); err != nil {
+		return nil, err
+	}
+	t, err := b.target(ctx, req.Target)
+	if err != nil {
+		return nil, err
+	}
+	or := func(p *int, def int) int {
+		if p == nil {
+			return def
+		}
+		return *p
+	}
+	now := time.Now().UTC()
+	s := &desktop.BackupSchedule{DesktopID: d.ID, TargetID: t.ID, EveryMinutes: or(req.EveryMinutes, desktop.DefaultBackupEvery),
+		KeepLast: or(req.KeepLast, 0), KeepHourly: or(req.KeepHourly, desktop.DefaultKeepHourly),
+		KeepDaily: or(req.KeepDaily, desktop.DefaultKeepDaily), KeepWeekly: or(req.KeepWeekly, desktop.DefaultKeepWeekly),
+		UpdatedAt: now, UpdatedBy: req.Actor}
+	if err := desktop.ValidateBackupSchedule(s); err != nil {
+		return nil, err
+	}
+	s.NextAt = now.Add(time.Duration(s.EveryMinutes) * time.Minute)
+	if err := b.records.PutSchedule(ctx, s); err != nil {
+		return nil, err
+	}
+	b.ops.event(ctx, d.ID, "backup_scheduled", req.Actor, "backed up every %d min to target %s, keeping the last %d, hourly %d, daily %d, weekly %d; next at %s",
+		s.EveryMinutes, t.Name, s.KeepLast, s.KeepHourly, s.KeepDaily, s.KeepWeekly, s.NextAt.Format(time.RFC3339))
+	return s, nil
+}
+
+// Schedule returns a desktop's backup schedule (not found: it has none).
+func (b *Backups) Schedule(ctx context.Context, desktopID string) (*desktop.BackupSchedule, error) {
+	if err := b.on(); err != nil {
+		return nil, err
+	}
+	if _, err := b.ops.live(ctx, desktopID); err != nil {
+		return nil, err
+	}
+	s, err := b.records.Schedule(ctx, desktopID)
+	if errors.Is(err, desktop.ErrNotFound) {
+		return nil, fmt.Errorf("desktop %s has no backup schedule: %w", desktopID, desktop.ErrNotFound)
+	}
+	return s, err
+}
+
+// DeleteSchedule stops a desktop's scheduled backups; its backups stay.
+func (b *Backups) DeleteSchedule(ctx context.Context, desktopID, actor string) error {
+	if err := b.on(); err != nil {
+		return err
+	}
+	if _, err := b.ops.live(ctx, desktopID); err != nil {
+		return err
+	}
+	if err := b.records.DeleteSchedule(ctx, desktopID); err != nil {
+		return err
+	}
+	b.ops.event(ctx, desktopID, "backup_unscheduled", actor, "scheduled backups stopped; the backups taken stay")
+	return nil
+}
+
+// watchSchedules starts the backups that are due, every tick, until the
+// manager closes. A due desktop that cannot be backed up now (busy with a
+// backup, or in a state without a disk to mark) waits for its next period.
+func (b *Backups) watchSchedules(tick time.Duration) {
+	if b.on() != nil {
+		return
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ops.ctx.Done():
+			return
+		case <-t.C:
+			b.runDue(b.ops.ctx, time.Now().UTC())
+		}
+	}
+}
+
+// runDue starts every schedule's backup that is due at now.
+func (b *Backups) runDue(ctx context.Context, now time.Time) {
+	due, err := b.records.DueSchedules(ctx, now)
+	if err != nil {
+		b.log.Error("looking for due backups", "err", err)
+		return
+	}
+	for _, s := range due {
+		next := now.Add(time.Duration(s.EveryMinutes) * time.Minute)
+		if err := b.records.ScheduleNext(ctx, s.DesktopID, next); err != nil {
+			b.log.Error("moving a backup schedule on", "desktop", s.DesktopID, "err", err)
+			continue
+		}
+		d, err := b.ops.live(ctx, s.DesktopID)
+		if errors.Is(err, desktop.ErrNotFound) {
+			b.records.DeleteSchedule(ctx, s.DesktopID) // the desktop is gone; its backups stay
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if _, ok := markable(d.State); !ok {
+			b.ops.event(ctx, d.ID, "backup_skipped", "schedule", "scheduled backup skipped: the desktop is %s; next at %s", d.State, next.Format(time.RFC3339))
+			continue
+		}
+		if _, err := b.Start(ctx, d.ID, BackupRequest{Target: s.TargetID, Actor: "schedule"}); err != nil {
+			b.ops.event(ctx, d.ID, "backup_skipped", "schedule", "scheduled backup not started: %v; next at %s", err, next.Format(time.RFC3339))
+		}
+	}
+}
