@@ -6,6 +6,7 @@ import { listView } from './js/list.js';
 import { detailsView } from './js/details.js';
 import { dropAllShots } from './js/desktop.js';
 import { hostsView, adminHosts, forgetHosts, hostIcon } from './js/hosts.js';
+import { backupsView } from './js/backups.js';
 
 const app = document.getElementById('app');
 let info = null;
@@ -70,23 +71,25 @@ function shell() {
       h('div.topbar-right',
         liveBadge,
         infoText ? h('span.muted.small', { title: info.accelerator_reason || '' }, infoText) : null,
-        h('button.btn.btn-sm.btn-ghost', { type: 'button', onclick: logout }, icon('logout', 14), 'Log out')))),
+        h('button.btn.btn-sm.btn-ghost', { type: 'button', title: 'Log out', onclick: logout }, icon('logout', 14), 'Log out')))),
     main);
   renderLive();
-  // Hosts are for admins: the nav shows once GET /hosts answers (403 otherwise).
+  // Hosts and backup targets are for admins: the nav shows once GET /hosts
+  // answers (403 otherwise). An owner reaching #/backups sees their backups.
   const myNav = nav;
   adminHosts().then((hosts) => {
     if (!hosts || nav !== myNav) return;
     clear(nav,
       h('a.topnav-link', { href: '#/', dataset: { section: 'list' } }, 'Desktops'),
-      h('a.topnav-link', { href: '#/hosts', dataset: { section: 'hosts' } }, hostIcon(14), 'Hosts'));
+      h('a.topnav-link', { href: '#/hosts', dataset: { section: 'hosts' } }, hostIcon(14), 'Hosts'),
+      h('a.topnav-link', { href: '#/backups', dataset: { section: 'backups' } }, icon('archive', 14), 'Backups'));
     nav.hidden = false;
     markNav();
   }, () => { /* unreachable now: the nav stays hidden */ });
 }
 
 function markNav() {
-  const section = current?.key === 'hosts' ? 'hosts' : 'list';
+  const section = current?.key === 'hosts' || current?.key === 'backups' ? current.key : 'list';
   nav?.querySelectorAll('.topnav-link').forEach((a) => {
     if (a.dataset.section === section) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   });
@@ -106,7 +109,7 @@ function route() {
   // #/desktops/<id>[/<tab>][?<params of the tab>]
   const m = hash.match(/^\/desktops\/([^/?]+)(?:\/([a-z]+))?(?:\?(.*))?$/);
   const params = m?.[3] ? Object.fromEntries(new URLSearchParams(m[3])) : {};
-  const key = m ? `d:${decodeURIComponent(m[1])}` : hash === '/hosts' ? 'hosts' : 'list';
+  const key = m ? `d:${decodeURIComponent(m[1])}` : hash === '/hosts' || hash === '/backups' ? hash.slice(1) : 'list';
   if (current && current.key === key) {
     if (m && m[2]) current.setTab?.(m[2], params);
     return;
@@ -123,6 +126,9 @@ function route() {
   } else if (key === 'hosts') {
     current = { key, cleanup: hostsView(main) };
     document.title = 'Hosts · bureau';
+  } else if (key === 'backups') {
+    current = { key, cleanup: backupsView(main) };
+    document.title = 'Backups · bureau';
   } else {
     current = { key, cleanup: listView(main) };
     document.title = 'Desktops · bureau';

@@ -1,5 +1,5 @@
 // The details page of one desktop: properties, a large screenshot and tabs for
-// events, steps, recordings, snapshots, files and console sessions.
+// events, steps, recordings, snapshots, backups, files and console sessions.
 import { get, post, del, api, seg, describe } from './api.js';
 import { store, subscribe, upsert, onDesktopEvent } from './store.js';
 import { h, icon, clear, toast, confirmDialog, busy, fmtMiB, fmtBytes, fmtTime, fmtDuration, timeEl } from './ui.js';
@@ -9,6 +9,7 @@ import { servicesTab } from './services.js';
 import { stepsTab } from './steps.js';
 import { recordingsTab } from './recordings.js';
 import { moveActions, loadMoveHosts } from './move.js';
+import { backupsTab } from './backups.js';
 
 const SHOT_WIDTH = 1024;
 const TABS = [
@@ -16,6 +17,7 @@ const TABS = [
   ['steps', 'Steps'],
   ['recordings', 'Recordings'],
   ['snapshots', 'Snapshots'],
+  ['backups', 'Backups'],
   ['files', 'Files'],
   ['services', 'Services'],
   ['console', 'Console sessions'],
@@ -127,7 +129,7 @@ export function detailsView(root, id, tab = 'events', params = {}) {
     tabButtons.forEach((b) => b.setAttribute('aria-selected', String(b.dataset.tab === t)));
     tabCleanup?.();
     clear(tabBody);
-    tabCleanup = { events: eventsTab, steps: stepsTab, recordings: recordingsTab, snapshots: snapshotsTab, files: filesTab, services: servicesTab, console: consoleTab, network: networkTab }[t](tabBody, id, desk, params) || null;
+    tabCleanup = { events: eventsTab, steps: stepsTab, recordings: recordingsTab, snapshots: snapshotsTab, backups: backupsTab, files: filesTab, services: servicesTab, console: consoleTab, network: networkTab }[t](tabBody, id, desk, params) || null;
   }
   selectTab(tab, params);
   cleanups.push(() => tabCleanup?.());

@@ -61,6 +61,8 @@ const ICONS = {
   undo: 'M9 14L4 9l5-5M4 9h11a5 5 0 0 1 0 10h-3',
   x: 'M6 6l12 12M18 6L6 18',
   pause: 'M7 5h3v14H7zM14 5h3v14h-3z',
+  archive: 'M3 4h18v4H3zM5 8v12h14V8M10 12h4',
+  check: 'M5 12.5l4.5 4.5L19 7.5',
 };
 
 export function icon(name, size = 16) {

@@ -1,0 +1,598 @@
+// Backups of desktops' data disks: a desktop's Backups tab (back up now,
+// verify, restore into a new desktop) and the Backups page, where admins
+// keep the targets backups go to and find every backup, deleted desktops'
+// included.
+import { get, post, del, seg, describe } from './api.js';
+import { store, subscribe, upsert } from './store.js';
+import { h, icon, clear, toast, modal, confirmDialog, busy, fmtBytes, fmtTime, timeEl } from './ui.js';
+
+const FAST = 2000; // while a backup runs
+const SLOW = 15000;
+
+// ---------- formatting ----------
+const STATE_KIND = { running: 'busy', complete: 'ok', failed: 'bad' };
+
+function statePill(state) {
+  return h(`span.pill.pill-${STATE_KIND[state] || 'idle'}.bk-state`, { title: `Backup state: ${state || 'unknown'}` }, h('span.dot'), state || 'unknown');
+}
+
+const CONSISTENCY = {
+  filesystem: ['filesystem', 'The guest’s filesystems were frozen for the moment of the backup'],
+  crash: ['crash', 'As after a power cut: the guest agent did not answer, so its filesystems were not frozen'],
+  stopped: ['stopped', 'The desktop was not running: its disk was read as it was'],
+};
+
+function consistencyEl(c) {
+  const [label, why] = CONSISTENCY[c] || [c || '—', c ? '' : 'Not known until the disk is marked'];
+  return h('span.bk-consistency', { title: why }, label);
+}
+
+function fmtTook(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
+}
+
+function tookOf(b) {
+  const a = Date.parse(b.started_at);
+  const z = Date.parse(b.finished_at);
+  return Number.isNaN(a) || Number.isNaN(z) ? '' : fmtTook(z - a);
+}
+
+const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+function kindEl(b) {
+  return h('div.bk-kind',
+    h(`span.tag${b.kind === 'full' ? '.tag-strong' : ''}`, { title: b.why_full || (b.kind === 'incremental' ? 'Only what changed since the previous backup was read' : '') }, b.kind || '—'),
+    b.kind === 'full' && b.why_full ? h('div.muted.small.bk-why', { title: b.why_full }, b.why_full) : null);
+}
+
+// When it started, and how long it took (or has run so far).
+function whenEl(b) {
+  const since = Date.parse(b.started_at);
+  return h('div.bk-when', timeEl(b.started_at),
+    b.state === 'running' && !Number.isNaN(since)
+      // desktop.js keeps every .elapsed[data-since] up to date.
+      ? h('div.muted.small', 'running for ', h('span.elapsed', { dataset: { since: String(since) } }, fmtTook(Date.now() - since)))
+      : b.finished_at ? h('div.muted.small', { title: `Finished ${fmtTime(b.finished_at)}` }, `took ${tookOf(b)}`) : null);
+}
+
+// What was read and uploaded.
+function sizesEl(b) {
+  if (b.state === 'running') {
+    return h('div.bk-sizes', h('div', fmtBytes(b.bytes_read), ' read'),
+      h('div.muted.small', `${fmtBytes(b.bytes_new)} uploaded`));
+  }
+  return h('div.bk-sizes',
+    h('div', { title: `The data disk is ${fmtBytes(b.disk_bytes)}` }, fmtBytes(b.read_total || b.bytes_read), ' read'),
+    h('div.muted.small', `${fmtBytes(b.bytes_new)} uploaded`),
+    h('div.muted.small', { title: `${plural(b.chunks_new, 'chunk')} the target lacked, of ${b.chunks}; it held the rest already` },
+      `${b.chunks_new} of ${plural(b.chunks, 'chunk')} new`));
+}
+
+// The state; while it runs, a progress bar; once failed, why.
+function stateEl(b) {
+  if (b.state === 'running') {
+    const pct = b.read_total ? Math.max(0, Math.min(100, Math.floor((b.bytes_read / b.read_total) * 100))) : 0;
+    return h('div.bk-progress', statePill(b.state),
+      h('div.meter', { role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': pct, 'aria-label': 'Backup progress', title: b.read_total ? `${pct}%` : 'Working out what to read…' },
+        h('span.meter-fill', { style: { width: `${pct}%` } })),
+      h('div.muted.small.bk-progress-text', b.read_total
+        ? `${fmtBytes(b.bytes_read)} of ${fmtBytes(b.read_total)} (${pct}%) · ${plural(b.chunks_new, 'new chunk')}`
+        : 'marking the disk…'));
+  }
+  return h('div', statePill(b.state), b.state === 'failed' && b.error ? h('div.bk-error', { title: b.error }, b.error) : null);
+}
+
+// ---------- verify and restore, shared by the tab and the page ----------
+// backupActions(render) keeps what verifying found per backup (shown under its
+// row until the view closes) and the verifications in flight, so a
+// re-render (polling) keeps them.
+function backupActions(render) {
+  const checks = new Map(); // backup id -> {check} or {error}
+  const verifying = new Set();
+
+  async function verify(b) {
+    if (verifying.has(b.id)) return;
+    verifying.add(b.id);
+    checks.delete(b.id);
+    render();
+    try {
+      checks.set(b.id, { check: await post(`/backups/${seg(b.id)}/verify`) });
+    } catch (e) {
+      checks.set(b.id, { error: e });
+    } finally {
+      verifying.delete(b.id);
+      render();
+    }
+  }
+
+  // Verify and restore: a complete backup's (only those are in their target whole).
+  function buttons(b) {
+    if (b.state !== 'complete') return null;
+    const running = verifying.has(b.id);
+    const v = h(`button.btn.btn-sm.bk-verify${running ? '.is-busy' : ''}`, {
+      type: 'button', disabled: running, title: 'Read back every chunk of it from the target and check it',
+      onclick: () => verify(b),
+    }, icon('check', 14), h('span', 'Verify'));
+    const r = h('button.btn.btn-sm.bk-restore', {
+      type: 'button', title: 'Make a new desktop whose data disk is this backup',
+      onclick: () => restoreDialog(b),
+    }, icon('undo', 14), h('span', 'Restore as new desktop…'));
+    return h('div.bk-actions', v, r);
+  }
+
+  // The row under a backup's with what verifying it found (null: nothing yet).
+  function checkRow(b, cols) {
+    const res = checks.get(b.id);
+    if (!res && !verifying.has(b.id)) return null;
+    let note;
+    if (verifying.has(b.id)) {
+      note = h('div.bk-note', { dataset: { check: 'running' } }, h('span.spinner'), 'Verifying: reading back every chunk of it from the target…');
+    } else if (res.error) {
+      note = h('div.bk-note.bk-note-bad', { dataset: { check: 'error' }, role: 'alert' }, `Could not verify: ${describe(res.error)}`);
+    } else if (res.check.ok) {
+      note = h('div.bk-note.bk-note-ok', { dataset: { check: 'ok' } }, icon('check', 14),
+        h('span', h('strong', 'Verified: '), `all ${plural(res.check.chunks, 'chunk')} are there and intact (${fmtTook(res.check.took_ms)}).`));
+    } else {
+      const list = (label, names) => (names?.length ? h('div.bk-chunks', h('strong', `${label} (${names.length}): `),
+        h('span.bk-chunk-names', names.slice(0, 50).map((n) => h('code', n))), names.length > 50 ? h('span.muted', ` … and ${names.length - 50} more`) : null) : null);
+      note = h('div.bk-note.bk-note-bad', { dataset: { check: 'bad' }, role: 'alert' },
+        h('div', h('strong', 'Damaged: '), `of ${plural(res.check.chunks, 'chunk')}, ${res.check.missing.length} missing and ${res.check.corrupt.length} corrupt; a restore of it would fail.`),
+        list('Missing', res.check.missing), list('Corrupt', res.check.corrupt));
+    }
+    const close = res ? h('button.icon-btn', { type: 'button', title: 'Dismiss', 'aria-label': 'Dismiss', onclick: () => { checks.delete(b.id); render(); } }, icon('x', 14)) : null;
+    return h('tr.bk-check-row', { dataset: { checkFor: b.id } }, h('td', { colSpan: cols }, h('div.bk-check', note, close)));
+  }
+
+  return { buttons, checkRow };
+}
+
+const NAME_RE = /^[a-z0-9-]{1,63}$/;
+
+// Asks for a name, restores b into a new desktop and opens its page.
+function restoreDialog(b) {
+  return modal((close) => {
+    const suggested = `${b.desktop_name || 'desktop'}-restored`.slice(0, 63);
+    const input = h('input#restore-name', { type: 'text', required: true, autocomplete: 'off', spellcheck: false, maxlength: 63, value: suggested, 'aria-describedby': 'restore-name-hint' });
+    const err = h('div.form-error', { role: 'alert', hidden: true });
+    const submit = h('button.btn.btn-primary', { type: 'submit', form: 'restore-form' }, icon('undo', 14), 'Restore');
+    const showError = (msg) => {
+      err.hidden = false;
+      err.textContent = msg;
+      input.setAttribute('aria-invalid', 'true');
+      input.focus();
+    };
+    const form = h('form#restore-form.form', {
+      novalidate: true,
+      onsubmit: async (e) => {
+        e.preventDefault();
+        err.hidden = true;
+        input.removeAttribute('aria-invalid');
+        const name = input.value.trim();
+        if (!NAME_RE.test(name)) {
+          showError(name ? `“${name}” is not a valid name: use lowercase letters, digits and “-” (1–63).` : 'Give the new desktop a name.');
+          return;
+        }
+        try {
+          const d = await busy(submit, () => post(`/backups/${seg(b.id)}/restore`, { name }));
+          upsert(d);
+          close(d);
+          toast(`Restoring ${b.desktop_name}’s backup as ${d.name}: it is being created.`, 'success');
+          location.hash = `#/desktops/${encodeURIComponent(d.id)}`;
+        } catch (ex) {
+          showError(describe(ex));
+        }
+      },
+    },
+    h('div', h('p', 'A new desktop is made whose data disk (', h('code', '/home'), `) is this backup of ${b.desktop_name}, taken ${fmtTime(b.started_at)}, with a fresh OS disk of its image${b.image ? ` (${b.image})` : ''}. It boots like a new desktop; ${b.desktop_name} itself is not touched.`),
+      b.owner ? h('p.muted.small.bk-restore-owner', `It will be ${b.owner}’s, as the backup is.`) : null),
+    h('div.field', h('label', { for: 'restore-name' }, 'Name of the new desktop'), input,
+      h('small.hint#restore-name-hint', 'Lowercase letters, digits and “-”, up to 63 characters.')),
+    err);
+    return {
+      title: `Restore ${b.desktop_name}’s backup`,
+      body: form,
+      actions: [h('button.btn', { type: 'button', onclick: () => close(null) }, 'Cancel'), submit],
+      onOpen: () => { input.focus(); input.select(); },
+    };
+  });
+}
+
+// ---------- polling ----------
+// poller(load) calls load() now, then every 2 s while it answers true (a
+// backup runs) and every 15 s otherwise, while the page is visible; stop()
+// ends it.
+function poller(load) {
+  let timer = null;
+  let gone = false;
+  let inflight = null;
+  let again = false; // asked for while a load ran: load once more after it
+  function tick() {
+    clearTimeout(timer);
+    if (gone) return Promise.resolve();
+    if (inflight) { again = true; return inflight; }
+    inflight = (async () => {
+      let fast = false;
+      do {
+        again = false;
+        try { fast = await load(); } catch { /* load shows its errors */ }
+      } while (again && !gone);
+      inflight = null;
+      schedule(fast);
+    })();
+    return inflight;
+  }
+  function schedule(fast) {
+    clearTimeout(timer);
+    if (!gone) timer = setTimeout(() => (document.visibilityState === 'visible' ? tick() : schedule(fast)), fast ? FAST : SLOW);
+  }
+  const onVis = () => { if (document.visibilityState === 'visible') tick(); };
+  document.addEventListener('visibilitychange', onVis);
+  tick();
+  return { now: tick, stop: () => { gone = true; clearTimeout(timer); document.removeEventListener('visibilitychange', onVis); } };
+}
+
+// The targets (admins only): a list, or null when the token may not list them.
+async function loadTargets() {
+  try {
+    const b = await get('/backup-targets');
+    return b?.targets || [];
+  } catch (e) {
+    if (e.status === 403) return null;
+    throw e;
+  }
+}
+
+const newestFirst = (list) => list.sort((a, b) => (Date.parse(b.started_at) || 0) - (Date.parse(a.started_at) || 0));
+
+function loading(text = 'Loading…') { return h('div.loading', h('span.spinner'), text); }
+function table(cls, head, rows) {
+  return h('div.table-wrap', h(`table.${cls}`, h('thead', h('tr', head.map((x) => h('th', x)))), h('tbody', rows)));
+}
+
+// ---------- a desktop's Backups tab ----------
+export function backupsTab(box, id, desk) {
+  const body = h('div', loading());
+  const targetSelect = h('select.bk-target-select', { 'aria-label': 'Backup target', hidden: true });
+  const targetHint = h('span.muted.small.bk-target-hint');
+  const submit = h('button.btn.btn-primary.bk-now', { type: 'submit' }, icon('archive', 14), 'Back up now');
+  const formError = h('div.form-error.bk-form-error', { role: 'alert', hidden: true });
+  let backups = null;
+  let targets; // undefined: not known yet; null: not an admin
+  let names = new Map(); // target id -> name
+  let picked = false; // the target was chosen by hand: polling leaves it
+  targetSelect.addEventListener('change', () => { picked = true; });
+
+  const acts = backupActions(render);
+  const form = h('form.inline-form.bk-form', {
+    novalidate: true,
+    onsubmit: async (e) => {
+      e.preventDefault();
+      formError.hidden = true;
+      delete formError.dataset.refresh;
+      targetSelect.removeAttribute('aria-invalid');
+      const req = targetSelect.value && !targetSelect.hidden ? { target: targetSelect.value } : {};
+      try {
+        const b = await busy(submit, () => post(`/desktops/${seg(id)}/backups`, req));
+        toast(`Backing up ${desk()?.name || 'the desktop'}${b?.kind ? ` (${b.kind})` : ''}…`, 'success');
+        if (b?.id && backups && !backups.some((x) => x.id === b.id)) { backups.unshift(b); render(); }
+        poll.now();
+      } catch (err) {
+        formError.hidden = false;
+        formError.textContent = describe(err);
+        if (err.field === 'target' && !targetSelect.hidden) targetSelect.setAttribute('aria-invalid', 'true');
+      }
+    },
+  }, targetSelect, submit);
+  box.append(h('div.tab-head.bk-head',
+    h('p.muted', 'Copies of the data disk (', h('code', '/home'), ') in a backup target, compressed and encrypted; after the first, only what changed is read. ',
+      'They outlive the desktop: ', h('a', { href: '#/backups' }, 'all backups'), ' lists those of deleted desktops too.'),
+    h('div.bk-tools', form, targetHint)),
+  formError, body);
+
+  function renderTargets() {
+    if (targets === undefined) return;
+    if (targets === null) { // not an admin: the API picks the only target there is
+      targetSelect.hidden = true;
+      clear(targetHint);
+      return;
+    }
+    const keep = targetSelect.value;
+    clear(targetSelect, targets.map((t) => h('option', { value: t.name, selected: t.name === keep }, `${t.name} (${t.kind})`)));
+    targetSelect.hidden = targets.length === 0;
+    clear(targetHint, targets.length ? null : ['No backup targets yet: ', h('a', { href: '#/backups' }, 'add one'), '.']);
+  }
+
+  function render() {
+    if (!backups) return;
+    if (!backups.length) {
+      clear(body, h('div.empty.empty-sm.bk-empty', h('p', 'No backups of this desktop yet.')));
+      return;
+    }
+    // Targets are named to admins; an owner's backups go where the admin said.
+    const showTarget = targets !== null;
+    const cols = showTarget ? 7 : 6;
+    clear(body, table('bk-table', ['When', 'Kind', showTarget ? 'Target' : null, 'Consistency', 'Size', 'State', ''].filter((x) => x !== null), backups.flatMap((b) => [
+      h('tr.bk-row', { dataset: { backup: b.id, kind: b.kind || '', state: b.state || '' } },
+        h('td.nowrap', whenEl(b)),
+        h('td', kindEl(b)),
+        showTarget ? h('td.nowrap.bk-target', names.get(b.target_id) || h('code', { title: 'Target id' }, b.target_id)) : null,
+        h('td.nowrap', consistencyEl(b.consistency)),
+        h('td', sizesEl(b)),
+        h('td.bk-state-cell', stateEl(b)),
+        h('td.row-actions', acts.buttons(b))),
+      acts.checkRow(b, cols),
+    ])));
+  }
+
+  async function load() {
+    try {
+      const [b, t] = await Promise.all([
+        get(`/desktops/${seg(id)}/backups`),
+        targets === undefined ? loadTargets().catch(() => undefined) : Promise.resolve(targets),
+      ]);
+      if (t !== targets) {
+        targets = t;
+        names = new Map((targets || []).map((x) => [x.id, x.name]));
+        renderTargets();
+      }
+      backups = newestFirst(b?.backups || []);
+      // The next backup goes, by default, where the last one went (an incremental one there).
+      const last = backups.length && names.get(backups[0].target_id);
+      if (!picked && last) targetSelect.value = last;
+      render();
+      if (formError.dataset.refresh) { formError.hidden = true; delete formError.dataset.refresh; }
+    } catch (e) {
+      if (!backups) clear(body, h('div.empty.empty-error.empty-sm', h('p', describe(e)),
+        h('button.btn.btn-sm', { type: 'button', onclick: () => poll.now() }, icon('refresh', 14), 'Try again')));
+      else if (formError.hidden || formError.dataset.refresh) {
+        formError.hidden = false;
+        formError.dataset.refresh = 'true';
+        formError.textContent = `Could not refresh the backups: ${describe(e)}`;
+      }
+    }
+    return !!backups?.some((x) => x.state === 'running');
+  }
+  const poll = poller(load);
+  return () => poll.stop();
+}
+
+// ---------- the Backups page ----------
+export function backupsView(root) {
+  const count = h('span.count');
+  const refreshBtn = h('button.btn', { type: 'button', onclick: () => busy(refreshBtn, () => poll.now()) }, icon('refresh', 14), 'Refresh');
+  const targetsBody = h('div', loading('Loading targets…'));
+  const targetsError = h('div.form-error.bk-target-error', { role: 'alert', hidden: true });
+  const addBtn = h('button.btn.btn-sm.btn-primary.bk-add-open', { type: 'button', onclick: () => showForm(true) }, icon('plus', 14), 'Add target');
+  const filter = h('select.bk-filter', { 'aria-label': 'Only the backups in this target', onchange: () => { backups = null; clear(backupsBody, loading()); poll.now(); } },
+    h('option', { value: '' }, 'All targets'));
+  const backupsBody = h('div', loading('Loading backups…'));
+  const targetsPanel = h('section.panel.bk-panel.bk-targets',
+    h('div.panel-head', h('h2', 'Targets'), addBtn));
+  const addForm = targetForm(() => { showForm(false); poll.now(); });
+  targetsPanel.append(addForm.el, targetsError, targetsBody);
+  root.append(
+    h('div.page-head',
+      h('div', h('h1', 'Backups', count), h('p.muted', 'Backups of desktops’ data disks, those of deleted desktops too — restoring one is how a desktop comes back — and the targets they go to.')),
+      refreshBtn),
+    targetsPanel,
+    h('section.panel.bk-panel.bk-all',
+      h('div.panel-head', h('h2', 'All backups'), filter),
+      backupsBody));
+
+  let targets; // undefined: not loaded; null: not an admin
+  let backups = null;
+  let targetsLoadError = null;
+  const acts = backupActions(renderBackups);
+
+  function showForm(on) {
+    addForm.el.hidden = !on;
+    addBtn.hidden = on || targets === null;
+    if (on) addForm.focus();
+  }
+
+  const targetName = (id) => targets?.find((t) => t.id === id)?.name;
+
+  function whereEl(t) {
+    if (t.kind === 'dir') return h('code', t.dir);
+    const s = t.s3 || {};
+    return h('span', h('code', `${s.insecure ? 'http' : 'https'}://${s.endpoint}/${s.bucket}${s.prefix ? `/${s.prefix.replace(/^\/+/, '')}` : ''}`),
+      h('div.muted.small', [s.region ? `region ${s.region}` : null, s.access_key ? `key ${s.access_key}` : null].filter(Boolean).join(' · ')));
+  }
+
+  function renderTargets() {
+    if (targets === undefined) {
+      if (targetsLoadError) clear(targetsBody, h('div.empty.empty-error.empty-sm', h('p', `Could not load the targets: ${describe(targetsLoadError)}`)));
+      return;
+    }
+    if (targets === null) { // not an admin: their own backups only
+      targetsPanel.hidden = true;
+      filter.hidden = true;
+      return;
+    }
+    addBtn.hidden = !addForm.el.hidden;
+    const keep = filter.value;
+    clear(filter, h('option', { value: '' }, 'All targets'), targets.map((t) => h('option', { value: t.id, selected: t.id === keep }, t.name)));
+    if (!targets.length) {
+      clear(targetsBody, h('div.empty.empty-sm', h('p', 'No backup targets yet. Add a directory or an S3-compatible bucket to back desktops up to.')));
+      return;
+    }
+    clear(targetsBody, table('bk-targets-table', ['Name', 'Kind', 'Location', 'Created', ''], targets.map((t) => {
+      const rm = h('button.btn.btn-sm.btn-danger-ghost.bk-remove', { type: 'button', title: `Remove target ${t.name}`, onclick: () => removeTarget(t, rm) }, icon('trash', 14), h('span', 'Remove'));
+      return h('tr.bk-target-row', { dataset: { target: t.name, kind: t.kind } },
+        h('td', h('strong', t.name)),
+        h('td', h('span.tag', t.kind === 'dir' ? 'directory' : 'S3')),
+        h('td.wrap', whereEl(t)),
+        h('td.nowrap', timeEl(t.created_at), t.created_by ? h('div.muted.small', `by ${t.created_by}`) : null),
+        h('td.row-actions', rm));
+    })));
+  }
+
+  async function removeTarget(t, btn) {
+    const ok = await confirmDialog({
+      title: `Remove target ${t.name}?`,
+      message: ['bureau forgets the target and the backups it recorded there. The backups themselves stay in it: adding the target again lists them again.',
+        'It cannot be removed while a backup to it runs.'],
+      confirmLabel: 'Remove target', danger: true,
+    });
+    if (!ok) return;
+    targetsError.hidden = true;
+    try {
+      await busy(btn, () => del(`/backup-targets/${seg(t.id)}`));
+      toast(`Target ${t.name} removed.`, 'success');
+      if (filter.value === t.id) filter.value = '';
+    } catch (e) {
+      targetsError.hidden = false;
+      targetsError.textContent = `Could not remove ${t.name}: ${describe(e)}`;
+    }
+    poll.now();
+  }
+
+  const deskLink = (b) => {
+    const d = store.desktops.get(b.desktop_id);
+    if (d) return h('a.bk-desktop', { href: `#/desktops/${encodeURIComponent(b.desktop_id)}/backups`, title: `${d.name}’s Backups tab` }, h('strong', d.name));
+    return h('span.bk-desktop', h('strong', b.desktop_name || b.desktop_id));
+  };
+  const deleted = (b) => store.loaded && !store.desktops.has(b.desktop_id)
+    ? h('span.tag.bk-deleted', { title: 'The desktop was deleted: restoring a backup brings it back as a new one' }, 'deleted') : null;
+
+  function renderBackups() {
+    if (!backups) return;
+    count.textContent = backups.length ? String(backups.length) : '';
+    if (!backups.length) {
+      clear(backupsBody, h('div.empty.empty-sm', h('p', filter.value ? 'No backups in this target.' : 'No backups yet. Back a desktop up from its Backups tab.')));
+      return;
+    }
+    const showTarget = targets !== null;
+    const cols = showTarget ? 8 : 7;
+    clear(backupsBody, table('bk-table.bk-all-table', ['Desktop', 'When', 'Kind', showTarget ? 'Target' : null, 'Consistency', 'Size', 'State', ''].filter((x) => x !== null), backups.flatMap((b) => [
+      h('tr.bk-row', { dataset: { backup: b.id, kind: b.kind || '', state: b.state || '', desktop: b.desktop_id } },
+        h('td.nowrap', deskLink(b), h('div.muted.small.bk-owner', deleted(b), b.owner || null)),
+        h('td.nowrap', whenEl(b)),
+        h('td', kindEl(b)),
+        showTarget ? h('td.nowrap.bk-target', targetName(b.target_id) || h('code', { title: 'Target id' }, b.target_id)) : null,
+        h('td.nowrap', consistencyEl(b.consistency)),
+        h('td', sizesEl(b)),
+        h('td.bk-state-cell', stateEl(b)),
+        h('td.row-actions', acts.buttons(b))),
+      acts.checkRow(b, cols),
+    ])));
+  }
+
+  async function load() {
+    const q = filter.value ? `?target=${encodeURIComponent(filter.value)}` : '';
+    const [t, b] = await Promise.allSettled([loadTargets(), get(`/backups${q}`)]);
+    if (t.status === 'fulfilled') { targets = t.value; targetsLoadError = null; } else targetsLoadError = t.reason;
+    renderTargets();
+    if (b.status === 'fulfilled') {
+      backups = newestFirst(b.value?.backups || []);
+      renderBackups();
+    } else if (b.reason?.status === 404 && filter.value) { // the target filtered on was removed
+      filter.value = '';
+      return load();
+    } else if (!backups) {
+      clear(backupsBody, h('div.empty.empty-error.empty-sm', h('p', `Could not load the backups: ${describe(b.reason)}`)));
+    } else {
+      toast(`Could not refresh the backups: ${describe(b.reason)}`, 'error');
+    }
+    return !!backups?.some((x) => x.state === 'running');
+  }
+
+  const poll = poller(load);
+  // Whether a backup's desktop still exists comes with the desktop list.
+  const unsub = subscribe((reason) => { if (reason === 'list' || reason === 'remove') renderBackups(); });
+  return () => { poll.stop(); unsub(); };
+}
+
+// The "Add target" form: a directory or an S3-compatible bucket. On an error
+// the API's message shows above its buttons and what was typed stays.
+function targetForm(onAdded) {
+  const field = (id, label, input, hint) => h('div.field', { dataset: { field: id } }, h('label', { for: `bk-${id.replace('.', '-')}` }, label), input, hint ? h('small.hint', hint) : null);
+  const text = (id, attrs = {}) => h(`input#bk-${id.replace('.', '-')}`, { type: 'text', autocomplete: 'off', spellcheck: false, ...attrs });
+  const inputs = {
+    name: text('name', { maxlength: 63, placeholder: 'e.g. offsite', required: true }),
+    dir: text('dir', { placeholder: '/mnt/backups/bureau' }),
+    's3.endpoint': text('s3.endpoint', { placeholder: 's3.example.com or 10.0.0.5:8333' }),
+    's3.bucket': text('s3.bucket', { placeholder: 'bureau-backups' }),
+    's3.prefix': text('s3.prefix', { placeholder: 'optional' }),
+    's3.region': text('s3.region', { placeholder: 'optional, e.g. us-east-1' }),
+    's3.access_key': text('s3.access_key'),
+    's3.secret_key': h('input#bk-s3-secret_key', { type: 'password', autocomplete: 'new-password', spellcheck: false }),
+  };
+  const insecure = h('input#bk-s3-insecure', { type: 'checkbox' });
+  const kinds = ['dir', 's3'].map((k, i) => h('input', { type: 'radio', name: 'bk-kind', value: k, checked: i === 0, onchange: () => showKind() }));
+  const kind = () => kinds.find((r) => r.checked)?.value || 'dir';
+  const err = h('div.form-error.bk-add-error', { role: 'alert', hidden: true });
+  const submit = h('button.btn.btn-primary.bk-add', { type: 'submit' }, icon('plus', 14), 'Add target');
+  const cancel = h('button.btn', { type: 'button', onclick: () => { reset(); onAdded(null); } }, 'Cancel');
+
+  const dirBox = h('div.bk-kind-fields', { dataset: { kind: 'dir' } },
+    field('dir', 'Directory', inputs.dir, 'An absolute path on bureau’s host: a local disk or a mounted share.'));
+  const s3Box = h('div.bk-kind-fields.bk-s3-grid', { dataset: { kind: 's3' } },
+    field('s3.endpoint', 'Endpoint', inputs['s3.endpoint'], 'host:port of the store (MinIO, SeaweedFS, Garage, AWS S3…).'),
+    field('s3.bucket', 'Bucket', inputs['s3.bucket']),
+    field('s3.prefix', 'Prefix', inputs['s3.prefix']),
+    field('s3.region', 'Region', inputs['s3.region']),
+    field('s3.access_key', 'Access key', inputs['s3.access_key']),
+    field('s3.secret_key', 'Secret key', inputs['s3.secret_key'], 'Kept encrypted; never shown again.'),
+    h('label.bk-insecure', insecure, ' Plain HTTP (a store on loopback or a private network)'));
+
+  function showKind() {
+    dirBox.hidden = kind() !== 'dir';
+    s3Box.hidden = kind() !== 's3';
+  }
+
+  function clearInvalid() { Object.values(inputs).forEach((el) => el.removeAttribute('aria-invalid')); }
+
+  function reset() {
+    Object.values(inputs).forEach((el) => { el.value = ''; });
+    insecure.checked = false;
+    kinds[0].checked = true;
+    err.hidden = true;
+    clearInvalid();
+    showKind();
+  }
+
+  const el = h('form.form.bk-add-form', {
+    hidden: true,
+    novalidate: true,
+    onsubmit: async (e) => {
+      e.preventDefault();
+      err.hidden = true;
+      clearInvalid();
+      const v = (k) => inputs[k].value.trim();
+      const body = { name: v('name'), kind: kind() };
+      if (body.kind === 'dir') body.dir = v('dir');
+      else {
+        body.s3 = { endpoint: v('s3.endpoint'), bucket: v('s3.bucket'), prefix: v('s3.prefix'), region: v('s3.region'),
+          access_key: v('s3.access_key'), secret_key: inputs['s3.secret_key'].value, insecure: insecure.checked };
+      }
+      try {
+        const t = await busy(submit, () => post('/backup-targets', body));
+        toast(`Target ${t?.name || body.name} added.`, 'success');
+        reset();
+        onAdded(t);
+      } catch (ex) {
+        err.hidden = false;
+        err.textContent = describe(ex);
+        // The secret key's field is named for the pair (access_key and secret_key).
+        const bad = inputs[ex.field] || (ex.field === 'kind' ? kinds[0] : null);
+        if (bad) { bad.setAttribute('aria-invalid', 'true'); bad.focus(); }
+      }
+    },
+  },
+  h('div.bk-add-grid',
+    field('name', 'Name', inputs.name, 'Lowercase letters, digits and “-”.'),
+    h('fieldset.field.bk-kinds', h('legend', 'Kind'),
+      h('div.bk-kind-choice',
+        h('label', kinds[0], ' Directory'),
+        h('label', kinds[1], ' S3-compatible bucket')))),
+  dirBox, s3Box, err,
+  h('div.actions', submit, cancel),
+  h('p.muted.small', 'bureau reaches the target before adding it; the backups it already holds (written with this install’s key) are listed at once.'));
+  showKind();
+  return { el, focus: () => inputs.name.focus() };
+}
