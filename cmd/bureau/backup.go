@@ -21,7 +21,7 @@ const restoreWait = 24 * time.Hour
 // backupCmd is "bureau backup": desktops' data disks copied off the host.
 func backupCmd(cfg *config.Config) *cobra.Command {
 	cmd := &cobra.Command{Use: "backup", Aliases: []string{"backups"},
-		Short: "Back up desktops' data disks to a backup target, verify and restore them"}
+		Short: "Back up desktops' data disks to a backup target, on a schedule or not; verify, restore and delete them"}
 
 	var target string
 	var wait bool
@@ -112,7 +112,21 @@ showing its progress, and prints how it went; a failed backup is an error.`,
 	restore.MarkFlagRequired("name")
 	restore.Flags().BoolVar(&restoreUntilUp, "wait", false, "wait until the new desktop runs (or fails)")
 
-	cmd.AddCommand(create, list, show, verify, restore)
+	rm := &cobra.Command{
+		Use:     "rm ID",
+		Aliases: []string{"remove", "delete"},
+		Short:   "Delete a backup from its target (chunks no other backup uses are swept after)",
+		Args:    cobra.ExactArgs(1),
+	}
+	rm.RunE = runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
+		if err := c.do(ctx, "DELETE", "/api/v1/backups/"+url.PathEscape(args[0]), nil, nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(rm.OutOrStdout(), "backup %s deleted; the chunks no other backup uses are swept from its target in the background\n", args[0])
+		return nil
+	})
+
+	cmd.AddCommand(create, list, show, verify, restore, rm, backupScheduleCmd(cfg))
 	return cmd
 }
 

@@ -76,8 +76,10 @@ type Deps struct {
 	Recordings     Recordings
 	KeptRecordings KeptRecordings
 	// Backups copies desktops' data disks to backup targets and restores
-	// them into new desktops (nil: none taken).
-	Backups Backups
+	// them into new desktops (nil: none taken); BackupSchedules takes them
+	// by itself and thins them out (nil: none scheduled).
+	Backups         Backups
+	BackupSchedules BackupSchedules
 	// Web is the browser front end (web.Static): the web console and the
 	// console page.
 	Web fs.FS

@@ -73,12 +73,14 @@ var computerRoutes = map[string]bool{
 }
 
 // ownerOnly are desktop routes a desktop token may not use: the policies
-// its desktop runs under (PATCH decides field by field, in
-// updateDesktop) and making a port public to anyone, which would outlive
-// the token.
+// its desktop runs under (its checkpoint policy, its backup schedule;
+// PATCH decides field by field, in updateDesktop) and making a port public
+// to anyone, which would outlive the token.
 var ownerOnly = map[string]string{
-	"PUT /api/v1/desktops/:id/checkpoints": "the checkpoint policy is its owner's",
-	"PUT /api/v1/desktops/:id/urls/:port":  "making a port public is its owner's",
+	"PUT /api/v1/desktops/:id/checkpoints":        "the checkpoint policy is its owner's",
+	"PUT /api/v1/desktops/:id/urls/:port":         "making a port public is its owner's",
+	"PUT /api/v1/desktops/:id/backup-schedule":    "the backup schedule is its owner's",
+	"DELETE /api/v1/desktops/:id/backup-schedule": "the backup schedule is its owner's",
 }
 
 // scopeAllows confines a desktop token to its desktop (another desktop is

@@ -11,8 +11,8 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// Backups copy desktops' data disks to backup targets, list and verify the
-// copies and restore them into new desktops (*manager.Backups).
+// Backups copy desktops' data disks to backup targets, list, verify and
+// delete the copies and restore them into new desktops (*manager.Backups).
 type Backups interface {
 	CreateTarget(ctx context.Context, req manager.TargetRequest) (*desktop.BackupTarget, error)
 	Targets(ctx context.Context) ([]*desktop.BackupTarget, error)
@@ -23,17 +23,31 @@ type Backups interface {
 	Get(ctx context.Context, id string) (*desktop.Backup, error)
 	Restore(ctx context.Context, backupID string, req manager.RestoreRequest) (*desktop.Desktop, error)
 	Verify(ctx context.Context, backupID, actor string) (*desktop.BackupCheck, error)
+	// Delete refuses a running backup (*desktop.ConflictError).
+	Delete(ctx context.Context, id, actor string) error
 }
 
-// backupHandlers take, list, verify and restore backups, and keep the
-// targets they go to (admins). A backup belongs to its desktop's owner and
-// outlives the desktop: /backups reaches those of deleted desktops. A
-// desktop token may back up its desktop and list its backups; the rest
-// (/backups, /backup-targets) is outside its desktop and refused by
-// scopeAllows, restores above all (they make a desktop).
+// BackupSchedules back desktops up by themselves, every so often, and thin
+// their backups out (*manager.Backups). Schedule of a desktop without one
+// is not found.
+type BackupSchedules interface {
+	SetSchedule(ctx context.Context, desktopID string, req manager.ScheduleRequest) (*desktop.BackupSchedule, error)
+	Schedule(ctx context.Context, desktopID string) (*desktop.BackupSchedule, error)
+	DeleteSchedule(ctx context.Context, desktopID, actor string) error
+}
+
+// backupHandlers take, list, verify, delete and restore backups, schedule
+// them (backup_schedules.go), and keep the targets they go to (admins). A
+// backup belongs to its desktop's owner and outlives the desktop: /backups
+// reaches those of deleted desktops. A desktop token may back up its
+// desktop, list its backups and read its schedule; changing the schedule
+// is its owner's (ownerOnly), and the rest (/backups, /backup-targets) is
+// outside its desktop and refused by scopeAllows, restores above all (they
+// make a desktop) and deletes.
 type backupHandlers struct {
 	*core
-	backups Backups // nil: this bureau takes no backups
+	backups   Backups         // nil: this bureau takes no backups
+	schedules BackupSchedules // nil: none scheduled
 }
 
 func (s *backupHandlers) backupRoutes(v1 *gin.RouterGroup) {
@@ -47,6 +61,10 @@ func (s *backupHandlers) backupRoutes(v1 *gin.RouterGroup) {
 	v1.GET("/backups/:backup", s.handle(s.getBackup))
 	v1.POST("/backups/:backup/restore", s.rateLimited(rateHeavy, s.handle(s.restoreBackup)))
 	v1.POST("/backups/:backup/verify", s.rateLimited(rateHeavy, s.handle(s.verifyBackup)))
+	v1.DELETE("/backups/:backup", s.rateLimited(rateHeavy, s.handle(s.deleteBackup)))
+	v1.GET("/desktops/:id/backup-schedule", s.handle(s.getSchedule))
+	v1.PUT("/desktops/:id/backup-schedule", s.handle(s.putSchedule))
+	v1.DELETE("/desktops/:id/backup-schedule", s.handle(s.deleteSchedule))
 }
 
 var errNoBackups = fmt.Errorf("this bureau takes no backups: %w", desktop.ErrUnavailable)
@@ -215,4 +233,17 @@ func (s *backupHandlers) verifyBackup(c *gin.Context) (reply, error) {
 	}
 	check, err := s.backups.Verify(c.Request.Context(), b.ID, actor(c))
 	return reply{http.StatusOK, check}, err
+}
+
+// deleteBackup removes a backup from its target (its manifest; the chunks
+// no other backup uses are swept in the background) and its record.
+func (s *backupHandlers) deleteBackup(c *gin.Context) (reply, error) {
+	b, err := s.ownedBackup(c)
+	if err != nil {
+		return reply{}, err
+	}
+	if err := s.backups.Delete(c.Request.Context(), b.ID, actor(c)); err != nil {
+		return reply{}, err
+	}
+	return reply{http.StatusNoContent, nil}, nil
 }

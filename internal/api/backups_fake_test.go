@@ -11,21 +11,25 @@ import (
 	"github.com/bureau/bureau/internal/manager"
 )
 
-// fakeBackups keeps targets and backups in memory, as *manager.Backups
-// answers, and records what it was asked. It returns targets with their
-// secret key set, so tests see the API drop it.
+// fakeBackups keeps targets, backups and schedules in memory, as
+// *manager.Backups answers, and records what it was asked. It returns
+// targets with their secret key set, so tests see the API drop it.
 type fakeBackups struct {
-	mu       sync.Mutex
-	desktops *fakeDesktops
-	targets  []*desktop.BackupTarget
-	backups  []*desktop.Backup // oldest first
-	n        int
+	mu        sync.Mutex
+	desktops  *fakeDesktops
+	targets   []*desktop.BackupTarget
+	backups   []*desktop.Backup // oldest first
+	schedules map[string]*desktop.BackupSchedule
+	n         int
 
 	lastTarget  manager.TargetRequest
 	lastStart   manager.BackupRequest
 	lastFilter  manager.BackupFilter
 	lastRestore manager.RestoreRequest
 	verified    []string // "backup actor" per Verify
+	deleted     []string // "backup actor" per Delete
+	lastSched   manager.ScheduleRequest
+	unscheduled []string // "desktop actor" per DeleteSchedule
 }
 
 func (f *fakeBackups) nextID(prefix string) string {
@@ -91,6 +95,22 @@ func (f *fakeBackups) DeleteTarget(_ context.Context, idOrName, _ string) error 
 	return nil
 }
 
+// pick resolves a backup's or schedule's target: the one named, else the
+// only one there is.
+func (f *fakeBackups) pick(idOrName string) (*desktop.BackupTarget, error) {
+	switch {
+	case idOrName != "":
+		t, err := f.target(idOrName)
+		if err != nil {
+			return nil, &desktop.ValidationError{Field: "target", Message: fmt.Sprintf("no backup target %q", idOrName)}
+		}
+		return t, nil
+	case len(f.targets) == 1:
+		return f.targets[0], nil
+	}
+	return nil, &desktop.ValidationError{Field: "target", Message: fmt.Sprintf("%d backup targets are set up: name one", len(f.targets))}
+}
+
 func (f *fakeBackups) Start(_ context.Context, desktopID string, req manager.BackupRequest) (*desktop.Backup, error) {
 	d, err := f.desktops.Get(context.Background(), desktopID)
 	if err != nil {
@@ -99,16 +119,9 @@ func (f *fakeBackups) Start(_ context.Context, desktopID string, req manager.Bac
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lastStart = req
-	var t *desktop.BackupTarget
-	switch {
-	case req.Target != "":
-		if t, err = f.target(req.Target); err != nil {
-			return nil, &desktop.ValidationError{Field: "target", Message: fmt.Sprintf("no backup target %q", req.Target)}
-		}
-	case len(f.targets) == 1:
-		t = f.targets[0]
-	default:
-		return nil, &desktop.ValidationError{Field: "target", Message: fmt.Sprintf("%d backup targets are set up: name one", len(f.targets))}
+	t, err := f.pick(req.Target)
+	if err != nil {
+		return nil, err
 	}
 	b := &desktop.Backup{ID: f.nextID("b"), DesktopID: d.ID, DesktopName: d.Name, Owner: d.Owner, TargetID: t.ID,
 		State: desktop.BackupRunning, Kind: desktop.BackupFull, Image: "debian", VCPUs: 2, MemoryMiB: 2048,
@@ -213,4 +226,75 @@ func (f *fakeBackups) Verify(_ context.Context, id, actor string) (*desktop.Back
 	}
 	f.verified = append(f.verified, id+" "+actor)
 	return &desktop.BackupCheck{BackupID: id, Chunks: b.Chunks, OK: true, Took: 1500 * time.Millisecond}, nil
+}
+
+func (f *fakeBackups) Delete(_ context.Context, id, actor string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.get(id)
+	if err != nil {
+		return err
+	}
+	if b.State == desktop.BackupRunning {
+		return &desktop.ConflictError{Message: fmt.Sprintf("backup %s is running: it can be deleted once it ends", b.ID)}
+	}
+	f.backups = slices.DeleteFunc(f.backups, func(x *desktop.Backup) bool { return x.ID == id })
+	f.deleted = append(f.deleted, id+" "+actor)
+	return nil
+}
+
+// SetSchedule takes the manager's defaults and validation; the desktop
+// must be there.
+func (f *fakeBackups) SetSchedule(_ context.Context, desktopID string, req manager.ScheduleRequest) (*desktop.BackupSchedule, error) {
+	d, err := f.desktops.Get(context.Background(), desktopID)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lastSched = req
+	t, err := f.pick(req.Target)
+	if err != nil {
+		return nil, err
+	}
+	or := func(p *int, def int) int {
+		if p == nil {
+			return def
+		}
+		return *p
+	}
+	now := time.Now().UTC()
+	s := &desktop.BackupSchedule{DesktopID: d.ID, TargetID: t.ID, EveryMinutes: or(req.EveryMinutes, desktop.DefaultBackupEvery),
+		KeepLast: or(req.KeepLast, 0), KeepHourly: or(req.KeepHourly, desktop.DefaultKeepHourly),
+		KeepDaily: or(req.KeepDaily, desktop.DefaultKeepDaily), KeepWeekly: or(req.KeepWeekly, desktop.DefaultKeepWeekly),
+		UpdatedAt: now, UpdatedBy: req.Actor}
+	if err := desktop.ValidateBackupSchedule(s); err != nil {
+		return nil, err
+	}
+	s.NextAt = now.Add(time.Duration(s.EveryMinutes) * time.Minute)
+	if f.schedules == nil {
+		f.schedules = map[string]*desktop.BackupSchedule{}
+	}
+	f.schedules[d.ID] = s
+	cp := *s
+	return &cp, nil
+}
+
+func (f *fakeBackups) Schedule(_ context.Context, desktopID string) (*desktop.BackupSchedule, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.schedules[desktopID]
+	if !ok {
+		return nil, fmt.Errorf("desktop %s has no backup schedule: %w", desktopID, desktop.ErrNotFound)
+	}
+	cp := *s
+	return &cp, nil
+}
+
+func (f *fakeBackups) DeleteSchedule(_ context.Context, desktopID, actor string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.schedules, desktopID)
+	f.unscheduled = append(f.unscheduled, desktopID+" "+actor)
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bureau/bureau/internal/auth"
 	"github.com/bureau/bureau/internal/desktop"
@@ -70,9 +71,10 @@ func addDesktop(e *env, owner, name string) string {
 
 // TestBackupsAuthz: who may do what with backups. Targets are admins';
 // another owner's desktop or backup is 404; a desktop token may back up its
-// own desktop and list its backups, nothing else (no listing across
-// desktops, no restore: that makes a desktop), and a computer-only token
-// not even that.
+// own desktop, list its backups and read its backup schedule, nothing else
+// (no listing across desktops, no restore: that makes a desktop, no
+// delete, no changing the schedule: its owner's), and a computer-only
+// token not even that.
 func TestBackupsAuthz(t *testing.T) {
 	e := newBackupEnv(t)
 	mine, done := "/api/v1/desktops/"+e.mine, "/api/v1/backups/"+e.done
@@ -91,6 +93,9 @@ func TestBackupsAuthz(t *testing.T) {
 	ownedBackup := func(ok int) want {
 		return want{"another owner": 404, "another desktop's token": 403, "computer-only token": 403, "desktop token": 403, "owner": ok, "admin": ok}
 	}
+	ownerOfDesktop := func(ok int) want { // its policies: a desktop token may read them, not change them
+		return want{"another owner": 404, "another desktop's token": 404, "computer-only token": 403, "desktop token": 403, "owner": ok, "admin": ok}
+	}
 	for _, r := range []struct {
 		method, path, body string
 		want               want
@@ -106,6 +111,9 @@ func TestBackupsAuthz(t *testing.T) {
 		{"GET", done, "", ownedBackup(200)},
 		{"POST", done + "/verify", "", ownedBackup(200)},
 		{"POST", done + "/restore", `{"name":"back"}`, ownedBackup(202)},
+		{"PUT", mine + "/backup-schedule", `{"target":"nas","every_minutes":30}`, ownerOfDesktop(200)},
+		{"GET", mine + "/backup-schedule", "", ownedDesktop(200)},
+		{"DELETE", mine + "/backup-schedule", "", ownerOfDesktop(204)},
 	} {
 		for _, c := range callers {
 			code, body := e.do(t, c.tok, r.method, r.path, r.body)
@@ -113,6 +121,27 @@ func TestBackupsAuthz(t *testing.T) {
 				t.Errorf("%s %s as %s: %d %v, want %d", r.method, r.path, c.name, code, body, r.want[c.name])
 			}
 		}
+	}
+	if code, body := e.do(t, e.alice, "GET", mine+"/backup-schedule", ""); code != 404 || errCode(body) != "not_found" {
+		t.Errorf("the schedule once deleted: %d %v", code, body)
+	}
+	if got := e.backups.unscheduled; len(got) != 2 || !strings.HasPrefix(got[0], e.mine+" alice/") || !strings.HasPrefix(got[1], e.mine+" root/") {
+		t.Errorf("unscheduled %v", got)
+	}
+	// Deleting: each caller tries a complete backup of alice's of its own
+	// (the owner's and the admin's delete goes through).
+	for _, c := range callers {
+		b, err := e.backups.Start(context.Background(), e.mine, startReq("nas"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.backups.finish(b.ID, "")
+		if code, body := e.do(t, c.tok, "DELETE", "/api/v1/backups/"+b.ID, ""); code != ownedBackup(204)[c.name] {
+			t.Errorf("DELETE a backup as %s: %d %v, want %d", c.name, code, body, ownedBackup(204)[c.name])
+		}
+	}
+	if got := e.backups.deleted; len(got) != 2 || !strings.Contains(got[0], " alice/") || !strings.Contains(got[1], " root/") {
+		t.Errorf("deleted %v", got)
 	}
 	// What each saw of the lists.
 	count := func(tok, path string) int {
@@ -201,6 +230,59 @@ func TestBackupTargetSecretNeverShown(t *testing.T) {
 	}
 }
 
+// TestBackupScheduleDefaultsAndBadInput: what a PUT leaves out takes its
+// default (a 0 given stays 0), and what is out of range is 422 naming the
+// field.
+func TestBackupScheduleDefaultsAndBadInput(t *testing.T) {
+	e := newBackupEnv(t)
+	path := "/api/v1/desktops/" + e.mine + "/backup-schedule"
+	code, sc := e.do(t, e.alice, "PUT", path, "")
+	if code != 200 {
+		t.Fatalf("PUT without a body: %d %v", code, sc)
+	}
+	next, _ := time.Parse(time.RFC3339, sc["next_at"].(string))
+	if sc["desktop_id"] != e.mine || sc["target_id"] != e.backups.targets[0].ID || sc["every_minutes"] != 60.0 ||
+		sc["keep_last"] != 0.0 || sc["keep_hourly"] != 24.0 || sc["keep_daily"] != 7.0 || sc["keep_weekly"] != 4.0 ||
+		!strings.HasPrefix(sc["updated_by"].(string), "alice/") || time.Until(next) < 59*time.Minute {
+		t.Errorf("the defaults: %v", sc)
+	}
+	if r := e.backups.lastSched; r.Target != "" || r.EveryMinutes != nil || r.KeepLast != nil || r.KeepHourly != nil {
+		t.Errorf("the service was asked %+v", r)
+	}
+	code, sc = e.do(t, e.alice, "PUT", path, `{"target":"nas","every_minutes":15,"keep_hourly":0,"keep_weekly":52}`)
+	if code != 200 || sc["every_minutes"] != 15.0 || sc["keep_hourly"] != 0.0 || sc["keep_daily"] != 7.0 || sc["keep_weekly"] != 52.0 {
+		t.Errorf("set: %d %v", code, sc)
+	}
+	if r := e.backups.lastSched; r.Target != "nas" || r.KeepHourly == nil || *r.KeepHourly != 0 || r.KeepDaily != nil {
+		t.Errorf("the service was asked %+v", r)
+	}
+	if code, got := e.do(t, e.agent, "GET", path, ""); code != 200 || got["every_minutes"] != 15.0 {
+		t.Errorf("read with the desktop's token: %d %v", code, got)
+	}
+	for body, field := range map[string]string{
+		`{"every_minutes":0}`:     "every_minutes",
+		`{"every_minutes":10081}`: "every_minutes",
+		`{"every_minutes":-5}`:    "every_minutes",
+		`{"keep_last":-1}`:        "keep_last",
+		`{"keep_hourly":1001}`:    "keep_hourly",
+		`{"keep_daily":-1}`:       "keep_daily",
+		`{"keep_weekly":5000}`:    "keep_weekly",
+		`{"target":"nope"}`:       "target",
+	} {
+		if code, got := e.do(t, e.alice, "PUT", path, body); code != 422 || errField(got) != field {
+			t.Errorf("%s: %d %v, want 422 on %s", body, code, got, field)
+		}
+	}
+	for _, body := range []string{`{"every":"1h"}`, `{"every_minutes":"60"}`, `{"every_minutes":1.5}`, `[]`} {
+		if code, got := e.do(t, e.alice, "PUT", path, body); code != 400 {
+			t.Errorf("%s: %d %v, want 400", body, code, got)
+		}
+	}
+	if _, sc = e.do(t, e.alice, "GET", path, ""); sc["every_minutes"] != 15.0 {
+		t.Errorf("a refused PUT changed the schedule: %v", sc)
+	}
+}
+
 // TestBackupsOff: without a backup service every route answers 503 to
 // those allowed to ask, and the others as ever.
 func TestBackupsOff(t *testing.T) {
@@ -220,6 +302,11 @@ func TestBackupsOff(t *testing.T) {
 		{e.alice, "POST", "/api/v1/desktops/" + id + "/backups", 503},
 		{e.bob, "POST", "/api/v1/desktops/" + id + "/backups", 404},
 		{e.alice, "GET", "/api/v1/desktops/" + id + "/backups", 503},
+		{e.alice, "DELETE", "/api/v1/backups/b1", 503},
+		{e.alice, "GET", "/api/v1/desktops/" + id + "/backup-schedule", 503},
+		{e.alice, "PUT", "/api/v1/desktops/" + id + "/backup-schedule", 503},
+		{e.alice, "DELETE", "/api/v1/desktops/" + id + "/backup-schedule", 503},
+		{e.bob, "PUT", "/api/v1/desktops/" + id + "/backup-schedule", 404},
 	} {
 		if code, body := e2.do(t, c.tok, c.method, c.path, ""); code != c.want || code == 503 && errCode(body) != "unavailable" {
 			t.Errorf("%s %s: %d %v, want %d", c.method, c.path, code, body, c.want)
@@ -266,6 +353,19 @@ func TestBackupsMatchTheSpec(t *testing.T) {
 		{token: e.admin, method: "POST", path: "/api/v1/backups/" + e.done + "/restore", body: `{"desktop":"x"}`, want: 400},
 		{token: e.admin, method: "POST", path: "/api/v1/backups/" + e.running + "/restore", body: `{"name":"r2"}`, want: 409},
 		{token: e.agent, method: "POST", path: "/api/v1/backups/" + e.done + "/restore", body: `{"name":"r3"}`, want: 403},
+		{token: e.alice, method: "GET", path: mine + "/backup-schedule", want: 404},
+		{token: e.alice, method: "PUT", path: mine + "/backup-schedule", want: 422}, // two targets: name one
+		{token: e.alice, method: "PUT", path: mine + "/backup-schedule", body: `{"target":"offsite","every_minutes":0}`, want: 422},
+		{token: e.alice, method: "PUT", path: mine + "/backup-schedule", body: `{"target":"offsite","every":"1h"}`, want: 400},
+		{token: e.bob, method: "PUT", path: mine + "/backup-schedule", body: `{"target":"offsite"}`, want: 404},
+		{token: e.agent, method: "PUT", path: mine + "/backup-schedule", body: `{"target":"offsite"}`, want: 403},
+		{token: e.alice, method: "PUT", path: mine + "/backup-schedule", want: 200,
+			body: `{"target":"offsite","every_minutes":240,"keep_last":2,"keep_hourly":0,"keep_daily":14,"keep_weekly":8}`},
+		{token: e.admin, method: "PUT", path: mine + "/backup-schedule", body: `{"target":"nas"}`, want: 200},
+		{token: e.agent, method: "GET", path: mine + "/backup-schedule", want: 200},
+		{token: e.alice, method: "DELETE", path: mine + "/backup-schedule", want: 204},
+		{token: e.alice, method: "DELETE", path: mine + "/backup-schedule", want: 204}, // none: no error
+		{token: e.alice, method: "GET", path: mine + "/backup-schedule", want: 404},
 		{token: e.admin, method: "DELETE", path: "/api/v1/backup-targets/offsite", want: 204},
 		{token: e.admin, method: "DELETE", path: "/api/v1/backup-targets/offsite", want: 404},
 	} {
@@ -275,7 +375,12 @@ func TestBackupsMatchTheSpec(t *testing.T) {
 	if b["state"] != "running" || b["owner"] != "alice" || b["desktop_id"] != e.mine || b["mark"] != nil {
 		t.Errorf("started: %v", b)
 	}
-	e.call(t, specCall{token: e.admin, method: "DELETE", path: "/api/v1/backup-targets/nas", want: 409}) // a backup to it runs
+	e.call(t, specCall{token: e.admin, method: "DELETE", path: "/api/v1/backup-targets/nas", want: 409})          // a backup to it runs
+	e.call(t, specCall{token: e.admin, method: "DELETE", path: "/api/v1/backups/" + b["id"].(string), want: 409}) // it runs
+	e.call(t, specCall{token: e.bob, method: "DELETE", path: "/api/v1/backups/" + e.running, want: 404})
+	e.call(t, specCall{token: e.agent, method: "DELETE", path: "/api/v1/backups/" + e.running, want: 403})
+	e.call(t, specCall{token: e.alice, method: "DELETE", path: "/api/v1/backups/" + e.running, want: 204}) // failed: its record goes
+	e.call(t, specCall{token: e.alice, method: "DELETE", path: "/api/v1/backups/" + e.running, want: 404})
 	_, check := e.call(t, specCall{token: e.alice, method: "POST", path: "/api/v1/backups/" + e.done + "/verify", want: 200})
 	if check["ok"] != true || check["took_ms"] != 1500.0 || check["missing"] == nil || check["corrupt"] == nil {
 		t.Errorf("verify: %v", check)

@@ -71,6 +71,6 @@ func newHandlers(d Deps) handlers {
 		recorder: &stepRecorder{core: s, steps: d.Steps, computer: d.Computer, persistence: d.Desktops,
 			thumbnails: d.StepThumbnails},
 		recordings: &recordingHandlers{core: s, recordings: d.Recordings, kept: d.KeptRecordings},
-		backups:    &backupHandlers{core: s, backups: d.Backups},
+		backups:    &backupHandlers{core: s, backups: d.Backups, schedules: d.BackupSchedules},
 	}
 }

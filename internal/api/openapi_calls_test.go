@@ -122,6 +122,10 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		{token: e.alice, method: "PUT", path: base + "/checkpoints", body: `{"every":5}`, want: 400},
 		{token: e.bob, method: "GET", path: base + "/checkpoints", want: 404},
 		{token: e.alice, method: "PUT", path: base + "/checkpoints", body: `{}`, want: 200},
+		{token: e.alice, method: "GET", path: base + "/backup-schedule", want: 404},
+		{token: e.alice, method: "PUT", path: base + "/backup-schedule", body: `{"every_minutes":30}`, want: 422}, // no target set up
+		{token: e.alice, method: "DELETE", path: base + "/backup-schedule", want: 204},
+		{token: e.admin, method: "DELETE", path: "/api/v1/backups/nope", want: 404},
 		{token: e.alice, method: "POST", path: base + "/reimage", want: 202},
 		{token: e.alice, method: "POST", path: base + "/reimage", body: `{"image":"debian"}`, want: 202},
 		{token: e.alice, method: "POST", path: base + "/data-disk", body: `{"size_gib":30}`, want: 200},

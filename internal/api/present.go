@@ -95,6 +95,8 @@ func (p presenter) value(v any) any {
 		return each(v, apiv1.FromBackupTarget)
 	case *desktop.BackupCheck:
 		return apiv1.FromBackupCheck(v)
+	case *desktop.BackupSchedule:
+		return apiv1.FromBackupSchedule(v)
 	}
 	return v
 }

@@ -68,6 +68,34 @@ type RestoreRequest struct {
 	Name string `json:"name"`
 }
 
+// BackupScheduleRequest sets a desktop's backup schedule whole: a field
+// left out takes its default (every 60 minutes; keep the last 0, hourly
+// 24, daily 7, weekly 4).
+type BackupScheduleRequest struct {
+	// Target is the target's id or name ("": the only one there is).
+	Target       string `json:"target,omitempty"`
+	EveryMinutes *int   `json:"every_minutes,omitempty"`
+	KeepLast     *int   `json:"keep_last,omitempty"`
+	KeepHourly   *int   `json:"keep_hourly,omitempty"`
+	KeepDaily    *int   `json:"keep_daily,omitempty"`
+	KeepWeekly   *int   `json:"keep_weekly,omitempty"`
+}
+
+// BackupSchedule backs a desktop up every EveryMinutes to a target, then
+// thins its backups there out by the Keep counts (the newest always stays).
+type BackupSchedule struct {
+	DesktopID    string    `json:"desktop_id"`
+	TargetID     string    `json:"target_id"`
+	EveryMinutes int       `json:"every_minutes"`
+	KeepLast     int       `json:"keep_last"`
+	KeepHourly   int       `json:"keep_hourly"`
+	KeepDaily    int       `json:"keep_daily"`
+	KeepWeekly   int       `json:"keep_weekly"`
+	NextAt       time.Time `json:"next_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+	UpdatedBy    string    `json:"updated_by"`
+}
+
 // Backup is one backup of a desktop's data disk, as it goes (state
 // running, its progress) and once it ended.
 type Backup struct {
@@ -146,4 +174,14 @@ func FromBackupCheck(c *desktop.BackupCheck) *BackupCheck {
 	}
 	return &BackupCheck{BackupID: c.BackupID, Chunks: c.Chunks, Missing: orEmpty(c.Missing), Corrupt: orEmpty(c.Corrupt),
 		OK: c.OK, TookMs: c.Took.Milliseconds()}
+}
+
+// FromBackupSchedule is s as the API shows it.
+func FromBackupSchedule(s *desktop.BackupSchedule) *BackupSchedule {
+	if s == nil {
+		return nil
+	}
+	return &BackupSchedule{DesktopID: s.DesktopID, TargetID: s.TargetID, EveryMinutes: s.EveryMinutes,
+		KeepLast: s.KeepLast, KeepHourly: s.KeepHourly, KeepDaily: s.KeepDaily, KeepWeekly: s.KeepWeekly,
+		NextAt: s.NextAt, UpdatedAt: s.UpdatedAt, UpdatedBy: s.UpdatedBy}
 }

@@ -89,6 +89,11 @@ func TestConvertersCarryEveryField(t *testing.T) {
 		"Network":      func() any { var p desktop.NetworkPolicy; fill(reflect.ValueOf(&p)); return FromNetworkPolicy(p) },
 		"Backup":       func() any { var b desktop.Backup; fill(reflect.ValueOf(&b)); return FromBackup(&b) },
 		"BackupTarget": func() any { var bt desktop.BackupTarget; fill(reflect.ValueOf(&bt)); return FromBackupTarget(&bt) },
+		"BackupSchedule": func() any {
+			var bs desktop.BackupSchedule
+			fill(reflect.ValueOf(&bs))
+			return FromBackupSchedule(&bs)
+		},
 		"BackupCheck": func() any {
 			var bc desktop.BackupCheck
 			fill(reflect.ValueOf(&bc))
@@ -117,7 +122,8 @@ func TestConvertersCarryEveryField(t *testing.T) {
 // writes as null, not a zero-valued object.
 func TestNilIsNil(t *testing.T) {
 	if FromDesktop(nil) != nil || FromEvent(nil) != nil || FromStats(nil) != nil || FromToken(nil) != nil ||
-		FromBackup(nil) != nil || FromBackupTarget(nil) != nil || FromBackupCheck(nil) != nil {
+		FromBackup(nil) != nil || FromBackupTarget(nil) != nil || FromBackupCheck(nil) != nil ||
+		FromBackupSchedule(nil) != nil {
 		t.Error("a nil domain value converts to a non-nil API value")
 	}
 }

@@ -5,7 +5,8 @@ admins, ``client.backup_targets`` (``models.BackupTarget``).
 
 A backup belongs to its desktop's owner and outlives the desktop: ``list``
 and ``get`` reach those of deleted desktops, and ``restore`` makes a new
-desktop from one."""
+desktop from one. ``set_schedule`` backs a desktop up by itself every so
+often and thins its backups out (``models.BackupSchedule``)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ def _id(x: "str | Any") -> str:
 
 
 class Backups:
-    """Take, follow, list, verify and restore backups (desktop: its id, or a
-    Desktop; backup: a backup's id, or the Backup)."""
+    """Take, follow, list, verify, restore, delete and schedule backups
+    (desktop: its id, or a Desktop; backup: a backup's id, or the Backup)."""
 
     def __init__(self, client: "Client"):
         self._c = client
@@ -86,6 +87,38 @@ class Backups:
         """Reads back every chunk of a complete backup and checks it: ``ok``,
         or the ``missing`` and ``corrupt`` chunks (a restore would fail)."""
         return m.BackupCheck.from_dict(self._h.call("verifyBackup", {"backup": _id(backup)}))
+
+    def delete(self, backup: "str | m.Backup") -> None:
+        """Deletes a backup: its manifest from its target, then its record; the
+        chunks no other backup uses are swept from the target in the
+        background. Conflict while it runs."""
+        self._h.call("deleteBackup", {"backup": _id(backup)})
+
+    def schedule(self, desktop: "str | Desktop") -> m.BackupSchedule:
+        """The desktop's backup schedule (NotFound when it has none; a desktop
+        token may read its own desktop's)."""
+        return m.BackupSchedule.from_dict(self._h.call("getBackupSchedule", {"id": _id(desktop)}))
+
+    def set_schedule(self, desktop: "str | Desktop", *, target: str | None = None, every_minutes: int | None = None,
+                     keep_last: int | None = None, keep_hourly: int | None = None, keep_daily: int | None = None,
+                     keep_weekly: int | None = None) -> m.BackupSchedule:
+        """Sets the desktop's backup schedule whole: what is None takes its
+        default (every 60 minutes to the only target there is; keep the last
+        0, hourly 24, daily 7, weekly 4). The first backup is due one period
+        from now. After each, the desktop's backups in the target are thinned
+        out: the newest always stays, and so do the newest keep_last and the
+        newest of each of the newest keep_hourly hours, keep_daily days and
+        keep_weekly ISO weeks. Owner and admin tokens only; Invalid (with the
+        field) when a value is out of range or the target unknown."""
+        body = {k: v for k, v in (("target", target), ("every_minutes", every_minutes), ("keep_last", keep_last),
+                                  ("keep_hourly", keep_hourly), ("keep_daily", keep_daily), ("keep_weekly", keep_weekly))
+                if v is not None}
+        return m.BackupSchedule.from_dict(self._h.call("setBackupSchedule", {"id": _id(desktop)}, json_body=body))
+
+    def unschedule(self, desktop: "str | Desktop") -> None:
+        """Stops the desktop's scheduled backups (none is no error); the
+        backups taken stay."""
+        self._h.call("deleteBackupSchedule", {"id": _id(desktop)})
 
 
 class BackupTargets:

@@ -491,6 +491,26 @@ class BackupCheck(Model):
 
 
 @dataclass
+class BackupSchedule(Model):
+    """A desktop backed up every every_minutes to a target, its backups
+    there thinned out after each: the newest always stays, and so do the
+    newest keep_last and the newest of each of the newest keep_hourly hours,
+    keep_daily days and keep_weekly ISO weeks. next_at: the next one due."""
+
+    SCHEMA: ClassVar[str] = 'BackupSchedule'
+    desktop_id: str | None = None
+    target_id: str | None = None
+    every_minutes: int | None = None
+    keep_last: int | None = None
+    keep_hourly: int | None = None
+    keep_daily: int | None = None
+    keep_weekly: int | None = None
+    next_at: str | None = None
+    updated_at: str | None = None
+    updated_by: str | None = None
+
+
+@dataclass
 class Stats(Model):
     """A VMStats as the API shows it."""
 

@@ -116,6 +116,10 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     'getBackup': ('GET', '/api/v1/backups/{backup}'),
     'restoreBackup': ('POST', '/api/v1/backups/{backup}/restore'),
     'verifyBackup': ('POST', '/api/v1/backups/{backup}/verify'),
+    'deleteBackup': ('DELETE', '/api/v1/backups/{backup}'),
+    'getBackupSchedule': ('GET', '/api/v1/desktops/{id}/backup-schedule'),
+    'setBackupSchedule': ('PUT', '/api/v1/desktops/{id}/backup-schedule'),
+    'deleteBackupSchedule': ('DELETE', '/api/v1/desktops/{id}/backup-schedule'),
 }
 
 # Operations of the spec the SDK leaves to other clients, and why.

@@ -3,7 +3,7 @@
 import json
 import unittest
 
-from bureau import BureauError, Client, Conflict, Desktop, Timeout
+from bureau import BureauError, Client, Conflict, Desktop, Invalid, NotFound, Timeout
 from bureau import models
 
 from .fake import FakeBureau
@@ -17,6 +17,9 @@ def backup(state="running", **more):
     b.update(more)
     return b
 
+
+SCHEDULE = {"desktop_id": "d1", "target_id": "t1", "every_minutes": 60, "keep_last": 0, "keep_hourly": 24, "keep_daily": 7,
+            "keep_weekly": 4, "next_at": "2025-03-04T09:06:07Z", "updated_at": "2025-03-04T05:06:07Z", "updated_by": "alice/tok_1"}
 
 TARGET = {"id": "t1", "name": "offsite", "kind": "s3", "created_at": "2025-03-04T05:06:07Z", "created_by": "root/tok_1",
           "s3": {"endpoint": "nas.lan:9000", "bucket": "bk", "access_key": "AKID", "insecure": True}}
@@ -82,6 +85,36 @@ class TestBackups(unittest.TestCase):
         check = self.c.backups.verify(models.Backup(id="b1"))
         self.assertIsInstance(check, models.BackupCheck)
         self.assertEqual((check.ok, check.corrupt, check.chunks), (False, ["chunks/ab/ab12"], 768))
+
+    def test_delete_and_schedule(self):
+        self.fake.routes[("DELETE", "/api/v1/backups/b1")] = lambda _r, _b: (204, {}, b"")
+        self.assertIsNone(self.c.backups.delete(models.Backup(id="b1")))
+        self.assertEqual(self.fake.seen[-1][:2], ("DELETE", "/api/v1/backups/b1"))
+        self.fake.json("DELETE", "/api/v1/backups/b2", 409, {"error": {"code": "conflict", "message": "backup b2 is running"}})
+        with self.assertRaises(Conflict):
+            self.c.backups.delete("b2")
+
+        path = "/api/v1/desktops/d1/backup-schedule"
+        self.fake.json("GET", path, 404, {"error": {"code": "not_found", "message": "desktop d1 has no backup schedule: not found"}})
+        with self.assertRaises(NotFound):
+            self.c.backups.schedule("d1")
+        sched = dict(SCHEDULE, every_minutes=240, keep_hourly=0)
+        self.fake.json("PUT", path, 200, sched)
+        s = self.c.backups.set_schedule(self.c.desktop("d1"), target="offsite", every_minutes=240, keep_hourly=0)
+        self.assertIsInstance(s, models.BackupSchedule)
+        self.assertEqual((s.every_minutes, s.keep_hourly, s.keep_daily, s.next_at), (240, 0, 7, "2025-03-04T09:06:07Z"))
+        self.assertEqual(json.loads(self.fake.seen[-1][3]), {"target": "offsite", "every_minutes": 240, "keep_hourly": 0})
+        self.c.backups.set_schedule("d1")  # the defaults
+        self.assertEqual(json.loads(self.fake.seen[-1][3]), {})
+        self.fake.json("PUT", path, 422, {"error": {"code": "invalid", "field": "every_minutes", "message": "every_minutes: from 1 to 10080 (a week)"}})
+        with self.assertRaises(Invalid) as cm:
+            self.c.backups.set_schedule("d1", every_minutes=0)
+        self.assertEqual(cm.exception.field, "every_minutes")
+        self.fake.json("GET", path, 200, sched)
+        self.assertEqual(self.c.backups.schedule("d1").updated_by, "alice/tok_1")
+        self.fake.routes[("DELETE", path)] = lambda _r, _b: (204, {}, b"")
+        self.assertIsNone(self.c.backups.unschedule("d1"))
+        self.assertEqual(self.fake.seen[-1][:2], ("DELETE", path))
 
     def test_targets(self):
         self.fake.json("POST", "/api/v1/backup-targets", 201, TARGET)

@@ -14,7 +14,8 @@ const idOf = (x: DesktopRef | BackupRef | BackupTargetRef) => (typeof x === "str
 /**
  * Backups of desktops' data disks (the user's /home) to backup targets off the host: S3-compatible buckets or
  * directories. A backup belongs to its desktop's owner and outlives the desktop: `list` and `get` reach those of
- * deleted desktops, and `restore` makes a new desktop from one.
+ * deleted desktops, and `restore` makes a new desktop from one. `setSchedule` backs a desktop up by itself every so often
+ * and thins its backups out.
  */
 export class Backups {
   constructor(private readonly h: Transport) {}
@@ -73,6 +74,35 @@ export class Backups {
   /** Reads back every chunk of a complete backup and checks it: `ok`, or the `missing` and `corrupt` chunks (a restore would fail). */
   verify(backup: BackupRef): Promise<m.BackupCheck> {
     return this.h.call("verifyBackup", { params: { backup: idOf(backup) } });
+  }
+
+  /**
+   * Deletes a backup: its manifest from its target, then its record; the chunks no other backup uses are swept from
+   * the target in the background. 409 while it runs.
+   */
+  async delete(backup: BackupRef): Promise<void> {
+    await this.h.call("deleteBackup", { params: { backup: idOf(backup) } });
+  }
+
+  /** The desktop's backup schedule (rejects with a 404 BureauError when it has none; a desktop token may read its own desktop's). */
+  schedule(desktop: DesktopRef): Promise<m.BackupSchedule> {
+    return this.h.call("getBackupSchedule", { params: { id: idOf(desktop) } });
+  }
+
+  /**
+   * Sets the desktop's backup schedule whole: what is left out takes its default (every 60 minutes to the only target
+   * there is; keep the last 0, hourly 24, daily 7, weekly 4). The first backup is due one period from now. After each,
+   * the desktop's backups in the target are thinned out: the newest always stays, and so do the newest `keep_last` and
+   * the newest of each of the newest `keep_hourly` hours, `keep_daily` days and `keep_weekly` ISO weeks. Owner and admin
+   * tokens only; 422 (with the field) when a value is out of range or the target unknown.
+   */
+  setSchedule(desktop: DesktopRef, s: m.BackupScheduleRequest = {}): Promise<m.BackupSchedule> {
+    return this.h.call("setBackupSchedule", { params: { id: idOf(desktop) }, json: s });
+  }
+
+  /** Stops the desktop's scheduled backups (none is no error); the backups taken stay. */
+  async unschedule(desktop: DesktopRef): Promise<void> {
+    await this.h.call("deleteBackupSchedule", { params: { id: idOf(desktop) } });
   }
 }
 

@@ -51,6 +51,8 @@ interface Models {
   BackupTarget: M.BackupTarget;
   S3Location: M.S3Location;
   BackupCheck: M.BackupCheck;
+  BackupSchedule: M.BackupSchedule;
+  BackupScheduleRequest: M.BackupScheduleRequest;
 }
 
 type Fields = typeof FIELDS;

@@ -514,6 +514,37 @@ export interface BackupCheck {
   took_ms: number;
 }
 
+/**
+ * A desktop backed up every `every_minutes` to a target, its backups there thinned out after each: the newest always
+ * stays, and so do the newest `keep_last` and the newest of each of the newest `keep_hourly` hours, `keep_daily` days
+ * and `keep_weekly` ISO weeks.
+ */
+export interface BackupSchedule {
+  desktop_id: string;
+  target_id: string;
+  every_minutes: number;
+  keep_last: number;
+  keep_hourly: number;
+  keep_daily: number;
+  keep_weekly: number;
+  /** When the next scheduled backup is due. */
+  next_at: string;
+  updated_at: string;
+  /** Who set it: `<owner>/<token id>`. */
+  updated_by: string;
+}
+
+/** A backup schedule to set: what is left out takes its default (every 60 minutes to the only target; keep the last 0, hourly 24, daily 7, weekly 4). */
+export interface BackupScheduleRequest {
+  /** The target's name or id. */
+  target?: string;
+  every_minutes?: number;
+  keep_last?: number;
+  keep_hourly?: number;
+  keep_daily?: number;
+  keep_weekly?: number;
+}
+
 /** One thing done in a desktop: a computer-use call (its actions), an exec, a file write or delete, a clipboard write. */
 export interface Step {
   desktop_id: string;
@@ -627,4 +658,6 @@ export const FIELDS = {
   BackupTarget: { schema: "BackupTarget", fields: ["id", "name", "kind", "dir", "s3", "created_at", "created_by"] },
   S3Location: { schema: "S3Location", fields: ["endpoint", "bucket", "prefix", "region", "access_key", "insecure"] },
   BackupCheck: { schema: "BackupCheck", fields: ["backup_id", "chunks", "missing", "corrupt", "ok", "took_ms"] },
+  BackupSchedule: { schema: "BackupSchedule", fields: ["desktop_id", "target_id", "every_minutes", "keep_last", "keep_hourly", "keep_daily", "keep_weekly", "next_at", "updated_at", "updated_by"] },
+  BackupScheduleRequest: { schema: "BackupScheduleRequest", fields: ["target", "every_minutes", "keep_last", "keep_hourly", "keep_daily", "keep_weekly"] },
 } as const satisfies Record<string, { schema: string; fields: readonly string[] }>;

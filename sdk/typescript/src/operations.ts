@@ -114,6 +114,10 @@ export const OPERATIONS = {
   getBackup: ["GET", "/api/v1/backups/{backup}"],
   restoreBackup: ["POST", "/api/v1/backups/{backup}/restore"],
   verifyBackup: ["POST", "/api/v1/backups/{backup}/verify"],
+  deleteBackup: ["DELETE", "/api/v1/backups/{backup}"],
+  getBackupSchedule: ["GET", "/api/v1/desktops/{id}/backup-schedule"],
+  setBackupSchedule: ["PUT", "/api/v1/desktops/{id}/backup-schedule"],
+  deleteBackupSchedule: ["DELETE", "/api/v1/desktops/{id}/backup-schedule"],
 } as const satisfies Record<string, readonly [string, string]>;
 
 export type OperationId = keyof typeof OPERATIONS;

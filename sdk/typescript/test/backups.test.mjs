@@ -32,6 +32,8 @@ const backup = (state = "running", more = {}) => ({
   disk_bytes: 20 << 30, image: "debian", vcpus: 2, memory_mib: 4096, bytes_read: 0, read_total: 3 << 30, chunks: 0, chunks_new: 0,
   bytes_new: 0, started_at: "2025-03-04T05:06:07Z", ...more,
 });
+const SCHEDULE = { desktop_id: "d1", target_id: "t1", every_minutes: 60, keep_last: 0, keep_hourly: 24, keep_daily: 7, keep_weekly: 4,
+  next_at: "2025-03-04T09:06:07Z", updated_at: "2025-03-04T05:06:07Z", updated_by: "alice/tok_1" };
 const TARGET = { id: "t1", name: "offsite", kind: "s3", created_at: "2025-03-04T05:06:07Z", created_by: "root/tok_1",
   s3: { endpoint: "nas.lan:9000", bucket: "bk", access_key: "AKID", insecure: true } };
 
@@ -74,6 +76,35 @@ describe("backups", () => {
     json("POST", "/api/v1/backups/b1/verify", 200, { backup_id: "b1", chunks: 768, missing: [], corrupt: ["chunks/ab/ab12"], ok: false, took_ms: 3240 });
     const check = await b().backups.verify({ id: "b1" });
     assert.deepEqual([check.ok, check.corrupt], [false, ["chunks/ab/ab12"]]);
+  });
+
+  test("delete and schedule", async () => {
+    json("DELETE", "/api/v1/backups/b1", 204, undefined);
+    await b().backups.delete({ id: "b1" });
+    assert.deepEqual([seen.at(-1).method, seen.at(-1).url], ["DELETE", "/api/v1/backups/b1"]);
+    json("DELETE", "/api/v1/backups/b2", 409, { error: { code: "conflict", message: "backup b2 is running" } });
+    assert.equal((await rejection(b().backups.delete("b2"))).status, 409);
+
+    const path = "/api/v1/desktops/d1/backup-schedule";
+    json("GET", path, 404, { error: { code: "not_found", message: "desktop d1 has no backup schedule: not found" } });
+    const none = await rejection(b().backups.schedule("d1"));
+    assert.ok(none instanceof BureauError);
+    assert.deepEqual([none.status, none.code], [404, "not_found"]);
+    const sched = { ...SCHEDULE, every_minutes: 240, keep_hourly: 0 };
+    json("PUT", path, 200, sched);
+    const s = await b().backups.setSchedule(b().desktop("d1"), { target: "offsite", every_minutes: 240, keep_hourly: 0 });
+    assert.deepEqual([s.every_minutes, s.keep_hourly, s.keep_daily, s.next_at], [240, 0, 7, "2025-03-04T09:06:07Z"]);
+    assert.deepEqual(JSON.parse(seen.at(-1).body), { target: "offsite", every_minutes: 240, keep_hourly: 0 });
+    await b().backups.setSchedule("d1"); // the defaults
+    assert.deepEqual(JSON.parse(seen.at(-1).body), {});
+    json("PUT", path, 422, { error: { code: "invalid", field: "every_minutes", message: "every_minutes: from 1 to 10080 (a week)" } });
+    const bad = await rejection(b().backups.setSchedule("d1", { every_minutes: 0 }));
+    assert.deepEqual([bad.status, bad.field], [422, "every_minutes"]);
+    json("GET", path, 200, sched);
+    assert.equal((await b().backups.schedule("d1")).updated_by, "alice/tok_1");
+    json("DELETE", path, 204, undefined);
+    await b().backups.unschedule({ id: "d1" });
+    assert.deepEqual([seen.at(-1).method, seen.at(-1).url], ["DELETE", path]);
   });
 
   test("targets", async () => {
