@@ -89,6 +89,7 @@ export async function api(method, path, body, opts = {}) {
 export const get = (path, opts) => api('GET', path, undefined, opts);
 export const post = (path, body, opts) => api('POST', path, body ?? {}, opts);
 export const del = (path, opts) => api('DELETE', path, undefined, opts);
+export const put = (path, body, opts) => api('PUT', path, body ?? {}, opts);
 
 /** Path segment escaping for ids and names. */
 export const seg = (s) => encodeURIComponent(s);

@@ -1,10 +1,10 @@
 // Backups of desktops' data disks: a desktop's Backups tab (back up now,
-// verify, restore into a new desktop) and the Backups page, where admins
-// keep the targets backups go to and find every backup, deleted desktops'
-// included.
-import { get, post, del, seg, describe } from './api.js';
+// its schedule, verify, restore into a new desktop, delete) and the Backups
+// page, where admins keep the targets backups go to and find every backup,
+// deleted desktops' included.
+import { get, post, put, del, seg, describe } from './api.js';
 import { store, subscribe, upsert } from './store.js';
-import { h, icon, clear, toast, modal, confirmDialog, busy, fmtBytes, fmtTime, timeEl } from './ui.js';
+import { h, icon, clear, toast, modal, confirmDialog, busy, fmtBytes, fmtTime, fmtAgo, timeEl } from './ui.js';
 
 const FAST = 2000; // while a backup runs
 const SLOW = 15000;
@@ -86,13 +86,18 @@ function stateEl(b) {
   return h('div', statePill(b.state), b.state === 'failed' && b.error ? h('div.bk-error', { title: b.error }, b.error) : null);
 }
 
-// ---------- verify and restore, shared by the tab and the page ----------
-// backupActions(render) keeps what verifying found per backup (shown under its
-// row until the view closes) and the verifications in flight, so a
-// re-render (polling) keeps them.
-function backupActions(render) {
-  const checks = new Map(); // backup id -> {check} or {error}
+// ---------- verify, restore and delete, shared by the tab and the page ----------
+// backupActions(render, {removed, targetName}) keeps what verifying found
+// per backup (shown under its row until the view closes), why a delete was
+// refused, and the verifications and deletes in flight, so a re-render
+// (polling) keeps them. removed(b) drops a deleted backup from the view's
+// list; live(list) leaves out those deleted here (a list loaded meanwhile
+// may still hold them).
+function backupActions(render, { removed, targetName }) {
+  const checks = new Map(); // backup id -> {check} or {error}, or {error, op: 'delete'}
   const verifying = new Set();
+  const deleting = new Set();
+  const deleted = new Set();
 
   async function verify(b) {
     if (verifying.has(b.id)) return;
@@ -109,19 +114,55 @@ function backupActions(render) {
     }
   }
 
-  // Verify and restore: a complete backup's (only those are in their target whole).
+  async function remove(b) {
+    if (deleting.has(b.id)) return;
+    const where = targetName?.(b.target_id);
+    const ok = await confirmDialog({
+      title: `Delete this backup of ${b.desktop_name || 'the desktop'}?`,
+      message: b.state === 'complete'
+        ? [`The ${b.kind ? `${b.kind} ` : ''}backup taken ${fmtTime(b.started_at)} is deleted from ${where ? `target ${where}` : 'its target'}: it can no longer be restored.`,
+          'The backups taken after it stay whole and can still be restored: each holds all it needs. The chunks no other backup uses are removed from the target in the background.']
+        : [`This failed backup, started ${fmtTime(b.started_at)}, was never whole in ${where ? `target ${where}` : 'its target'}: bureau forgets it.`,
+          'The chunks it uploaded that no other backup uses are removed from the target in the background; the other backups are not touched.'],
+      confirmLabel: 'Delete backup', danger: true,
+    });
+    if (!ok) return;
+    deleting.add(b.id);
+    checks.delete(b.id);
+    render();
+    try {
+      await del(`/backups/${seg(b.id)}`);
+      deleted.add(b.id);
+      deleting.delete(b.id);
+      toast(`Backup of ${b.desktop_name || 'the desktop'} taken ${fmtTime(b.started_at)} deleted.`, 'success');
+      removed(b);
+    } catch (e) {
+      deleting.delete(b.id);
+      checks.set(b.id, { error: e, op: 'delete' });
+      render();
+    }
+  }
+
+  // Verify and restore: a complete backup's (only those are in their target
+  // whole). Delete: a complete or failed one's (not while it runs).
   function buttons(b) {
-    if (b.state !== 'complete') return null;
+    if (b.state !== 'complete' && b.state !== 'failed') return null;
+    const gone = deleting.has(b.id);
+    const d = h(`button.btn.btn-sm.btn-danger-ghost.bk-delete${gone ? '.is-busy' : ''}`, {
+      type: 'button', disabled: gone, title: 'Delete this backup from its target',
+      onclick: () => remove(b),
+    }, icon('trash', 14), h('span', 'Delete'));
+    if (b.state !== 'complete') return h('div.bk-actions', d);
     const running = verifying.has(b.id);
     const v = h(`button.btn.btn-sm.bk-verify${running ? '.is-busy' : ''}`, {
-      type: 'button', disabled: running, title: 'Read back every chunk of it from the target and check it',
+      type: 'button', disabled: running || gone, title: 'Read back every chunk of it from the target and check it',
       onclick: () => verify(b),
     }, icon('check', 14), h('span', 'Verify'));
     const r = h('button.btn.btn-sm.bk-restore', {
-      type: 'button', title: 'Make a new desktop whose data disk is this backup',
+      type: 'button', disabled: gone, title: 'Make a new desktop whose data disk is this backup',
       onclick: () => restoreDialog(b),
     }, icon('undo', 14), h('span', 'Restore as new desktop…'));
-    return h('div.bk-actions', v, r);
+    return h('div.bk-actions', v, r, d);
   }
 
   // The row under a backup's with what verifying it found (null: nothing yet).
@@ -131,6 +172,8 @@ function backupActions(render) {
     let note;
     if (verifying.has(b.id)) {
       note = h('div.bk-note', { dataset: { check: 'running' } }, h('span.spinner'), 'Verifying: reading back every chunk of it from the target…');
+    } else if (res.op === 'delete') {
+      note = h('div.bk-note.bk-note-bad', { dataset: { delete: 'error' }, role: 'alert' }, `Could not delete it: ${describe(res.error)}`);
     } else if (res.error) {
       note = h('div.bk-note.bk-note-bad', { dataset: { check: 'error' }, role: 'alert' }, `Could not verify: ${describe(res.error)}`);
     } else if (res.check.ok) {
@@ -147,7 +190,8 @@ function backupActions(render) {
     return h('tr.bk-check-row', { dataset: { checkFor: b.id } }, h('td', { colSpan: cols }, h('div.bk-check', note, close)));
   }
 
-  return { buttons, checkRow };
+  const live = (list) => list.filter((b) => !deleted.has(b.id));
+  return { buttons, checkRow, live };
 }
 
 const NAME_RE = /^[a-z0-9-]{1,63}$/;
@@ -253,6 +297,238 @@ function table(cls, head, rows) {
   return h('div.table-wrap', h(`table.${cls}`, h('thead', h('tr', head.map((x) => h('th', x)))), h('tbody', rows)));
 }
 
+// ---------- a desktop's backup schedule ----------
+// What PUT /desktops/{id}/backup-schedule takes for a field left out.
+const SCHEDULE_DEFAULTS = { every_minutes: 60, keep_last: 0, keep_hourly: 24, keep_daily: 7, keep_weekly: 4 };
+const EVERY_PRESETS = [[60, 'Hourly'], [360, 'Every 6 h'], [1440, 'Daily']];
+const KEEPS = [
+  ['keep_last', 'Last', 'The newest this many backups stay'],
+  ['keep_hourly', 'Hourly', 'The newest backup of each of the newest this many hours that have one stays'],
+  ['keep_daily', 'Daily', 'The newest backup of each of the newest this many days (UTC) that have one stays'],
+  ['keep_weekly', 'Weekly', 'The newest backup of each of the newest this many ISO weeks that have one stays'],
+];
+
+// How often, after "Every": "60 min", "6 h", "day", "2 days".
+function fmtEvery(m) {
+  if (m % 1440 === 0) return m === 1440 ? 'day' : `${m / 1440} days`;
+  if (m % 60 === 0 && m > 60) return `${m / 60} h`;
+  return `${m} min`;
+}
+
+function keepsText(s) {
+  const parts = [s.keep_last ? `the last ${s.keep_last}` : null, s.keep_hourly ? `${s.keep_hourly} hourly` : null,
+    s.keep_daily ? `${s.keep_daily} daily` : null, s.keep_weekly ? `${s.keep_weekly} weekly` : null].filter(Boolean);
+  return parts.length ? `keeps ${parts.join(', ')}` : 'keeps only the newest';
+}
+
+function nextEl(at) {
+  const t = Date.parse(at);
+  if (Number.isNaN(t)) return null;
+  return h('time.bk-sched-next', { datetime: at, title: `The next scheduled backup: ${fmtTime(at)}` },
+    t - Date.now() < 10000 ? 'next due now' : `next ${fmtAgo(at)}`);
+}
+
+// The API's message for a field, shown next to it: without the field's name
+// in front ("every_minutes: from 1 to 10080 (a week)").
+function fieldMessage(err) {
+  const m = String(err.message || '').replace(new RegExp(`^${err.field}:\\s*`), '');
+  return m ? m[0].toUpperCase() + m.slice(1) : describe(err);
+}
+
+// schedulePanel shows a desktop's backup schedule in a line ("Not
+// scheduled" without one) and edits it in place. ctx: targets() (a list;
+// null: not an admin, who names none), names() (target id -> name) and
+// lastTarget() (the name of the target the newest backup went to). Each load
+// calls set(answer, stamp) with {schedule} (null: none) or {error} and the
+// stamp() taken before it asked: an answer older than a change made here is
+// dropped. While the editor is open, loads leave it be: what is typed stays.
+function schedulePanel(id, desk, ctx) {
+  let schedule; // undefined: not loaded; null: none
+  let loadError = null;
+  let editor = null;
+  let changes = 0;
+  const deskName = () => desk()?.name || 'the desktop';
+
+  const text = h('div.bk-sched-text');
+  const openBtn = h('button.btn.btn-sm.bk-sched-open', { type: 'button', onclick: () => edit() }, icon('clock', 14), 'Schedule backups…');
+  const editBtn = h('button.btn.btn-sm.bk-sched-edit', { type: 'button', title: 'Change how often and how many are kept', onclick: () => edit() }, 'Edit');
+  const stopBtn = h('button.btn.btn-sm.bk-sched-stop', { type: 'button', title: 'Stop the scheduled backups; the backups taken stay', onclick: () => stop() }, icon('stop', 14), 'Stop');
+  const line = h('div.bk-sched-line', h('div.bk-sched-what', icon('clock', 16), text), h('div.bk-sched-buttons', openBtn, editBtn, stopBtn));
+  const lineError = h('div.form-error.bk-sched-error', { role: 'alert', hidden: true });
+  const el = h('section.bk-sched', { hidden: true, 'aria-label': 'Backup schedule' }, line, lineError);
+
+  function render() {
+    el.hidden = schedule === undefined && !loadError;
+    el.dataset.scheduled = String(!!schedule);
+    line.hidden = !!editor;
+    openBtn.hidden = schedule !== null;
+    editBtn.hidden = !schedule;
+    stopBtn.hidden = !schedule;
+    if (schedule === undefined) {
+      clear(text, h('span.bk-sched-bad', `Could not load the schedule: ${describe(loadError)}`));
+    } else if (!schedule) {
+      clear(text, h('strong', 'Not scheduled'), h('span.muted', ' — bureau can back it up by itself every so often and thin its backups out.'));
+    } else {
+      const s = schedule;
+      const where = ctx.targets() === null ? '' : ` to ${ctx.names().get(s.target_id) || s.target_id}`;
+      const next = nextEl(s.next_at);
+      clear(text, h('span', { title: s.updated_by ? `Set by ${s.updated_by}, ${fmtTime(s.updated_at)}` : null },
+        h('strong', `Every ${fmtEvery(s.every_minutes)}${where}`), ` · ${keepsText(s)}`, next ? [' · ', next] : null));
+    }
+  }
+
+  function set(res, stamp) {
+    if (stamp !== changes) return;
+    if (res.error) {
+      if (schedule === undefined) loadError = res.error;
+    } else {
+      schedule = res.schedule;
+      loadError = null;
+    }
+    render();
+  }
+
+  async function stop() {
+    const ok = await confirmDialog({
+      title: `Stop scheduled backups of ${deskName()}?`,
+      message: 'No more backups of it are taken by themselves, and its backups are no longer thinned out. The backups taken stay.',
+      confirmLabel: 'Stop schedule',
+    });
+    if (!ok) return;
+    lineError.hidden = true;
+    try {
+      await busy(stopBtn, () => del(`/desktops/${seg(id)}/backup-schedule`));
+      changes++;
+      schedule = null;
+      toast(`Backups of ${deskName()} are no longer scheduled; the backups taken stay.`, 'success');
+      render();
+      openBtn.focus();
+    } catch (e) {
+      lineError.hidden = false;
+      lineError.textContent = `Could not stop the schedule: ${describe(e)}`;
+    }
+  }
+
+  function edit() {
+    lineError.hidden = true;
+    const s = schedule || SCHEDULE_DEFAULTS;
+    const targets = ctx.targets();
+    const fields = new Map(); // the API's field name -> {input, err}
+    const field = (name, input) => {
+      const err = h('small.bk-field-error', { id: `bk-sched-${name}-error`, role: 'alert', hidden: true });
+      fields.set(name, { input, err });
+      return err;
+    };
+    const num = (name, value, attrs) => h(`input#bk-sched-${name}`, { type: 'number', inputmode: 'numeric', step: 1, value: String(value), ...attrs });
+
+    // The target: admins pick one; an owner's schedule goes where the admin's targets allow.
+    let targetSel = null;
+    let targetField = null;
+    if (targets) {
+      const want = schedule ? ctx.names().get(schedule.target_id) : ctx.lastTarget();
+      targetSel = h('select#bk-sched-target', { hidden: !targets.length },
+        targets.map((t) => h('option', { value: t.name, selected: t.name === want }, `${t.name} (${t.kind})`)));
+      targetField = h('div.field.bk-sched-target', { dataset: { field: 'target' } },
+        h('label', { for: 'bk-sched-target' }, 'Target'), targetSel,
+        targets.length ? null : h('small.hint', 'No backup targets yet: ', h('a', { href: '#/backups' }, 'add one'), '.'),
+        field('target', targetSel));
+    }
+
+    const every = num('every_minutes', s.every_minutes, { min: 1, max: 10080, 'aria-describedby': 'bk-sched-every-hint' });
+    const presets = EVERY_PRESETS.map(([m, label]) => h('button.btn.btn-sm.bk-preset', {
+      type: 'button', dataset: { minutes: String(m) }, title: `Every ${fmtEvery(m)} (${m} minutes)`,
+      onclick: () => { every.value = String(m); markPreset(); },
+    }, label));
+    const markPreset = () => presets.forEach((b) => b.setAttribute('aria-pressed', String(every.value.trim() === b.dataset.minutes)));
+    every.addEventListener('input', markPreset);
+    markPreset();
+    const everyField = h('div.field.bk-sched-every', { dataset: { field: 'every_minutes' } },
+      h('label', { for: 'bk-sched-every_minutes' }, 'Every'),
+      h('div.bk-every', h('span.bk-unit', every, h('span.muted', 'minutes')), h('div.bk-presets', { role: 'group', 'aria-label': 'Common periods' }, presets)),
+      field('every_minutes', every),
+      h('small.hint#bk-sched-every-hint', 'Up to a week (10080). The first scheduled backup is due one period after you save.'));
+
+    const keepField = h('fieldset.field.bk-keeps',
+      h('legend', 'Keep'),
+      h('div.bk-keep-grid', KEEPS.map(([name, label, why]) => {
+        const input = num(name, s[name], { min: 0, max: 1000, title: why });
+        return h('div.field.bk-keep', { dataset: { field: name } }, h('label', { for: `bk-sched-${name}`, title: why }, label), input, field(name, input));
+      })),
+      h('small.hint', 'The newest backup always stays, and so do the last N and the newest of each of N hours, days and weeks; after each backup the others in that target are deleted, older backups taken by hand included.'));
+
+    const general = h('div.form-error.bk-sched-form-error', { role: 'alert', hidden: true });
+    const save = h('button.btn.btn-primary.bk-sched-save', { type: 'submit' }, icon('clock', 14), schedule ? 'Save schedule' : 'Schedule backups');
+    const cancel = h('button.btn.bk-sched-cancel', { type: 'button', onclick: () => close() }, 'Cancel');
+
+    const clearErrors = () => {
+      general.hidden = true;
+      fields.forEach(({ input, err }) => { err.hidden = true; input.removeAttribute('aria-invalid'); });
+    };
+    const showField = (name, msg) => {
+      const f = fields.get(name);
+      f.err.hidden = false;
+      f.err.textContent = msg;
+      f.input.setAttribute('aria-invalid', 'true');
+      f.input.setAttribute('aria-errormessage', f.err.id);
+      if (!f.input.hidden) f.input.focus();
+    };
+
+    const form = h('form.form.bk-sched-form', {
+      novalidate: true,
+      onsubmit: async (e) => {
+        e.preventDefault();
+        clearErrors();
+        const req = {};
+        // The counts: whole numbers (their ranges are the API's to say).
+        const bad = [];
+        for (const name of ['every_minutes', ...KEEPS.map(([n]) => n)]) {
+          const v = fields.get(name).input.value.trim();
+          if (v === '' || !Number.isInteger(Number(v))) bad.push(name);
+          else req[name] = Number(v);
+        }
+        if (bad.length) {
+          bad.reverse().forEach((name) => showField(name, 'Give a whole number.')); // the first one focused
+          return;
+        }
+        if (targetSel) {
+          if (targetSel.value) req.target = targetSel.value;
+        } else if (schedule?.target_id) req.target = schedule.target_id; // an owner's edit keeps the target
+        try {
+          const got = await busy(save, () => put(`/desktops/${seg(id)}/backup-schedule`, req));
+          changes++;
+          schedule = got;
+          close();
+          toast(`Backups of ${deskName()} scheduled: every ${fmtEvery(got.every_minutes)}, the first ${fmtAgo(got.next_at)}.`, 'success');
+        } catch (ex) {
+          if (fields.has(ex.field)) showField(ex.field, fieldMessage(ex));
+          else {
+            general.hidden = false;
+            general.textContent = describe(ex);
+          }
+        }
+      },
+    },
+    h('h3', schedule ? 'Edit the backup schedule' : 'Schedule backups'),
+    h('div.bk-sched-grid', targetField, everyField), keepField, general,
+    h('div.actions', save, cancel));
+    form.addEventListener('keydown', (e) => { if (e.key === 'Escape') { e.preventDefault(); close(); } });
+
+    function close() {
+      form.remove();
+      editor = null;
+      render();
+      (schedule ? editBtn : openBtn).focus();
+    }
+
+    editor = form;
+    el.append(form);
+    render();
+    (targetSel && !targetSel.hidden && !schedule ? targetSel : every).focus();
+  }
+
+  return { el, set, stamp: () => changes };
+}
+
 // ---------- a desktop's Backups tab ----------
 export function backupsTab(box, id, desk) {
   const body = h('div', loading());
@@ -266,7 +542,10 @@ export function backupsTab(box, id, desk) {
   let picked = false; // the target was chosen by hand: polling leaves it
   targetSelect.addEventListener('change', () => { picked = true; });
 
-  const acts = backupActions(render);
+  const acts = backupActions(render, {
+    targetName: (tid) => names.get(tid),
+    removed: (b) => { backups = backups?.filter((x) => x.id !== b.id) || null; render(); poll.now(); },
+  });
   const form = h('form.inline-form.bk-form', {
     novalidate: true,
     onsubmit: async (e) => {
@@ -287,11 +566,16 @@ export function backupsTab(box, id, desk) {
       }
     },
   }, targetSelect, submit);
+  const sched = schedulePanel(id, desk, {
+    targets: () => targets,
+    names: () => names,
+    lastTarget: () => (backups?.length ? names.get(backups[0].target_id) : undefined),
+  });
   box.append(h('div.tab-head.bk-head',
     h('p.muted', 'Copies of the data disk (', h('code', '/home'), ') in a backup target, compressed and encrypted; after the first, only what changed is read. ',
       'They outlive the desktop: ', h('a', { href: '#/backups' }, 'all backups'), ' lists those of deleted desktops too.'),
     h('div.bk-tools', form, targetHint)),
-  formError, body);
+  formError, sched.el, body);
 
   function renderTargets() {
     if (targets === undefined) return;
@@ -329,21 +613,25 @@ export function backupsTab(box, id, desk) {
   }
 
   async function load() {
+    const stamp = sched.stamp();
     try {
-      const [b, t] = await Promise.all([
+      const [b, t, sc] = await Promise.all([
         get(`/desktops/${seg(id)}/backups`),
         targets === undefined ? loadTargets().catch(() => undefined) : Promise.resolve(targets),
+        // 404: the desktop has no schedule.
+        get(`/desktops/${seg(id)}/backup-schedule`).then((x) => ({ schedule: x }), (e) => (e.status === 404 ? { schedule: null } : { error: e })),
       ]);
       if (t !== targets) {
         targets = t;
         names = new Map((targets || []).map((x) => [x.id, x.name]));
         renderTargets();
       }
-      backups = newestFirst(b?.backups || []);
+      backups = newestFirst(acts.live(b?.backups || []));
       // The next backup goes, by default, where the last one went (an incremental one there).
       const last = backups.length && names.get(backups[0].target_id);
       if (!picked && last) targetSelect.value = last;
       render();
+      sched.set(sc, stamp);
       if (formError.dataset.refresh) { formError.hidden = true; delete formError.dataset.refresh; }
     } catch (e) {
       if (!backups) clear(body, h('div.empty.empty-error.empty-sm', h('p', describe(e)),
@@ -386,7 +674,10 @@ export function backupsView(root) {
   let targets; // undefined: not loaded; null: not an admin
   let backups = null;
   let targetsLoadError = null;
-  const acts = backupActions(renderBackups);
+  const acts = backupActions(renderBackups, {
+    targetName: (id) => targetName(id),
+    removed: (b) => { backups = backups?.filter((x) => x.id !== b.id) || null; renderBackups(); poll.now(); },
+  });
 
   function showForm(on) {
     addForm.el.hidden = !on;
@@ -488,7 +779,7 @@ export function backupsView(root) {
     if (t.status === 'fulfilled') { targets = t.value; targetsLoadError = null; } else targetsLoadError = t.reason;
     renderTargets();
     if (b.status === 'fulfilled') {
-      backups = newestFirst(b.value?.backups || []);
+      backups = newestFirst(acts.live(b.value?.backups || []));
       renderBackups();
     } else if (b.reason?.status === 404 && filter.value) { // the target filtered on was removed
       filter.value = '';

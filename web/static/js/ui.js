@@ -63,6 +63,7 @@ const ICONS = {
   pause: 'M7 5h3v14H7zM14 5h3v14h-3z',
   archive: 'M3 4h18v4H3zM5 8v12h14V8M10 12h4',
   check: 'M5 12.5l4.5 4.5L19 7.5',
+  clock: 'M12 3a9 9 0 1 0 0 18 9 9 0 0 0 0-18zM12 7.5V12l3 2',
 };
 
 export function icon(name, size = 16) {
