@@ -13,7 +13,7 @@ DATA_DIR ?= /var/lib/bureau
 BIN := bin/bureau
 E2E_TIMEOUT ?= 60m
 
-.PHONY: run serve setup setup-test check build image migrate test unit sdk-unit fuzz fuzz-short e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy bench-typing bench-wake bench-density typing-soak soak clean
+.PHONY: run serve setup setup-test check build image migrate test unit sdk-unit fuzz fuzz-short e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy bench-typing bench-wake bench-backup bench-density typing-soak soak clean
 
 run: setup build image migrate serve
 
@@ -129,6 +129,12 @@ bench: setup build image bench-proxy
 bench-typing: setup build image
 	set -o pipefail; BUREAU_BENCH_TYPING=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
 		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestTypingRounds$$' ./e2e/ | $(CHECK_SKIPS)
+
+# Backups side by side: full and incremental to a real SeaweedFS, the
+# guest's disk during a backup, dedup over five desktops, a restore.
+bench-backup: setup-test build image
+	set -o pipefail; BUREAU_BENCH_BACKUP=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestBackupBench$$' ./e2e/ | $(CHECK_SKIPS)
 
 # Ways back from hibernation side by side on one desktop: saved as is,
 # saved after its page cache was dropped, restored ahead by a console link.

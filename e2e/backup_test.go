@@ -125,6 +125,37 @@ func TestBackups(t *testing.T) {
 		t.Errorf("verify after corrupting %s: %+v", bad, check)
 	}
 
+	// The console shows them, on the desktop's tab and the admin's page.
+	checkBackupsPage(t, s, d.ID, []apiv1.Backup{local, third, second, first})
+
+	// Deleting the first backup leaves the others whole; the chunks only
+	// it used are swept from the target.
+	store, err := backup.NewS3(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := store.List(ctx, "chunks/")
+	if code := s.call(adminToken, "DELETE", "/api/v1/backups/"+first.ID, nil, nil); code != http.StatusNoContent {
+		t.Errorf("delete the first backup: %d", code)
+	}
+	s.expectError(adminToken, "GET", "/api/v1/backups/"+first.ID, nil, 404, "not_found")
+	swept := false
+	for deadline := time.Now().Add(time.Minute); !swept && time.Now().Before(deadline); time.Sleep(time.Second) {
+		after, _ := store.List(ctx, "chunks/")
+		swept = len(after) < len(before)
+	}
+	if !swept {
+		t.Errorf("no chunk swept from the target after deleting backup %s (%d chunks)", first.ID, len(before))
+	}
+
+	// A schedule: defaults filled in, bad input refused.
+	var sched apiv1.BackupSchedule
+	if code := s.call(adminToken, "PUT", "/api/v1/desktops/"+d.ID+"/backup-schedule", map[string]any{"target": "offsite", "every_minutes": 120, "keep_last": 3}, &sched); code != http.StatusOK ||
+		sched.EveryMinutes != 120 || sched.KeepLast != 3 || sched.KeepHourly != 24 || sched.TargetID != tg.ID {
+		t.Errorf("set a schedule: %d %+v", code, sched)
+	}
+	s.expectError(adminToken, "PUT", "/api/v1/desktops/"+d.ID+"/backup-schedule", map[string]any{"every_minutes": 0}, 422, "invalid")
+
 	sums, _ := s.guest(running, "cd /home/agent/work && sha256sum big mid numbers note")
 	if code := s.call(adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"?delete_data=true", nil, nil); code != http.StatusOK {
 		t.Fatalf("delete the desktop: %d", code)
@@ -150,8 +181,8 @@ func TestBackups(t *testing.T) {
 	}
 	list.Backups = nil
 	s2.call(adminToken, "GET", "/api/v1/backups?desktop="+d.ID, nil, &list)
-	if len(list.Backups) != 3 {
-		t.Fatalf("the fresh install lists %d backups of the desktop, want the 3 complete ones: %+v", len(list.Backups), list.Backups)
+	if len(list.Backups) != 2 {
+		t.Fatalf("the fresh install lists %d backups of the desktop, want the 2 complete ones left in the target: %+v", len(list.Backups), list.Backups)
 	}
 	var restored apiv1.Desktop
 	restoreAt := time.Now()
