@@ -21,6 +21,20 @@ func (l *targetLocks) of(targetID string) *sync.RWMutex {
 	return mu.(*sync.RWMutex)
 }
 
+// moveData waits for one of the host's slots for moving backup data and
+// takes the target's lock shared (sweeps take it alone); release gives both
+// back.
+func (b *Backups) moveData(ctx context.Context, targetID string) (release func(), err error) {
+	select {
+	case b.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	mu := b.locks.of(targetID)
+	mu.RLock()
+	return func() { mu.RUnlock(); <-b.slots }, nil
+}
+
 // Delete removes a backup: its manifest from the target (other backups,
 // those taken against it included, are whole without it), then its record;
 // the chunks nothing uses any more are swept from the target in the

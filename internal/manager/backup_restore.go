@@ -23,25 +23,7 @@ type RestoreSource struct {
 // the background like a create (on bureau's own host, booted cold: its OS
 // disk is a fresh one of the backup's image, and memory is not backed up).
 func (b *Backups) Restore(ctx context.Context, backupID string, req RestoreRequest) (*desktop.Desktop, error) {
-	if err := b.on(); err != nil {
-		return nil, err
-	}
-	bk, err := b.records.GetBackup(ctx, backupID)
-	if err != nil {
-		return nil, err
-	}
-	if bk.State != desktop.BackupComplete {
-		return nil, &desktop.ConflictError{Message: fmt.Sprintf("backup %s is %s: only a complete backup can be restored", bk.ID, bk.State)}
-	}
-	t, err := b.target(ctx, bk.TargetID)
-	if err != nil {
-		return nil, err
-	}
-	repo, err := b.openRepo(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	m, err := repo.Manifest(ctx, bk.ID)
+	bk, t, repo, m, err := b.openBackup(ctx, backupID, "restored")
 	if errors.Is(err, backup.ErrNotFound) {
 		return nil, &desktop.ConflictError{Message: fmt.Sprintf("backup %s is no longer in target %s (its manifest is gone)", bk.ID, t.Name)}
 	}
@@ -54,17 +36,13 @@ func (b *Backups) Restore(ctx context.Context, backupID string, req RestoreReque
 	}
 	gib := int((m.DiskBytes + 1<<30 - 1) >> 30)
 	fill := func(ctx context.Context, path string) error {
-		select {
-		case b.slots <- struct{}{}:
-			defer func() { <-b.slots }()
-		case <-ctx.Done():
-			return ctx.Err()
+		release, err := b.moveData(ctx, t.ID)
+		if err != nil {
+			return err
 		}
-		mu := b.locks.of(t.ID)
-		mu.RLock()
-		defer mu.RUnlock()
+		defer release()
 		begun := time.Now()
-		err := backup.RestoreDisk(ctx, repo, m, path, nil)
+		err = backup.RestoreDisk(ctx, repo, m, path, nil)
 		b.ops.observe("restore", begun, err)
 		if err != nil {
 			return fmt.Errorf("restore the data disk from backup %s: %w", bk.ID, err)
@@ -85,25 +63,7 @@ func (b *Backups) Restore(ctx context.Context, backupID string, req RestoreReque
 
 // Verify re-reads every chunk a backup uses and checks it.
 func (b *Backups) Verify(ctx context.Context, backupID, actor string) (*desktop.BackupCheck, error) {
-	if err := b.on(); err != nil {
-		return nil, err
-	}
-	bk, err := b.records.GetBackup(ctx, backupID)
-	if err != nil {
-		return nil, err
-	}
-	if bk.State != desktop.BackupComplete {
-		return nil, &desktop.ConflictError{Message: fmt.Sprintf("backup %s is %s: only a complete backup can be verified", bk.ID, bk.State)}
-	}
-	t, err := b.target(ctx, bk.TargetID)
-	if err != nil {
-		return nil, err
-	}
-	repo, err := b.openRepo(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	m, err := repo.Manifest(ctx, bk.ID)
+	bk, t, repo, m, err := b.openBackup(ctx, backupID, "verified")
 	if errors.Is(err, backup.ErrNotFound) {
 		return &desktop.BackupCheck{BackupID: bk.ID, Missing: []string{"backups/" + bk.ID}}, nil
 	}
@@ -123,4 +83,31 @@ func (b *Backups) Verify(ctx context.Context, backupID, actor string) (*desktop.
 	}
 	b.ops.event(ctx, bk.DesktopID, "backup_verified", actor, "backup %s verified: %d chunks read, %s", bk.ID, check.Chunks, verdict)
 	return check, nil
+}
+
+// openBackup reads what restoring or verifying a backup starts from: its
+// record (only a complete one can be), its target and
+// repository there, and its manifest. A manifest gone from the target is
+// backup.ErrNotFound, with the record and target still returned.
+func (b *Backups) openBackup(ctx context.Context, id, how string) (*desktop.Backup, *desktop.BackupTarget, *backup.Repo, *backup.Manifest, error) {
+	if err := b.on(); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	bk, err := b.records.GetBackup(ctx, id)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if bk.State != desktop.BackupComplete {
+		return nil, nil, nil, nil, &desktop.ConflictError{Message: fmt.Sprintf("backup %s is %s: only a complete backup can be %s", bk.ID, bk.State, how)}
+	}
+	t, err := b.target(ctx, bk.TargetID)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	repo, err := b.openRepo(ctx, t)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	m, err := repo.Manifest(ctx, bk.ID)
+	return bk, t, repo, m, err
 }

@@ -124,15 +124,11 @@ func (b *Backups) take(ctx context.Context, bk *desktop.Backup, t *desktop.Backu
 }
 
 func (b *Backups) takeSteps(ctx context.Context, bk *desktop.Backup, t *desktop.BackupTarget, repo *backup.Repo) error {
-	select {
-	case b.slots <- struct{}{}:
-		defer func() { <-b.slots }()
-	case <-ctx.Done():
-		return ctx.Err()
+	release, err := b.moveData(ctx, t.ID)
+	if err != nil {
+		return err
 	}
-	mu := b.locks.of(t.ID)
-	mu.RLock()
-	defer mu.RUnlock()
+	defer release()
 	d, err := b.mark(ctx, bk)
 	if err != nil {
 		return err
