@@ -144,7 +144,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		return fmt.Errorf("backup key: %w", err)
 	}
 	m := manager.New(manager.Config{DataDir: cfg.DataDir, DefaultImage: cfg.DefaultImage, Accelerator: accel,
-		Backups:     manager.BackupsConfig{Records: st.Backups(), Key: backupKey, SealKey: key, Ended: met.BackupEnded},
+		Backups:     manager.BackupsConfig{Targets: st.Backups(), Records: st.Backups(), Schedules: st.Backups(), Key: backupKey, SealKey: key, Ended: met.BackupEnded},
 		TCGCacheMiB: cfg.TCGCacheMiB, Observe: met.ObserveOperation, DefaultPlan: cfg.DefaultPlan, Capacity: room,
 		Reserve:        capacity.Reserve{Path: filepath.Join(cfg.DataDir, "reserve"), Size: 64 << 20},
 		Failpoints:     manager.ParseFailpoints(os.Getenv("BUREAU_FAILPOINTS")),

@@ -134,7 +134,7 @@ func (e *bkEnv) manager(t *testing.T, key []byte) *harness {
 	seal := randKey(t)
 	m := New(Config{DataDir: e.dir, DefaultImage: "base", Accelerator: desktop.AccelTCG, StopTimeout: 300 * time.Millisecond,
 		DefaultPlan: "unlimited", TemplateSettle: time.Millisecond, TrimSettle: time.Millisecond,
-		Backups: BackupsConfig{Records: e.st.Backups(), Key: key, SealKey: seal}},
+		Backups: BackupsConfig{Targets: e.st.Backups(), Records: e.st.Backups(), Schedules: e.st.Backups(), Key: key, SealKey: seal}},
 		qemuHV{e.hv}, e.disks, &fakeSeeds{}, e.st, slog.New(slog.DiscardHandler))
 	t.Cleanup(m.Close)
 	return &harness{m: m, hv: e.hv, disks: e.disks.fakeDisks, store: e.st, dir: e.dir}

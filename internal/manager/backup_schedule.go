@@ -57,7 +57,7 @@ func (b *Backups) SetSchedule(ctx context.Context, desktopID string, req Schedul
 		return nil, err
 	}
 	s.NextAt = now.Add(time.Duration(s.EveryMinutes) * time.Minute)
-	if err := b.records.PutSchedule(ctx, s); err != nil {
+	if err := b.schedules.PutSchedule(ctx, s); err != nil {
 		return nil, err
 	}
 	b.ops.event(ctx, d.ID, "backup_scheduled", req.Actor, "backed up every %d min to target %s, keeping the last %d, hourly %d, daily %d, weekly %d; next at %s",
@@ -73,7 +73,7 @@ func (b *Backups) Schedule(ctx context.Context, desktopID string) (*desktop.Back
 	if _, err := b.ops.live(ctx, desktopID); err != nil {
 		return nil, err
 	}
-	s, err := b.records.Schedule(ctx, desktopID)
+	s, err := b.schedules.Schedule(ctx, desktopID)
 	if errors.Is(err, desktop.ErrNotFound) {
 		return nil, fmt.Errorf("desktop %s has no backup schedule: %w", desktopID, desktop.ErrNotFound)
 	}
@@ -88,7 +88,7 @@ func (b *Backups) DeleteSchedule(ctx context.Context, desktopID, actor string) e
 	if _, err := b.ops.live(ctx, desktopID); err != nil {
 		return err
 	}
-	if err := b.records.DeleteSchedule(ctx, desktopID); err != nil {
+	if err := b.schedules.DeleteSchedule(ctx, desktopID); err != nil {
 		return err
 	}
 	b.ops.event(ctx, desktopID, "backup_unscheduled", actor, "scheduled backups stopped; the backups taken stay")
@@ -116,20 +116,20 @@ func (b *Backups) watchSchedules(tick time.Duration) {
 
 // runDue starts every schedule's backup that is due at now.
 func (b *Backups) runDue(ctx context.Context, now time.Time) {
-	due, err := b.records.DueSchedules(ctx, now)
+	due, err := b.schedules.DueSchedules(ctx, now)
 	if err != nil {
 		b.log.Error("looking for due backups", "err", err)
 		return
 	}
 	for _, s := range due {
 		next := now.Add(time.Duration(s.EveryMinutes) * time.Minute)
-		if err := b.records.ScheduleNext(ctx, s.DesktopID, next); err != nil {
+		if err := b.schedules.ScheduleNext(ctx, s.DesktopID, next); err != nil {
 			b.log.Error("moving a backup schedule on", "desktop", s.DesktopID, "err", err)
 			continue
 		}
 		d, err := b.ops.live(ctx, s.DesktopID)
 		if errors.Is(err, desktop.ErrNotFound) {
-			b.records.DeleteSchedule(ctx, s.DesktopID) // the desktop is gone; its backups stay
+			b.schedules.DeleteSchedule(ctx, s.DesktopID) // the desktop is gone; its backups stay
 			continue
 		}
 		if err != nil {

@@ -118,7 +118,7 @@ func (b *Backups) take(ctx context.Context, bk *desktop.Backup, t *desktop.Backu
 	b.ops.event(ctx, bk.DesktopID, "backup_completed", actor, "%s backup %s to target %s%s, %s: read %s, %d of %d chunks new (%s uploaded) in %s",
 		bk.Kind, bk.ID, t.Name, why, bk.Consistency, mib(bk.BytesRead), bk.ChunksNew, bk.Chunks, mib(bk.BytesNew), took)
 	b.dropMarks(ctx, bk.DesktopID, nil)
-	if s, err := b.records.Schedule(ctx, bk.DesktopID); err == nil && s.TargetID == t.ID {
+	if s, err := b.schedules.Schedule(ctx, bk.DesktopID); err == nil && s.TargetID == t.ID {
 		b.prune(ctx, s, t, repo)
 	}
 }

@@ -44,14 +44,17 @@ type RestoreRequest struct {
 	Unlimited bool
 }
 
-// BackupsConfig turns backups on (Config.Backups): where they are recorded,
-// the install's backup key (chunks and manifests are encrypted with it; a
-// fresh install with the same key reads them), and the key target secrets
-// are sealed with (the secrets key).
+// BackupsConfig turns backups on (Config.Backups): where targets, backups
+// and schedules are recorded (store.BackupRecords is all three), the
+// install's backup key (chunks and manifests are encrypted with it; a fresh
+// install with the same key reads them), and the key target secrets are
+// sealed with (the secrets key).
 type BackupsConfig struct {
-	Records BackupRecords
-	Key     []byte
-	SealKey []byte
+	Targets   TargetRecords
+	Records   BackupRecords
+	Schedules ScheduleRecords
+	Key       []byte
+	SealKey   []byte
 	// AtOnce bounds the backups and restores that read or write disks at
 	// the same time on this host (0 = 2).
 	AtOnce int
@@ -60,18 +63,26 @@ type BackupsConfig struct {
 	Ended func(*desktop.Backup)
 }
 
-// BackupRecords keeps backup targets and backups (store.BackupRecords).
-type BackupRecords interface {
+// TargetRecords keeps backup targets, their S3 secret sealed.
+type TargetRecords interface {
 	CreateTarget(ctx context.Context, t *desktop.BackupTarget, sealed string) error
 	Target(ctx context.Context, idOrName string) (*desktop.BackupTarget, string, error)
 	Targets(ctx context.Context) ([]*desktop.BackupTarget, error)
 	DeleteTarget(ctx context.Context, id string) error
+}
+
+// BackupRecords keeps backups.
+type BackupRecords interface {
 	CreateBackup(ctx context.Context, b *desktop.Backup) error
 	UpdateBackup(ctx context.Context, b *desktop.Backup) error
 	GetBackup(ctx context.Context, id string) (*desktop.Backup, error)
 	ListBackups(ctx context.Context, f desktop.BackupFilter) ([]*desktop.Backup, error)
 	FailRunning(ctx context.Context, why string) (int64, error)
 	DeleteBackup(ctx context.Context, id string) error
+}
+
+// ScheduleRecords keeps desktops' backup schedules.
+type ScheduleRecords interface {
 	PutSchedule(ctx context.Context, s *desktop.BackupSchedule) error
 	Schedule(ctx context.Context, desktopID string) (*desktop.BackupSchedule, error)
 	DeleteSchedule(ctx context.Context, desktopID string) error
@@ -87,12 +98,14 @@ type BackupRecords interface {
 // (backup_take.go). Restores are creates whose data disk comes from the
 // target (backup_restore.go).
 type Backups struct {
-	ops     *runner
-	records BackupRecords
-	vms     markVMs
-	hosts   diskHosts
-	creates restoreCreates
-	log     *slog.Logger
+	ops       *runner
+	targets   TargetRecords
+	records   BackupRecords
+	schedules ScheduleRecords
+	vms       markVMs
+	hosts     diskHosts
+	creates   restoreCreates
+	log       *slog.Logger
 
 	key   []byte
 	seal  cipher.AEAD
@@ -122,7 +135,7 @@ type restoreCreates interface {
 }
 
 func newBackups(cfg BackupsConfig, ops *runner, vms markVMs, hosts diskHosts, creates restoreCreates, log *slog.Logger) *Backups {
-	b := &Backups{ops: ops, records: cfg.Records, vms: vms, hosts: hosts, creates: creates, log: log,
+	b := &Backups{ops: ops, targets: cfg.Targets, records: cfg.Records, schedules: cfg.Schedules, vms: vms, hosts: hosts, creates: creates, log: log,
 		key: cfg.Key, ended: cfg.Ended, slots: make(chan struct{}, max(cfg.AtOnce, 1)), running: map[string]string{}}
 	if cfg.AtOnce == 0 {
 		b.slots = make(chan struct{}, 2)
@@ -142,7 +155,7 @@ func (m *Manager) Backups() *Backups { return m.backups }
 var errBackupsOff = fmt.Errorf("backups are not set up on this install: %w", desktop.ErrUnavailable)
 
 func (b *Backups) on() error {
-	if b == nil || b.records == nil || len(b.key) != 32 || b.seal == nil {
+	if b == nil || b.targets == nil || b.records == nil || b.schedules == nil || len(b.key) != 32 || b.seal == nil {
 		return errBackupsOff
 	}
 	return nil
@@ -190,7 +203,7 @@ func (b *Backups) CreateTarget(ctx context.Context, req TargetRequest) (*desktop
 	if err != nil {
 		return nil, err
 	}
-	if err := b.records.CreateTarget(ctx, t, sealed); err != nil {
+	if err := b.targets.CreateTarget(ctx, t, sealed); err != nil {
 		return nil, err
 	}
 	found, err := b.adopt(ctx, t, repo)
@@ -235,7 +248,7 @@ func (b *Backups) Targets(ctx context.Context) ([]*desktop.BackupTarget, error) 
 	if err := b.on(); err != nil {
 		return nil, err
 	}
-	return b.records.Targets(ctx)
+	return b.targets.Targets(ctx)
 }
 
 // Target returns a target by id or name.
@@ -243,7 +256,7 @@ func (b *Backups) Target(ctx context.Context, idOrName string) (*desktop.BackupT
 	if err := b.on(); err != nil {
 		return nil, err
 	}
-	t, _, err := b.records.Target(ctx, idOrName)
+	t, _, err := b.targets.Target(ctx, idOrName)
 	return t, err
 }
 
@@ -253,7 +266,7 @@ func (b *Backups) DeleteTarget(ctx context.Context, idOrName, actor string) erro
 	if err := b.on(); err != nil {
 		return err
 	}
-	t, _, err := b.records.Target(ctx, idOrName)
+	t, _, err := b.targets.Target(ctx, idOrName)
 	if err != nil {
 		return err
 	}
@@ -265,7 +278,7 @@ func (b *Backups) DeleteTarget(ctx context.Context, idOrName, actor string) erro
 		return &desktop.ConflictError{Message: fmt.Sprintf("backup target %s: a backup to it is running (%s of desktop %s); try again when it ends",
 			t.Name, busy[0].ID, busy[0].DesktopName)}
 	}
-	if err := b.records.DeleteTarget(ctx, t.ID); err != nil {
+	if err := b.targets.DeleteTarget(ctx, t.ID); err != nil {
 		return err
 	}
 	b.log.Info("backup target removed; its backups stay in it", "target", t.Name, "actor", actor)
@@ -278,7 +291,7 @@ func (b *Backups) List(ctx context.Context, f BackupFilter) ([]*desktop.Backup, 
 		return nil, err
 	}
 	if f.TargetID != "" {
-		t, _, err := b.records.Target(ctx, f.TargetID)
+		t, _, err := b.targets.Target(ctx, f.TargetID)
 		if err != nil {
 			return nil, err
 		}
@@ -299,7 +312,7 @@ func (b *Backups) Get(ctx context.Context, id string) (*desktop.Backup, error) {
 // one when it names none.
 func (b *Backups) target(ctx context.Context, idOrName string) (*desktop.BackupTarget, error) {
 	if idOrName != "" {
-		t, sealed, err := b.records.Target(ctx, idOrName)
+		t, sealed, err := b.targets.Target(ctx, idOrName)
 		if errors.Is(err, desktop.ErrNotFound) {
 			return nil, &desktop.ValidationError{Field: "target", Message: fmt.Sprintf("no backup target %q (see GET /api/v1/backup-targets)", idOrName)}
 		}
@@ -308,7 +321,7 @@ func (b *Backups) target(ctx context.Context, idOrName string) (*desktop.BackupT
 		}
 		return t, b.unsealSecret(t, sealed)
 	}
-	all, err := b.records.Targets(ctx)
+	all, err := b.targets.Targets(ctx)
 	if err != nil {
 		return nil, err
 	}
