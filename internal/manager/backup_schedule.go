@@ -22,6 +22,9 @@ type ScheduleRequest struct {
 	Actor        string
 }
 
+// scheduleActor is who takes scheduled backups, in events.
+const scheduleActor = "schedule"
+
 // scheduleTick is how often due schedules are looked for.
 const scheduleTick = 20 * time.Second
 
@@ -139,8 +142,11 @@ func (b *Backups) runDue(ctx context.Context, now time.Time) {
 			b.ops.event(ctx, d.ID, "backup_skipped", "schedule", "scheduled backup skipped: the desktop is %s; next at %s", d.State, next.Format(time.RFC3339))
 			continue
 		}
-		if _, err := b.Start(ctx, d.ID, BackupRequest{Target: s.TargetID, Actor: "schedule"}); err != nil {
-			b.ops.event(ctx, d.ID, "backup_skipped", "schedule", "scheduled backup not started: %v; next at %s", err, next.Format(time.RFC3339))
+		if _, err := b.Start(ctx, d.ID, BackupRequest{Target: s.TargetID, Actor: scheduleActor}); err != nil {
+			if at := b.scheduledFailed(ctx, d.ID, now); !at.IsZero() {
+				next = at
+			}
+			b.ops.event(ctx, d.ID, "backup_skipped", scheduleActor, "scheduled backup not started: %v; tried again at %s", err, next.Format(time.RFC3339))
 		}
 	}
 }

@@ -106,9 +106,16 @@ func (b *Backups) take(ctx context.Context, bk *desktop.Backup, t *desktop.Backu
 		bk.State, bk.Error = desktop.BackupFailed, err.Error()
 		b.record(ctx, bk)
 		b.dropMarks(ctx, bk.DesktopID, nil)
-		b.ops.event(ctx, bk.DesktopID, "backup_failed", actor, "backup %s to target %s failed after %s: %v", bk.ID, t.Name, took, err)
+		retry := ""
+		if actor == scheduleActor {
+			if at := b.scheduledFailed(ctx, bk.DesktopID, time.Now().UTC()); !at.IsZero() {
+				retry = "; tried again at " + at.Format(time.RFC3339)
+			}
+		}
+		b.ops.event(ctx, bk.DesktopID, "backup_failed", actor, "backup %s to target %s failed after %s: %v%s", bk.ID, t.Name, took, err, retry)
 		return
 	}
+	b.backedUp(bk.DesktopID)
 	bk.State = desktop.BackupComplete
 	b.record(ctx, bk)
 	why := ""

@@ -120,6 +120,9 @@ type Backups struct {
 	mu sync.Mutex
 	// running are the backups taken now, by desktop.
 	running map[string]string
+	// failures counts each desktop's failed backups in a row, for the
+	// retries of its schedule (backup_retry.go).
+	failures map[string]int
 }
 
 // markVMs marks a running VM's data disk with an internal snapshot and
@@ -136,7 +139,7 @@ type restoreCreates interface {
 
 func newBackups(cfg BackupsConfig, ops *runner, vms markVMs, hosts diskHosts, creates restoreCreates, log *slog.Logger) *Backups {
 	b := &Backups{ops: ops, targets: cfg.Targets, records: cfg.Records, schedules: cfg.Schedules, vms: vms, hosts: hosts, creates: creates, log: log,
-		key: cfg.Key, ended: cfg.Ended, slots: make(chan struct{}, max(cfg.AtOnce, 1)), running: map[string]string{}}
+		key: cfg.Key, ended: cfg.Ended, slots: make(chan struct{}, max(cfg.AtOnce, 1)), running: map[string]string{}, failures: map[string]int{}}
 	if cfg.AtOnce == 0 {
 		b.slots = make(chan struct{}, 2)
 	}
