@@ -50,11 +50,7 @@ func (b *Backups) Delete(ctx context.Context, id, actor string) error {
 	if bk.State == desktop.BackupRunning {
 		return &desktop.ConflictError{Message: fmt.Sprintf("backup %s is running: it can be deleted once it ends", bk.ID)}
 	}
-	t, err := b.target(ctx, bk.TargetID)
-	if err != nil {
-		return err
-	}
-	repo, err := b.openRepo(ctx, t)
+	t, repo, err := b.reach(ctx, bk.TargetID)
 	if err != nil {
 		return err
 	}

@@ -100,11 +100,7 @@ func (b *Backups) openBackup(ctx context.Context, id, how string) (*desktop.Back
 	if bk.State != desktop.BackupComplete {
 		return nil, nil, nil, nil, &desktop.ConflictError{Message: fmt.Sprintf("backup %s is %s: only a complete backup can be %s", bk.ID, bk.State, how)}
 	}
-	t, err := b.target(ctx, bk.TargetID)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	repo, err := b.openRepo(ctx, t)
+	t, repo, err := b.reach(ctx, bk.TargetID)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}

@@ -37,11 +37,7 @@ func (b *Backups) Start(ctx context.Context, desktopID string, req BackupRequest
 	if _, ok := markable(d.State); !ok {
 		return nil, &desktop.TransitionError{Op: "backup", State: d.State}
 	}
-	t, err := b.target(ctx, req.Target)
-	if err != nil {
-		return nil, err
-	}
-	repo, err := b.openRepo(ctx, t)
+	t, repo, err := b.reach(ctx, req.Target)
 	if err != nil {
 		return nil, err
 	}
@@ -285,8 +281,11 @@ func (b *Backups) dropMarks(ctx context.Context, desktopID string, keep map[stri
 		return
 	}
 	live, ok := markable(d.State)
+	if !ok {
+		return
+	}
 	for _, s := range snaps {
-		if !strings.HasPrefix(s.Name, markPrefix) || keep[s.Name] || !ok {
+		if !strings.HasPrefix(s.Name, markPrefix) || keep[s.Name] {
 			continue
 		}
 		if live {

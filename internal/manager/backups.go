@@ -139,10 +139,12 @@ type restoreCreates interface {
 
 func newBackups(cfg BackupsConfig, ops *runner, vms markVMs, hosts diskHosts, creates restoreCreates, log *slog.Logger) *Backups {
 	b := &Backups{ops: ops, targets: cfg.Targets, records: cfg.Records, schedules: cfg.Schedules, vms: vms, hosts: hosts, creates: creates, log: log,
-		key: cfg.Key, ended: cfg.Ended, slots: make(chan struct{}, max(cfg.AtOnce, 1)), running: map[string]string{}, failures: map[string]int{}}
-	if cfg.AtOnce == 0 {
-		b.slots = make(chan struct{}, 2)
+		key: cfg.Key, ended: cfg.Ended, running: map[string]string{}, failures: map[string]int{}}
+	atOnce := cfg.AtOnce
+	if atOnce == 0 {
+		atOnce = 2
 	}
+	b.slots = make(chan struct{}, max(atOnce, 1))
 	if len(cfg.SealKey) == 32 {
 		if block, err := aes.NewCipher(cfg.SealKey); err == nil {
 			b.seal, _ = cipher.NewGCM(block)
@@ -335,6 +337,20 @@ func (b *Backups) target(ctx context.Context, idOrName string) (*desktop.BackupT
 		return b.target(ctx, all[0].ID)
 	}
 	return nil, &desktop.ValidationError{Field: "target", Message: fmt.Sprintf("%d backup targets are set up: name one", len(all))}
+}
+
+// reach finds the target a request names (as target does, secret unsealed)
+// and opens the repository in it.
+func (b *Backups) reach(ctx context.Context, idOrName string) (*desktop.BackupTarget, *backup.Repo, error) {
+	t, err := b.target(ctx, idOrName)
+	if err != nil {
+		return nil, nil, err
+	}
+	repo, err := b.openRepo(ctx, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, repo, nil
 }
 
 // openRepo reaches a target and opens the repository in it with the
