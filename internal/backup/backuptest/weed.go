@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -97,11 +98,12 @@ func Start(ctx context.Context, dir string) (loc desktop.S3Location, stop func()
 
 // server is one weed process.
 type server struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-	sock   string // directory of its unix sockets
-	ports  []int
-	once   sync.Once
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	release func() // lets the thread that started it end
+	sock    string // directory of its unix sockets
+	ports   []int
+	once    sync.Once
 }
 
 func start(ctx context.Context, bin, dir string, try int) (desktop.S3Location, func(), error) {
@@ -148,11 +150,12 @@ func start(ctx context.Context, bin, dir string, try int) (desktop.S3Location, f
 	cmd.Dir = run
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	release, err := startPinned(cmd)
+	if err != nil {
 		os.RemoveAll(sock)
 		return loc, nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	s := &server{cmd: cmd, exited: make(chan struct{}), sock: sock, ports: ports}
+	s := &server{cmd: cmd, exited: make(chan struct{}), release: release, sock: sock, ports: ports}
 	go waitExit(cmd.Process.Pid, s.exited)
 	if err := ready(ctx, loc, s.exited); err != nil {
 		s.stop()
@@ -170,6 +173,7 @@ func (s *server) stop() {
 		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		<-s.exited
 		s.cmd.Wait()
+		s.release()
 		os.RemoveAll(s.sock)
 		for _, p := range s.ports {
 			matches, _ := filepath.Glob(filepath.Join(os.TempDir(), "seaweedfs-*-"+strconv.Itoa(p)+".sock"))
@@ -178,6 +182,29 @@ func (s *server) stop() {
 			}
 		}
 	})
+}
+
+// startPinned starts cmd from a thread of its own that lives until release
+// is called. Linux sends Pdeathsig when the thread that forked the child
+// ends, not the process: started from any thread of Go's pool, the server
+// was killed as soon as a goroutine locked that thread and ended with it
+// (the backup package's idle-priority readers do exactly that), and a
+// test found its S3 server gone half-way through.
+func startPinned(cmd *exec.Cmd) (release func(), err error) {
+	started := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		started <- cmd.Start()
+		<-done
+	}()
+	var once sync.Once
+	release = func() { once.Do(func() { close(done) }) }
+	if err := <-started; err != nil {
+		release()
+		return nil, err
+	}
+	return release, nil
 }
 
 // waitExit closes exited when the process ends, without reaping it.
