@@ -3,6 +3,8 @@
 package config
 
 import (
+	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -102,6 +104,30 @@ type Config struct {
 	// "" serves the /preview/ path form only).
 	PreviewDomain string
 
+	// PublicURL (BUREAU_PUBLIC_URL) is the address people and programs
+	// reach bureau by, e.g. https://bureau.example.com: links bureau
+	// hands out (console, share links, live URLs, OpenAPI servers) use
+	// it rather than the request's host. "" builds them from the request.
+	PublicURL string
+	// TLS (BUREAU_TLS) is how bureau serves HTTPS: "off" (plain HTTP, on
+	// the loopback or behind a TLS proxy), "files" (TLSCert and TLSKey,
+	// BUREAU_TLS_CERT and BUREAU_TLS_KEY, loaded again when they change)
+	// or "auto" (certificates from an ACME CA for PublicURL's host and
+	// live URL names of existing desktops). With TLS on, Listen defaults
+	// to :443 and HTTPListen (BUREAU_HTTP_LISTEN, "off" for none) to :80,
+	// which redirects to HTTPS and answers the CA's http-01 challenges.
+	TLS, TLSCert, TLSKey, HTTPListen string
+	// ACMEDirectory (BUREAU_ACME_DIRECTORY) is the ACME CA's directory
+	// URL (default Let's Encrypt's); ACMEEmail (BUREAU_ACME_EMAIL) the
+	// account's contact; ACMERoots (BUREAU_ACME_ROOTS) a PEM file of the
+	// only CAs trusted for the directory's HTTPS (a private CA's).
+	ACMEDirectory, ACMEEmail, ACMERoots string
+	// TrustedProxies (BUREAU_TRUSTED_PROXIES) are the addresses or CIDRs,
+	// comma-separated, of reverse proxies whose X-Forwarded-For and
+	// X-Forwarded-Proto bureau believes; from anyone else they are
+	// ignored. Default none.
+	TrustedProxies string
+
 	// Client side.
 	URL   string // BUREAU_URL
 	Token string // BUREAU_TOKEN
@@ -147,8 +173,61 @@ func FromEnv() Config {
 
 		NetworkSubnet:      env("BUREAU_NETWORK_SUBNET", "10.120.0.0/16"),
 		NetworkOwnerRanges: os.Getenv("BUREAU_NETWORK_OWNER_RANGES"),
+
+		PublicURL:      strings.TrimSuffix(os.Getenv("BUREAU_PUBLIC_URL"), "/"),
+		TLS:            env("BUREAU_TLS", "off"),
+		TLSCert:        os.Getenv("BUREAU_TLS_CERT"),
+		TLSKey:         os.Getenv("BUREAU_TLS_KEY"),
+		HTTPListen:     os.Getenv("BUREAU_HTTP_LISTEN"),
+		ACMEDirectory:  os.Getenv("BUREAU_ACME_DIRECTORY"),
+		ACMEEmail:      os.Getenv("BUREAU_ACME_EMAIL"),
+		ACMERoots:      os.Getenv("BUREAU_ACME_ROOTS"),
+		TrustedProxies: os.Getenv("BUREAU_TRUSTED_PROXIES"),
+	}
+	if c.TLSOn() {
+		if os.Getenv("BUREAU_LISTEN") == "" {
+			c.Listen = ":443"
+		}
+		if c.HTTPListen == "" {
+			c.HTTPListen = ":80"
+		}
+	}
+	if os.Getenv("BUREAU_URL") == "" && c.PublicURL != "" {
+		c.URL = c.PublicURL
 	}
 	return c
+}
+
+// TLSOn says whether bureau serves HTTPS itself.
+func (c Config) TLSOn() bool {
+	m := strings.ToLower(strings.TrimSpace(c.TLS))
+	return m != "" && m != "off"
+}
+
+// Public parses PublicURL: nil when unset; an error that says what is
+// wrong when it is not a bare http(s)://host[:port] address.
+func (c Config) Public() (*url.URL, error) {
+	if c.PublicURL == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(c.PublicURL)
+	bad := func(why string) error {
+		return fmt.Errorf("BUREAU_PUBLIC_URL=%q: %s (want e.g. https://bureau.example.com)", c.PublicURL, why)
+	}
+	switch {
+	case err != nil:
+		return nil, bad(err.Error())
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, bad("it needs a scheme, http:// or https://")
+	case u.Host == "" || u.Hostname() == "":
+		return nil, bad("it names no host")
+	case u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return nil, bad("bureau is served at a host's root: no path, query, fragment or user")
+	case c.TLSOn() && u.Scheme != "https":
+		return nil, bad("BUREAU_TLS is on, so people reach bureau by https://")
+	}
+	u.Host = strings.ToLower(u.Host)
+	return u, nil
 }
 
 // Agent is the bureau-agent binary's path.
