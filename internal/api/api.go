@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"time"
 
 	"github.com/bureau/bureau/internal/mcptools"
@@ -49,6 +50,15 @@ type Deps struct {
 	Previews      Previews
 	URLs          URLs
 	PreviewDomain string
+	// PublicURL (nil: unset) is the address people reach bureau by:
+	// links bureau hands out use it rather than the request's host.
+	PublicURL *url.URL
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
+	// X-Forwarded-Proto are believed (none: nobody's).
+	TrustedProxies []netip.Prefix
+	// TLS, when bureau serves HTTPS itself, says what its certificates
+	// are (for /api/v1/info and health); nil when it does not.
+	TLS TLSState
 	// OwnerOpenable are the private ranges owners may open in network
 	// policies (BUREAU_NETWORK_OWNER_RANGES); others need an admin.
 	OwnerOpenable []netip.Prefix
@@ -113,10 +123,15 @@ func New(d Deps) *gin.Engine {
 	r.HandleMethodNotAllowed = true
 	h := newHandlers(d)
 	s := h.core
-	r.Use(s.logRequests, gin.CustomRecovery(s.recovered), h.preview.livePreviewHost)
+	// gin believes X-Forwarded-For (ClientIP) from trusted proxies only;
+	// the list was checked when Deps was made.
+	if err := r.SetTrustedProxies(trustedProxyList(d.TrustedProxies)); err != nil {
+		panic(err)
+	}
+	r.Use(s.origin.mark, s.logRequests, gin.CustomRecovery(s.recovered), h.preview.livePreviewHost)
 	r.NoRoute(func(c *gin.Context) { s.fail(c, errNoRoute) })
 	r.NoMethod(func(c *gin.Context) { s.fail(c, errNoMethod) })
-	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/healthz", h.site.health)
 	r.GET("/api/v1/openapi.json", h.site.openAPI)
 
 	v1 := r.Group("/api/v1", s.authenticate, s.touchActivity)
@@ -203,7 +218,7 @@ func New(d Deps) *gin.Engine {
 	mcpServer := mcptools.NewServer(mcptools.InProcess{Handler: r}, mcptools.BearerFromRequest, d.Info["version"])
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
-	r.Any("/mcp", s.authenticate, mcpOrigin, gin.WrapH(mcpHandler))
+	r.Any("/mcp", s.authenticate, s.mcpOrigin, gin.WrapH(mcpHandler))
 	v1.GET("/tokens", s.handle(h.tokens.listTokens))
 	v1.POST("/tokens", s.handle(h.tokens.createToken))
 	v1.DELETE("/tokens/:id", s.handle(h.tokens.revokeToken))

@@ -429,6 +429,13 @@ func newEnvF(t testing.TB) *env { return newEnvImages(t, nil) }
 // (nil: a fake that imports anything).
 func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 	t.Helper()
+	return newEnvDeps(t, mkImages, nil)
+}
+
+// newEnvDeps is newEnvImages with tweak (may be nil) changing the Deps
+// the router is made with.
+func newEnvDeps(t testing.TB, mkImages func(*store.Store) Images, tweak func(*Deps)) *env {
+	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -465,13 +472,17 @@ func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 	e.computer = &fakeComputer{}
 	e.steps = steps.New(st, t.TempDir(), 0, slog.New(slog.DiscardHandler))
 	e.recordings = recording.New(recording.Config{Dir: t.TempDir(), MaxSeconds: 60, KeepBytes: 1 << 30}, st, &pngScreens{}, e.desktops, slog.New(slog.DiscardHandler))
-	e.srv = httptest.NewServer(withSpecCheck(t, New(Deps{Processes: inGuest, Ports: inGuest, Terminals: inGuest, Services: inGuest, SecretValues: sec, Secrets: sec, SecretsChanged: e.secretsChanged, Previews: urls, URLs: urls, PreviewDomain: "localhost", Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
+	d := Deps{Processes: inGuest, Ports: inGuest, Terminals: inGuest, Services: inGuest, SecretValues: sec, Secrets: sec, SecretsChanged: e.secretsChanged, Previews: urls, URLs: urls, PreviewDomain: "localhost", Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
 		ConsoleBytes: func(dir string, n int) {
 			v, _ := e.consoleBytes.LoadOrStore(dir, new(atomic.Int64))
 			v.(*atomic.Int64).Add(int64(n))
 		}, Computer: e.computer, Guest: fg, Clipboard: fg, Tokens: tokens, Images: imgs, Hosts: e.hosts, HostLoads: e.hosts, Drains: e.hosts, Steps: e.steps, Recordings: e.recordings, KeptRecordings: e.recordings, Backups: e.backups, BackupSchedules: e.backups,
 		Live: e.live, Stats: fakeStats{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "bureau_up 1\n") }),
-		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}, HostDirs: []string{hostDir}})))
+		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}, HostDirs: []string{hostDir}}
+	if tweak != nil {
+		tweak(&d)
+	}
+	e.srv = httptest.NewServer(withSpecCheck(t, New(d)))
 	t.Cleanup(e.srv.Close)
 	return e
 }

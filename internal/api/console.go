@@ -93,6 +93,9 @@ func (s *consoleHandlers) createConsole(c *gin.Context) (reply, error) {
 	// (paused) while the link travels and the page loads.
 	s.screen.Prewake(c.Request.Context(), d.ID, actor(c), "console link made")
 	u := "/console/" + d.ID + "?token=" + url.QueryEscape(secret)
+	if s.origin.public != nil {
+		u = s.origin.base(c) + u
+	}
 	return reply{http.StatusCreated, consoleReply{ConsoleToken: apiv1.FromConsoleToken(t), Token: secret, URL: u}}, nil
 }
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/bureau/bureau/internal/api/openapi"
@@ -14,6 +15,19 @@ func (s *siteHandlers) openAPI(c *gin.Context) {
 	if err != nil {
 		s.fail(c, err)
 		return
+	}
+	if s.origin.public != nil {
+		// Clients generated from it call the address people use.
+		var m map[string]any
+		if err := json.Unmarshal(doc, &m); err != nil {
+			s.fail(c, err)
+			return
+		}
+		m["servers"] = []map[string]string{{"url": s.origin.public.String(), "description": "this bureau"}}
+		if doc, err = json.Marshal(m); err != nil {
+			s.fail(c, err)
+			return
+		}
 	}
 	c.Header("Cache-Control", "no-cache")
 	c.Data(http.StatusOK, "application/json", doc)

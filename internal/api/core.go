@@ -35,6 +35,8 @@ type core struct {
 	observe func(method, route string, status int, took time.Duration)
 	redact  *redactor
 	limits  *limiter
+	// origin is how clients reach bureau (the links handed out).
+	origin *origin
 }
 
 // reply is what a handler returns: a status and a JSON body.
@@ -114,7 +116,7 @@ func (s *core) logRequests(c *gin.Context) {
 	c.Next()
 	took := time.Since(start)
 	s.log.Info("request", "method", c.Request.Method, "path", c.FullPath(), "status", c.Writer.Status(),
-		"duration_ms", took.Milliseconds(), "owner", c.GetString(ctxOwner), "desktop", c.Param("id"),
+		"duration_ms", took.Milliseconds(), "client", c.ClientIP(), "owner", c.GetString(ctxOwner), "desktop", c.Param("id"),
 		"request_id", c.GetString(ctxRequestID))
 	if s.observe != nil {
 		route := c.FullPath()

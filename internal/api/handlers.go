@@ -34,8 +34,9 @@ type handlers struct {
 
 func newHandlers(d Deps) handlers {
 	s := &core{lifecycle: d.Desktops, screen: d.Desktops, tokens: d.Tokens, streams: auth.NewStreamGrants(), hosts: d.Hosts,
-		log: d.Log, observe: d.Observe, redact: newRedactor(d.HostDirs), limits: newLimiter()}
-	links := &liveLinks{domain: d.PreviewDomain}
+		log: d.Log, observe: d.Observe, redact: newRedactor(d.HostDirs), limits: newLimiter(),
+		origin: &origin{public: d.PublicURL, trusted: d.TrustedProxies}}
+	links := &liveLinks{domain: d.PreviewDomain, origin: s.origin}
 	// Services show their live URLs only where bureau serves them.
 	var serviceLinks *liveLinks
 	if d.Previews != nil {
@@ -44,7 +45,7 @@ func newHandlers(d Deps) handlers {
 	ports := &portHandlers{core: s, ports: d.Ports}
 	return handlers{
 		core: s,
-		site: &siteHandlers{core: s, about: d.Info, web: d.Web, consoles: d.Consoles, prometheus: d.Metrics},
+		site: &siteHandlers{core: s, about: d.Info, web: d.Web, consoles: d.Consoles, prometheus: d.Metrics, tls: d.TLS},
 		live: &liveHandlers{core: s, live: d.Live, stats: d.Stats},
 		desktops: &desktopHandlers{core: s, persistence: d.Desktops, settings: d.Desktops,
 			computer: d.Computer, keptRecordings: d.KeptRecordings, secrets: d.Secrets, urls: d.URLs, ownerOpenable: d.OwnerOpenable},

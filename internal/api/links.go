@@ -14,14 +14,15 @@ import (
 type liveLinks struct {
 	// domain is Deps.PreviewDomain ("": the path form only).
 	domain string
+	origin *origin
 }
 
 // previewURL is a port's live URL as the client reaches bureau: host
 // routing when the client can resolve it (hostFormReachable; "" if not),
 // and the path form.
 func (l *liveLinks) previewURL(c *gin.Context, id string, port int) (hostURL, pathURL string) {
-	scheme := requestScheme(c)
-	host := c.Request.Host
+	scheme := l.origin.scheme(c)
+	host := l.origin.host(c)
 	pathURL = fmt.Sprintf("%s://%s/preview/%s/%d/", scheme, host, id, port)
 	if !l.hostFormReachable(c) {
 		return "", pathURL
@@ -44,7 +45,7 @@ func (l *liveLinks) hostFormReachable(c *gin.Context) bool {
 	if l.domain != "localhost" {
 		return true
 	}
-	host := c.Request.Host
+	host := l.origin.host(c)
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}

@@ -57,6 +57,20 @@ const (
 // previewHost matches <port>-<desktop>.<domain>[:port].
 var previewHost = regexp.MustCompile(`^([0-9]{1,5})-([a-z0-9]{1,32})\.(.+?)(:[0-9]+)?$`)
 
+// LiveHost reads a live URL's host name, <port>-<desktop>.<domain>: the
+// desktop's ID and the port, ok false for any other name.
+func LiveHost(host, domain string) (id string, port int, ok bool) {
+	m := previewHost.FindStringSubmatch(strings.ToLower(host))
+	if m == nil || m[4] != "" || domain == "" || m[3] != domain {
+		return "", 0, false
+	}
+	port, err := strconv.Atoi(m[1])
+	if err != nil || port < 1 || port > 65535 {
+		return "", 0, false
+	}
+	return m[2], port, true
+}
+
 // livePreviewHost serves a request whose Host is a live URL's (wildcard
 // host routing) and stops the chain; others go on to the API.
 func (s *previewHandlers) livePreviewHost(c *gin.Context) {
@@ -310,15 +324,6 @@ func withoutDefaultPort(host, scheme string) string {
 		return strings.TrimSuffix(host, ":80")
 	}
 	return strings.TrimSuffix(host, ":443")
-}
-
-// requestScheme is the scheme the client reached bureau by (https through
-// a TLS proxy that says so).
-func requestScheme(c *gin.Context) string {
-	if c.Request.TLS != nil || c.GetHeader("X-Forwarded-Proto") == "https" {
-		return "https"
-	}
-	return "http"
 }
 
 // localPath makes a redirect's target a path on the same host: a leading

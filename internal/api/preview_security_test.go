@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -172,7 +173,8 @@ func TestReadOnlyShareRefusesUpgradesAndWrites(t *testing.T) {
 // only the cookie lets in may change something (any method but GET, HEAD
 // and OPTIONS; a WebSocket) only when it comes from the URL's own pages.
 func TestLiveURLCookieRefusesCrossSiteRequests(t *testing.T) {
-	e := newEnv(t)
+	// The test's client stands in for a TLS proxy on the loopback too.
+	e := newEnvDeps(t, nil, func(d *Deps) { d.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")} })
 	id := agentDesktop(t, e)
 	app := newSecApp(t)
 	port := itoa(app.port)

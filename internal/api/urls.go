@@ -220,11 +220,7 @@ func (s *urlHandlers) revokeShare(c *gin.Context) (reply, error) {
 
 // mcpOrigin tells in-process MCP tools the host and scheme the client
 // reached bureau by, so the URLs they return open from the client's side.
-func mcpOrigin(c *gin.Context) {
-	c.Request.Header.Set(mcptools.HostHeader, c.Request.Host)
-	proto := "http"
-	if c.Request.TLS != nil || c.GetHeader("X-Forwarded-Proto") == "https" {
-		proto = "https"
-	}
-	c.Request.Header.Set(mcptools.ProtoHeader, proto)
+func (s *core) mcpOrigin(c *gin.Context) {
+	c.Request.Header.Set(mcptools.HostHeader, s.origin.host(c))
+	c.Request.Header.Set(mcptools.ProtoHeader, s.origin.scheme(c))
 }

@@ -20,10 +20,8 @@ type siteHandlers struct {
 	consoles Consoles
 	// prometheus is Deps.Metrics (nil: no /metrics).
 	prometheus http.Handler
-}
-
-func (s *siteHandlers) info(c *gin.Context) (reply, error) {
-	return reply{http.StatusOK, s.about}, nil
+	// tls is Deps.TLS (nil: plain HTTP).
+	tls TLSState
 }
 
 // metrics serves /metrics (Prometheus) to admins.
