@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"github.com/bureau/bureau/internal/console"
 	"github.com/bureau/bureau/web"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -77,6 +75,10 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	ownerOpenable, err := desktop.ParseRanges(cfg.NetworkOwnerRanges)
 	if err != nil {
 		return fmt.Errorf("BUREAU_NETWORK_OWNER_RANGES: %w", err)
+	}
+	reach, err := checkWeb(cfg)
+	if err != nil {
+		return err
 	}
 	accel, why, err := hv.ChooseAccelerator(cfg.Accelerator)
 	if err != nil {
@@ -206,7 +208,17 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		}
 	}
 
+	certs, err := newCerts(cfg, reach, m, log)
+	if err != nil {
+		return err
+	}
+	var tlsState api.TLSState
+	if certs != nil {
+		tlsState = certs
+		met.CountCertificates(certs.Status)
+	}
 	router := api.New(api.Deps{
+		PublicURL: reach.public, TrustedProxies: reach.trusted, TLS: tlsState,
 		Consoles: consoles, Web: web.Static, Hosts: hostList, HostLoads: st, Migrations: m.Moves(), Drains: m.Moves(),
 		Backups: m.Backups(), BackupSchedules: m.Backups(),
 		Desktops: m, Computer: newComputer(h, screens), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
@@ -217,22 +229,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 			"database": st.Dialect(), "default_image": cfg.DefaultImage, "go": runtime.Version()},
 		HostDirs: []string{cfg.DataDir, capacity.DefaultSaveDir},
 	})
-	srv := &http.Server{Addr: cfg.Listen, Handler: router, ReadHeaderTimeout: 10 * time.Second, Protocols: protocols()}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("serving", "listen", cfg.Listen, "database", st.Dialect(), "data_dir", cfg.DataDir)
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down; desktops keep running")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return listen(ctx, cfg, router, certs, log)
 }
 
 // followDesktops ends console sessions and revokes console tokens as
@@ -288,14 +285,4 @@ func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.S
 			consoles.Prune(ctx)
 		}
 	}
-}
-
-// protocols: HTTP/1.1, and HTTP/2 without TLS for clients that speak it
-// from the start (h2c with prior knowledge, as a TLS proxy in front of
-// bureau does); WebSockets stay on HTTP/1.1.
-func protocols() *http.Protocols {
-	var p http.Protocols
-	p.SetHTTP1(true)
-	p.SetUnencryptedHTTP2(true)
-	return &p
 }
