@@ -43,6 +43,20 @@ type server struct {
 	env []string
 	// exited is closed when the server process ends.
 	exited chan struct{}
+	// listen, base and client, when set (before start), are the address
+	// it serves on, the URL it is reached by and the client that reaches
+	// it (HTTPS tests); otherwise a free loopback port, http://, and
+	// http.DefaultClient.
+	listen, base string
+	client       *http.Client
+}
+
+// httpClient is the client that reaches the server.
+func (s *server) httpClient() *http.Client {
+	if s.client != nil {
+		return s.client
+	}
+	return http.DefaultClient
 }
 
 func repoRoot(t *testing.T) string {
@@ -58,6 +72,18 @@ func newServer(t *testing.T) *server {
 		t.Fatal(err)
 	}
 	return newServerIn(t, dataDir)
+}
+
+// newServerWith is newServer with the server's settings changed by set
+// before it first starts.
+func newServerWith(t *testing.T, set func(*server)) *server {
+	t.Helper()
+	needE2E(t)
+	dataDir, err := os.MkdirTemp("/var/lib", "bureau-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newServerSet(t, dataDir, set)
 }
 
 // needE2E skips a test that cannot run here, and fails one that would
@@ -80,6 +106,11 @@ func needE2E(t *testing.T) {
 // newServerIn starts a server whose data directory is dataDir (emptied
 // when the test ends).
 func newServerIn(t *testing.T, dataDir string) *server {
+	t.Helper()
+	return newServerSet(t, dataDir, nil)
+}
+
+func newServerSet(t *testing.T, dataDir string, set func(*server)) *server {
 	t.Helper()
 	bin := os.Getenv("BUREAU_E2E_BIN")
 	var err error
@@ -116,6 +147,9 @@ func newServerIn(t *testing.T, dataDir string) *server {
 	s.hv, err = hv.Open(ctx, "qemu:///system", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if set != nil {
+		set(s)
 	}
 	s.start()
 	return s
@@ -157,12 +191,15 @@ func (s *server) args(a ...string) []string {
 
 func (s *server) start() {
 	s.t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		s.t.Fatal(err)
+	addr := s.listen
+	if addr == "" {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		addr = l.Addr().String()
+		l.Close()
 	}
-	addr := l.Addr().String()
-	l.Close()
 	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		s.t.Fatal(err)
@@ -180,9 +217,12 @@ func (s *server) start() {
 	s.exited = exited
 	go func() { cmd.Wait(); close(exited) }()
 	s.url = "http://" + addr
+	if s.base != "" {
+		s.url = s.base
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if resp, err := http.Get(s.url + "/healthz"); err == nil {
+		if resp, err := s.httpClient().Get(s.url + "/healthz"); err == nil {
 			resp.Body.Close()
 			return
 		}
@@ -221,7 +261,7 @@ func (s *server) call(token, method, path string, body any, out any) int {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.httpClient().Do(req)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -243,7 +283,7 @@ func (s *server) putRaw(token, path, ctype string, body []byte) int {
 	req, _ := http.NewRequest("PUT", s.url+path, bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", ctype)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.httpClient().Do(req)
 	if err != nil {
 		s.t.Fatalf("PUT %s: %v", path, err)
 	}
