@@ -13,7 +13,7 @@ DATA_DIR ?= /var/lib/bureau
 BIN := bin/bureau
 E2E_TIMEOUT ?= 60m
 
-.PHONY: run serve setup setup-test check build image migrate test unit sdk-unit fuzz fuzz-short e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy bench-typing bench-wake bench-backup bench-density typing-soak soak clean
+.PHONY: run serve setup setup-test check build install image migrate test unit sdk-unit fuzz fuzz-short e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy bench-typing bench-wake bench-backup bench-density typing-soak soak clean
 
 run: setup build image migrate serve
 
@@ -27,11 +27,20 @@ setup:
 setup-test:
 	@BUREAU_SETUP_TESTS=1 scripts/host-setup.sh
 	@scripts/weed-setup.sh >/dev/null
+	@scripts/pebble-setup.sh >/dev/null
 
 # bureau, and bureau-agent (static, for the desktops) beside it.
 build:
 	go build -o $(BIN) ./cmd/bureau
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o bin/bureau-agent ./cmd/bureau-agent
+
+# Installs bureau as a service (scripts/install.sh, docs/install.md): the
+# binaries in $(PREFIX)/bin (/usr/local), the image recipe, the systemd
+# unit and /etc/bureau/bureau.env (an existing one is kept: the new one is
+# written beside it as bureau.env.new). DESTDIR stages the files;
+# INSTALL_DEPS=1 also runs scripts/host-setup.sh.
+install: build
+	DESTDIR="$(DESTDIR)" PREFIX="$(or $(PREFIX),/usr/local)" INSTALL_DEPS="$(INSTALL_DEPS)" BUREAU_INSTALL_BIN_DIR="$(CURDIR)/bin" scripts/install.sh
 
 # Builds debian-12-desktop from images/desktop, or reuses the image cached
 # under /var/cache/bureau/images for the same recipe hash.
