@@ -208,7 +208,8 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		}
 	}
 
-	certs, err := newCerts(cfg, reach, m, log)
+	names := newLiveNames(cfg.PreviewDomain, m)
+	certs, err := newCerts(cfg, reach, names, log)
 	if err != nil {
 		return err
 	}
@@ -218,7 +219,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		met.CountCertificates(certs.Status)
 	}
 	router := api.New(api.Deps{
-		PublicURL: reach.public, TrustedProxies: reach.trusted, TLS: tlsState,
+		PublicURL: reach.public, TrustedProxies: reach.trusted, TLS: tlsState, CertificateNames: certificateNames(names),
 		Consoles: consoles, Web: web.Static, Hosts: hostList, HostLoads: st, Migrations: m.Moves(), Drains: m.Moves(),
 		Backups: m.Backups(), BackupSchedules: m.Backups(),
 		Desktops: m, Computer: newComputer(h, screens), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,

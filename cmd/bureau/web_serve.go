@@ -114,8 +114,26 @@ func (l *liveNames) allowed(ctx context.Context, name string) error {
 	return nil
 }
 
-// newCerts makes the certificates for HTTPS (nil when it is off).
-func newCerts(cfg *config.Config, w webSettings, desktops desktopGetter, log *slog.Logger) (*webtls.Certs, error) {
+// newLiveNames is the live URL names' certificate policy (nil without a
+// preview domain).
+func newLiveNames(domain string, desktops desktopGetter) *liveNames {
+	if domain == "" {
+		return nil
+	}
+	return &liveNames{domain: domain, desktops: desktops, seen: map[string]map[int]bool{}}
+}
+
+// certificateNames is names' policy for api.Deps (nil without one).
+func certificateNames(names *liveNames) func(context.Context, string) error {
+	if names == nil {
+		return nil
+	}
+	return names.allowed
+}
+
+// newCerts makes the certificates for HTTPS (nil when it is off); names
+// (may be nil) decides which live URL names get one in auto mode.
+func newCerts(cfg *config.Config, w webSettings, names *liveNames, log *slog.Logger) (*webtls.Certs, error) {
 	if w.mode == webtls.ModeOff {
 		return nil, nil
 	}
@@ -124,8 +142,8 @@ func newCerts(cfg *config.Config, w webSettings, desktops desktopGetter, log *sl
 	if w.public != nil {
 		c.PublicHost = w.public.Hostname()
 	}
-	if cfg.PreviewDomain != "" && cfg.PreviewDomain != "localhost" {
-		names := &liveNames{domain: cfg.PreviewDomain, desktops: desktops, seen: map[string]map[int]bool{}}
+	// No CA issues certificates for .localhost names.
+	if names != nil && names.domain != "localhost" {
 		c.Allowed = names.allowed
 	}
 	if cfg.ACMERoots != "" {

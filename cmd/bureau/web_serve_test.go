@@ -52,7 +52,10 @@ func (g getter) Get(_ context.Context, id string) (*desktop.Desktop, error) {
 // Auto mode asks its CA only for live URL names of desktops that exist,
 // and a bounded number per desktop.
 func TestLiveNamesAllowed(t *testing.T) {
-	l := &liveNames{domain: "b.example.com", desktops: getter{"abc": true}, seen: map[string]map[int]bool{}}
+	l := newLiveNames("b.example.com", getter{"abc": true})
+	if newLiveNames("", getter{}) != nil || certificateNames(nil) != nil {
+		t.Fatal("a policy without a preview domain")
+	}
 	ctx := context.Background()
 	if err := l.allowed(ctx, "3000-abc.b.example.com"); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@
 package api
 
 import (
+	"context"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -59,6 +60,10 @@ type Deps struct {
 	// TLS, when bureau serves HTTPS itself, says what its certificates
 	// are (for /api/v1/info and health); nil when it does not.
 	TLS TLSState
+	// CertificateNames, when set, says whether a live URL name
+	// (<port>-<desktop>.<domain>) may get a TLS certificate: a trusted
+	// proxy that gets certificates on demand asks GET /tls/allowed.
+	CertificateNames func(ctx context.Context, name string) error
 	// OwnerOpenable are the private ranges owners may open in network
 	// policies (BUREAU_NETWORK_OWNER_RANGES); others need an admin.
 	OwnerOpenable []netip.Prefix
@@ -133,6 +138,9 @@ func New(d Deps) *gin.Engine {
 	r.NoMethod(func(c *gin.Context) { s.fail(c, errNoMethod) })
 	r.GET("/healthz", h.site.health)
 	r.GET("/api/v1/openapi.json", h.site.openAPI)
+	if d.CertificateNames != nil {
+		r.GET("/tls/allowed", h.site.certificateAllowed)
+	}
 
 	v1 := r.Group("/api/v1", s.authenticate, s.touchActivity)
 	v1.GET("/info", s.handle(h.site.info))

@@ -478,7 +478,8 @@ func newEnvDeps(t testing.TB, mkImages func(*store.Store) Images, tweak func(*De
 			v.(*atomic.Int64).Add(int64(n))
 		}, Computer: e.computer, Guest: fg, Clipboard: fg, Tokens: tokens, Images: imgs, Hosts: e.hosts, HostLoads: e.hosts, Drains: e.hosts, Steps: e.steps, Recordings: e.recordings, KeptRecordings: e.recordings, Backups: e.backups, BackupSchedules: e.backups,
 		Live: e.live, Stats: fakeStats{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "bureau_up 1\n") }),
-		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}, HostDirs: []string{hostDir}}
+		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}, HostDirs: []string{hostDir},
+		CertificateNames: func(context.Context, string) error { return desktop.ErrNotFound }}
 	if tweak != nil {
 		tweak(&d)
 	}

@@ -45,7 +45,7 @@ func newHandlers(d Deps) handlers {
 	ports := &portHandlers{core: s, ports: d.Ports}
 	return handlers{
 		core: s,
-		site: &siteHandlers{core: s, about: d.Info, web: d.Web, consoles: d.Consoles, prometheus: d.Metrics, tls: d.TLS},
+		site: &siteHandlers{core: s, about: d.Info, web: d.Web, consoles: d.Consoles, prometheus: d.Metrics, tls: d.TLS, certNames: d.CertificateNames},
 		live: &liveHandlers{core: s, live: d.Live, stats: d.Stats},
 		desktops: &desktopHandlers{core: s, persistence: d.Desktops, settings: d.Desktops,
 			computer: d.Computer, keptRecordings: d.KeptRecordings, secrets: d.Secrets, urls: d.URLs, ownerOpenable: d.OwnerOpenable},

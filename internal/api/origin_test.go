@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/webtls"
 )
 
@@ -189,6 +191,40 @@ func TestLiveHost(t *testing.T) {
 		id, port, ok := LiveHost(c.host, c.domain)
 		if id != c.id || port != c.port || ok != (c.id != "") {
 			t.Errorf("LiveHost(%q, %q) = %q %d %v", c.host, c.domain, id, port, ok)
+		}
+	}
+}
+
+// A proxy that gets certificates on demand asks bureau first: yes for the
+// public name and live URL names of desktops that exist, no for others;
+// and only trusted proxies may ask.
+func TestCertificateAsk(t *testing.T) {
+	pub, _ := url.Parse("https://bureau.example.com")
+	allowed := func(_ context.Context, name string) error {
+		if name == "3000-abc.bureau.example.com" {
+			return nil
+		}
+		return desktop.ErrNotFound
+	}
+	for _, trusted := range []bool{true, false} {
+		e := newEnvDeps(t, nil, func(d *Deps) {
+			d.PublicURL, d.CertificateNames = pub, allowed
+			if trusted {
+				d.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+			}
+		})
+		for domain, want := range map[string]int{"bureau.example.com": 200, "3000-ABC.bureau.example.com": 200, "3000-nope.bureau.example.com": 404, "evil.example.org": 404, "": 422} {
+			resp, err := http.Get(e.srv.URL + "/tls/allowed?domain=" + url.QueryEscape(domain))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if !trusted {
+				want = 403
+			}
+			if resp.StatusCode != want {
+				t.Errorf("trusted %t, %q: %d, want %d", trusted, domain, resp.StatusCode, want)
+			}
 		}
 	}
 }

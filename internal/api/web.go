@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"html/template"
 	"io/fs"
 	"net/http"
@@ -22,6 +23,8 @@ type siteHandlers struct {
 	prometheus http.Handler
 	// tls is Deps.TLS (nil: plain HTTP).
 	tls TLSState
+	// certNames is Deps.CertificateNames (nil: no /tls/allowed).
+	certNames func(ctx context.Context, name string) error
 }
 
 // metrics serves /metrics (Prometheus) to admins.
