@@ -39,7 +39,7 @@ func rootCmd() *cobra.Command {
 	f.StringVar(&cfg.DatabaseURL, "database", cfg.DatabaseURL, "postgres:// URL or SQLite path (BUREAU_DATABASE_URL; default <data-dir>/bureau.db)")
 	f.StringVar(&cfg.URL, "url", cfg.URL, "server URL for client commands (BUREAU_URL)")
 	f.StringVar(&cfg.Token, "token", cfg.Token, "API token for client commands (BUREAU_TOKEN; default: the host's admin token file)")
-	root.AddCommand(serveCmd(&cfg), migrateCmd(&cfg), imageCmd(&cfg), tokenCmd(&cfg), desktopCmd(&cfg), quotaCmd(&cfg), templateCmd(&cfg), hostCmd(&cfg), mcpCmd(&cfg), serviceCmd(&cfg), secretCmd(&cfg), urlCmd(&cfg), stepsCmd(&cfg), recordingCmd(&cfg),
+	root.AddCommand(serveCmd(&cfg), doctorCmd(&cfg), migrateCmd(&cfg), imageCmd(&cfg), tokenCmd(&cfg), desktopCmd(&cfg), quotaCmd(&cfg), templateCmd(&cfg), hostCmd(&cfg), mcpCmd(&cfg), serviceCmd(&cfg), secretCmd(&cfg), urlCmd(&cfg), stepsCmd(&cfg), recordingCmd(&cfg),
 		backupCmd(&cfg), backupTargetCmd(&cfg))
 	return root
 }
