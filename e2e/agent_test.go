@@ -73,7 +73,7 @@ func (s *server) getPort(token string, d *apiv1.Desktop, port, path string) (int
 	s.t.Helper()
 	req, _ := http.NewRequest("GET", s.url+"/api/v1/desktops/"+d.ID+"/ports/"+port+path, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.httpClient().Do(req)
 	if err != nil {
 		s.t.Fatalf("GET port %s: %v", port, err)
 	}

@@ -49,6 +49,7 @@ var runningChecks = []runningCheck{
 	{"mcp", testMCP},                                 // computer_test.go
 	{"concurrency", testConcurrency},                 // concurrency_test.go
 	{"console", testConsole},                         // console_test.go
+	{"behind_proxy", testBehindProxy},                // proxy_test.go
 	{"live_framebuffer", testLiveFramebuffer},        // framebuffer_test.go
 	{"isolation", testIsolation},                     // isolation_test.go
 	{"mcp_typescript", testMCPTypeScript},            // mcp_ts_test.go

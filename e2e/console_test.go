@@ -64,6 +64,9 @@ func (s *server) browse(g consoleGrant, typeText, shot string, clip ...string) b
 	if len(clip) == 2 {
 		cmd.Env = append(cmd.Env, "CLIP_EXPECT="+clip[0], "CLIP_SEND="+clip[1])
 	}
+	if strings.HasPrefix(s.url, "https://") {
+		cmd.Env = append(cmd.Env, "IGNORE_HTTPS_ERRORS=1") // a proxy's test CA
+	}
 	if !g.ViewOnly {
 		// The Terminal tab: a shell in the desktop through bureau-agent.
 		cmd.Env = append(cmd.Env, "TERMINAL_TEXT=echo $((6*7))bureau; whoami", "TERMINAL_EXPECT=42bureau")
@@ -180,10 +183,16 @@ func testConsole(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 // the desktop's framebuffer size and name.
 func rfbServerInit(t *testing.T, base, id, token string) (int, int, string) {
 	t.Helper()
+	return rfbServerInitWith(t, nil, base, id, token)
+}
+
+// rfbServerInitWith is rfbServerInit through client (nil: the default).
+func rfbServerInitWith(t *testing.T, client *http.Client, base, id, token string) (int, int, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/api/v1/desktops/"+id+"/vnc?token="+token,
-		&websocket.DialOptions{Subprotocols: []string{"binary"}})
+		&websocket.DialOptions{Subprotocols: []string{"binary"}, HTTPClient: client})
 	if err != nil {
 		t.Fatalf("dial console: %v", err)
 	}

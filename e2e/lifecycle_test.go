@@ -25,7 +25,7 @@ import (
 // restart that must not touch the VM, stop, start with data intact, and
 // delete that keeps the data disk.
 func TestDesktopLifecycle(t *testing.T) {
-	s := newServer(t)
+	s := newServerWith(t, func(s *server) { s.env = append(s.env, "BUREAU_TRUSTED_PROXIES="+proxiedTrust) })
 
 	// Two owners: alice works, bob must not see alice's desktop.
 	var alice, bob struct {
@@ -270,7 +270,7 @@ func (s *server) deleteKeepsData(token, id string, d *apiv1.Desktop) {
 // resize_clone_reimage is two more boots: what the database keeps of a
 // clone and a reimage is in the store's unit tests, which run on
 // PostgreSQL too.
-var guestOnly = map[string]bool{"computer_use": true, "console": true, "mcp_typescript": true, "recordings": true,
+var guestOnly = map[string]bool{"computer_use": true, "console": true, "behind_proxy": true, "mcp_typescript": true, "recordings": true,
 	"sdk_python": true, "sdk_typescript": true, "resize_clone_reimage": true, "benchmarks": true}
 
 // settledScreenshot polls the API's screenshot until two frames a few

@@ -10,10 +10,12 @@ PKGS=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients libvirt-d
       dnsmasq-base nftables acl mmdebstrap extlinux syslinux-common fdisk e2fsprogs gcc make git curl ca-certificates
       ffmpeg openssh-client iproute2)
 # BUREAU_SETUP_TESTS=1 (make test) adds what only the tests need: chromium
-# for the browser checks (e2e/browser, driven by node), node and npm, and
-# python3 for the Python SDK's tests (standard library only).
+# for the browser checks (e2e/browser, driven by node), node and npm,
+# python3 for the Python SDK's tests (standard library only), and caddy and
+# nginx for the reverse-proxy checks (packaging/proxy; no service is
+# started: the test runs them).
 if [ "${BUREAU_SETUP_TESTS:-0}" = 1 ]; then
-	PKGS+=(chromium)
+	PKGS+=(chromium caddy nginx-light)
 	# Hosts that bring their own node keep it.
 	command -v node >/dev/null && command -v npm >/dev/null || PKGS+=(nodejs npm)
 	command -v python3 >/dev/null || PKGS+=(python3)
@@ -34,6 +36,13 @@ if [ ${#missing[@]} -gt 0 ]; then
 	log "installing: ${missing[*]}"
 	apt-get update -q >&2
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+	# The proxies are installed for the tests to run, not to serve: where
+	# systemd started the services the packages bring, stop them again.
+	if [ -d /run/systemd/system ]; then
+		for p in caddy nginx; do
+			[[ " ${missing[*]} " == *" $p"* ]] && systemctl disable --now "$p" >/dev/null 2>&1 || true
+		done
+	fi
 fi
 
 # Desktops' QEMU runs as its own user in libvirt's QEMU group (the group of

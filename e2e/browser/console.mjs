@@ -4,7 +4,7 @@
 //   BUREAU_URL=http://127.0.0.1:8090 CONSOLE_URL='http://…/console/ID?token=…' \
 //   VIEW_ONLY=1|'' TYPE_TEXT='echo hi' SCREENSHOT=/tmp/console.png \
 //   CLIP_EXPECT='copied on the desktop' CLIP_SEND='sent from the page' \
-//   node e2e/browser/console.mjs
+//   IGNORE_HTTPS_ERRORS=1 (a test CA's certificate) node e2e/browser/console.mjs
 //
 // Steps: open CONSOLE_URL (viewport 1280x860), wait up to 120 s for
 // body[data-state=connected], poll the noVNC canvas up to 60 s until it is not
@@ -39,6 +39,7 @@ const CLIP_SEND = env.CLIP_SEND || '';
 const TERMINAL_TEXT = env.TERMINAL_TEXT || '';
 const TERMINAL_EXPECT = env.TERMINAL_EXPECT || '';
 const CHROMIUM = env.CHROMIUM || '/usr/bin/chromium';
+const IGNORE_HTTPS_ERRORS = env.IGNORE_HTTPS_ERRORS === '1';
 
 const CONNECT_TIMEOUT_MS = 120_000;
 const NONBLANK_TIMEOUT_MS = 60_000;
@@ -100,7 +101,8 @@ async function main() {
   });
   const guard = setTimeout(() => fail(`gave up after ${OVERALL_TIMEOUT_MS / 1000} s`), OVERALL_TIMEOUT_MS);
   try {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    // A proxy's private test CA (e2e/proxy_test.go) is not in the browser's store.
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, ignoreHTTPSErrors: IGNORE_HTTPS_ERRORS });
     const page = await context.newPage();
     page.on('console', (m) => pageLog.push(`[${m.type()}] ${m.text()}`));
     page.on('pageerror', (e) => pageLog.push(`[pageerror] ${e.message}`));
