@@ -13,7 +13,7 @@ DATA_DIR ?= /var/lib/bureau
 BIN := bin/bureau
 E2E_TIMEOUT ?= 60m
 
-.PHONY: run serve setup setup-test check build install image migrate test unit sdk-unit fuzz fuzz-short e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy bench-typing bench-wake bench-backup bench-density typing-soak soak clean
+.PHONY: run serve setup setup-test check build install image migrate test unit sdk-unit fuzz fuzz-short e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy bench-typing bench-wake bench-backup bench-tls bench-density typing-soak soak clean
 
 run: setup build image migrate serve
 
@@ -144,6 +144,13 @@ bench-typing: setup build image
 bench-backup: setup-test build image
 	set -o pipefail; BUREAU_BENCH_BACKUP=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
 		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestBackupBench$$' ./e2e/ | $(CHECK_SKIPS)
+
+# What HTTPS costs through bureau: handshakes, requests and a live URL's
+# download over plain HTTP, then on the same server with BUREAU_TLS=auto
+# (a certificate from Pebble on loopback), one desktop.
+bench-tls: setup-test build image
+	set -o pipefail; BUREAU_BENCH_TLS=1 BUREAU_E2E_BIN=$(CURDIR)/$(BIN) \
+		go test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -v -run '^TestTLSBench$$' ./e2e/ | $(CHECK_SKIPS)
 
 # Ways back from hibernation side by side on one desktop: saved as is,
 # saved after its page cache was dropped, restored ahead by a console link.
