@@ -3,27 +3,23 @@
 package backuptest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
-	"golang.org/x/sys/unix"
+	"github.com/bureau/bureau/internal/testproc"
 )
 
 // Bucket is the bucket Start creates.
@@ -96,14 +92,12 @@ func Start(ctx context.Context, dir string) (loc desktop.S3Location, stop func()
 	}
 }
 
-// server is one weed process.
+// server is one weed process and what it leaves behind.
 type server struct {
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	release func() // lets the thread that started it end
-	sock    string // directory of its unix sockets
-	ports   []int
-	once    sync.Once
+	proc  *testproc.Process
+	sock  string // directory of its unix sockets
+	ports []int
+	once  sync.Once
 }
 
 func start(ctx context.Context, bin, dir string, try int) (desktop.S3Location, func(), error) {
@@ -120,7 +114,7 @@ func start(ctx context.Context, bin, dir string, try int) (desktop.S3Location, f
 	if err := os.WriteFile(filepath.Join(run, "s3.json"), cfg, 0o600); err != nil {
 		return loc, nil, err
 	}
-	ports, err := freePorts(11)
+	ports, err := testproc.FreePorts(11)
 	if err != nil {
 		return loc, nil, err
 	}
@@ -129,14 +123,8 @@ func start(ctx context.Context, bin, dir string, try int) (desktop.S3Location, f
 	if err != nil {
 		return loc, nil, err
 	}
-	logf, err := os.Create(filepath.Join(run, "weed.log"))
-	if err != nil {
-		os.RemoveAll(sock)
-		return loc, nil, err
-	}
-	defer logf.Close()
 	p := func(i int) string { return strconv.Itoa(ports[i]) }
-	cmd := exec.Command(bin, "-logtostderr", "-config_dir="+run, "mini",
+	proc, err := testproc.Start(filepath.Join(run, "weed.log"), run, nil, bin, "-logtostderr", "-config_dir="+run, "mini",
 		"-dir="+filepath.Join(run, "data"), "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-master.port="+p(0), "-master.port.grpc="+p(1), "-master.telemetry=false",
 		"-master.volumeSizeLimitMB=256", "-volume.max=100",
@@ -147,33 +135,23 @@ func start(ctx context.Context, bin, dir string, try int) (desktop.S3Location, f
 		"-webdav=false", "-webdav.port="+p(8),
 		"-admin.ui=false", "-admin.port="+p(9), "-admin.port.grpc="+p(10), "-admin.port.legacy=0",
 		"-admin.dataDir="+filepath.Join(run, "admin"))
-	cmd.Dir = run
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	release, err := startPinned(cmd)
 	if err != nil {
 		os.RemoveAll(sock)
-		return loc, nil, fmt.Errorf("start %s: %w", bin, err)
+		return loc, nil, err
 	}
-	s := &server{cmd: cmd, exited: make(chan struct{}), release: release, sock: sock, ports: ports}
-	go waitExit(cmd.Process.Pid, s.exited)
-	if err := ready(ctx, loc, s.exited); err != nil {
+	s := &server{proc: proc, sock: sock, ports: ports}
+	if err := ready(ctx, loc, proc.Exited); err != nil {
 		s.stop()
-		return loc, nil, fmt.Errorf("SeaweedFS (weed mini, log %s): %w%s", logf.Name(), err, logTail(logf.Name()))
+		return loc, nil, fmt.Errorf("SeaweedFS (weed mini, log %s): %w%s", proc.Log, err, proc.Tail())
 	}
 	return loc, s.stop, nil
 }
 
-// stop kills the server's whole process group and reaps it, then removes
-// the unix sockets it leaves in the temporary directory. The leader is
-// reaped only after the group is killed, so the group id cannot have been
-// reused by then. Test data is thrown away: no graceful shutdown.
+// stop kills the server (testproc.Process.Stop), then removes the unix
+// sockets it leaves in the temporary directory.
 func (s *server) stop() {
 	s.once.Do(func() {
-		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.exited
-		s.cmd.Wait()
-		s.release()
+		s.proc.Stop()
 		os.RemoveAll(s.sock)
 		for _, p := range s.ports {
 			matches, _ := filepath.Glob(filepath.Join(os.TempDir(), "seaweedfs-*-"+strconv.Itoa(p)+".sock"))
@@ -184,77 +162,8 @@ func (s *server) stop() {
 	})
 }
 
-// startPinned starts cmd from a thread of its own that lives until release
-// is called. Linux sends Pdeathsig when the thread that forked the child
-// ends, not the process: started from any thread of Go's pool, the server
-// was killed as soon as a goroutine locked that thread and ended with it
-// (the backup package's idle-priority readers do exactly that), and a
-// test found its S3 server gone half-way through.
-func startPinned(cmd *exec.Cmd) (release func(), err error) {
-	started := make(chan error, 1)
-	done := make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-		started <- cmd.Start()
-		<-done
-	}()
-	var once sync.Once
-	release = func() { once.Do(func() { close(done) }) }
-	if err := <-started; err != nil {
-		release()
-		return nil, err
-	}
-	return release, nil
-}
-
-// waitExit closes exited when the process ends, without reaping it.
-func waitExit(pid int, exited chan<- struct{}) {
-	defer close(exited)
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			return
-		}
-	}
-}
-
-// freePorts picks n distinct free loopback TCP ports below Linux's
-// ephemeral range (32768 and up), where outgoing connections cannot take
-// them between the pick and weed's bind.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries > 1000 {
-			return nil, errors.New("no free loopback ports in 15000-32000")
-		}
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(15000+mrand.IntN(17000))))
-		if err != nil {
-			continue
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
 func randHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// logTail returns the end of the server's log for an error message.
-func logTail(name string) string {
-	b, err := os.ReadFile(name)
-	if err != nil || len(b) == 0 {
-		return ""
-	}
-	if len(b) > 3000 {
-		b = b[len(b)-3000:]
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			b = b[i+1:]
-		}
-	}
-	return "\n--- end of weed.log ---\n" + string(b)
 }

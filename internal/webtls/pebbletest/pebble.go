@@ -12,20 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	mrand "math/rand/v2"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/bureau/bureau/internal/testproc"
 )
 
 // DefaultDir is where scripts/pebble-setup.sh puts pebble,
@@ -248,15 +242,6 @@ func checkCert(name string) error {
 	return nil
 }
 
-// process is one server process.
-type process struct {
-	cmd     *exec.Cmd
-	log     string
-	exited  chan struct{}
-	release func() // lets the thread that started it end
-	once    sync.Once
-}
-
 func start(ctx context.Context, pebble, challtestsrv, certDir, dir string, o Options, try int) (*Pebble, func(), error) {
 	rootsPEM, err := os.ReadFile(filepath.Join(certDir, "pebble.minica.pem"))
 	if err != nil {
@@ -270,15 +255,15 @@ func start(ctx context.Context, pebble, challtestsrv, certDir, dir string, o Opt
 	if err := os.MkdirAll(run, 0o700); err != nil {
 		return nil, nil, err
 	}
-	ports, err := freePorts(6)
+	ports, err := testproc.FreePorts(6)
 	if err != nil {
 		return nil, nil, err
 	}
 	p := &Pebble{
-		DirectoryURL:  "https://" + loopback(ports[0]) + "/dir",
-		ManagementURL: "https://" + loopback(ports[1]),
-		ChallSrvURL:   "http://" + loopback(ports[2]),
-		DNSServer:     loopback(ports[3]),
+		DirectoryURL:  "https://" + testproc.Loopback(ports[0]) + "/dir",
+		ManagementURL: "https://" + testproc.Loopback(ports[1]),
+		ChallSrvURL:   "http://" + testproc.Loopback(ports[2]),
+		DNSServer:     testproc.Loopback(ports[3]),
 		HTTPPort:      o.HTTPPort,
 		TLSPort:       o.TLSPort,
 		rootsPEM:      rootsPEM,
@@ -291,8 +276,8 @@ func start(ctx context.Context, pebble, challtestsrv, certDir, dir string, o Opt
 		p.TLSPort = ports[5]
 	}
 	cfg := map[string]any{
-		"listenAddress":           loopback(ports[0]),
-		"managementListenAddress": loopback(ports[1]),
+		"listenAddress":           testproc.Loopback(ports[0]),
+		"managementListenAddress": testproc.Loopback(ports[1]),
 		"certificate":             filepath.Join(certDir, "localhost", "cert.pem"),
 		"privateKey":              filepath.Join(certDir, "localhost", "key.pem"),
 		"httpPort":                p.HTTPPort,
@@ -315,136 +300,31 @@ func start(ctx context.Context, pebble, challtestsrv, certDir, dir string, o Opt
 		return nil, nil, err
 	}
 
-	dns, err := startProcess(filepath.Join(run, "challtestsrv.log"), run, nil, challtestsrv,
-		"-management="+loopback(ports[2]), "-dnsserver="+p.DNSServer,
+	dns, err := testproc.Start(filepath.Join(run, "challtestsrv.log"), run, nil, challtestsrv,
+		"-management="+testproc.Loopback(ports[2]), "-dnsserver="+p.DNSServer,
 		"-defaultIPv4=127.0.0.1", "-defaultIPv6=",
 		"-http01=", "-https01=", "-tlsalpn01=", "-doh=")
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := dnsReady(ctx, p, dns.exited); err != nil {
-		dns.stop()
-		return nil, nil, fmt.Errorf("pebble-challtestsrv (log %s): %w%s", dns.log, err, logTail(dns.log))
+	if err := dnsReady(ctx, p, dns.Exited); err != nil {
+		dns.Stop()
+		return nil, nil, fmt.Errorf("pebble-challtestsrv (log %s): %w%s", dns.Log, err, dns.Tail())
 	}
-	ca, err := startProcess(filepath.Join(run, "pebble.log"), run,
+	ca, err := testproc.Start(filepath.Join(run, "pebble.log"), run,
 		[]string{"PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0", "PEBBLE_AUTHZREUSE=0"},
 		pebble, "-config="+config, "-dnsserver="+p.DNSServer)
 	if err != nil {
-		dns.stop()
+		dns.Stop()
 		return nil, nil, err
 	}
 	stop := func() {
-		ca.stop()
-		dns.stop()
+		ca.Stop()
+		dns.Stop()
 	}
-	if err := pebbleReady(ctx, p, ca.exited); err != nil {
+	if err := pebbleReady(ctx, p, ca.Exited); err != nil {
 		stop()
-		return nil, nil, fmt.Errorf("Pebble (log %s): %w%s", ca.log, err, logTail(ca.log))
+		return nil, nil, fmt.Errorf("Pebble (log %s): %w%s", ca.Log, err, ca.Tail())
 	}
 	return p, stop, nil
-}
-
-func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
-
-// startProcess starts bin in a process group of its own, in dir, with
-// env on top of the test's environment and its output in logName.
-func startProcess(logName, dir string, env []string, bin string, args ...string) (*process, error) {
-	logf, err := os.Create(logName)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	release, err := startPinned(cmd)
-	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	s := &process{cmd: cmd, log: logName, exited: make(chan struct{}), release: release}
-	go waitExit(cmd.Process.Pid, s.exited)
-	return s, nil
-}
-
-// stop kills the process's whole group and reaps it. The leader is
-// reaped only after the group is killed, so the group id cannot have been
-// reused by then. Test data is thrown away: no graceful shutdown.
-func (s *process) stop() {
-	s.once.Do(func() {
-		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.exited
-		s.cmd.Wait()
-		s.release()
-	})
-}
-
-// startPinned starts cmd from a thread of its own that lives until release
-// is called. Linux sends Pdeathsig when the thread that forked the child
-// ends, not the process: started from any thread of Go's pool, the server
-// would be killed as soon as a goroutine locked that thread and ended with
-// it (see backuptest, where a test found its S3 server gone half-way
-// through).
-func startPinned(cmd *exec.Cmd) (release func(), err error) {
-	started := make(chan error, 1)
-	done := make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-		started <- cmd.Start()
-		<-done
-	}()
-	var once sync.Once
-	release = func() { once.Do(func() { close(done) }) }
-	if err := <-started; err != nil {
-		release()
-		return nil, err
-	}
-	return release, nil
-}
-
-// waitExit closes exited when the process ends, without reaping it.
-func waitExit(pid int, exited chan<- struct{}) {
-	defer close(exited)
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			return
-		}
-	}
-}
-
-// freePorts picks n distinct free loopback TCP ports below Linux's
-// ephemeral range (32768 and up), where outgoing connections cannot take
-// them between the pick and the servers' binds.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries > 1000 {
-			return nil, errors.New("no free loopback ports in 15000-32000")
-		}
-		l, err := net.Listen("tcp", loopback(15000+mrand.IntN(17000)))
-		if err != nil {
-			continue
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-// logTail returns the end of a server's log for an error message.
-func logTail(name string) string {
-	b, err := os.ReadFile(name)
-	if err != nil || len(b) == 0 {
-		return ""
-	}
-	if len(b) > 3000 {
-		b = b[len(b)-3000:]
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			b = b[i+1:]
-		}
-	}
-	return "\n--- end of " + filepath.Base(name) + " ---\n" + string(b)
 }

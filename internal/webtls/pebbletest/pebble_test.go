@@ -9,7 +9,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -188,39 +187,5 @@ func TestIssue(t *testing.T) {
 				t.Errorf("lifetime %s (%s to %s), want %s", life, leaf.NotBefore, leaf.NotAfter, want)
 			}
 		})
-	}
-}
-
-// init keeps the main goroutine on the process's first thread, which Go
-// never ends (a goroutine that ends while locked to it wedges it instead):
-// so TestOutlivesThread's goroutine runs on a thread that does end.
-func init() { runtime.LockOSThread() }
-
-// TestOutlivesThread starts Pebble from a goroutine that holds its thread
-// and ends with it: Linux's parent-death signal follows the thread that
-// forked, so the servers must not be forked by a thread of the caller's.
-func TestOutlivesThread(t *testing.T) {
-	type started struct {
-		p    *Pebble
-		stop func()
-		err  error
-	}
-	ch := make(chan started, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		p, stop, err := Start(context.Background(), t.TempDir(), Options{})
-		ch <- started{p, stop, err}
-	}()
-	s := <-ch
-	if s.err != nil {
-		t.Fatal(s.err)
-	}
-	defer s.stop()
-	time.Sleep(500 * time.Millisecond) // a SIGKILL, if sent, has landed
-	if _, _, err := s.p.IssuerRoots(context.Background()); err != nil {
-		t.Fatalf("Pebble died with the thread its caller ran on: %v", err)
-	}
-	if err := s.p.AddA(context.Background(), "bureau.test", "127.0.0.1"); err != nil {
-		t.Fatalf("pebble-challtestsrv died with the thread its caller ran on: %v", err)
 	}
 }
