@@ -3,11 +3,11 @@ package backuptest
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/testproc"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
@@ -44,20 +44,5 @@ func ready(ctx context.Context, loc desktop.S3Location, exited <-chan struct{}) 
 		}
 		return c.RemoveObject(ctx, loc.Bucket, probe, minio.RemoveObjectOptions{})
 	}
-	var last error
-	for {
-		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
-		last = step(sctx)
-		scancel()
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			return errors.New("weed exited during start-up")
-		case <-ctx.Done():
-			return fmt.Errorf("not ready at %s: %w (last: %v)", loc.Endpoint, ctx.Err(), last)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return testproc.Ready(ctx, "weed", loc.Endpoint, exited, 5*time.Second, 100*time.Millisecond, step)
 }

@@ -5,13 +5,14 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"time"
+
+	"github.com/bureau/bureau/internal/testproc"
 )
 
 // startTimeout bounds how long a server may take to answer (Pebble
@@ -93,22 +94,7 @@ func pebbleReady(ctx context.Context, p *Pebble, exited <-chan struct{}) error {
 func poll(ctx context.Context, name, at string, exited <-chan struct{}, step func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	var last error
-	for {
-		sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
-		last = step(sctx)
-		scancel()
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			return errors.New(name + " exited during start-up")
-		case <-ctx.Done():
-			return fmt.Errorf("not ready at %s: %w (last: %v)", at, ctx.Err(), last)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return testproc.Ready(ctx, name, at, exited, 2*time.Second, 20*time.Millisecond, step)
 }
 
 // tlsConfig trusts roots only.
