@@ -144,6 +144,7 @@ func New(d Deps) *gin.Engine {
 
 	v1 := r.Group("/api/v1", s.authenticate, s.touchActivity)
 	v1.GET("/info", s.handle(h.site.info))
+	v1.GET("/tls", s.handle(h.site.tlsStatus))
 	v1.GET("/events", s.handle(h.live.auditLog))
 	v1.GET("/templates", s.handle(h.templates.listTemplates))
 	v1.POST("/templates", s.rateLimited(rateHeavy, s.handle(h.templates.buildTemplate)))

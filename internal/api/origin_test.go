@@ -120,7 +120,7 @@ func TestLinksUsePublicURL(t *testing.T) {
 		t.Fatalf("share link: %d %v", code, sh)
 	}
 	code, info := e.do(t, e.alice, "GET", "/api/v1/info", "")
-	if code != 200 || info["public_url"] != "https://bureau.example.com" || info["tls"].(map[string]any)["mode"] != "off" {
+	if code != 200 || info["public_url"] != "https://bureau.example.com" || info["tls"] != "off" {
 		t.Fatalf("info: %d %v", code, info)
 	}
 	resp, err := http.Get(e.srv.URL + "/api/v1/openapi.json")
@@ -149,7 +149,7 @@ func (f fakeTLS) Status() webtls.Status {
 func (f fakeTLS) Soonest() (string, time.Time) { return f.name, f.at }
 
 // Health says when the certificate expires and warns two weeks ahead;
-// info shows the certificates.
+// info says so in strings (its contract), /tls in detail.
 func TestHealthWarnsOfExpiry(t *testing.T) {
 	for _, c := range []struct {
 		left time.Duration
@@ -166,9 +166,13 @@ func TestHealthWarnsOfExpiry(t *testing.T) {
 			t.Errorf("%s left: warnings %v", c.left, w)
 		}
 		code, info := e.do(t, e.bob, "GET", "/api/v1/info", "")
-		certs, _ := info["tls"].(map[string]any)["certificates"].([]any)
-		if code != 200 || len(certs) != 1 || certs[0].(map[string]any)["issuer"] != "Pebble" {
+		if code != 200 || info["tls"] != "auto" || info["tls_not_after"] != at.UTC().Format(time.RFC3339) || info["tls_error"] != nil {
 			t.Fatalf("info: %d %v", code, info)
+		}
+		code, st := e.do(t, e.bob, "GET", "/api/v1/tls", "")
+		certs, _ := st["certificates"].([]any)
+		if code != 200 || st["mode"] != "auto" || len(certs) != 1 || certs[0].(map[string]any)["issuer"] != "Pebble" {
+			t.Fatalf("tls: %d %v", code, st)
 		}
 	}
 }
@@ -228,3 +232,21 @@ func TestCertificateAsk(t *testing.T) {
 		}
 	}
 }
+
+// A certificate that cannot be got shows in info, as a string.
+func TestInfoSaysWhyNoCertificate(t *testing.T) {
+	next := time.Date(2026, 11, 27, 13, 0, 0, 0, time.UTC)
+	e := newEnvDeps(t, nil, func(d *Deps) { d.TLS = failingTLS{next} })
+	code, info := e.do(t, e.bob, "GET", "/api/v1/info", "")
+	if code != 200 || info["tls"] != "auto" || info["tls_not_after"] != nil ||
+		info["tls_error"] != "bureau.example.com: rateLimited (next try 2026-11-27T13:00:00Z)" {
+		t.Fatalf("info: %d %v", code, info)
+	}
+}
+
+type failingTLS struct{ next time.Time }
+
+func (f failingTLS) Status() webtls.Status {
+	return webtls.Status{Mode: webtls.ModeAuto, Names: []webtls.NameStatus{{Name: "bureau.example.com", LastError: "rateLimited", NextTry: f.next}}}
+}
+func (f failingTLS) Soonest() (string, time.Time) { return "", time.Time{} }

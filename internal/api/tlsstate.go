@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/bureau/bureau/internal/webtls"
@@ -20,22 +21,44 @@ type TLSState interface {
 // expiryWarning is how close to expiry a certificate makes health warn.
 const expiryWarning = 14 * 24 * time.Hour
 
-// info serves /api/v1/info: Deps.Info, the public URL, and the state of
-// bureau's certificates when it serves HTTPS.
+// info serves /api/v1/info: Deps.Info, the public URL, and in a word each
+// the state of bureau's certificates when it serves HTTPS (every value a
+// string, as the contract has always said; tlsStatus has the detail).
 func (s *siteHandlers) info(c *gin.Context) (reply, error) {
-	out := gin.H{}
+	out := map[string]string{}
 	for k, v := range s.about {
 		out[k] = v
 	}
 	if s.origin.public != nil {
 		out["public_url"] = s.origin.public.String()
 	}
+	out["tls"] = string(webtls.ModeOff)
 	if s.tls != nil {
-		out["tls"] = s.tls.Status()
-	} else {
-		out["tls"] = webtls.Status{Mode: webtls.ModeOff, Names: []webtls.NameStatus{}}
+		st := s.tls.Status()
+		out["tls"] = string(st.Mode)
+		if _, at := s.tls.Soonest(); !at.IsZero() {
+			out["tls_not_after"] = at.UTC().Format(time.RFC3339)
+		}
+		var failing []string
+		for _, n := range st.Names {
+			if n.LastError != "" {
+				failing = append(failing, fmt.Sprintf("%s: %s (next try %s)", n.Name, n.LastError, n.NextTry.UTC().Format(time.RFC3339)))
+			}
+		}
+		if len(failing) > 0 {
+			out["tls_error"] = strings.Join(failing, "; ")
+		}
 	}
 	return reply{http.StatusOK, out}, nil
+}
+
+// tlsStatus serves /api/v1/tls: each certificate bureau serves, with its
+// names, issuer, expiry and, in auto mode, the last failure to get it.
+func (s *siteHandlers) tlsStatus(c *gin.Context) (reply, error) {
+	if s.tls == nil {
+		return reply{http.StatusOK, webtls.Status{Mode: webtls.ModeOff, Names: []webtls.NameStatus{}}}, nil
+	}
+	return reply{http.StatusOK, s.tls.Status()}, nil
 }
 
 // health answers while the server runs; with HTTPS on, it says when the

@@ -126,6 +126,7 @@ export type OperationId = keyof typeof OPERATIONS;
 export const EXCLUDED: Record<string, string> = {
   health: "liveness probe for load balancers; info() answers the same question with auth",
   getMetrics: "Prometheus text for a scraper, not an SDK call",
+  getTLS: "the operator's view of bureau's certificates (also in info, /healthz and /metrics), not an agent's call",
   certificateAllowed: "a TLS proxy's question (Caddy's on_demand_tls ask), answered to trusted proxies only",
   mcp: "the MCP endpoint, for MCP clients",
   proxyPort: "an HTTP reverse proxy to the desktop: open its URL with any HTTP client (Desktop.portURL gives it)",
