@@ -20,3 +20,21 @@ func TestHostErrKeepsLibvirtsCodeAndFindsAFullDisk(t *testing.T) {
 		t.Errorf("%v", other)
 	}
 }
+
+// Connecting is tried again only for what a restarting libvirtd says.
+func TestRestarting(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{libvirt.Error{Code: libvirt.ERR_SYSTEM_ERROR, Message: "Failed to connect socket to '/var/run/libvirt/libvirt-sock': No such file or directory"}, true},
+		{libvirt.Error{Code: libvirt.ERR_SYSTEM_ERROR, Message: "Failed to connect socket to '/var/run/libvirt/libvirt-sock': Connection refused"}, true},
+		{libvirt.Error{Code: libvirt.ERR_SYSTEM_ERROR, Message: "Failed to connect socket to '/var/run/libvirt/libvirt-sock': Permission denied"}, false},
+		{libvirt.Error{Code: libvirt.ERR_AUTH_FAILED, Message: "authentication failed"}, false},
+		{errors.New("Connection refused"), false},
+	} {
+		if got := restarting(c.err); got != c.want {
+			t.Errorf("restarting(%v) = %t, want %t", c.err, got, c.want)
+		}
+	}
+}

@@ -11,8 +11,10 @@ package link
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -117,7 +119,7 @@ func (c *Conn) Connect(ctx context.Context) (*libvirt.Connect, error) {
 		c.conn = nil
 		reconnect = true
 	}
-	conn, err := Call(ctx, func() (*libvirt.Connect, error) { return libvirt.NewConnect(c.uri) })
+	conn, err := c.dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("connect to libvirt at %s: %w", c.uri, err)
 	}
@@ -141,6 +143,39 @@ func (c *Conn) Connect(ctx context.Context) (*libvirt.Connect, error) {
 		c.signalResync()
 	}
 	return conn, nil
+}
+
+// restartGrace is how long connecting to this machine's libvirtd is tried
+// again while its socket is missing or refuses — what it does while it
+// restarts (1–3 s here) — so that an operation begun during a restart
+// rides through it instead of failing (and leaving its desktop in error).
+const restartGrace = 10 * time.Second
+
+// dial connects to libvirtd, trying a local one again for restartGrace
+// while it looks to be restarting.
+func (c *Conn) dial(ctx context.Context) (*libvirt.Connect, error) {
+	deadline := time.Now().Add(restartGrace)
+	for {
+		conn, err := Call(ctx, func() (*libvirt.Connect, error) { return libvirt.NewConnect(c.uri) })
+		if err == nil || !c.Local() || !restarting(err) || time.Now().After(deadline) {
+			return conn, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// restarting says whether err is what connecting to a local libvirtd says
+// while it restarts: its socket is not there, or nothing listens on it.
+func restarting(err error) bool {
+	var lerr libvirt.Error
+	if !errors.As(err, &lerr) || lerr.Code != libvirt.ERR_SYSTEM_ERROR {
+		return false
+	}
+	return strings.Contains(lerr.Message, "No such file or directory") || strings.Contains(lerr.Message, "Connection refused")
 }
 
 // deadConnGrace is how long a dead connection is kept before it is closed.
