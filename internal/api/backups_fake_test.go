@@ -257,21 +257,10 @@ func (f *fakeBackups) SetSchedule(_ context.Context, desktopID string, req manag
 	if err != nil {
 		return nil, err
 	}
-	or := func(p *int, def int) int {
-		if p == nil {
-			return def
-		}
-		return *p
-	}
-	now := time.Now().UTC()
-	s := &desktop.BackupSchedule{DesktopID: d.ID, TargetID: t.ID, EveryMinutes: or(req.EveryMinutes, desktop.DefaultBackupEvery),
-		KeepLast: or(req.KeepLast, 0), KeepHourly: or(req.KeepHourly, desktop.DefaultKeepHourly),
-		KeepDaily: or(req.KeepDaily, desktop.DefaultKeepDaily), KeepWeekly: or(req.KeepWeekly, desktop.DefaultKeepWeekly),
-		UpdatedAt: now, UpdatedBy: req.Actor}
-	if err := desktop.ValidateBackupSchedule(s); err != nil {
+	s, err := req.Schedule(d.ID, t.ID, time.Now().UTC())
+	if err != nil {
 		return nil, err
 	}
-	s.NextAt = now.Add(time.Duration(s.EveryMinutes) * time.Minute)
 	if f.schedules == nil {
 		f.schedules = map[string]*desktop.BackupSchedule{}
 	}

@@ -22,6 +22,28 @@ type ScheduleRequest struct {
 	Actor        string
 }
 
+// Schedule is the schedule req asks for, of desktop desktopID to target
+// targetID, set at now: what req leaves out takes its default, and its
+// first backup is due one period on. A schedule out of bounds is a
+// ValidationError.
+func (req ScheduleRequest) Schedule(desktopID, targetID string, now time.Time) (*desktop.BackupSchedule, error) {
+	or := func(p *int, def int) int {
+		if p == nil {
+			return def
+		}
+		return *p
+	}
+	s := &desktop.BackupSchedule{DesktopID: desktopID, TargetID: targetID, EveryMinutes: or(req.EveryMinutes, desktop.DefaultBackupEvery),
+		KeepLast: or(req.KeepLast, 0), KeepHourly: or(req.KeepHourly, desktop.DefaultKeepHourly),
+		KeepDaily: or(req.KeepDaily, desktop.DefaultKeepDaily), KeepWeekly: or(req.KeepWeekly, desktop.DefaultKeepWeekly),
+		UpdatedAt: now, UpdatedBy: req.Actor}
+	if err := desktop.ValidateBackupSchedule(s); err != nil {
+		return nil, err
+	}
+	s.NextAt = now.Add(time.Duration(s.EveryMinutes) * time.Minute)
+	return s, nil
+}
+
 // scheduleActor is who takes scheduled backups, in events.
 const scheduleActor = "schedule"
 
@@ -45,21 +67,10 @@ func (b *Backups) SetSchedule(ctx context.Context, desktopID string, req Schedul
 	if err != nil {
 		return nil, err
 	}
-	or := func(p *int, def int) int {
-		if p == nil {
-			return def
-		}
-		return *p
-	}
-	now := time.Now().UTC()
-	s := &desktop.BackupSchedule{DesktopID: d.ID, TargetID: t.ID, EveryMinutes: or(req.EveryMinutes, desktop.DefaultBackupEvery),
-		KeepLast: or(req.KeepLast, 0), KeepHourly: or(req.KeepHourly, desktop.DefaultKeepHourly),
-		KeepDaily: or(req.KeepDaily, desktop.DefaultKeepDaily), KeepWeekly: or(req.KeepWeekly, desktop.DefaultKeepWeekly),
-		UpdatedAt: now, UpdatedBy: req.Actor}
-	if err := desktop.ValidateBackupSchedule(s); err != nil {
+	s, err := req.Schedule(d.ID, t.ID, time.Now().UTC())
+	if err != nil {
 		return nil, err
 	}
-	s.NextAt = now.Add(time.Duration(s.EveryMinutes) * time.Minute)
 	if err := b.schedules.PutSchedule(ctx, s); err != nil {
 		return nil, err
 	}
