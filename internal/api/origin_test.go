@@ -146,7 +146,6 @@ type fakeTLS struct {
 func (f fakeTLS) Status() webtls.Status {
 	return webtls.Status{Mode: webtls.ModeAuto, Names: []webtls.NameStatus{{Name: f.name, NotAfter: f.at, Issuer: "Pebble"}}}
 }
-func (f fakeTLS) Soonest() (string, time.Time) { return f.name, f.at }
 
 // Health says when the certificate expires and warns two weeks ahead;
 // info says so in strings (its contract), /tls in detail.
@@ -249,4 +248,3 @@ type failingTLS struct{ next time.Time }
 func (f failingTLS) Status() webtls.Status {
 	return webtls.Status{Mode: webtls.ModeAuto, Names: []webtls.NameStatus{{Name: "bureau.example.com", LastError: "rateLimited", NextTry: f.next}}}
 }
-func (f failingTLS) Soonest() (string, time.Time) { return "", time.Time{} }

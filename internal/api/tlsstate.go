@@ -13,9 +13,6 @@ import (
 // TLSState is what bureau's own HTTPS certificates are (webtls.Certs).
 type TLSState interface {
 	Status() webtls.Status
-	// Soonest is the earliest expiry among the certificates served and
-	// its name (zero: none served yet).
-	Soonest() (string, time.Time)
 }
 
 // expiryWarning is how close to expiry a certificate makes health warn.
@@ -36,7 +33,7 @@ func (s *siteHandlers) info(c *gin.Context) (reply, error) {
 	if s.tls != nil {
 		st := s.tls.Status()
 		out["tls"] = string(st.Mode)
-		if _, at := s.tls.Soonest(); !at.IsZero() {
+		if _, at := st.Soonest(); !at.IsZero() {
 			out["tls_not_after"] = at.UTC().Format(time.RFC3339)
 		}
 		var failing []string
@@ -67,7 +64,7 @@ func (s *siteHandlers) tlsStatus(c *gin.Context) (reply, error) {
 func (s *siteHandlers) health(c *gin.Context) {
 	out := gin.H{"status": "ok"}
 	if s.tls != nil {
-		if name, at := s.tls.Soonest(); !at.IsZero() {
+		if name, at := s.tls.Status().Soonest(); !at.IsZero() {
 			out["tls_not_after"] = at.UTC().Format(time.RFC3339)
 			if left := time.Until(at); left < expiryWarning {
 				out["warnings"] = []string{fmt.Sprintf("the TLS certificate for %s expires in %s", name, left.Round(time.Hour))}

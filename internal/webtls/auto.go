@@ -3,6 +3,7 @@ package webtls
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -40,23 +41,27 @@ func (c *Certs) newAuto() error {
 		Client:      client,
 		Email:       c.cfg.Email,
 		RenewBefore: c.cfg.RenewBefore,
-		HostPolicy:  c.policy,
+		HostPolicy: func(ctx context.Context, name string) error {
+			if err := c.policy(ctx, name); err != nil {
+				return refusal{err}
+			}
+			return nil
+		},
 	}
 	c.get = func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 		if isChallenge(hello) {
 			return m.GetCertificate(hello)
 		}
 		name := strings.TrimSuffix(strings.ToLower(hello.ServerName), ".")
-		// Refused names are not remembered: anyone can send any name.
-		if err := c.policy(context.Background(), name); err != nil {
-			return nil, err
-		}
 		if wait := c.backingOff(name); wait > 0 {
 			return nil, fmt.Errorf("no certificate for %q: the last attempt failed; next in %s", name, wait.Round(time.Second))
 		}
-		cert, err := m.GetCertificate(hello)
+		cert, err := m.GetCertificate(hello) // asks HostPolicy first
 		if err != nil {
-			c.failed(name, err, 0)
+			// Refused names are not remembered: anyone can send any name.
+			if !errors.As(err, new(refusal)) {
+				c.failed(name, err, 0)
+			}
 			return nil, err
 		}
 		c.served(cert, name)
@@ -86,6 +91,12 @@ func (c *Certs) policy(ctx context.Context, name string) error {
 	}
 	return c.cfg.Allowed(ctx, name)
 }
+
+// refusal is the policy's no, told apart from a failure to get a
+// certificate.
+type refusal struct{ error }
+
+func (r refusal) Unwrap() error { return r.error }
 
 // isChallenge says whether hello is the CA's TLS-ALPN-01 validation.
 func isChallenge(hello *tls.ClientHelloInfo) bool {

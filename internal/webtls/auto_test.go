@@ -115,7 +115,7 @@ func TestAutoWithPebble(t *testing.T) {
 		}
 		if got.SerialNumber.Cmp(first.SerialNumber) != 0 {
 			t.Logf("renewed %s before expiry; new one valid until %s", first.NotAfter.Sub(time.Now()).Round(time.Second), got.NotAfter.Format(time.TimeOnly))
-			if _, at := c.Soonest(); at.Before(first.NotAfter) {
+			if _, at := c.Status().Soonest(); at.Before(first.NotAfter) {
 				t.Errorf("status still shows the old expiry: %s", at)
 			}
 			break

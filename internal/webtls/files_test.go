@@ -110,7 +110,7 @@ func TestFilesServedAndReloaded(t *testing.T) {
 	if got.SerialNumber.Cmp(second.SerialNumber) != 0 {
 		t.Fatalf("after renewal: serial %s, want %s", got.SerialNumber, second.SerialNumber)
 	}
-	if name, at := c.Soonest(); name != "bureau.test" || !at.Equal(second.NotAfter) {
+	if name, at := c.Status().Soonest(); name != "bureau.test" || !at.Equal(second.NotAfter) {
 		t.Fatalf("soonest: %s %s, want %s", name, at, second.NotAfter)
 	}
 }

@@ -25,7 +25,8 @@ type NameStatus struct {
 	failures  int
 }
 
-// Status is what /api/v1/info and health say about certificates.
+// Status is what /api/v1/tls, /api/v1/info, health and metrics say about
+// certificates.
 type Status struct {
 	Mode  Mode         `json:"mode"`
 	Names []NameStatus `json:"certificates"`
@@ -45,12 +46,10 @@ func (c *Certs) Status() Status {
 
 // Soonest is the earliest expiry among the certificates served (zero if
 // none yet) and its name: health warns when it is near.
-func (c *Certs) Soonest() (string, time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (s Status) Soonest() (string, time.Time) {
 	var name string
 	var at time.Time
-	for _, n := range c.names {
+	for _, n := range s.Names {
 		if !n.NotAfter.IsZero() && (at.IsZero() || n.NotAfter.Before(at)) {
 			name, at = n.Name, n.NotAfter
 		}
