@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bureau/bureau/internal/config"
+	"github.com/bureau/bureau/internal/webtls"
 )
 
 // checkPublicURL checks BUREAU_PUBLIC_URL by serve's own rule
@@ -30,25 +31,23 @@ func checkPublicURL(c config.Config) finding {
 	return ok(u.String())
 }
 
-// certWarnBefore is how long before its expiry a certificate warns.
-const certWarnBefore = 14 * 24 * time.Hour
-
 // checkTLS checks BUREAU_TLS and, in files mode, its certificate: the
 // certificate and key load as a pair, the certificate is valid now and
-// for more than certWarnBefore, and it names publicHost (wildcards
+// for more than webtls.ExpiryWarning, and it names publicHost (wildcards
 // count).
 func checkTLS(mode, certFile, keyFile, publicHost string) finding {
-	switch strings.ToLower(strings.TrimSpace(mode)) {
-	case "", "off":
+	m, err := webtls.ParseMode(mode)
+	if err != nil {
+		return fail(err.Error(), "BUREAU_TLS=off, files or auto")
+	}
+	switch m {
+	case webtls.ModeOff:
 		return ok("off: plain HTTP: only behind a TLS proxy or on loopback")
-	case "auto":
+	case webtls.ModeAuto:
 		if publicHost == "" {
 			return fail("BUREAU_TLS=auto without BUREAU_PUBLIC_URL: no name to get a certificate for", "BUREAU_PUBLIC_URL=https://<this host's DNS name>")
 		}
 		return ok("auto: certificates from the ACME CA for " + publicHost + " (it must reach this host on :443 or :80)")
-	case "files":
-	default:
-		return fail(fmt.Sprintf("BUREAU_TLS=%q", mode), "BUREAU_TLS=off, files or auto")
 	}
 	if certFile == "" || keyFile == "" {
 		return fail("BUREAU_TLS=files without BUREAU_TLS_CERT and BUREAU_TLS_KEY", "BUREAU_TLS_CERT=<PEM chain> and BUREAU_TLS_KEY=<PEM key>")
@@ -72,7 +71,7 @@ func checkTLS(mode, certFile, keyFile, publicHost string) finding {
 		return fail(fmt.Sprintf("%s expired %s", certFile, leaf.NotAfter.UTC().Format(time.RFC3339)), "renew the certificate (bureau reloads the files when they change), or BUREAU_TLS=auto")
 	case publicHost != "" && leaf.VerifyHostname(publicHost) != nil:
 		return fail(fmt.Sprintf("%s does not cover %s (it names %s)", certFile, publicHost, names), "a certificate for "+publicHost+" (or a wildcard covering it), or fix BUREAU_PUBLIC_URL")
-	case left < certWarnBefore:
+	case left < webtls.ExpiryWarning:
 		return warn(fmt.Sprintf("%s expires in %s (%s)", certFile, left.Round(time.Hour), leaf.NotAfter.UTC().Format(time.RFC3339)), "renew the certificate (bureau reloads the files when they change)")
 	}
 	detail := fmt.Sprintf("files: %s for %s, until %s", certFile, names, leaf.NotAfter.UTC().Format("2006-01-02"))

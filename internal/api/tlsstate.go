@@ -15,9 +15,6 @@ type TLSState interface {
 	Status() webtls.Status
 }
 
-// expiryWarning is how close to expiry a certificate makes health warn.
-const expiryWarning = 14 * 24 * time.Hour
-
 // info serves /api/v1/info: Deps.Info, the public URL, and in a word each
 // the state of bureau's certificates when it serves HTTPS (every value a
 // string, as the contract has always said; tlsStatus has the detail).
@@ -66,7 +63,7 @@ func (s *siteHandlers) health(c *gin.Context) {
 	if s.tls != nil {
 		if name, at := s.tls.Status().Soonest(); !at.IsZero() {
 			out["tls_not_after"] = at.UTC().Format(time.RFC3339)
-			if left := time.Until(at); left < expiryWarning {
+			if left := time.Until(at); left < webtls.ExpiryWarning {
 				out["warnings"] = []string{fmt.Sprintf("the TLS certificate for %s expires in %s", name, left.Round(time.Hour))}
 			}
 		} else {

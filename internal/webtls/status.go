@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// ExpiryWarning is how close to its expiry a certificate is warned about
+// (health, bureau doctor): time for a renewal that failed to be noticed.
+const ExpiryWarning = 14 * 24 * time.Hour
+
 // NameStatus is one certificate's state.
 type NameStatus struct {
 	// Name is the name the certificate was asked for (files mode: its
