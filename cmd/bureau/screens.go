@@ -44,3 +44,7 @@ func newComputer(h *hv.Hypervisor, screens computer.Screen) *computer.Computer {
 	c.Display = h
 	return c
 }
+
+// A live framebuffer is what settles screenshots and verifies actions; the
+// Computer finds it by this interface, so it must stay one.
+var _ computer.LiveScreen = (*framebuffer.Keeper)(nil)

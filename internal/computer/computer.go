@@ -39,12 +39,18 @@ type Screen interface {
 
 // LiveScreen is a Screen kept current by the display's own change reports
 // (internal/framebuffer): settling waits on them instead of comparing
-// screenshots, and scaled or JPEG screenshots start from its pixels.
-// Either answers an error when the desktop has no live screen now; the
-// Computer then uses Screenshot.
+// screenshots, scaled or JPEG screenshots start from its pixels, and input
+// actions are verified by them (verify.go). Each answers an error when the
+// desktop has no live screen now; the Computer then uses Screenshot, or
+// says it could not verify.
 type LiveScreen interface {
 	Settle(ctx context.Context, domain string, quiet, limit time.Duration) (image.Image, bool, error)
 	Frame(ctx context.Context, domain string) (image.Image, error)
+	// Version is a mark of the screen as it is now, for Changed.
+	Version(ctx context.Context, domain string) (uint64, error)
+	// Changed watches for up to within for a change since the mark and
+	// returns at the first, with how long after the call it was seen.
+	Changed(ctx context.Context, domain string, since uint64, within time.Duration) (bool, time.Duration, error)
 }
 
 // Guest runs commands inside a VM through its guest agent.
@@ -106,6 +112,13 @@ type Request struct {
 	// had one: for a guest whose keyboard LEDs misbehave, and to compare);
 	// "" or "auto" acknowledges when the guest can.
 	Keyboard string `json:"keyboard,omitempty"`
+	// VerifyMS is how long after each input action the screen is watched
+	// for a change (verify.go): nil for DefaultVerify, 0 for no check,
+	// else 1..10000 ms.
+	VerifyMS *int `json:"verify_ms,omitempty"`
+	// Expect "change" stops the request at an input action after which
+	// the screen did not change (a NoEffectError).
+	Expect string `json:"expect,omitempty"`
 }
 
 // Size is a width and height in pixels.
@@ -122,6 +135,9 @@ type Result struct {
 	// Display is the coordinate space used; Screen is the real screen.
 	Display Size `json:"display"`
 	Screen  Size `json:"screen"`
+	// Verify says why input actions carry no screen_changed although
+	// verification was asked for ("unavailable: …").
+	Verify string `json:"verify,omitempty"`
 }
 
 // StepResult reports one action.
@@ -139,6 +155,12 @@ type StepResult struct {
 	// "virtio-paced" (a guest whose LEDs do not answer: paced by time) or
 	// "ps2" (before the guest's virtio driver is up: paced by time).
 	Keyboard string `json:"keyboard,omitempty"`
+	// ScreenChanged says, for an input action that was verified, whether
+	// the screen changed after it within the window; ChangedAfterMS is
+	// how long after the input ended the first change was seen (0: while
+	// it went in).
+	ScreenChanged  *bool  `json:"screen_changed,omitempty"`
+	ChangedAfterMS *int64 `json:"changed_after_ms,omitempty"`
 }
 
 // maxActions bounds one request.
@@ -157,6 +179,10 @@ func (c *Computer) Run(ctx context.Context, domain string, req Request) (*Result
 		return nil, invalid("action", "give an action, a list of actions, or screenshot: true")
 	case len(actions) > maxActions:
 		return nil, invalid("actions", fmt.Sprintf("at most %d actions per request", maxActions))
+	}
+	window, expect, err := verifyWindow(req)
+	if err != nil {
+		return nil, err
 	}
 	switch req.Keyboard {
 	case "", "auto":
@@ -192,15 +218,20 @@ func (c *Computer) Run(ctx context.Context, domain string, req Request) (*Result
 			return nil, err
 		}
 	}
+	watch, err := c.newWatcher(ctx, domain, window, expect, steps)
+	if err != nil {
+		return nil, err
+	}
 	res := &Result{Results: make([]StepResult, 0, len(steps)), Display: sc.display(), Screen: Size{w, h}}
-	for _, s := range steps {
-		begun := time.Now()
-		r, err := c.run(ctx, domain, sc, s)
-		r.Action, r.DurationMS = s.name, time.Since(begun).Milliseconds()
+	for i, s := range steps {
+		r, err := c.runStep(ctx, domain, sc, watch, i, s, res.Results)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.name, err)
+			return nil, err
 		}
 		res.Results = append(res.Results, r)
+	}
+	if watch != nil {
+		res.Verify = watch.off
 	}
 	if req.Screenshot {
 		img, err := c.settledImage(ctx, domain, sc, nil)
@@ -210,6 +241,29 @@ func (c *Computer) Run(ctx context.Context, domain string, req Request) (*Result
 		res.Screenshot = img
 	}
 	return res, nil
+}
+
+// runStep runs step i, verifying it when it sends input and w is set;
+// done are the results of the steps before it.
+func (c *Computer) runStep(ctx context.Context, domain string, sc *scaler, w *watcher, i int, s step, done []StepResult) (StepResult, error) {
+	verify := w != nil && s.sendsInput()
+	if verify {
+		if err := w.before(ctx, i, done); err != nil {
+			return StepResult{}, err
+		}
+	} else if w != nil {
+		w.fresh = false // the screen may change meanwhile
+	}
+	begun := time.Now()
+	r, err := c.run(ctx, domain, sc, s)
+	r.Action, r.DurationMS = s.name, time.Since(begun).Milliseconds()
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", s.name, err)
+	}
+	if verify {
+		err = w.after(ctx, i, s, &r, done)
+	}
+	return r, err
 }
 
 func (c *Computer) run(ctx context.Context, domain string, sc *scaler, s step) (StepResult, error) {

@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/jpeg"
 	"image/png"
+	"math"
 	"time"
 
 	"golang.org/x/image/draw"
@@ -22,6 +23,37 @@ type Image struct {
 	// for it to settle ran out; SettleMS is how long the wait took.
 	Settled  *bool  `json:"settled,omitempty"`
 	SettleMS *int64 `json:"settle_ms,omitempty"`
+	// Scale is image pixels per screen pixel (0.5: a 1280x800 screen shown
+	// at 640x400); ScaleY is the vertical one when it differs (the image
+	// has another aspect than what it shows).
+	Scale  float64 `json:"scale,omitempty"`
+	ScaleY float64 `json:"scale_y,omitempty"`
+	// Coordinates says how the image relates to the coordinates actions
+	// take (the Coordinates constants).
+	Coordinates string `json:"coordinates,omitempty"`
+}
+
+// Image.Coordinates: "display", the image is the request's display (its
+// pixels are the coordinates actions take); "screen", actions take screen
+// coordinates (an image pixel is 1/Scale of them); "region", the image
+// shows a zoom region only (pixel x is x0 + x*(x1-x0)/width in display
+// coordinates).
+const (
+	CoordinatesDisplay = "display"
+	CoordinatesScreen  = "screen"
+	CoordinatesRegion  = "region"
+)
+
+// scaledFrom notes the scale of an image made from a srcW x srcH area of
+// the screen: ScaleY only when the height is a pixel or more off what
+// Scale alone would make it.
+func (img *Image) scaledFrom(srcW, srcH int) {
+	round := func(f float64) float64 { return math.Round(f*1e6) / 1e6 }
+	sx := float64(img.Width) / float64(srcW)
+	img.Scale, img.ScaleY = round(sx), 0
+	if math.Abs(float64(srcH)*sx-float64(img.Height)) >= 1 {
+		img.ScaleY = round(float64(img.Height) / float64(srcH))
+	}
 }
 
 // ShotOptions shape a screenshot.
@@ -185,7 +217,12 @@ func (c *Computer) settledImage(ctx context.Context, domain string, sc *scaler, 
 	}
 	opts := ShotOptions{Width: sc.w, Height: sc.h}
 	if region == nil {
-		return st.encode(opts, nil)
+		img, err := st.encode(opts, nil)
+		if err != nil {
+			return nil, err
+		}
+		img.Coordinates = CoordinatesDisplay
+		return img, nil
 	}
 	tl := sc.real(Point{region[0], region[1]})
 	br := sc.real(Point{region[2] - 1, region[3] - 1})
@@ -193,11 +230,26 @@ func (c *Computer) settledImage(ctx context.Context, domain string, sc *scaler, 
 	// Fit the region into the display, keeping its aspect.
 	scale := min(float64(sc.w)/float64(crop.Dx()), float64(sc.h)/float64(crop.Dy()))
 	opts.Width, opts.Height = max(1, int(float64(crop.Dx())*scale)), max(1, int(float64(crop.Dy())*scale))
-	return st.encode(opts, &crop)
+	img, err := st.encode(opts, &crop)
+	if err != nil {
+		return nil, err
+	}
+	img.Coordinates = CoordinatesRegion
+	return img, nil
 }
 
-// Screenshot takes a screenshot of domain shaped by opts.
+// Screenshot takes a screenshot of domain shaped by opts; its coordinates
+// are the screen's.
 func (c *Computer) Screenshot(ctx context.Context, domain string, opts ShotOptions) (*Image, error) {
+	img, err := c.screenshot(ctx, domain, opts)
+	if err != nil {
+		return nil, err
+	}
+	img.Coordinates = CoordinatesScreen
+	return img, nil
+}
+
+func (c *Computer) screenshot(ctx context.Context, domain string, opts ShotOptions) (*Image, error) {
 	if opts.Settle {
 		st, err := c.settle(ctx, domain, opts.Source)
 		if err != nil {
@@ -232,7 +284,7 @@ func encode(src []byte, opts ShotOptions, crop *image.Rectangle) (*Image, error)
 		return nil, fmt.Errorf("screenshot: %w", err)
 	}
 	if w, h := fit(opts, cfg.Width, cfg.Height); (opts.Format == "" || opts.Format == "png") && crop == nil && w == cfg.Width && h == cfg.Height {
-		return &Image{MediaType: "image/png", Data: src, Width: w, Height: h}, nil
+		return &Image{MediaType: "image/png", Data: src, Width: w, Height: h, Scale: 1}, nil
 	}
 	m, err := png.Decode(bytes.NewReader(src))
 	if err != nil {
@@ -292,7 +344,9 @@ func encodeImage(m image.Image, opts ShotOptions, crop *image.Rectangle) (*Image
 	if err != nil {
 		return nil, fmt.Errorf("encode screenshot: %w", err)
 	}
-	return &Image{MediaType: "image/" + format, Data: out.Bytes(), Width: w, Height: h}, nil
+	img := &Image{MediaType: "image/" + format, Data: out.Bytes(), Width: w, Height: h}
+	img.scaledFrom(bw, bh)
+	return img, nil
 }
 
 func subImage(m image.Image, r image.Rectangle) image.Image {

@@ -21,7 +21,25 @@ type fakeLive struct {
 	down    bool        // no live framebuffer now
 	settles int
 	frames  int
+
+	// Watching for changes: effects[i] is when the screen changes after
+	// the i-th watch began (negative or missing: it does not); lostAt is
+	// the watch (counted from 1) at which the framebuffer goes away.
+	effects []time.Duration
+	lostAt  int
+	marks   []int // input calls sent when each mark was taken
+	watches []watch
 }
+
+// watch is one call to Changed: its window, the mark it compared with
+// and how many input calls had been sent.
+type watch struct {
+	window time.Duration
+	since  uint64
+	calls  int
+}
+
+var _ LiveScreen = (*fakeLive)(nil)
 
 func (l *fakeLive) Settle(_ context.Context, _ string, quiet, _ time.Duration) (image.Image, bool, error) {
 	if l.down {
@@ -38,6 +56,33 @@ func (l *fakeLive) Frame(context.Context, string) (image.Image, error) {
 	}
 	l.frames++
 	return l.frame, nil
+}
+
+func (l *fakeLive) Version(context.Context, string) (uint64, error) {
+	if l.down {
+		return 0, errors.New("no live framebuffer")
+	}
+	l.fakeVM.mu.Lock()
+	defer l.fakeVM.mu.Unlock()
+	l.marks = append(l.marks, len(l.fakeVM.calls))
+	return uint64(len(l.marks)), nil
+}
+
+// Changed answers what effects scripts, as a framebuffer watched for
+// within would see it.
+func (l *fakeLive) Changed(_ context.Context, _ string, since uint64, within time.Duration) (bool, time.Duration, error) {
+	l.fakeVM.mu.Lock()
+	defer l.fakeVM.mu.Unlock()
+	l.watches = append(l.watches, watch{within, since, len(l.fakeVM.calls)})
+	n := len(l.watches)
+	if l.down || n == l.lostAt {
+		l.down = true
+		return false, 0, errors.New("no live framebuffer")
+	}
+	if n <= len(l.effects) && l.effects[n-1] >= 0 && l.effects[n-1] <= within {
+		return true, l.effects[n-1], nil
+	}
+	return false, 0, nil
 }
 
 func newLive(t *testing.T) (*Computer, *fakeLive) {

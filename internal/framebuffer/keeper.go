@@ -37,6 +37,7 @@ type Keeper struct {
 
 	mu   sync.Mutex
 	live map[string]*live
+	gens atomic.Uint64 // framebuffers made, numbering them (see Version)
 	stop chan struct{}
 	once sync.Once
 }
@@ -45,6 +46,7 @@ type Keeper struct {
 // every screenshot of a stopped desktop does not dial again).
 type live struct {
 	ready  chan struct{}
+	gen    uint64
 	conn   *Conn
 	err    error
 	failed time.Time
@@ -92,7 +94,7 @@ func (k *Keeper) get(ctx context.Context, domain string) (*live, error) {
 		}
 	}
 	if l == nil {
-		l = &live{ready: make(chan struct{})}
+		l = &live{ready: make(chan struct{}), gen: k.gens.Add(1)}
 		k.live[domain] = l
 		k.mu.Unlock()
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dialWait)
