@@ -47,6 +47,7 @@ func TestBench(t *testing.T) {
 	s.settledScreenshot(adminToken, d.ID, 3*time.Minute)
 	coldVisible := time.Since(t0)
 	add("create → desktop visible (screen settled)", coldVisible)
+	add("create → ready (ready_at: session up, as bureau saw it)", benchReadyAt(t, s, d.ID, t0))
 
 	benchScreen(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
 	benchComputer(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
@@ -68,6 +69,7 @@ func TestBench(t *testing.T) {
 	s.waitGuest(run, "xfce", "pgrep -u agent -x xfce4-panel && pgrep -u agent -x xfdesktop", 10*time.Minute)
 	s.settledScreenshot(adminToken, d.ID, 3*time.Minute)
 	add("start → desktop visible (screen settled)", time.Since(t2))
+	add("start → ready (ready_at)", benchReadyAt(t, s, d.ID, t2))
 	t3 := time.Now()
 	benchCall(t, s, adminToken, "DELETE", "/api/v1/desktops/"+d.ID+"?delete_data=true", nil, nil)
 	add("delete (running, with data)", time.Since(t3))
@@ -80,6 +82,7 @@ func TestBench(t *testing.T) {
 	t.Cleanup(func() { s.call(adminToken, "DELETE", "/api/v1/desktops/"+w.ID+"?delete_data=true", nil, nil) })
 	warm := s.waitState(adminToken, w.ID, desktop.StateRunning, 5*time.Minute)
 	add("warm create → running", time.Since(t4))
+	add("warm create → ready (ready_at)", benchReadyAt(t, s, w.ID, t4))
 	s.waitAgent(warm, 2*time.Minute)
 	add("warm create → guest agent answers", time.Since(t4))
 	s.settledScreenshot(adminToken, w.ID, 3*time.Minute)
@@ -201,4 +204,16 @@ func benchPut(t *testing.T, s *server, token, path, ctype string, body []byte) {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		t.Fatalf("PUT %s: %d %.2000s", path, resp.StatusCode, bytes.TrimSpace(b))
 	}
+}
+
+// benchReadyAt waits until the desktop is ready and answers when it
+// became so (its ready_at), counted from t0.
+func benchReadyAt(t *testing.T, s *server, id string, t0 time.Time) time.Duration {
+	t.Helper()
+	var d apiv1.Desktop
+	benchCall(t, s, adminToken, "GET", "/api/v1/desktops/"+id+"?wait=ready&timeout_s=600", nil, &d)
+	if !d.Ready || d.ReadyAt == nil {
+		t.Fatalf("desktop %s not ready after 10 minutes: up %q, waiting for %q", id, d.Up, d.WaitingFor)
+	}
+	return d.ReadyAt.Sub(t0)
 }

@@ -295,6 +295,8 @@ func (s *server) putRaw(token, path, ctype string, body []byte) int {
 type apiErr struct {
 	Error struct {
 		Code, Message, Field, State string
+		Up                          string `json:"up"`
+		WaitingFor                  string `json:"waiting_for"`
 	} `json:"error"`
 }
 

@@ -82,6 +82,7 @@ func TestDesktopLifecycle(t *testing.T) {
 		t.Errorf("running desktop: %+v", running)
 	}
 	s.expectError(alice.Token, "POST", "/api/v1/desktops/"+d.ID+"/start", nil, 409, "invalid_state")
+	notReadyYet(t, s, alice.Token, d.ID)
 	agentAfter := s.waitAgent(running, 10*time.Minute)
 	t.Logf("create→guest agent: %s (accelerator %s)", time.Since(createdAt).Round(time.Second), running.Accelerator)
 	_ = agentAfter
@@ -103,6 +104,7 @@ func TestDesktopLifecycle(t *testing.T) {
 	visible := s.waitGuest(running, "Xfce session", "pgrep -u agent -x xfce4-session && pgrep -u agent -x xfce4-panel && pgrep -u agent -x xfdesktop", 10*time.Minute)
 	t.Logf("create→xfce panel and desktop up: %s", time.Since(createdAt).Round(time.Second))
 	_ = visible
+	waitReady(t, s, alice.Token, d.ID, createdAt)
 	shot := s.settledScreenshot(alice.Token, d.ID, 2*time.Minute)
 	checkDesktopVisible(t, shot)
 	os.WriteFile(filepath.Join(os.TempDir(), "bureau-e2e-desktop.png"), shot, 0o644)

@@ -84,6 +84,13 @@ func TestWarmCreate(t *testing.T) {
 			}
 		}
 		took("running")
+		// Ready as soon as its identity is applied: the session came with
+		// the template's RAM.
+		var ready apiv1.Desktop
+		if code := s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"?wait=ready&timeout_s=60", nil, &ready); code != http.StatusOK || !ready.Ready || ready.Up != "session" {
+			t.Errorf("%s: wait=ready: %d ready=%v up=%q waiting_for=%q", name, code, ready.Ready, ready.Up, ready.WaitingFor)
+		}
+		took("ready")
 		s.waitAgent(running, time.Minute)
 		took("guest agent")
 		shot := s.settledScreenshot(adminToken, d.ID, 2*time.Minute)
@@ -115,10 +122,24 @@ func TestWarmCreate(t *testing.T) {
 		}
 		var evs struct{ Events []apiv1.Event }
 		s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/events", nil, &evs)
-		if last := evs.Events[len(evs.Events)-1]; !strings.Contains(last.Message, "warm template") || !strings.Contains(last.Message, []string{"a spare restored ahead", "RAM restored"}[i]) {
-			t.Errorf("%s: created event %q", name, last.Message)
+		var created, readyEv apiv1.Event
+		for _, e := range evs.Events {
+			switch e.Type {
+			case "created":
+				created = e
+			case "ready":
+				readyEv = e
+			}
+		}
+		if !strings.Contains(created.Message, "warm template") || !strings.Contains(created.Message, []string{"a spare restored ahead", "RAM restored"}[i]) {
+			t.Errorf("%s: created event %q", name, created.Message)
 		} else {
-			t.Logf("%s: %s", name, last.Message)
+			t.Logf("%s: %s", name, created.Message)
+		}
+		if readyEv.CreatedAt.Before(created.CreatedAt) {
+			t.Errorf("%s: ready (%s) before created (%s): a warm desktop is ready once its identity is applied", name, readyEv.CreatedAt, created.CreatedAt)
+		} else {
+			t.Logf("%s: %s", name, readyEv.Message)
 		}
 	}
 	// Files written in one warm desktop are not in the other.

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/bureau/bureau/internal/console"
-	"github.com/bureau/bureau/web"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -13,6 +11,10 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/bureau/bureau/internal/console"
+	"github.com/bureau/bureau/internal/readiness"
+	"github.com/bureau/bureau/web"
 
 	agentclient "github.com/bureau/bureau/internal/agent/client"
 	"github.com/bureau/bureau/internal/agent/secretsync"
@@ -176,7 +178,9 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	// A desktop's agent holds its services' secrets in memory only: hand
 	// them over at every new session and whenever a desktop starts.
 	sync := &secretsync.SecretSync{Agents: gs, Desktops: m, Secrets: sec, Log: log}
+	ready := followReadiness(ctx, m, gs, log)
 	agents.OnSession(func(domain string) {
+		ready.Recheck(domain)
 		sctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		if err := sync.Sync(sctx, domain); err != nil {
@@ -199,7 +203,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 	met.CountRecordings(recorder.Recording)
 	defer recorder.Close(context.WithoutCancel(ctx))
-	go followDesktops(ctx, m, consoles, agents, sync, desktopFollowers{steps: stepLog, recordings: recorder, screens: screenKeeper})
+	go followDesktops(ctx, m, consoles, agents, sync, desktopFollowers{steps: stepLog, recordings: recorder, screens: screenKeeper, ready: ready})
 	if list, err := m.List(ctx, desktop.Filter{}); err == nil {
 		for _, d := range list {
 			if d.State == desktop.StateRunning {
@@ -222,7 +226,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		PublicURL: reach.public, TrustedProxies: reach.trusted, TLS: tlsState, CertificateNames: certificateNames(names),
 		Consoles: consoles, Web: web.Static, Hosts: hostList, HostLoads: st, Migrations: m.Moves(), Drains: m.Moves(),
 		Backups: m.Backups(), BackupSchedules: m.Backups(),
-		Desktops: m, Computer: newComputer(h, screens), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
+		Desktops: m, Readiness: ready, Computer: newComputer(h, screens), Guest: gs, Clipboard: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
 		SecretsChanged: func(owner, desktopID string) { sync.Changed(context.WithoutCancel(ctx), owner, desktopID) },
 		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, OwnerOpenable: ownerOpenable, Tokens: tokens, Images: imageService(cfg, st, log), Steps: stepLog, StepThumbnails: cfg.StepThumbnails, Recordings: recorder, KeptRecordings: recorder, Log: log,
 		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest, ConsoleBytes: met.ConsoleBytes, ObserveLiveURL: met.ObserveLiveURL,
@@ -244,6 +248,7 @@ type desktopFollowers struct {
 	steps      *steps.Log
 	recordings *recording.Service
 	screens    screenForgetter
+	ready      *readiness.Tracker
 }
 
 func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.Service, agents *agentclient.Client, sync *secretsync.SecretSync, f desktopFollowers) {
@@ -258,6 +263,7 @@ func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.S
 		case ch := <-sub.C:
 			if ch.Desktop != nil {
 				consoles.DesktopChanged(ctx, ch.Desktop)
+				f.ready.Follow(ch.Desktop)
 				f.recordings.DesktopChanged(ctx, ch.Desktop)
 				// Whatever is not plainly running (stopping, rebooting,
 				// reverting, hibernating…) ends the agent's session: the

@@ -98,6 +98,9 @@ type Deps struct {
 	// Web is the browser front end (web.Static): the web console and the
 	// console page.
 	Web fs.FS
+	// Readiness follows whether running desktops are ready (their
+	// session is up); calls that need it answer 409 not_ready before.
+	Readiness Readiness
 	// Live feeds state changes and the audit log; Stats reads VM figures.
 	Live  Live
 	Stats Stats

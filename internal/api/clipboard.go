@@ -35,7 +35,7 @@ type clipboardText struct {
 // getClipboard answers the clipboard: {"text", "types"}, or with
 // ?type=image/png the bytes of that type.
 func (s *clipboardHandlers) getClipboard(c *gin.Context) (reply, error) {
-	d, err := s.running(c, "read the clipboard of")
+	d, err := s.ready(c, "read the clipboard of")
 	if err != nil {
 		return reply{}, err
 	}
@@ -45,7 +45,7 @@ func (s *clipboardHandlers) getClipboard(c *gin.Context) (reply, error) {
 // putClipboard sets the clipboard: a JSON body {"text"}, or the raw bytes
 // of an image with its Content-Type.
 func (s *clipboardHandlers) putClipboard(c *gin.Context) (reply, error) {
-	d, err := s.running(c, "set the clipboard of")
+	d, err := s.ready(c, "set the clipboard of")
 	if err != nil {
 		return reply{}, err
 	}

@@ -40,7 +40,7 @@ func (s *computerHandlers) computerAction(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	d, err := s.running(c, "use")
+	d, err := s.ready(c, "use")
 	if err != nil {
 		return reply{}, err
 	}
@@ -79,6 +79,12 @@ func (s *computerHandlers) screenshot(c *gin.Context) {
 	}
 	c.Header("Cache-Control", "no-store")
 	c.Header("X-Screen-Size", strconv.Itoa(img.Width)+"x"+strconv.Itoa(img.Height))
+	if img.Scale > 0 {
+		c.Header("X-Scale", strconv.FormatFloat(img.Scale, 'f', -1, 64))
+	}
+	if img.ScaleY > 0 {
+		c.Header("X-Scale-Y", strconv.FormatFloat(img.ScaleY, 'f', -1, 64))
+	}
 	if img.Settled != nil && img.SettleMS != nil {
 		c.Header("X-Settled", strconv.FormatBool(*img.Settled))
 		c.Header("X-Settle-Ms", strconv.FormatInt(*img.SettleMS, 10))
@@ -94,7 +100,7 @@ func (s *computerHandlers) setResolution(c *gin.Context) (reply, error) {
 	if err := decode(c, &body); err != nil {
 		return reply{}, err
 	}
-	d, err := s.running(c, "resize the screen of")
+	d, err := s.ready(c, "resize the screen of")
 	if err != nil {
 		return reply{}, err
 	}

@@ -37,6 +37,9 @@ type core struct {
 	limits  *limiter
 	// origin is how clients reach bureau (the links handed out).
 	origin *origin
+	// readiness says whether running desktops are ready (nil: not
+	// followed; every running desktop is taken as ready).
+	readiness Readiness
 }
 
 // reply is what a handler returns: a status and a JSON body.

@@ -152,6 +152,13 @@ func (s *desktopHandlers) listDesktops(c *gin.Context) (reply, error) {
 }
 
 func (s *desktopHandlers) getDesktop(c *gin.Context) (reply, error) {
+	switch c.Query("wait") {
+	case "":
+	case "ready":
+		return s.waitReady(c)
+	default:
+		return reply{}, &desktop.ValidationError{Field: "wait", Message: `the one thing to wait for is "ready"`}
+	}
 	d, err := s.owned(c)
 	if err != nil {
 		return reply{}, err

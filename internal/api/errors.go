@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/bureau/bureau/internal/computer"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/hosts"
 	"github.com/bureau/bureau/internal/images"
@@ -34,6 +35,11 @@ type errorBody struct {
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
 	State   string `json:"state,omitempty"`
+	// not_ready: how far the desktop has come and what it waits for.
+	Up         string `json:"up,omitempty"`
+	WaitingFor string `json:"waiting_for,omitempty"`
+	// no_effect: the computer-use action at fault.
+	Index *int `json:"index,omitempty"`
 }
 
 // fail is the one place errors become HTTP responses.
@@ -60,8 +66,12 @@ func classify(err error) (int, errorBody) {
 		dc *desktop.ConflictError
 		hi *hosts.InvalidError
 		hn *hosts.NotReadyError
+		ne *computer.NoEffectError
 	)
+	var nr *notReady
 	switch {
+	case errors.As(err, &nr):
+		return http.StatusConflict, errorBody{Code: "not_ready", Message: err.Error(), State: string(desktop.StateRunning), Up: nr.up, WaitingFor: nr.waiting}
 	case errors.As(err, &hi):
 		return http.StatusUnprocessableEntity, errorBody{Code: "invalid", Message: err.Error(), Field: hi.Field}
 	case errors.As(err, &hn):
@@ -76,6 +86,10 @@ func classify(err error) (int, errorBody) {
 		return http.StatusConflict, errorBody{Code: "in_use", Message: err.Error()}
 	case errors.Is(err, hosts.ErrUnreachable):
 		return http.StatusUnprocessableEntity, errorBody{Code: "host_unreachable", Message: err.Error(), Field: "uri"}
+	case errors.As(err, &ne):
+		return http.StatusUnprocessableEntity, errorBody{Code: "no_effect", Message: err.Error(), Index: &ne.Index}
+	case errors.As(err, new(*computer.CannotVerifyError)):
+		return http.StatusConflict, errorBody{Code: "cannot_verify", Message: err.Error()}
 	case errors.As(err, &ve):
 		return http.StatusUnprocessableEntity, errorBody{Code: "invalid", Message: err.Error(), Field: ve.Field}
 	case errors.As(err, &te):

@@ -74,7 +74,7 @@ func (s *guestHandlers) execCommand(c *gin.Context) (reply, error) {
 	if req.Background && stream {
 		return reply{}, &desktop.ValidationError{Field: "stream", Message: "a background process is not streamed: read its log (GET /processes/{id}/log?follow=true)"}
 	}
-	d, err := s.running(c, "exec in")
+	d, err := s.ready(c, "exec in")
 	if err != nil {
 		return reply{}, err
 	}
@@ -208,7 +208,7 @@ func (e *sseWriter) event(kind string, v any) error {
 // getFile downloads a file (streamed, never held in memory) or lists a
 // directory as JSON.
 func (s *guestHandlers) getFile(c *gin.Context) {
-	d, err := s.running(c, "read files of")
+	d, err := s.ready(c, "read files of")
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -261,7 +261,7 @@ func (s *guestHandlers) putFile(c *gin.Context) (reply, error) {
 		}
 		req.Mode = uint32(m)
 	}
-	d, err := s.running(c, "write files of")
+	d, err := s.ready(c, "write files of")
 	if err != nil {
 		return reply{}, err
 	}
@@ -285,7 +285,7 @@ func (s *guestHandlers) deleteFile(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	d, err := s.running(c, "delete files of")
+	d, err := s.ready(c, "delete files of")
 	if err != nil {
 		return reply{}, err
 	}

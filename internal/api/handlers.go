@@ -35,7 +35,7 @@ type handlers struct {
 func newHandlers(d Deps) handlers {
 	s := &core{lifecycle: d.Desktops, screen: d.Desktops, tokens: d.Tokens, streams: auth.NewStreamGrants(), hosts: d.Hosts,
 		log: d.Log, observe: d.Observe, redact: newRedactor(d.HostDirs), limits: newLimiter(),
-		origin: &origin{public: d.PublicURL, trusted: d.TrustedProxies}}
+		origin: &origin{public: d.PublicURL, trusted: d.TrustedProxies}, readiness: d.Readiness}
 	links := &liveLinks{domain: d.PreviewDomain, origin: s.origin}
 	// Services show their live URLs only where bureau serves them.
 	var serviceLinks *liveLinks

@@ -3,7 +3,9 @@ package api
 import (
 	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/guest"
 	"github.com/bureau/bureau/internal/manager"
+	"github.com/bureau/bureau/internal/readiness"
 	"github.com/gin-gonic/gin"
 )
 
@@ -12,6 +14,9 @@ import (
 // admin host paths are left out and hidden in free text.
 func (s *core) forCaller(c *gin.Context, v any) any {
 	p := presenter{hide: s.redact.text, paths: seesHostPaths(c), hosts: s.hostLost(c.Request.Context())}
+	if s.readiness != nil {
+		p.ready = s.readiness.Status
+	}
 	if p.paths {
 		p.hide = func(s string) string { return s }
 	}
@@ -24,6 +29,8 @@ type presenter struct {
 	paths bool                // host path fields are shown
 	// hosts says why a remote host is unreachable ("" when it answers).
 	hosts func(host string) string
+	// ready says how far a running desktop has come (nil: not known).
+	ready func(id string) readiness.Status
 }
 
 // value knows every domain type a handler returns; others pass unchanged.
@@ -124,7 +131,21 @@ func (p presenter) desktop(d *desktop.Desktop) *apiv1.Desktop {
 		}
 	}
 	out.LastError = p.hide(out.LastError)
+	p.readiness(d, out)
 	return out
+}
+
+// readiness fills what a running desktop's readiness is; any other is
+// not ready and says nothing more.
+func (p presenter) readiness(d *desktop.Desktop, out *apiv1.Desktop) {
+	if p.ready == nil || d.State != desktop.StateRunning || d.DeletedAt != nil || out.State != string(desktop.StateRunning) {
+		return
+	}
+	st := p.ready(d.ID)
+	if st.Up == "" { // running, not looked at yet
+		st.Up, st.Waiting = readiness.UpBooting, guest.WaitAgent
+	}
+	out.SetReadiness(st.Ready, st.ReadyAt, st.Up, st.Waiting)
 }
 
 func (p presenter) deleteResult(r *manager.DeleteResult) *apiv1.DeleteResult {

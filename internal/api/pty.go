@@ -47,7 +47,7 @@ func (s *terminalHandlers) pty(c *gin.Context) {
 	if !upgrading(c) {
 		return
 	}
-	d, err := s.running(c, "open a terminal in")
+	d, err := s.ready(c, "open a terminal in")
 	if err != nil {
 		s.fail(c, err)
 		return

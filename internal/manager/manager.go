@@ -321,6 +321,16 @@ func (m *Manager) Events(ctx context.Context, id string, limit int) ([]*desktop.
 	return m.store.ListEvents(ctx, id, limit)
 }
 
+// Note records an event of a desktop that bureau saw outside an
+// operation (its session came up…) and shows live followers the desktop
+// again, as what the API shows of it beside its record changed.
+func (m *Manager) Note(ctx context.Context, id, typ, format string, args ...any) {
+	m.ops.event(ctx, id, typ, "bureau", format, args...)
+	if d, err := m.store.GetDesktop(ctx, id); err == nil {
+		m.Publish(Change{Owner: d.Owner, Desktop: d})
+	}
+}
+
 // vmDefs makes desktops' VM definitions with the host's settings (from
 // Config): QEMU's translation cache under TCG, the desktops' network, and
 // the host group desktops' QEMU processes run in (their files are that

@@ -1,6 +1,8 @@
 package apiv1
 
 import (
+	"time"
+
 	"github.com/bureau/bureau/internal/desktop"
 )
 
@@ -133,4 +135,15 @@ func FromStats(st *desktop.VMStats) *Stats {
 		out.Networks[i] = NetStats{Name: n.Name, RxBytes: n.RxBytes, TxBytes: n.TxBytes}
 	}
 	return out
+}
+
+// SetReadiness fills what bureau follows of a running desktop beside its
+// record: whether it is ready, since when, how far it has come and what
+// it waits for.
+func (d *Desktop) SetReadiness(ready bool, at time.Time, up, waiting string) {
+	d.Ready, d.Up, d.WaitingFor = ready, up, waiting
+	d.ReadyAt = nil
+	if ready {
+		d.ReadyAt = &at
+	}
 }

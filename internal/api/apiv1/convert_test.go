@@ -75,7 +75,13 @@ func zeroFields(v reflect.Value, path string) []string {
 // an API type and forgotten in its converter fails here).
 func TestConvertersCarryEveryField(t *testing.T) {
 	conv := map[string]func() any{
-		"Desktop":      func() any { var d desktop.Desktop; fill(reflect.ValueOf(&d)); return FromDesktop(&d) },
+		"Desktop": func() any {
+			var d desktop.Desktop
+			fill(reflect.ValueOf(&d))
+			out := FromDesktop(&d)
+			out.SetReadiness(true, time.Now(), "session", "x") // not the record's: bureau follows it
+			return out
+		},
 		"Event":        func() any { var e desktop.Event; fill(reflect.ValueOf(&e)); return FromEvent(&e) },
 		"Image":        func() any { var im desktop.Image; fill(reflect.ValueOf(&im)); return FromImage(&im) },
 		"Snapshot":     func() any { var sn desktop.Snapshot; fill(reflect.ValueOf(&sn)); return FromSnapshot(&sn) },

@@ -22,7 +22,16 @@ type Desktop struct {
 	Operation          string     `json:"operation,omitempty"`
 	OperationStep      string     `json:"operation_step,omitempty"`
 	OperationStartedAt *time.Time `json:"operation_started_at,omitempty"`
-	Accelerator        string     `json:"accelerator"`
+	// Ready: it runs and its session is up, so exec, files and computer
+	// use work (they answer 409 not_ready before). ReadyAt is when it
+	// last became ready; Up how far a running desktop has come (booting,
+	// agent, session) and WaitingFor what it still waits for (agent,
+	// user, cloud-init, session).
+	Ready       bool       `json:"ready"`
+	ReadyAt     *time.Time `json:"ready_at,omitempty"`
+	Up          string     `json:"up,omitempty"`
+	WaitingFor  string     `json:"waiting_for,omitempty"`
+	Accelerator string     `json:"accelerator"`
 	// DataDiskPath is where the data disk lives on the host (admins only).
 	DataDiskPath       string        `json:"data_disk_path,omitempty"`
 	IdleTimeoutSeconds int           `json:"idle_timeout_seconds"`
