@@ -53,27 +53,36 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		Use:   "create NAME",
 		Short: "Create a desktop",
 		Args:  cobra.ExactArgs(1),
-		RunE: withClient(func(ctx context.Context, c *client, args []string) error {
-			body.Name = args[0]
-			var err error
-			if body.Placement, err = placement(body.Host, placeLabels); err != nil {
-				return err
-			}
-			for _, f := range []struct {
-				v  time.Duration
-				to **int
-			}{{idle, &body.IdleTimeout}, {nap, &body.NapAfter}, {sleep, &body.SleepAfter}} {
-				if f.v >= 0 {
-					*f.to = new(int(f.v.Seconds()))
-				}
-			}
-			var d apiv1.Desktop
-			if err := c.do(ctx, "POST", "/api/v1/desktops", body, &d); err != nil {
-				return err
-			}
-			return finish(ctx, c, &d, wait)
-		}),
 	}
+	create.RunE = withClient(func(ctx context.Context, c *client, args []string) error {
+		body.Name = args[0]
+		var err error
+		if body.Placement, err = placement(body.Host, placeLabels); err != nil {
+			return err
+		}
+		for _, f := range []struct {
+			v  time.Duration
+			to **int
+		}{{idle, &body.IdleTimeout}, {nap, &body.NapAfter}, {sleep, &body.SleepAfter}} {
+			if f.v >= 0 {
+				*f.to = new(int(f.v.Seconds()))
+			}
+		}
+		ready := newReadyWatcher(create.ErrOrStderr(), time.Now) // its clock runs from the create
+		var d apiv1.Desktop
+		if err := c.do(ctx, "POST", "/api/v1/desktops", body, &d); err != nil {
+			return err
+		}
+		if err := settle(ctx, c, &d, wait, create.ErrOrStderr()); err != nil {
+			return err
+		}
+		if wait > 0 {
+			if err := waitReady(ctx, c, &d, wait-time.Since(ready.begun), ready); err != nil {
+				return err
+			}
+		}
+		return printJSONTo(create.OutOrStdout(), &d)
+	})
 	create.Flags().StringVar(&body.Image, "image", "", "image name (default: the server's default image)")
 	create.Flags().IntVar(&body.VCPUs, "vcpus", 2, "virtual CPUs")
 	create.Flags().IntVar(&body.MemoryMiB, "memory", 4096, "memory in MiB")
@@ -88,7 +97,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 	create.Flags().DurationVar(&idle, "idle-timeout", -1, "hibernate after this long unused (e.g. 30m; 0 = never; default 30m)")
 	create.Flags().DurationVar(&nap, "nap-after", -1, "pause, memory resident, after this long unused (0 = skip; default the server's)")
 	create.Flags().DurationVar(&sleep, "sleep-after", -1, "pause and push memory to compressed swap after this long unused (0 = skip; default the server's)")
-	addWait(create)
+	create.Flags().DurationVar(&wait, "wait", 0, "wait up to this long (e.g. 15m) for the desktop to be made and then ready (running, its session up)")
 
 	list := &cobra.Command{
 		Use:   "list",
@@ -101,9 +110,9 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tNAME\tSTATE\tVCPUS\tMEMORY\tDISK\tIMAGE\tCREATED")
+			fmt.Fprintln(w, "ID\tNAME\tSTATE\tREADY\tVCPUS\tMEMORY\tDISK\tIMAGE\tCREATED")
 			for _, d := range out.Desktops {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d MiB\t%d GiB\t%s\t%s\n", d.ID, d.Name, phase(d), d.VCPUs, d.MemoryMiB, d.DataDiskGiB, d.Image, d.CreatedAt.Format(time.RFC3339))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d MiB\t%d GiB\t%s\t%s\n", d.ID, d.Name, phase(d), readyMark(d), d.VCPUs, d.MemoryMiB, d.DataDiskGiB, d.Image, d.CreatedAt.Format(time.RFC3339))
 			}
 			return w.Flush()
 		}),
@@ -210,7 +219,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 			return nil
 		}),
 	}
-	cmd.AddCommand(create, list, get, op("start", "Start a stopped desktop", none), stop,
+	cmd.AddCommand(create, list, get, waitCmd(cfg), op("start", "Start a stopped desktop", none), stop,
 		op("reboot", "Reboot a running desktop", none), del, events,
 		op("pause", "Freeze a running desktop (RAM stays in host memory)", none),
 		op("resume", "Resume a paused or hibernated desktop", none),

@@ -51,7 +51,7 @@ func TestMCPToolsCallTheAPIAsTheCaller(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	for _, want := range []string{"list_desktops", "create_desktop", "screenshot", "computer", "exec", "read_file", "write_file", "stop_desktop"} {
+	for _, want := range []string{"list_desktops", "create_desktop", "wait_ready", "screenshot", "computer", "exec", "read_file", "write_file", "stop_desktop"} {
 		if !strings.Contains(strings.Join(names, " "), want) {
 			t.Errorf("tool %s missing from %v", want, names)
 		}

@@ -43,17 +43,27 @@ func (a *api) call(ctx context.Context, req *mcp.CallToolRequest, method, path s
 		return r, err
 	}
 	if r.Status >= 400 {
-		var e struct {
-			Error struct {
-				Code, Message string
-			}
-		}
-		if json.Unmarshal(r.Body, &e) == nil && e.Error.Message != "" {
-			return r, fmt.Errorf("%s (%d %s)", e.Error.Message, r.Status, e.Error.Code)
-		}
-		return r, fmt.Errorf("bureau answered %d", r.Status)
+		return r, apiError(r)
 	}
 	return r, nil
+}
+
+// apiError is an API error answer as a tool error: its message and code,
+// and what to do next where the code says (a desktop not ready yet).
+func apiError(r Response) error {
+	var e struct {
+		Error struct {
+			Code, Message string
+		}
+	}
+	if json.Unmarshal(r.Body, &e) != nil || e.Error.Message == "" {
+		return fmt.Errorf("bureau answered %d", r.Status)
+	}
+	err := fmt.Errorf("%s (%d %s)", e.Error.Message, r.Status, e.Error.Code)
+	if e.Error.Code == "not_ready" {
+		return fmt.Errorf("%w. Call wait_ready with this desktop's id, then try again", err)
+	}
+	return err
 }
 
 // callJSON makes a call and returns the API's JSON answer as the tool's

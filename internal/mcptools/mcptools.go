@@ -54,5 +54,6 @@ func NewServer(c Caller, token TokenFunc, version string) *mcp.Server {
 	screen.addConsoleTool(s)
 	files.addListFilesTool(s)
 	history.addStepTools(s)
+	desktops.addReadyTool(s)
 	return s
 }

@@ -59,8 +59,12 @@ class Desktops:
                nap_after_seconds: int | None = None, sleep_after_seconds: int | None = None,
                network: dict | None = None, keyboard_layout: str | None = None, cold: bool | None = None,
                from_snapshot: tuple[str, str] | None = None, host: str | None = None,
-               placement_labels: dict[str, str] | None = None) -> Desktop:
-        """Creates a desktop (it boots in the background: wait_until("running")).
+               placement_labels: dict[str, str] | None = None, wait_ready: bool = False,
+               ready_timeout: float = 600) -> Desktop:
+        """Creates a desktop. It boots in the background, or, with wait_ready,
+        is returned once it is ready (its session up: exec, files and computer
+        use work), within ready_timeout seconds (else Timeout: the desktop is
+        there, still coming up; d.wait_ready() waits on).
 
         from_snapshot=(desktop_id, snapshot_name) clones another desktop's snapshot;
         host (admins) runs it on one of bureau's hosts (default: bureau's own);
@@ -79,7 +83,8 @@ class Desktops:
             body["from"] = {"desktop": from_snapshot[0], "snapshot": from_snapshot[1]}
         if placement_labels is not None:
             body["placement"] = {"labels": dict(placement_labels)}
-        return Desktop(self._c, data=m.Desktop.from_dict(self._c.http.call("createDesktop", json_body=body)))
+        d = Desktop(self._c, data=m.Desktop.from_dict(self._c.http.call("createDesktop", json_body=body)))
+        return d.wait_ready(ready_timeout) if wait_ready else d
 
     def list(self) -> list[Desktop]:
         """Your desktops (every owner's for an admin token)."""

@@ -13,6 +13,10 @@ from .sse import ServerEvent, parse
 if TYPE_CHECKING:
     from .client import Client
 
+# The longest one GET …?wait=ready is asked to wait (the API allows 900 s;
+# a shorter call is less likely to be cut off by a proxy on the way).
+READY_SLICE = 300
+
 class Desktop:
     """A handle on one desktop. Its record is ``.data`` (a models.Desktop,
     refreshed by every call that returns it); its fields read through:
@@ -59,7 +63,7 @@ class Desktop:
         return self._set(self._h.call(op, {"id": self.id}, query, json_body=body))
 
     # Lifecycle. Each returns at once with the operation under way; wait
-    # with wait_until.
+    # with wait_until (a state) or wait_ready (usable: its session is up).
 
     def refresh(self) -> "Desktop":
         """Reads the desktop's record again."""
@@ -128,6 +132,29 @@ class Desktop:
             if time.monotonic() >= deadline:
                 raise Timeout(f"desktop {self.id} is {st} after {timeout:.0f} s, not {'/'.join(sorted(want))}", st)
             time.sleep(poll)
+
+    def wait_ready(self, timeout: float = 600) -> "Desktop":
+        """Waits until the desktop is ready (it runs and its session is up:
+        exec, files, computer use and the clipboard work) and returns it. The
+        server does the waiting (GET …?wait=ready, at most READY_SLICE seconds
+        a call); a desktop asleep is woken, one on its way to running waited
+        for. Raises Conflict (code invalid_state) when it will not get there
+        by itself (stopped, error), Timeout when timeout seconds pass."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            n = max(0, min(int(left), READY_SLICE))
+            asked = time.monotonic()
+            # The socket waits longer than the server, which answers when its time is up.
+            self._set(self._h.call("getDesktop", {"id": self.id}, {"wait": "ready", "timeout_s": n}, timeout=n + 30))
+            if self.data.ready:
+                return self
+            if time.monotonic() >= deadline - 0.5:
+                st, waiting = self.data.state, self.data.waiting_for
+                why = f"waiting for {waiting}" if waiting else st
+                raise Timeout(f"desktop {self.id} is not ready after {timeout:.0f} s ({why})", st)
+            # An answer before its time (a server that does not wait): no busy loop.
+            time.sleep(max(0.0, min(1.0 - (time.monotonic() - asked), deadline - time.monotonic())))
 
     def events(self, limit: int | None = None) -> list[m.Event]:
         """The desktop's history, newest first."""

@@ -43,6 +43,21 @@ class Conflict(BureauError):
     """409: not now: the desktop's state forbids it, it is busy, a name is taken."""
 
 
+class NotReady(Conflict):
+    """409 ``not_ready``: the desktop runs but is not ready for the call yet
+    (exec, files, computer use, the clipboard, terminals). ``up`` says how far
+    it has come (``booting``, ``agent``), ``waiting_for`` what it still waits
+    for (``agent``, ``user``, ``cloud-init``, ``session``); ``Desktop.wait_ready()``
+    waits for it."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None = None,
+                 state: str | None = None, retry_after: float | None = None,
+                 up: str | None = None, waiting_for: str | None = None):
+        super().__init__(status, code, message, field, state, retry_after)
+        self.up = up
+        self.waiting_for = waiting_for
+
+
 class Invalid(BureauError):
     """422: a field's value is wrong; ``field`` names it."""
 
@@ -71,5 +86,8 @@ def error_for(status: int, body: dict | None, retry_after: float | None = None) 
     e = (body or {}).get("error") if isinstance(body, dict) else None
     if not isinstance(e, dict):
         e = {"code": "http_%d" % status, "message": "HTTP %d" % status}
+    if status == 409 and e.get("code") == "not_ready":
+        return NotReady(status, "not_ready", e.get("message", ""), e.get("field"), e.get("state"), retry_after,
+                        e.get("up"), e.get("waiting_for"))
     cls = _BY_STATUS.get(status, ServerError if status >= 500 else BureauError)
     return cls(status, e.get("code", ""), e.get("message", ""), e.get("field"), e.get("state"), retry_after)

@@ -57,6 +57,10 @@ class Desktop(Model):
     operation: str | None = None
     operation_step: str | None = None
     operation_started_at: str | None = None
+    ready: bool | None = None
+    ready_at: str | None = None
+    up: str | None = None
+    waiting_for: str | None = None
     accelerator: str | None = None
     data_disk_path: str | None = None
     idle_timeout_seconds: int | None = None
@@ -653,6 +657,7 @@ class ComputerResult(Model):
     screenshot: dict | None = None
     display: dict | None = None
     screen: dict | None = None
+    verify: str | None = None
 
     def _nest(self) -> None:
         if isinstance(self.screenshot, dict):
@@ -672,6 +677,8 @@ class StepResult(Model):
     typed_via: str | None = None
     chars: int | None = None
     keyboard: str | None = None
+    screen_changed: bool | None = None
+    changed_after_ms: int | None = None
 
     def _nest(self) -> None:
         if isinstance(self.image, dict):
@@ -689,6 +696,9 @@ class ScreenImage(Model):
     height: int | None = None
     settled: bool | None = None
     settle_ms: int | None = None
+    scale: float | None = None
+    scale_y: float | None = None
+    coordinates: str | None = None
 
     def bytes(self) -> bytes:
         """The image's bytes (PNG or JPEG, as media_type says)."""

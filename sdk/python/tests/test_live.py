@@ -26,13 +26,14 @@ class TestLive(unittest.TestCase):
     def setUpClass(cls):
         cls.c = Client()
         cls.d = cls.c.desktop(os.environ["BUREAU_DESKTOP"])
-        cls.d.wait_until("running", timeout=300)
+        cls.d.wait_ready(timeout=300)  # running, its session up: exec and files work
 
     def test_drift_against_the_servers_spec(self):
         assert_no_drift(self, self.c.openapi(), "the served spec")
 
     def test_desktop_and_lists(self):
         self.assertEqual(self.d.refresh().state, "running")
+        self.assertEqual((self.d.ready, self.d.up), (True, "session"))
         self.assertIn(self.d.id, [x.id for x in self.c.desktops.list()])
         self.assertIn(self.c.info()["accelerator"], ("kvm", "tcg"))
         self.assertTrue(self.d.events(limit=5))
@@ -146,6 +147,7 @@ class TestLive(unittest.TestCase):
         self.assertEqual(self.d.wait_until("paused", timeout=120).state, "paused")
         self.d.resume()
         self.assertEqual(self.d.wait_until("running", timeout=120).state, "running")
+        self.assertTrue(self.d.wait_ready(timeout=120).ready)
         started = time.monotonic()
         with self.assertRaises(BureauError):
             self.d.wait_until("hibernated", timeout=1, poll=0.2)

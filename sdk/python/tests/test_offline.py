@@ -8,7 +8,8 @@ import os
 import re
 import unittest
 
-from bureau import BureauError, Client, Conflict, Forbidden, Invalid, NotFound, RateLimited, ServerError, Unauthorized
+from bureau import (BureauError, Client, Conflict, Forbidden, Invalid, NotFound, NotReady, RateLimited, ServerError, Timeout,
+                    Unauthorized)
 from bureau.adapters import AnthropicComputer, OpenAIComputer
 from bureau.operations import EXCLUDED, OPERATIONS
 from bureau.sse import parse
@@ -297,3 +298,65 @@ class TestPlacement(Base):
             self.c.desktops.create("work", placement_labels={"gpu": "a100"})
         self.assertEqual((cm.exception.status, cm.exception.code), (507, "insufficient_capacity"))
         self.assertIn("gpu-1: unreachable", cm.exception.message)
+
+
+class TestReadiness(Base):
+    BOOTING = {"id": "d1", "name": "work", "state": "running", "ready": False, "up": "agent", "waiting_for": "session"}
+    READY = {"id": "d1", "name": "work", "state": "running", "ready": True, "ready_at": "2026-01-02T03:04:05Z",
+             "up": "session"}
+
+    def answers(self, *bodies):
+        """GET D answers bodies in turn (the last one again and again)."""
+        left = list(bodies)
+
+        def get(_r, _b):
+            body = left.pop(0) if len(left) > 1 else left[0]
+            return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+        self.fake.routes[("GET", D)] = get
+
+    def test_a_call_before_ready_raises_not_ready(self):
+        self.fake.json("POST", D + "/exec", 409, {"error": {
+            "code": "not_ready", "message": "cannot exec desktop work yet", "up": "booting", "waiting_for": "agent"}},
+            {"Retry-After": "5"})
+        with self.assertRaises(NotReady) as cm:
+            self.c.desktop("d1").exec("true")
+        e = cm.exception
+        self.assertIsInstance(e, Conflict)
+        self.assertEqual((e.status, e.code, e.up, e.waiting_for, e.retry_after), (409, "not_ready", "booting", "agent", 5.0))
+        # Another 409 stays a plain Conflict.
+        self.fake.json("POST", D + "/exec", 409, {"error": {"code": "invalid_state", "message": "stopped", "state": "stopped"}})
+        with self.assertRaises(Conflict) as cm:
+            self.c.desktop("d1").exec("true")
+        self.assertNotIsInstance(cm.exception, NotReady)
+
+    def test_wait_ready_asks_the_server_to_wait_until_ready(self):
+        self.answers(self.BOOTING, self.READY)
+        d = self.c.desktop("d1").wait_ready(timeout=1000)
+        self.assertEqual((d.ready, d.ready_at, d.up, d.waiting_for), (True, "2026-01-02T03:04:05Z", "session", None))
+        self.assertEqual([s[1] for s in self.fake.seen], [D + "?wait=ready&timeout_s=300"] * 2)
+
+    def test_wait_ready_runs_out(self):
+        self.answers(self.BOOTING)
+        with self.assertRaises(Timeout) as cm:
+            self.c.desktop("d1").wait_ready(timeout=0)
+        self.assertEqual((cm.exception.code, cm.exception.state), ("timeout", "running"))
+        self.assertIn("waiting for session", cm.exception.message)
+        self.assertEqual([s[1] for s in self.fake.seen], [D + "?wait=ready&timeout_s=0"])
+
+    def test_wait_ready_of_a_stopped_desktop_is_a_conflict(self):
+        self.fake.json("GET", D, 409, {"error": {"code": "invalid_state", "message": "cannot wait for a stopped desktop",
+                                                 "state": "stopped"}})
+        with self.assertRaises(Conflict) as cm:
+            self.c.desktop("d1").wait_ready()
+        self.assertEqual((cm.exception.code, cm.exception.state), ("invalid_state", "stopped"))
+
+    def test_create_can_wait_until_ready(self):
+        self.fake.json("POST", "/api/v1/desktops", 202, {"id": "d1", "name": "work", "state": "creating", "ready": False})
+        self.answers(self.READY)
+        d = self.c.desktops.create("work", wait_ready=True, ready_timeout=60)
+        self.assertTrue(d.ready)
+        self.assertEqual([s[0] for s in self.fake.seen], ["POST", "GET"])
+        self.assertRegex(self.fake.seen[1][1], "^" + re.escape(D) + r"\?wait=ready&timeout_s=(59|60)$")  # less the create's time
+        self.fake.seen.clear()
+        self.assertFalse(self.c.desktops.create("work").ready)
+        self.assertEqual(len(self.fake.seen), 1)

@@ -37,6 +37,14 @@ export interface CreateDesktop {
   placement?: m.PlacementRequest;
 }
 
+export interface CreateOptions {
+  /** Resolve once the desktop is ready (its session up: exec, files and computer use work), not when it is made. */
+  waitReady?: boolean;
+  /** With waitReady, how long to wait (default 600 000); past it, TimeoutError (the desktop is there, still coming up). */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
 const pick = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 
 /** A bureau server, reached with one API token. */
@@ -95,10 +103,11 @@ export class Bureau {
 export class Desktops {
   constructor(private readonly c: Bureau) {}
 
-  /** Creates a desktop; it boots in the background (waitUntil("running")). */
-  async create(req: CreateDesktop): Promise<Desktop> {
-    const d = await this.c.http.call<m.Desktop>("createDesktop", { json: pick({ ...req }) });
-    return new Desktop(this.c.http, d.id, d);
+  /** Creates a desktop; it boots in the background (`waitReady()` waits until it is usable), or, with waitReady, is resolved once ready. */
+  async create(req: CreateDesktop, o: CreateOptions = {}): Promise<Desktop> {
+    const d = await this.c.http.call<m.Desktop>("createDesktop", { json: pick({ ...req }), signal: o.signal });
+    const desktop = new Desktop(this.c.http, d.id, d);
+    return o.waitReady ? desktop.waitReady({ timeoutMs: o.timeoutMs, signal: o.signal }) : desktop;
   }
 
   /** Your desktops (every owner's for an admin token). */

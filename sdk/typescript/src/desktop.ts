@@ -29,6 +29,18 @@ export interface ScreenshotOptions {
   signal?: AbortSignal;
 }
 
+export interface WaitReadyOptions {
+  /** How long to wait in all (default 600 000: ten minutes). */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * The longest one `GET …?wait=ready` is asked to wait, in seconds (the API allows 900): under Node's fetch
+ * (undici), whose headersTimeout gives up on an answer after 300 s.
+ */
+const READY_SLICE_S = 240;
+
 /** An action in Anthropic's shape ({action: "left_click", coordinate}) or OpenAI's ({type: "click", x, y}). */
 export type ComputerAction = Record<string, unknown>;
 
@@ -134,6 +146,30 @@ export class Desktop {
       if (st === "error") throw new BureauError(409, "invalid_state", this.data!.last_error || "the desktop failed", undefined, st);
       if (Date.now() >= deadline) throw new TimeoutError(`desktop ${this.id} is ${st}, not ${[...want].join("/")}`, st);
       await new Promise((r) => setTimeout(r, o.pollMs ?? 1000));
+    }
+  }
+
+  /**
+   * Waits until the desktop is ready (it runs and its session is up: exec, files, computer use and the clipboard
+   * work). The server does the waiting (`GET …?wait=ready`, at most READY_SLICE_S a call); a desktop asleep is
+   * woken, one on its way to running waited for. Rejects with a 409 BureauError (code `invalid_state`) when it will
+   * not get there by itself (stopped, error), with TimeoutError after timeoutMs.
+   */
+  async waitReady(o: WaitReadyOptions = {}): Promise<this> {
+    const timeoutMs = o.timeoutMs ?? 600_000;
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      o.signal?.throwIfAborted();
+      const n = Math.max(0, Math.min(Math.floor((deadline - Date.now()) / 1000), READY_SLICE_S));
+      const asked = Date.now();
+      this.set(await this.h.call<m.Desktop>("getDesktop", { params: { id: this.id }, query: { wait: "ready", timeout_s: n }, signal: o.signal }));
+      if (this.data!.ready) return this;
+      if (Date.now() >= deadline - 500) {
+        const d = this.data!;
+        throw new TimeoutError(`desktop ${this.id} is not ready after ${Math.round(timeoutMs / 1000)} s (${d.waiting_for ? `waiting for ${d.waiting_for}` : d.state})`, d.state);
+      }
+      // An answer before its time (a server that does not wait): no busy loop.
+      await new Promise((r) => setTimeout(r, Math.max(0, Math.min(1000 - (Date.now() - asked), deadline - Date.now()))));
     }
   }
 

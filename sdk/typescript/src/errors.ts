@@ -30,11 +30,30 @@ export class TimeoutError extends BureauError {
   }
 }
 
+/**
+ * 409 `not_ready`: the desktop runs but is not ready for the call yet (exec, files, computer use, the clipboard,
+ * terminals). `desktop.waitReady()` waits for it.
+ */
+export class NotReadyError extends BureauError {
+  /** How far it has come: `booting` (no agent answers yet) or `agent` (its setup or session is still coming). */
+  readonly up?: string;
+  /** What it still waits for: `agent`, `user`, `cloud-init` or `session`. */
+  readonly waitingFor?: string;
+
+  constructor(message: string, up?: string, waitingFor?: string, retryAfter?: number) {
+    super(409, "not_ready", message, undefined, undefined, retryAfter);
+    this.name = "NotReadyError";
+    this.up = up;
+    this.waitingFor = waitingFor;
+  }
+}
+
 /** The error for an API answer `{"error": {"code", "message", …}}`. */
 export function errorFor(status: number, body: unknown, retryAfter?: number): BureauError {
   const e = (body as { error?: Record<string, string> } | null)?.error;
   if (!e || typeof e !== "object") {
     return new BureauError(status, `http_${status}`, typeof body === "string" ? body.slice(0, 500) : `HTTP ${status}`, undefined, undefined, retryAfter);
   }
+  if (status === 409 && e.code === "not_ready") return new NotReadyError(e.message ?? "", e.up || undefined, e.waiting_for || undefined, retryAfter);
   return new BureauError(status, e.code ?? "", e.message ?? "", e.field || undefined, e.state || undefined, retryAfter);
 }

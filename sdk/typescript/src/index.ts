@@ -3,14 +3,13 @@
  *
  *     import { Bureau } from "@bureau/sdk";
  *     const bureau = new Bureau();                 // BUREAU_URL, BUREAU_TOKEN
- *     const d = await bureau.desktops.create({ name: "work" });
- *     await d.waitUntil("running");
+ *     const d = await bureau.desktops.create({ name: "work" }, { waitReady: true });   // running, its session up
  *     console.log((await d.exec("uname -a")).stdout);
  */
-export { Bureau, Desktops, Events, Hosts, Images, OwnerSecrets, Quotas, Templates, Tokens, type ClientOptions, type CreateDesktop } from "./client.js";
+export { Bureau, Desktops, Events, Hosts, Images, OwnerSecrets, Quotas, Templates, Tokens, type ClientOptions, type CreateDesktop, type CreateOptions } from "./client.js";
 export { Backups, BackupTargets, type BackupRef, type BackupTargetRef } from "./backups.js";
-export { Desktop, type ComputerAction, type ExecOptions, type ScreenshotOptions } from "./desktop.js";
-export { BureauError, TimeoutError } from "./errors.js";
+export { Desktop, type ComputerAction, type ExecOptions, type ScreenshotOptions, type WaitReadyOptions } from "./desktop.js";
+export { BureauError, NotReadyError, TimeoutError } from "./errors.js";
 export { Clipboard, Console, Files, Processes, Secrets, Services, Snapshots, URLs, type ServiceSpec } from "./guest.js";
 export type * from "./models.js";
 export { FIELDS } from "./models.js";

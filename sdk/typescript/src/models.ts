@@ -23,6 +23,17 @@ export interface Desktop {
   operation?: string;
   operation_step?: string;
   operation_started_at?: string;
+  /**
+   * It runs and its session is up: exec, files, the clipboard, terminals and computer use work (before, they
+   * reject with NotReadyError). `waitReady()` waits for it.
+   */
+  ready: boolean;
+  /** When it last became ready (only while ready). */
+  ready_at?: string;
+  /** How far a running desktop has come (only while it runs): no agent answers yet, an agent answers, its session is up. */
+  up?: "booting" | "agent" | "session";
+  /** What a running desktop not ready waits for: its guest's agent, its user, first-boot setup, or its session. */
+  waiting_for?: "agent" | "user" | "cloud-init" | "session";
   accelerator: string;
   data_disk_path?: string;
   idle_timeout_seconds: number;
@@ -371,6 +382,8 @@ export interface ComputerResult {
   screenshot?: ScreenImage;
   display: Size;
   screen: Size;
+  /** Why input actions carry no `screen_changed` although a check was asked for (`unavailable: …`). */
+  verify?: string;
 }
 
 /** A StepResult as the API shows it. */
@@ -382,6 +395,10 @@ export interface StepResult {
   typed_via?: "keyboard" | "keyboard+paste";
   chars?: number;
   keyboard?: "virtio" | "virtio-paced" | "ps2";
+  /** Input actions, when checked: whether the screen changed within the window after the input. */
+  screen_changed?: boolean;
+  /** With screen_changed true: how long after the input ended the first change was seen. */
+  changed_after_ms?: number;
 }
 
 /** A ScreenImage as the API shows it. */
@@ -392,6 +409,12 @@ export interface ScreenImage {
   height: number;
   settled?: boolean;
   settle_ms?: number;
+  /** Image pixels per screen pixel. */
+  scale?: number;
+  /** The vertical scale, only when it differs from scale. */
+  scale_y?: number;
+  /** The coordinates actions take, as this image relates to them. */
+  coordinates?: "display" | "screen" | "region";
 }
 
 /** A Size as the API shows it. */
@@ -616,7 +639,7 @@ export interface NetworkPolicy {
 
 /** Each interface's schema and fields, for the drift tests (fieldcheck.ts ties each list to its interface). */
 export const FIELDS = {
-  Desktop: { schema: "Desktop", fields: ["id", "owner", "name", "image", "vcpus", "memory_mib", "data_disk_gib", "state", "desired_state", "last_error", "operation", "operation_step", "operation_started_at", "accelerator", "data_disk_path", "idle_timeout_seconds", "nap_after_seconds", "sleep_after_seconds", "restart_on_crash", "network", "keyboard_layout", "ip", "host", "created_at", "updated_at", "deleted_at"] },
+  Desktop: { schema: "Desktop", fields: ["id", "owner", "name", "image", "vcpus", "memory_mib", "data_disk_gib", "state", "desired_state", "last_error", "operation", "operation_step", "operation_started_at", "ready", "ready_at", "up", "waiting_for", "accelerator", "data_disk_path", "idle_timeout_seconds", "nap_after_seconds", "sleep_after_seconds", "restart_on_crash", "network", "keyboard_layout", "ip", "host", "created_at", "updated_at", "deleted_at"] },
   DeleteResult: { schema: "DeleteResult", fields: ["desktop", "data_deleted", "data_disk_kept"] },
   Event: { schema: "Event", fields: ["id", "desktop_id", "type", "message", "actor", "created_at"] },
   Snapshot: { schema: "Snapshot", fields: ["id", "desktop_id", "name", "description", "scope", "memory", "parent", "size_bytes", "created_at", "reverted_at"] },
@@ -644,9 +667,9 @@ export const FIELDS = {
   FileStat: { schema: "FileStat", fields: ["path", "dir", "size", "entries", "truncated"] },
   FileEntry: { schema: "FileEntry", fields: ["name", "type", "size", "mode", "mtime"] },
   Clipboard: { schema: "Clipboard", fields: ["text", "types"] },
-  ComputerResult: { schema: "ComputerResult", fields: ["results", "screenshot", "display", "screen"] },
-  StepResult: { schema: "StepResult", fields: ["action", "duration_ms", "image", "cursor", "typed_via", "chars", "keyboard"] },
-  ScreenImage: { schema: "ScreenImage", fields: ["media_type", "data", "width", "height", "settled", "settle_ms"] },
+  ComputerResult: { schema: "ComputerResult", fields: ["results", "screenshot", "display", "screen", "verify"] },
+  StepResult: { schema: "StepResult", fields: ["action", "duration_ms", "image", "cursor", "typed_via", "chars", "keyboard", "screen_changed", "changed_after_ms"] },
+  ScreenImage: { schema: "ScreenImage", fields: ["media_type", "data", "width", "height", "settled", "settle_ms", "scale", "scale_y", "coordinates"] },
   Size: { schema: "Size", fields: ["width", "height"] },
   StreamToken: { schema: "StreamToken", fields: ["token", "expires_at", "url"] },
   NetworkPolicy: { schema: "NetworkPolicy", fields: ["allow_out", "deny_out", "deny_dns"] },

@@ -15,7 +15,7 @@ describe("live", { skip: !LIVE && "set BUREAU_URL, BUREAU_TOKEN and BUREAU_DESKT
   before(async () => {
     b = new Bureau();
     d = b.desktop(process.env.BUREAU_DESKTOP);
-    await d.waitUntil("running", { timeoutMs: 300_000 });
+    await d.waitReady({ timeoutMs: 300_000 }); // running, its session up: exec and files work
   });
 
   test("drift: the SDK's operations and interfaces are the served spec's", async () => {
@@ -24,6 +24,8 @@ describe("live", { skip: !LIVE && "set BUREAU_URL, BUREAU_TOKEN and BUREAU_DESKT
 
   test("desktop, lists, info, agent, stats", async () => {
     assert.equal((await d.refresh()).state, "running");
+    assert.equal(d.data.ready, true);
+    assert.equal(d.data.up, "session");
     assert.ok((await b.desktops.list()).some((x) => x.id === d.id));
     assert.ok(["kvm", "tcg"].includes((await b.info()).accelerator));
     assert.ok((await d.events(5)).length > 0);
@@ -135,6 +137,7 @@ describe("live", { skip: !LIVE && "set BUREAU_URL, BUREAU_TOKEN and BUREAU_DESKT
     assert.equal((await d.waitUntil("paused", { timeoutMs: 120_000 })).state, "paused");
     await d.resume();
     assert.equal((await d.waitUntil("running", { timeoutMs: 120_000 })).state, "running");
+    assert.equal((await d.waitReady({ timeoutMs: 120_000 })).data.ready, true);
     await assert.rejects(d.waitUntil("hibernated", { timeoutMs: 1000, pollMs: 200 }), (e) => e instanceof BureauError);
   });
 });

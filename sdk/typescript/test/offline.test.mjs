@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import http from "node:http";
 import { after, before, describe, test } from "node:test";
-import { AnthropicComputer, Bureau, BureauError, EXCLUDED, OPERATIONS, OpenAIComputer, parseSSE } from "../dist/index.js";
+import { AnthropicComputer, Bureau, BureauError, EXCLUDED, NotReadyError, OPERATIONS, OpenAIComputer, parseSSE, TimeoutError } from "../dist/index.js";
 
 const D = "/api/v1/desktops/d1";
 const PNG = Buffer.from("\x89PNG fake").toString("base64");
@@ -219,5 +219,65 @@ describe("migration", () => {
     json("POST", `${D}/migrate`, 422, { error: { code: "invalid", field: "host", message: "desktop d1 already runs on host two" } });
     const inv = await b.desktops.migrate("d1", "two").then(() => null, (e) => e);
     assert.deepEqual([inv.status, inv.code, inv.field], [422, "invalid", "host"]);
+  });
+});
+
+describe("readiness", () => {
+  const booting = { id: "d1", name: "work", state: "running", ready: false, up: "agent", waiting_for: "session" };
+  const ready = { id: "d1", name: "work", state: "running", ready: true, ready_at: "2026-01-02T03:04:05Z", up: "session" };
+  // GET D answers bodies in turn (the last one again and again); returns the URLs it was asked.
+  const answers = (...bodies) => {
+    const asked = [];
+    routes.set(`GET ${D}`, (req) => {
+      asked.push(req.url);
+      return [200, { "Content-Type": "application/json" }, JSON.stringify(bodies.length > 1 ? bodies.shift() : bodies[0])];
+    });
+    return asked;
+  };
+
+  test("a call before ready rejects with NotReadyError: up, waiting for, Retry-After", async () => {
+    const d = new Bureau({ url }).desktop("d1");
+    json("POST", `${D}/exec`, 409, { error: { code: "not_ready", message: "cannot exec desktop work yet", up: "booting", waiting_for: "agent" } }, { "Retry-After": "5" });
+    const e = await d.exec("true").then(() => null, (e) => e);
+    assert.ok(e instanceof NotReadyError && e instanceof BureauError);
+    assert.deepEqual([e.status, e.code, e.up, e.waitingFor, e.retryAfter, e.message], [409, "not_ready", "booting", "agent", 5, "cannot exec desktop work yet"]);
+    json("POST", `${D}/exec`, 409, { error: { code: "invalid_state", message: "stopped", state: "stopped" } });
+    const other = await d.exec("true").then(() => null, (e) => e);
+    assert.ok(!(other instanceof NotReadyError));
+    assert.equal(other.state, "stopped");
+  });
+
+  test("waitReady asks the server to wait until the desktop is ready", async () => {
+    const asked = answers(booting, ready);
+    const d = await new Bureau({ url }).desktop("d1").waitReady({ timeoutMs: 1_000_000 });
+    assert.deepEqual([d.data.ready, d.data.ready_at, d.data.up, d.data.waiting_for], [true, "2026-01-02T03:04:05Z", "session", undefined]);
+    assert.deepEqual(asked, [`${D}?wait=ready&timeout_s=240`, `${D}?wait=ready&timeout_s=240`]);
+  });
+
+  test("waitReady runs out with TimeoutError; a stopped desktop is a 409 at once", async () => {
+    const asked = answers(booting);
+    const e = await new Bureau({ url }).desktop("d1").waitReady({ timeoutMs: 0 }).then(() => null, (e) => e);
+    assert.ok(e instanceof TimeoutError);
+    assert.deepEqual([e.code, e.state], ["timeout", "running"]);
+    assert.match(e.message, /waiting for session/);
+    assert.deepEqual(asked, [`${D}?wait=ready&timeout_s=0`]);
+    json("GET", D, 409, { error: { code: "invalid_state", message: "cannot wait for a stopped desktop", state: "stopped" } });
+    const c = await new Bureau({ url }).desktop("d1").waitReady().then(() => null, (e) => e);
+    assert.deepEqual([c.status, c.code, c.state], [409, "invalid_state", "stopped"]);
+  });
+
+  test("create can resolve once the desktop is ready", async () => {
+    const b = new Bureau({ url });
+    const got = [];
+    routes.set("POST /api/v1/desktops", (_r, body) => {
+      got.push(JSON.parse(body));
+      return [202, { "Content-Type": "application/json" }, JSON.stringify({ id: "d1", name: "work", state: "creating", ready: false })];
+    });
+    const asked = answers(ready);
+    assert.equal((await b.desktops.create({ name: "work" }, { waitReady: true, timeoutMs: 60_000 })).data.ready, true);
+    assert.equal((await b.desktops.create({ name: "work" })).data.ready, false);
+    assert.deepEqual(got, [{ name: "work" }, { name: "work" }]);
+    assert.equal(asked.length, 1);
+    assert.match(asked[0], /^\/api\/v1\/desktops\/d1\?wait=ready&timeout_s=(59|60)$/); // 60 s, less the time the create took
   });
 });
