@@ -160,6 +160,10 @@ func testComputerUse(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	}
 	s.expectError(token, "POST", path, map[string]any{"action": "key", "text": "ctrl+nokey"}, 422, "invalid")
 	s.expectError(token, "GET", "/api/v1/desktops/"+d.ID+"/screenshot?format=gif", nil, 422, "invalid")
+	s.expectError(token, "POST", path, map[string]any{"action": "left_click", "coordinate": []int{1, 1}, "expect": "nothing"}, 422, "invalid")
+	s.expectError(token, "POST", path, map[string]any{"action": "left_click", "coordinate": []int{1, 1}, "verify_ms": 60000}, 422, "invalid")
+
+	checkVerifiedActions(t, s, token, d) // verify_test.go
 }
 
 // checkTyping types 470 random printable ASCII characters and Unicode
