@@ -17,6 +17,13 @@ echo 'LANG=C.UTF-8' > "$R/etc/default/locale"
 install -D -m644 "$R/etc/xdg/xfce4/panel/default.xml" \
 	"$R/etc/xdg/xfce4/xfconf/xfce-perchannel-xml/xfce4-panel.xml"
 
+# Accessibility on by default (docs/accessibility.md): the schema override
+# in files/ takes effect once compiled (GNOME_ACCESSIBILITY=1 comes from
+# files/etc/X11/Xsession.d/90bureau-a11y and environment.d).
+for c in "$R"/usr/lib/*/glib-2.0/glib-compile-schemas; do
+	chroot "$R" "${c#"$R"}" /usr/share/glib-2.0/schemas
+done
+
 chroot "$R" systemctl enable systemd-networkd.service systemd-resolved.service qemu-guest-agent.service >/dev/null 2>&1 || true
 chroot "$R" systemctl set-default graphical.target
 # Work that only slows a boot under emulation and helps no desktop.
