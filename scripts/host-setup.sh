@@ -13,9 +13,10 @@ PKGS=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients libvirt-d
 # for the browser checks (e2e/browser, driven by node), node and npm,
 # python3 for the Python SDK's tests (standard library only), and caddy and
 # nginx for the reverse-proxy checks (packaging/proxy; no service is
-# started: the test runs them).
+# started: the test runs them), and Xvfb, the AT-SPI2 bus and GTK 3 for
+# Python for the accessibility tree's tests (internal/agent/atspi/atspitest).
 if [ "${BUREAU_SETUP_TESTS:-0}" = 1 ]; then
-	PKGS+=(chromium caddy nginx-light)
+	PKGS+=(chromium caddy nginx-light xvfb at-spi2-core dbus-x11 python3-gi gir1.2-gtk-3.0)
 	# Hosts that bring their own node keep it.
 	command -v node >/dev/null && command -v npm >/dev/null || PKGS+=(nodejs npm)
 	command -v python3 >/dev/null || PKGS+=(python3)

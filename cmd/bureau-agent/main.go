@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/bureau/bureau/internal/agent/atspi"
 	"github.com/bureau/bureau/internal/agent/server"
 	"github.com/bureau/bureau/internal/agent/wire"
 )
@@ -24,6 +25,11 @@ import (
 var version = "dev"
 
 func main() {
+	// "bureau-agent ui-helper": the agent runs itself as the session's
+	// user to read the accessibility tree (internal/agent/server/ui.go).
+	if len(os.Args) > 1 && os.Args[1] == atspi.HelperArg {
+		os.Exit(atspi.HelperMain())
+	}
 	device := flag.String("device", wire.DevicePath, "the virtio-serial port to serve")
 	state := flag.String("state", "/var/lib/bureau-agent", "where background processes and services are recorded")
 	run := flag.String("run", "/run/bureau-secrets", "a tmpfs where services find their secrets as files")

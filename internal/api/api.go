@@ -72,6 +72,12 @@ type Deps struct {
 	Clipboard Clipboard
 	Tokens    Tokens
 	Consoles  Consoles
+	// Windows lists and arranges the windows of desktops' sessions and
+	// launches apps there (nil: 503).
+	Windows Windows
+	// UI reads and drives the accessibility trees of desktops' sessions
+	// (nil: 503).
+	UI UI
 	// Hosts are the libvirt hosts desktops run on; HostLoads, when set,
 	// what bureau's desktops take on each; Migrations, when set, moves
 	// desktops between them.
@@ -197,6 +203,8 @@ func New(d Deps) *gin.Engine {
 	v1.Any("/desktops/:id/ports/:port/*path", h.ports.portProxy)
 	v1.GET("/desktops/:id/pty", h.terminals.pty)
 	h.services.serviceRoutes(v1)
+	h.windows.windowRoutes(v1)
+	h.ui.uiRoutes(v1)
 	h.secrets.secretRoutes(v1)
 	if d.Previews != nil && d.URLs != nil {
 		h.urls.urlRoutes(r, v1, h.preview.previewPath)

@@ -480,6 +480,7 @@ func newEnvDeps(t testing.TB, mkImages func(*store.Store) Images, tweak func(*De
 		Live: e.live, Stats: fakeStats{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "bureau_up 1\n") }),
 		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}, HostDirs: []string{hostDir},
 		CertificateNames: func(context.Context, string) error { return desktop.ErrNotFound }}
+	d.UI = &fakeUI{} // ui_test.go
 	if tweak != nil {
 		tweak(&d)
 	}

@@ -70,6 +70,16 @@ var computerRoutes = map[string]bool{
 	"GET /api/v1/desktops/:id/screenshot": true,
 	"POST /api/v1/desktops/:id/computer":  true,
 	"POST /api/v1/desktops/:id/console":   true,
+
+	// What the mouse does to windows (apps are exec's: not here).
+	"GET /api/v1/desktops/:id/windows":       true,
+	"POST /api/v1/desktops/:id/windows/:wid": true,
+
+	// What the screen shows, as its applications describe it, and the
+	// clicks and typing done through that description.
+	"GET /api/v1/desktops/:id/ui":        true,
+	"GET /api/v1/desktops/:id/ui/find":   true,
+	"POST /api/v1/desktops/:id/ui/:node": true,
 }
 
 // ownerOnly are desktop routes a desktop token may not use: the policies

@@ -114,6 +114,8 @@ func classify(err error) (int, errorBody) {
 		return http.StatusConflict, errorBody{Code: "conflict", Message: err.Error()}
 	case errors.Is(err, desktop.ErrNotFound):
 		return http.StatusNotFound, errorBody{Code: "not_found", Message: err.Error()}
+	case errors.Is(err, desktop.ErrGone):
+		return http.StatusGone, errorBody{Code: "gone", Message: err.Error()}
 	case errors.Is(err, errNoRoute):
 		return http.StatusNotFound, errorBody{Code: "not_found", Message: err.Error()}
 	case errors.Is(err, errNoMethod):

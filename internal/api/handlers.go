@@ -18,6 +18,8 @@ type handlers struct {
 	guest      *guestHandlers
 	processes  *processHandlers
 	clipboard  *clipboardHandlers
+	windows    *windowHandlers
+	ui         *uiHandlers
 	terminals  *terminalHandlers
 	services   *serviceHandlers
 	ports      *portHandlers
@@ -58,6 +60,8 @@ func newHandlers(d Deps) handlers {
 		guest:     &guestHandlers{core: s, guest: d.Guest, processes: d.Processes, secretValues: d.SecretValues},
 		processes: &processHandlers{core: s, processes: d.Processes},
 		clipboard: &clipboardHandlers{core: s, clipboard: d.Clipboard},
+		windows:   &windowHandlers{core: s, windows: d.Windows},
+		ui:        &uiHandlers{core: s, ui: d.UI},
 		terminals: &terminalHandlers{core: s, terminals: d.Terminals},
 		services: &serviceHandlers{core: s, services: d.Services, secretValues: d.SecretValues, secrets: d.Secrets,
 			links: serviceLinks},

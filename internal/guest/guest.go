@@ -47,6 +47,9 @@ type Service struct {
 	User string
 	// poll is how often a streamed command is looked at (default 300 ms).
 	poll time.Duration
+	// appDirs are where apps' .desktop files are looked for (nil:
+	// appDirs, apps_probe.go).
+	appDirs []string
 }
 
 // New builds a Service.

@@ -354,6 +354,8 @@ func callError(op string, r wire.Response) error {
 		return fmt.Errorf("%s: %s: %w", op, r.Error, desktop.ErrNotFound)
 	case wire.CodeInvalid:
 		return &desktop.ValidationError{Field: op, Message: r.Error}
+	case wire.CodeUnavailable:
+		return fmt.Errorf("%s: %s: %w", op, r.Error, desktop.ErrUnavailable)
 	}
 	return fmt.Errorf("bureau-agent %s: %s", op, r.Error)
 }

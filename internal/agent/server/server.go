@@ -33,6 +33,13 @@ type Server struct {
 	// RunDir is a tmpfs where services find their secrets as files.
 	RunDir string
 
+	// Windows are the X session's windows (nil: display :0's, reached
+	// when first asked for).
+	Windows WindowSystem
+	// UI runs the accessibility tree's ops (ui.go); the zero value runs
+	// this binary's ui-helper as the session's user.
+	UI UIHelper
+
 	procs *procTable
 	svcs  *svcTable
 }
@@ -50,6 +57,9 @@ func (s *Server) Init() error {
 	s.procs = t
 	if s.svcs, err = openServices(filepath.Join(s.StateDir, "services"), s.RunDir, s.Log); err != nil {
 		return err
+	}
+	if s.Windows == nil {
+		s.Windows = newX11Windows(":0", s.Log)
 	}
 	return nil
 }
@@ -140,6 +150,10 @@ func (s *Server) handle(ctx context.Context, st net.Conn) {
 		s.serviceLog(ctx, st, req)
 	case wire.OpUpdate:
 		s.update(st, req)
+	case wire.OpWindows, wire.OpWindow:
+		s.windows(ctx, st, req)
+	case wire.OpUITree, wire.OpUIFind, wire.OpUIAct:
+		s.ui(ctx, st, req)
 	default:
 		refuse(st, wire.CodeInvalid, "unknown op "+req.Op)
 	}

@@ -49,6 +49,10 @@ const (
 	OpSvcCtl  = "svc.ctl"  // start, stop, restart or delete a service
 	OpSvcLog  = "svc.log"  // read a service's log (like log)
 	OpSecrets = "secrets"  // the secret values services name (all of them)
+
+	OpWindows = "windows" // list the X session's windows (windows.go)
+	OpWindow  = "window"  // act on one window and return it after (windows.go)
+	// ui.tree, ui.find, ui.act: the accessibility tree (ui.go).
 )
 
 // Request opens a stream.
@@ -62,7 +66,8 @@ type Request struct {
 	Stdin bool `json:"stdin,omitempty"`
 	// spawn: a label shown in the list.
 	Name string `json:"name,omitempty"`
-	// kill, log: which process; kill: the signal (default TERM).
+	// kill, log: which process; kill: the signal (default TERM);
+	// window: which window ("0x…").
 	ID     string `json:"id,omitempty"`
 	Signal int    `json:"signal,omitempty"`
 	// log: where to start (negative: that many bytes before the end) and
@@ -88,13 +93,18 @@ type Request struct {
 	// secrets: every value the desktop's services name, replacing what
 	// the agent held; svc.put: values to add first. Kept in memory only.
 	Secrets map[string]string `json:"secrets,omitempty"`
+	// window: what to do with the window ID names.
+	Window *WindowAct `json:"window,omitempty"`
+	// ui.tree, ui.find: what to read; ui.act: what to do (ui.go).
+	UI    *UIQuery  `json:"ui,omitempty"`
+	UIAct *UIAction `json:"ui_act,omitempty"`
 }
 
 // Response answers a Request. A non-empty Error means the op did not
 // start (or, as the last header of a write, did not finish).
 type Response struct {
 	Error string `json:"error,omitempty"`
-	// Code classifies Error: not_found, invalid, failed.
+	// Code classifies Error: not_found, invalid, failed, unavailable.
 	Code string `json:"code,omitempty"`
 	PID  int    `json:"pid,omitempty"`
 	ID   string `json:"id,omitempty"`
@@ -103,6 +113,13 @@ type Response struct {
 	Procs []Proc `json:"procs,omitempty"`
 	// svc.*: the services (one for put and ctl).
 	Services []ServiceStatus `json:"services,omitempty"`
+	// windows: the windows and the screen; window: the window after
+	// the action (nil once closed).
+	Windows []Window `json:"windows,omitempty"`
+	Window  *Window  `json:"window,omitempty"`
+	Screen  *Screen  `json:"screen,omitempty"`
+	// ui.*: the answer (in the second header, see ui.go).
+	UI *UIResult `json:"ui,omitempty"`
 }
 
 // Error codes.
@@ -110,6 +127,9 @@ const (
 	CodeNotFound = "not_found"
 	CodeInvalid  = "invalid"
 	CodeFailed   = "failed"
+	// CodeUnavailable: what the op needs in the guest is not up (the X
+	// session).
+	CodeUnavailable = "unavailable"
 )
 
 // Proc is a background process.

@@ -137,4 +137,12 @@ EXCLUDED: dict[str, str] = {
     'consoleGetClipboard': "the console page's clipboard, authenticated by a console token",
     'consoleSetClipboard': "the console page's clipboard, authenticated by a console token",
     'consoleTerminal': "the console page's WebSocket terminal",
+    # Windows and apps (issue 39): SDK methods next.
+    'listWindows': 'SDK methods next',
+    'windowAction': 'SDK methods next',
+    'launchApp': 'SDK methods next',
+    # The accessibility tree (issue 39): SDK methods next.
+    'getUITree': 'SDK methods next',
+    'findUINodes': 'SDK methods next',
+    'actOnUINode': 'SDK methods next',
 }
