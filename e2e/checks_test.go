@@ -47,6 +47,7 @@ var runningChecks = []runningCheck{
 	{"computer_use", testComputerUse},                // computer_test.go
 	{"exec_files_clipboard", testExecFilesClipboard}, // computer_test.go
 	{"mcp", testMCP},                                 // computer_test.go
+	{"windows_ui", testWindowsUI},                    // windows_test.go, ui_test.go
 	{"concurrency", testConcurrency},                 // concurrency_test.go
 	{"console", testConsole},                         // console_test.go
 	{"behind_proxy", testBehindProxy},                // proxy_test.go

@@ -28,6 +28,8 @@ type computerHandlers struct {
 	guest    Guest
 	// recordings records a computer-use batch that asks for it (nil: none made).
 	recordings Recordings
+	// ui finds the accessibility nodes actions name as their element.
+	ui UI
 }
 
 // computerAction runs computer-use actions (Anthropic or OpenAI shapes).
@@ -52,7 +54,14 @@ func (s *computerHandlers) computerAction(c *gin.Context) (reply, error) {
 		defer done()
 		c.Header("X-Bureau-Recording", rid)
 	}
+	els, err := s.resolveElements(c.Request.Context(), d.DomainName(), &req)
+	if err != nil {
+		return reply{}, err
+	}
 	res, err := s.computer.Run(c.Request.Context(), d.DomainName(), req)
+	if err == nil && len(els) > 0 {
+		s.elementResults(c.Request.Context(), d.DomainName(), res, els)
+	}
 	return reply{http.StatusOK, res}, err
 }
 

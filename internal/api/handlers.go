@@ -56,7 +56,7 @@ func newHandlers(d Deps) handlers {
 		templates: &templateHandlers{core: s, templates: d.Desktops},
 		hosts:     &hostHandlers{core: s, hostLoads: d.HostLoads, drains: d.Drains, migrations: d.Migrations},
 		images:    &imageHandlers{core: s, images: d.Images},
-		computer:  &computerHandlers{core: s, computer: d.Computer, guest: d.Guest, recordings: d.Recordings},
+		computer:  &computerHandlers{core: s, computer: d.Computer, guest: d.Guest, recordings: d.Recordings, ui: d.UI},
 		guest:     &guestHandlers{core: s, guest: d.Guest, processes: d.Processes, secretValues: d.SecretValues},
 		processes: &processHandlers{core: s, processes: d.Processes},
 		clipboard: &clipboardHandlers{core: s, clipboard: d.Clipboard},

@@ -1,6 +1,7 @@
 package computer
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -30,7 +31,18 @@ type Action struct {
 	Keys    []string `json:"keys,omitempty"`
 	ScrollX int      `json:"scroll_x,omitempty"`
 	ScrollY int      `json:"scroll_y,omitempty"`
+	// Element names an accessibility node instead of a coordinate: its id
+	// (a string) or a query ({"role", "name", "app", "window"}). The API
+	// resolves it to the middle of the node's bounds before Run (see
+	// internal/api's computer_element.go); Run refuses one left in.
+	Element json.RawMessage `json:"element,omitempty"`
 }
+
+// ElementActions are the actions that may name an element: those that
+// act at a point.
+var ElementActions = map[string]bool{"left_click": true, "right_click": true, "middle_click": true, "double_click": true,
+	"triple_click": true, "mouse_move": true, "left_mouse_down": true, "left_mouse_up": true, "scroll": true,
+	"click": true, "move": true}
 
 // Point is a screen position.
 type Point struct {
@@ -83,6 +95,8 @@ type step struct {
 // compile validates an action and turns it into a step.
 func compile(a Action) (step, error) {
 	switch {
+	case len(a.Element) > 0:
+		return step{}, invalid("element", "an element is resolved by the API before the action runs: give it to POST /computer")
 	case a.Action != "" && a.Type != "":
 		return step{}, invalid("action", `give "action" (Anthropic) or "type" (OpenAI), not both`)
 	case a.Action != "":

@@ -159,8 +159,11 @@ type StepResult struct {
 	// the screen changed after it within the window; ChangedAfterMS is
 	// how long after the input ended the first change was seen (0: while
 	// it went in).
-	ScreenChanged  *bool  `json:"screen_changed,omitempty"`
-	ChangedAfterMS *int64 `json:"changed_after_ms,omitempty"`
+	// Element is the accessibility node the action named (its id, role and
+	// name) and whether its states (focus among them) changed after it.
+	Element        *ElementResult `json:"element,omitempty"`
+	ScreenChanged  *bool          `json:"screen_changed,omitempty"`
+	ChangedAfterMS *int64         `json:"changed_after_ms,omitempty"`
 }
 
 // maxActions bounds one request.
@@ -360,4 +363,15 @@ func (c *Computer) asUser(ctx context.Context, domain string, stdin []byte, argv
 		return r, fmt.Errorf("%s in the guest: exit %d: %s", argv[0], r.ExitCode, msg)
 	}
 	return r, nil
+}
+
+// ElementResult is the element an action named: the node acted on and
+// what became of it (Changed: its states differ after the action, or it
+// is gone).
+type ElementResult struct {
+	ID      string `json:"id"`
+	Role    string `json:"role"`
+	Name    string `json:"name"`
+	Changed bool   `json:"changed"`
+	Gone    bool   `json:"gone,omitempty"`
 }
