@@ -19,7 +19,7 @@ func benchComputer(t *testing.T, s *server, d *apiv1.Desktop, addRow func(name, 
 	i := 0
 	move := timeN(n, func() {
 		i++
-		benchCall(t, s, adminToken, "POST", path, map[string]any{"action": "mouse_move", "coordinate": []int{300 + i, 300}}, nil)
+		benchCall(t, s, adminToken, "POST", path, map[string]any{"action": "mouse_move", "coordinate": []int{300 + i, 300}, "verify_ms": 0}, nil) // the round trip alone: benchUI says what verifying adds
 	})
 	addRow(fmt.Sprintf("computer action round trip (mouse_move) p50 / %s (%d runs)", tail(n), n), fmt.Sprintf("%s / %s", pct(move, 50), pct(move, 99)))
 	shot := timeN(n, func() {

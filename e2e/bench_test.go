@@ -51,6 +51,7 @@ func TestBench(t *testing.T) {
 
 	benchScreen(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
 	benchComputer(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
+	benchUI(t, s, run, true, func(name, v string) { rows = append(rows, row{name, v}) })
 	benchAgent(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
 	benchURL(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
 	benchRecording(t, s, run, func(name, v string) { rows = append(rows, row{name, v}) })
@@ -109,6 +110,7 @@ func testBenchmarks(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	add := func(name string, d time.Duration) { addRow(name, rounded(d)) }
 	benchScreen(t, s, d, addRow)
 	benchComputer(t, s, d, addRow)
+	benchUI(t, s, d, false, addRow)
 	benchAgent(t, s, d, addRow)
 	benchURL(t, s, d, addRow)
 	benchRecording(t, s, d, addRow)
