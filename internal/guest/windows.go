@@ -41,20 +41,12 @@ type Window struct {
 	Frame     Frame `json:"frame"`
 }
 
-// Frame is the width of a window's frame on each side.
-type Frame struct {
-	Left   int `json:"left"`
-	Right  int `json:"right"`
-	Top    int `json:"top"`
-	Bottom int `json:"bottom"`
-}
-
-// Screen is the X screen's size and the workspace it shows.
-type Screen struct {
-	Width     int `json:"width"`
-	Height    int `json:"height"`
-	Workspace int `json:"workspace"`
-}
+// Frame is the width of a window's frame on each side; Screen the X
+// screen's size and the workspace it shows (as bureau-agent says them).
+type (
+	Frame  = wire.Extents
+	Screen = wire.Screen
+)
 
 // WindowList is the session's windows, oldest first (the panel and the
 // desktop left out), and its screen.
@@ -78,7 +70,7 @@ func window(w client.Window) *Window {
 	return &Window{ID: w.ID, Title: w.Title, App: w.Class, Instance: w.Instance, PID: w.PID,
 		X: w.X, Y: w.Y, Width: w.Width, Height: w.Height, Focused: w.Focused, Minimized: w.Minimized,
 		Maximized: w.Maximized, Workspace: w.Workspace,
-		Frame: Frame{Left: w.Frame.Left, Right: w.Frame.Right, Top: w.Frame.Top, Bottom: w.Frame.Bottom}}
+		Frame: w.Frame}
 }
 
 // windowAgent is bureau-agent's window calls, which nothing else does.
