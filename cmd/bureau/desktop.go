@@ -226,6 +226,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		op("hibernate", "Save a desktop's RAM to disk and free its CPU and memory", none),
 		snapshotCmd(cfg), reimageCmd(cfg), moveCmd(cfg), resizeCmd(cfg), idleCmd(cfg), idleTiersCmd(cfg), keyboardCmd(cfg), networkCmd(cfg), checkpointsCmd(cfg))
 	cmd.AddCommand(guestCmds(cfg)...)
+	cmd.AddCommand(windowCmds(cfg)...)
 	return cmd
 }
 

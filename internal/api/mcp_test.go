@@ -51,7 +51,8 @@ func TestMCPToolsCallTheAPIAsTheCaller(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	for _, want := range []string{"list_desktops", "create_desktop", "wait_ready", "screenshot", "computer", "exec", "read_file", "write_file", "stop_desktop"} {
+	for _, want := range []string{"list_desktops", "create_desktop", "wait_ready", "screenshot", "computer", "exec", "read_file", "write_file", "stop_desktop",
+		"list_windows", "focus_window", "window_action", "launch_app", "ui_tree", "ui_find", "ui_action"} {
 		if !strings.Contains(strings.Join(names, " "), want) {
 			t.Errorf("tool %s missing from %v", want, names)
 		}

@@ -60,8 +60,13 @@ func apiError(r Response) error {
 		return fmt.Errorf("bureau answered %d", r.Status)
 	}
 	err := fmt.Errorf("%s (%d %s)", e.Error.Message, r.Status, e.Error.Code)
-	if e.Error.Code == "not_ready" {
+	switch e.Error.Code {
+	case "not_ready":
 		return fmt.Errorf("%w. Call wait_ready with this desktop's id, then try again", err)
+	case "gone":
+		return fmt.Errorf("%w. Read the tree again (ui_tree or ui_find) for the element as it is now", err)
+	case "no_effect":
+		return fmt.Errorf("%w. The actions after it did not run; take a screenshot to see why", err)
 	}
 	return err
 }

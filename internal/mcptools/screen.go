@@ -26,7 +26,11 @@ func (t *screenTools) addScreenTools(s *mcp.Server) {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.screenshot)
 	mcp.AddTool(s, &mcp.Tool{Name: "computer", Description: "Use a desktop's mouse and keyboard: a list of computer-use actions " +
 		"in Anthropic's shape ({\"action\":\"left_click\",\"coordinate\":[x,y]}, key with xdotool names like \"ctrl+s\", type, scroll, …) " +
-		"or OpenAI's ({\"type\":\"click\",\"x\":1,\"y\":2}). display gives the screen size your coordinates refer to; screenshot:true returns the settled screen after the actions."},
+		"or OpenAI's ({\"type\":\"click\",\"x\":1,\"y\":2}). display gives the screen size your coordinates refer to; screenshot:true returns the settled screen after the actions. " +
+		"A click or move may name an element instead of a coordinate ({\"action\":\"left_click\",\"element\":\"<id from ui_find>\"} or {\"element\":{\"role\":\"button\",\"name\":\"Save\"}}). " +
+		"Each input action's result says whether the screen changed after it (screen_changed; false for a click that hit nothing); " +
+		"expect:\"change\" stops at the first action that changed nothing, as an error naming it.",
+		InputSchema: inputSchema[computerIn](map[string][]any{"expect": {"change"}})},
 		t.computer)
 }
 
@@ -77,11 +81,13 @@ type computerIn struct {
 	Actions    []computer.Action `json:"actions" jsonschema:"actions to run in order"`
 	Display    *computer.Size    `json:"display,omitempty" jsonschema:"the screen size your coordinates refer to"`
 	Screenshot bool              `json:"screenshot,omitempty" jsonschema:"return a screenshot after the actions"`
+	Expect     string            `json:"expect,omitempty" jsonschema:"change: every input action must change the screen within verify_ms, else the call stops there with an error naming the action (those after it do not run)"`
+	VerifyMS   *int              `json:"verify_ms,omitempty" jsonschema:"how long after each input action the screen is watched for a change, in ms (default 500, at most 10000; 0: no check)"`
 }
 
 func (t *screenTools) computer(ctx context.Context, req *mcp.CallToolRequest, in computerIn) (*mcp.CallToolResult, Out, error) {
 	r, err := t.call(ctx, req, "POST", desktopPath(in.Desktop, "/computer"),
-		computer.Request{Actions: in.Actions, Display: in.Display, Screenshot: in.Screenshot}, 0)
+		computer.Request{Actions: in.Actions, Display: in.Display, Screenshot: in.Screenshot, Expect: in.Expect, VerifyMS: in.VerifyMS}, 0)
 	if err != nil {
 		return nil, nil, err
 	}

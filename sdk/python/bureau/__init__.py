@@ -8,11 +8,12 @@
 
 from .client import Client
 from .desktop import Desktop
-from .errors import (BadRequest, BureauError, Conflict, Forbidden, Invalid, NotFound, NotReady, RateLimited,
-                     ServerError, Timeout, Unauthorized)
+from .errors import (BadRequest, BureauError, CannotVerify, Conflict, Forbidden, Gone, Invalid, NoEffect, NotFound,
+                     NotReady, RateLimited, ServerError, Timeout, Unauthorized)
 from .sse import ServerEvent
 
 __version__ = "0.1.0"
 
 __all__ = ["Client", "Desktop", "ServerEvent", "BureauError", "BadRequest", "Unauthorized", "Forbidden", "NotFound",
-           "Conflict", "NotReady", "Invalid", "RateLimited", "ServerError", "Timeout", "__version__"]
+           "Conflict", "NotReady", "CannotVerify", "Gone", "Invalid", "NoEffect", "RateLimited", "ServerError", "Timeout",
+           "__version__"]

@@ -178,29 +178,116 @@ class Desktop:
             return r.read()
 
     def computer(self, *actions: dict, display: tuple[int, int] | None = None, screenshot: bool = False,
-                 keyboard: str | None = None, **action: Any) -> m.ComputerResult:
+                 keyboard: str | None = None, expect: str | None = None, verify_ms: int | None = None,
+                 **action: Any) -> m.ComputerResult:
         """Runs computer-use actions, in Anthropic's shape
         (``computer(action="left_click", coordinate=[10, 20])``) or OpenAI's
         (``computer({"type": "click", "x": 10, "y": 20})``), several in order.
         display is the screen size the model sees (coordinates are scaled);
-        screenshot=True adds the settled screen after them."""
+        screenshot=True adds the settled screen after them.
+
+        A click or move may name an accessibility element instead of a
+        coordinate: ``element=`` a node (or its id) from ui_tree/ui_find, or a
+        query ``{"role", "name", "app", "window"}``; its step's ``element``
+        says whether the node changed. Each input action's result says
+        whether the screen changed within verify_ms (default 500; 0: no
+        check); expect="change" stops at the first that changed nothing
+        (NoEffect, its ``index``; CannotVerify when the screen cannot be
+        watched)."""
         if actions and action:
             raise ValueError("give actions as dicts or one action as keywords, not both")
-        body: dict[str, Any] = dict(action)
+        body: dict[str, Any] = _with_element_id(action)
         if len(actions) == 1:
-            body.update(actions[0])
+            body.update(_with_element_id(actions[0]))
         elif actions:
-            body["actions"] = list(actions)
+            body["actions"] = [_with_element_id(a) for a in actions]
         if display:
             body["display"] = {"width": display[0], "height": display[1]}
         if screenshot:
             body["screenshot"] = True
         if keyboard:
             body["keyboard"] = keyboard
+        if expect:
+            body["expect"] = expect
+        if verify_ms is not None:
+            body["verify_ms"] = verify_ms
         return m.ComputerResult.from_dict(self._h.call("computerAction", {"id": self.id}, json_body=body))
 
     def set_resolution(self, width: int, height: int) -> m.Size:
         return m.Size.from_dict(self._h.call("setResolution", {"id": self.id}, json_body={"width": width, "height": height}))
+
+    # Windows and apps: ids are the list's (a Window works too); geometry
+    # is the client area in screen pixels.
+
+    def windows(self, display: tuple[int, int] | None = None) -> m.WindowList:
+        """The session's windows, oldest first, and the screen; with display
+        (the computer-use display) each shown window has display_bounds."""
+        return m.WindowList.from_dict(self._h.call("listWindows", {"id": self.id}, {"display": _wxh(display)}))
+
+    def window_action(self, wid: "str | m.Window", action: str, *, x: int | None = None, y: int | None = None,
+                      width: int | None = None, height: int | None = None) -> "m.Window | m.WindowClosed":
+        """Does action (focus, move, resize, minimize, maximize, unmaximize,
+        close) to a window and returns it as the window manager shows it
+        then; close returns a WindowClosed."""
+        body = {k: v for k, v in (("action", action), ("x", x), ("y", y), ("width", width), ("height", height))
+                if v is not None}
+        r = self._h.call("windowAction", {"id": self.id, "wid": _ref(wid)}, json_body=body)
+        return m.WindowClosed.from_dict(r) if action == "close" else m.Window.from_dict(r)
+
+    def focus_window(self, wid: "str | m.Window") -> m.Window:
+        """Raises a window and gives it the focus (un-minimized)."""
+        return self.window_action(wid, "focus")
+
+    def move_window(self, wid: "str | m.Window", x: int, y: int, width: int | None = None,
+                    height: int | None = None) -> m.Window:
+        return self.window_action(wid, "move", x=x, y=y, width=width, height=height)
+
+    def resize_window(self, wid: "str | m.Window", width: int, height: int) -> m.Window:
+        return self.window_action(wid, "resize", width=width, height=height)
+
+    def close_window(self, wid: "str | m.Window") -> m.WindowClosed:
+        """Asks a window to close, as its close button does."""
+        return self.window_action(wid, "close")
+
+    def launch_app(self, desktop_file: str | None = None, *, command: str | None = None,
+                   argv: list[str] | None = None, wait_s: int | None = None) -> m.LaunchAppResult:
+        """Starts an app (one of: desktop_file as the menu has it, a shell
+        command, an argv) and waits up to wait_s (default 20) for its window."""
+        body = {k: v for k, v in (("desktop_file", desktop_file), ("command", command), ("argv", argv),
+                                  ("wait_s", wait_s)) if v is not None}
+        return m.LaunchAppResult.from_dict(self._h.call("launchApp", {"id": self.id}, json_body=body,
+                                                        timeout=(wait_s or 20) + 60))
+
+    # The accessibility tree: elements by role and name. role and states
+    # take a string (comma-separated) or a list.
+
+    def ui_tree(self, *, window: str | None = None, app: str | None = None, role: "str | list[str] | None" = None,
+                name: str | None = None, states: "str | list[str] | None" = None, visible_only: bool | None = None,
+                depth: int | None = None, limit: int | None = None, root: "str | m.UINode | None" = None,
+                display: tuple[int, int] | None = None, timeout_ms: int | None = None) -> m.UINodeList:
+        """What shows on the screen, parents first: the applications (depth
+        0), their windows (1) and what is inside, filtered; role, name and
+        states keep the matches and their ancestors."""
+        q = _ui_query(window, app, role, name, states, visible_only, depth, limit, root, display, timeout_ms)
+        return m.UINodeList.from_dict(self._h.call("getUITree", {"id": self.id}, q))
+
+    def ui_find(self, *, window: str | None = None, app: str | None = None, role: "str | list[str] | None" = None,
+                name: str | None = None, states: "str | list[str] | None" = None, visible_only: bool | None = None,
+                depth: int | None = None, limit: int | None = None, root: "str | m.UINode | None" = None,
+                display: tuple[int, int] | None = None, timeout_ms: int | None = None) -> m.UINodeList:
+        """The elements that match, flat (none: an empty list)."""
+        q = _ui_query(window, app, role, name, states, visible_only, depth, limit, root, display, timeout_ms)
+        return m.UINodeList.from_dict(self._h.call("findUINodes", {"id": self.id}, q))
+
+    def ui_action(self, node: "str | m.UINode", action: str = "click", value: str | None = None, *,
+                  display: tuple[int, int] | None = None, timeout_ms: int | None = None) -> m.UIActResult:
+        """Does action (click, focus, set_value with value, or one of the
+        node's own actions) through the application, not the mouse, and
+        returns the node read again: changed, gone. A node no longer there
+        raises Gone."""
+        body = {k: v for k, v in (("action", action), ("value", value), ("timeout_ms", timeout_ms)) if v is not None}
+        return m.UIActResult.from_dict(self._h.call("actOnUINode", {"id": self.id, "node": _ref(node)},
+                                                    {"display": _wxh(display)}, json_body=body))
 
     # The shell.
 
@@ -241,6 +328,29 @@ class Desktop:
         """The URL of the API's proxy to a port in the desktop (send the
         token): ``GET d.port_url(8000)`` with any HTTP client."""
         return f"{self._h.url}/api/v1/desktops/{self.id}/ports/{int(port)}/{path.lstrip('/')}"
+
+
+def _ref(v: Any) -> str:
+    """An id, or the id of a model (a Window, a UINode)."""
+    return v if isinstance(v, str) else v.id
+
+
+def _wxh(display: tuple[int, int] | None) -> str | None:
+    return f"{display[0]}x{display[1]}" if display else None
+
+
+def _with_element_id(action: dict) -> dict:
+    """The action with a UINode as its element sent as the node's id."""
+    e = action.get("element")
+    return {**action, "element": e.id} if isinstance(e, m.UINode) else dict(action)
+
+
+def _ui_query(window, app, role, name, states, visible_only, depth, limit, root, display, timeout_ms) -> dict:
+    def joined(v):
+        return ",".join(v) if isinstance(v, (list, tuple)) else v
+    return {"window": window, "app": app, "role": joined(role), "name": name, "states": joined(states),
+            "visible_only": visible_only, "depth": depth, "limit": limit,
+            "root": _ref(root) if root is not None else None, "display": _wxh(display), "timeout_ms": timeout_ms}
 
 
 def _exec_body(cmd: str | list[str], user: str | None, cwd: str | None, env: dict | None, stdin: str | None,

@@ -62,6 +62,27 @@ class Invalid(BureauError):
     """422: a field's value is wrong; ``field`` names it."""
 
 
+class NoEffect(Invalid):
+    """422 ``no_effect``: computer use with ``expect="change"`` stopped at an
+    input action after which the screen did not change; ``index`` names it
+    (0 for a single action). The actions before it ran, those after it not."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None = None,
+                 state: str | None = None, retry_after: float | None = None, index: int | None = None):
+        super().__init__(status, code, message, field, state, retry_after)
+        self.index = index
+
+
+class CannotVerify(Conflict):
+    """409 ``cannot_verify``: ``expect="change"`` was asked but bureau cannot
+    watch this screen now (no live framebuffer); no action ran."""
+
+
+class Gone(BureauError):
+    """410 ``gone``: an accessibility node id whose element is no longer there
+    (its window closed, its application ended); read the tree again."""
+
+
 class RateLimited(BureauError):
     """429: too many requests; ``retry_after`` says when to try again."""
 
@@ -78,7 +99,7 @@ class Timeout(BureauError):
 
 
 _BY_STATUS = {400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict,
-              422: Invalid, 429: RateLimited}
+              410: Gone, 422: Invalid, 429: RateLimited}
 
 
 def error_for(status: int, body: dict | None, retry_after: float | None = None) -> BureauError:
@@ -89,5 +110,10 @@ def error_for(status: int, body: dict | None, retry_after: float | None = None) 
     if status == 409 and e.get("code") == "not_ready":
         return NotReady(status, "not_ready", e.get("message", ""), e.get("field"), e.get("state"), retry_after,
                         e.get("up"), e.get("waiting_for"))
+    if status == 422 and e.get("code") == "no_effect":
+        return NoEffect(status, "no_effect", e.get("message", ""), e.get("field"), e.get("state"), retry_after,
+                        e.get("index"))
+    if status == 409 and e.get("code") == "cannot_verify":
+        return CannotVerify(status, "cannot_verify", e.get("message", ""), e.get("field"), e.get("state"), retry_after)
     cls = _BY_STATUS.get(status, ServerError if status >= 500 else BureauError)
     return cls(status, e.get("code", ""), e.get("message", ""), e.get("field"), e.get("state"), retry_after)

@@ -679,6 +679,7 @@ class StepResult(Model):
     keyboard: str | None = None
     screen_changed: bool | None = None
     changed_after_ms: int | None = None
+    element: dict | None = None
 
     def _nest(self) -> None:
         if isinstance(self.image, dict):
@@ -713,6 +714,129 @@ class Size(Model):
     SCHEMA: ClassVar[str] = 'Size'
     width: int | None = None
     height: int | None = None
+
+
+@dataclass
+class Window(Model):
+    """A window of the desktop's session; geometry (x, y, width, height:
+    the client area; frame: the window manager's frame around it) in screen
+    pixels, display_bounds (asked with display) in the display's."""
+
+    SCHEMA: ClassVar[str] = 'Window'
+    id: str | None = None
+    title: str | None = None
+    app: str | None = None
+    instance: str | None = None
+    pid: int | None = None
+    x: int | None = None
+    y: int | None = None
+    width: int | None = None
+    height: int | None = None
+    focused: bool | None = None
+    minimized: bool | None = None
+    maximized: bool | None = None
+    workspace: int | None = None
+    frame: dict | None = None
+    display_bounds: dict | None = None
+
+
+@dataclass
+class WindowList(Model):
+    """The session's windows, oldest first, and its screen (width, height,
+    the workspace shown)."""
+
+    SCHEMA: ClassVar[str] = 'WindowList'
+    windows: list | None = None
+    screen: dict | None = None
+
+    def _nest(self) -> None:
+        self.windows = [Window.from_dict(w) for w in self.windows or []]
+
+
+@dataclass
+class WindowClosed(Model):
+    """What a close did: closed, or the window still open (its app may be
+    asking to save)."""
+
+    SCHEMA: ClassVar[str] = 'WindowClosed'
+    closed: bool | None = None
+    window: dict | None = None
+
+    def _nest(self) -> None:
+        self.window = Window.from_dict(self.window) if isinstance(self.window, dict) else self.window
+
+
+@dataclass
+class LaunchAppResult(Model):
+    """An app launched: its process and its window (None when none opened in
+    time, timed_out, or the process failed first: process.exit_code)."""
+
+    SCHEMA: ClassVar[str] = 'LaunchAppResult'
+    process: dict | None = None
+    window: dict | None = None
+    timed_out: bool | None = None
+
+    def _nest(self) -> None:
+        self.process = Process.from_dict(self.process) if isinstance(self.process, dict) else self.process
+        self.window = Window.from_dict(self.window) if isinstance(self.window, dict) else self.window
+
+
+@dataclass
+class UINode(Model):
+    """An element of the accessibility tree: role, name, states, actions,
+    bounds (screen pixels; display_bounds in the display asked for). Its id
+    lasts while its application keeps it (then Gone)."""
+
+    SCHEMA: ClassVar[str] = 'UINode'
+    id: str | None = None
+    role: str | None = None
+    name: str | None = None
+    description: str | None = None
+    states: list | None = None
+    value: dict | None = None
+    text: str | None = None
+    text_truncated: bool | None = None
+    actions: list | None = None
+    bounds: dict | None = None
+    display_bounds: dict | None = None
+    parent: str | None = None
+    children: list | None = None
+    child_count: int | None = None
+    app: str | None = None
+    depth: int | None = None
+
+
+@dataclass
+class UINodeList(Model):
+    """Nodes of the tree (parents first) or of a search (flat);
+    truncated when a limit or the time left some out."""
+
+    SCHEMA: ClassVar[str] = 'UINodeList'
+    nodes: list | None = None
+    truncated: bool | None = None
+    screen: dict | None = None
+    display: dict | None = None
+    warnings: list | None = None
+
+    def _nest(self) -> None:
+        self.nodes = [UINode.from_dict(n) for n in self.nodes or []]
+
+
+@dataclass
+class UIActResult(Model):
+    """An action on an element: the element read again (as it was when
+    gone), whether it changed, and the action performed."""
+
+    SCHEMA: ClassVar[str] = 'UIActResult'
+    node: dict | None = None
+    changed: bool | None = None
+    gone: bool | None = None
+    performed: str | None = None
+    screen: dict | None = None
+    display: dict | None = None
+
+    def _nest(self) -> None:
+        self.node = UINode.from_dict(self.node) if isinstance(self.node, dict) else self.node
 
 
 @dataclass

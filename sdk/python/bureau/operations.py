@@ -65,6 +65,12 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     'screenshot': ('GET', '/api/v1/desktops/{id}/screenshot'),
     'computerAction': ('POST', '/api/v1/desktops/{id}/computer'),
     'setResolution': ('POST', '/api/v1/desktops/{id}/resolution'),
+    'listWindows': ('GET', '/api/v1/desktops/{id}/windows'),
+    'windowAction': ('POST', '/api/v1/desktops/{id}/windows/{wid}'),
+    'launchApp': ('POST', '/api/v1/desktops/{id}/apps'),
+    'getUITree': ('GET', '/api/v1/desktops/{id}/ui'),
+    'findUINodes': ('GET', '/api/v1/desktops/{id}/ui/find'),
+    'actOnUINode': ('POST', '/api/v1/desktops/{id}/ui/{node}'),
     'exec': ('POST', '/api/v1/desktops/{id}/exec'),
     'getAgentStatus': ('GET', '/api/v1/desktops/{id}/agent'),
     'listProcesses': ('GET', '/api/v1/desktops/{id}/processes'),
@@ -137,12 +143,4 @@ EXCLUDED: dict[str, str] = {
     'consoleGetClipboard': "the console page's clipboard, authenticated by a console token",
     'consoleSetClipboard': "the console page's clipboard, authenticated by a console token",
     'consoleTerminal': "the console page's WebSocket terminal",
-    # Windows and apps (issue 39): SDK methods next.
-    'listWindows': 'SDK methods next',
-    'windowAction': 'SDK methods next',
-    'launchApp': 'SDK methods next',
-    # The accessibility tree (issue 39): SDK methods next.
-    'getUITree': 'SDK methods next',
-    'findUINodes': 'SDK methods next',
-    'actOnUINode': 'SDK methods next',
 }

@@ -7,12 +7,24 @@
  */
 import type { Desktop } from "./desktop.js";
 import { BureauError } from "./errors.js";
+import type { ComputerResult } from "./models.js";
 
 /** Anthropic computer tool versions: computer_20251124 adds zoom (enable_zoom). */
 export const ANTHROPIC_TOOL_VERSIONS = ["computer_20251124", "computer_20250124"] as const;
 
 // Actions that return what they look at; the others are followed by a screenshot.
 const LOOKS = new Set(["screenshot", "zoom", "cursor_position"]);
+// Moves rarely change the screen (the pointer is not part of what bureau watches): no news when they do not.
+const MOVES = new Set(["mouse_move", "move"]);
+
+/**
+ * Verified actions: bureau says whether the screen changed after each input action. verifyMs is how long it
+ * watches (default 500; 0: no check); expect "change" makes an action that changed nothing an error.
+ */
+export interface VerifyOptions {
+  expect?: "change";
+  verifyMs?: number;
+}
 
 export interface ToolUse {
   type?: "tool_use";
@@ -32,13 +44,18 @@ export interface ToolResult {
   is_error?: boolean;
 }
 
-/** Anthropic's computer-use tool on a bureau desktop. */
+/**
+ * Anthropic's computer-use tool on a bureau desktop. When an input action changed nothing on the screen, the
+ * tool_result says so in a text block ("the screen did not change after left_click"); with expect "change" such an
+ * action is an error result instead (is_error, bureau's no_effect message).
+ */
 export class AnthropicComputer {
   constructor(
     readonly desktop: Desktop,
     readonly display: [number, number] = [1280, 800],
     readonly version: (typeof ANTHROPIC_TOOL_VERSIONS)[number] = "computer_20251124",
     readonly name = "computer",
+    readonly verify: VerifyOptions = {},
   ) {}
 
   /** The tool to pass in the request's tools. */
@@ -62,7 +79,7 @@ export class AnthropicComputer {
     const name = action.action as string | undefined;
     if (!name) throw new BureauError(422, "invalid", "the tool input has no action", "action");
     const looks = LOOKS.has(name);
-    const res = await this.desktop.computer(action, { display: this.display, screenshot: !looks });
+    const res = await this.desktop.computer(action, { display: this.display, screenshot: !looks, ...this.verify });
     const step = res.results?.[0];
     if (name === "cursor_position" && step?.cursor) {
       const c = step.cursor as { x: number; y: number };
@@ -71,6 +88,7 @@ export class AnthropicComputer {
     const img = looks ? step?.image : res.screenshot;
     const out: ToolResultContent[] = [];
     if (img) out.push({ type: "image", source: { type: "base64", media_type: img.media_type, data: img.data } });
+    if (step?.screen_changed === false && !MOVES.has(name)) out.push({ type: "text", text: `the screen did not change after ${name}` });
     if (step?.typed_via === "keyboard+paste") out.push({ type: "text", text: "some characters had no key on this layout and were pasted" });
     return out.length ? out : [{ type: "text", text: "done" }];
   }
@@ -93,13 +111,26 @@ export interface ComputerCallOutput {
 
 const OPENAI_FIELDS = new Set(["type", "x", "y", "button", "path", "keys", "scroll_x", "scroll_y", "text"]);
 
-/** OpenAI's computer-use tool (Responses API) on a bureau desktop. */
+/**
+ * OpenAI's computer-use tool (Responses API) on a bureau desktop. A computer_call_output carries a screenshot alone,
+ * so whether the screen changed after each action is in lastResult (unchanged() names the actions that changed
+ * nothing); with expect "change" run rejects with NoEffectError at such an action.
+ */
 export class OpenAIComputer {
+  /** The ComputerResult of the last run. */
+  lastResult?: ComputerResult;
+
   constructor(
     readonly desktop: Desktop,
     readonly display: [number, number] = [1280, 800],
     readonly environment = "linux",
+    readonly verify: VerifyOptions = {},
   ) {}
+
+  /** The actions of the last run after which the screen did not change (moves aside). */
+  unchanged(): string[] {
+    return (this.lastResult?.results ?? []).filter((r) => r.screen_changed === false && !MOVES.has(r.action)).map((r) => r.action);
+  }
 
   /** The tool to pass in the request's tools. */
   definition(): Record<string, unknown> {
@@ -122,7 +153,8 @@ export class OpenAIComputer {
       }
       return o;
     });
-    const res = await this.desktop.computer(shaped, { display: this.display, screenshot: true });
+    const res = await this.desktop.computer(shaped, { display: this.display, screenshot: true, ...this.verify });
+    this.lastResult = res;
     const img = res.screenshot!;
     const out: ComputerCallOutput = {
       type: "computer_call_output",

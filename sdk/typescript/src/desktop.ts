@@ -41,8 +41,81 @@ export interface WaitReadyOptions {
  */
 const READY_SLICE_S = 240;
 
-/** An action in Anthropic's shape ({action: "left_click", coordinate}) or OpenAI's ({type: "click", x, y}). */
+/**
+ * An action in Anthropic's shape ({action: "left_click", coordinate}) or OpenAI's ({type: "click", x, y}). A click
+ * or move may name an accessibility `element` instead of a coordinate: a node (or its id) from uiTree/uiFind, or a
+ * query {role, name, app, window}.
+ */
 export type ComputerAction = Record<string, unknown>;
+
+export interface ComputerOptions {
+  /** The screen size the model sees: screenshots are scaled to it and coordinates scaled back. */
+  display?: [number, number];
+  /** Add the settled screen after the actions. */
+  screenshot?: boolean;
+  keyboard?: string;
+  /** "change": stop at the first input action that changed nothing (NoEffectError; CannotVerifyError when the screen cannot be watched). */
+  expect?: "change";
+  /** How long after each input action the screen is watched for a change (default 500; 0: no check). */
+  verifyMs?: number;
+  signal?: AbortSignal;
+}
+
+/** Window geometry, the client area in screen pixels. */
+export interface WindowGeometry {
+  x?: number;
+  y?: number;
+  width?: number;
+  height?: number;
+}
+
+/** An app to launch: one of desktopFile (as the menu has it), command (a shell line) or argv. */
+export interface LaunchApp {
+  desktopFile?: string;
+  command?: string;
+  argv?: string[];
+  /** How long to wait for its window (default 20, at most 120; 0 answers at once). */
+  waitS?: number;
+  signal?: AbortSignal;
+}
+
+/** Filters of uiTree and uiFind; role and states take a comma-separated string or a list. */
+export interface UIFilters {
+  /** Windows whose title contains it, or all windows of applications whose name does. */
+  window?: string;
+  app?: string;
+  role?: string | string[];
+  name?: string;
+  /** States required; `!checked` for one absent. */
+  states?: string | string[];
+  /** Default true: only what shows. */
+  visibleOnly?: boolean;
+  depth?: number;
+  limit?: number;
+  /** A node (or its id) to start from. */
+  root?: string | { id: string };
+  /** The display your coordinates are in: nodes then have display_bounds in it. */
+  display?: [number, number];
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+const ref = (v: string | { id: string }) => (typeof v === "string" ? v : v.id);
+const wxh = (d?: [number, number]) => (d ? `${d[0]}x${d[1]}` : undefined);
+
+/** An action with a node (an object with an id) as its element sent as the node's id. */
+function withElementId(a: ComputerAction): ComputerAction {
+  const e = a.element as { id?: unknown } | undefined;
+  return e && typeof e === "object" && typeof e.id === "string" ? { ...a, element: e.id } : { ...a };
+}
+
+function uiQuery(f: UIFilters) {
+  const joined = (v?: string | string[]) => (Array.isArray(v) ? v.join(",") : v);
+  return {
+    window: f.window, app: f.app, role: joined(f.role), name: f.name, states: joined(f.states), visible_only: f.visibleOnly,
+    depth: f.depth, limit: f.limit, root: f.root === undefined ? undefined : ref(f.root), display: wxh(f.display), timeout_ms: f.timeoutMs,
+  };
+}
 
 const pick = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 
@@ -192,17 +265,80 @@ export class Desktop {
     return new Uint8Array(await r.arrayBuffer());
   }
 
-  /** Runs computer-use actions in order; display is the size the model sees, screenshot adds the settled screen. */
-  computer(actions: ComputerAction | ComputerAction[], o: { display?: [number, number]; screenshot?: boolean; keyboard?: string; signal?: AbortSignal } = {}): Promise<m.ComputerResult> {
-    const body: Record<string, unknown> = Array.isArray(actions) ? (actions.length === 1 ? { ...actions[0] } : { actions }) : { ...actions };
+  /**
+   * Runs computer-use actions in order; display is the size the model sees, screenshot adds the settled screen.
+   * Each input action's result says whether the screen changed (screen_changed) within verifyMs.
+   */
+  computer(actions: ComputerAction | ComputerAction[], o: ComputerOptions = {}): Promise<m.ComputerResult> {
+    const list = (Array.isArray(actions) ? actions : [actions]).map(withElementId);
+    const body: Record<string, unknown> = list.length === 1 ? list[0] : { actions: list };
     if (o.display) body.display = { width: o.display[0], height: o.display[1] };
     if (o.screenshot) body.screenshot = true;
     if (o.keyboard) body.keyboard = o.keyboard;
+    if (o.expect) body.expect = o.expect;
+    if (o.verifyMs !== undefined) body.verify_ms = o.verifyMs;
     return this.h.call("computerAction", { params: { id: this.id }, json: body, signal: o.signal });
   }
 
   setResolution(width: number, height: number): Promise<m.Size> {
     return this.h.call("setResolution", { params: { id: this.id }, json: { width, height } });
+  }
+
+  /** The session's windows, oldest first, and the screen; with display (the computer-use display) each shown window has display_bounds. */
+  windows(o: { display?: [number, number]; signal?: AbortSignal } = {}): Promise<m.WindowList> {
+    return this.h.call("listWindows", { params: { id: this.id }, query: { display: wxh(o.display) }, signal: o.signal });
+  }
+  /**
+   * Does action to a window (its id, or the Window) and answers it as the window manager shows it then; geometry is
+   * the client area in screen pixels. close answers a WindowClosed.
+   */
+  windowAction(wid: string | m.Window, action: "close", g?: WindowGeometry): Promise<m.WindowClosed>;
+  windowAction(wid: string | m.Window, action: "focus" | "move" | "resize" | "minimize" | "maximize" | "unmaximize", g?: WindowGeometry): Promise<m.Window>;
+  windowAction(wid: string | m.Window, action: string, g: WindowGeometry = {}): Promise<m.Window | m.WindowClosed> {
+    return this.h.call("windowAction", { params: { id: this.id, wid: ref(wid) }, json: pick({ action, ...g }) });
+  }
+  /** Raises a window and gives it the focus (un-minimized). */
+  focusWindow(wid: string | m.Window): Promise<m.Window> {
+    return this.windowAction(wid, "focus");
+  }
+  moveWindow(wid: string | m.Window, x: number, y: number, size: { width?: number; height?: number } = {}): Promise<m.Window> {
+    return this.windowAction(wid, "move", { x, y, ...size });
+  }
+  resizeWindow(wid: string | m.Window, width: number, height: number): Promise<m.Window> {
+    return this.windowAction(wid, "resize", { width, height });
+  }
+  /** Asks a window to close, as its close button does. */
+  closeWindow(wid: string | m.Window): Promise<m.WindowClosed> {
+    return this.windowAction(wid, "close");
+  }
+  /** Starts an app and waits up to waitS (default 20) for its window. */
+  launchApp(app: LaunchApp): Promise<m.LaunchAppResult> {
+    const json = pick({ desktop_file: app.desktopFile, command: app.command, argv: app.argv, wait_s: app.waitS });
+    return this.h.call("launchApp", { params: { id: this.id }, json, signal: app.signal });
+  }
+
+  /**
+   * The accessibility tree of what shows on the screen, parents first: the applications (depth 0), their windows (1)
+   * and what is inside; role, name and states keep the matches and their ancestors.
+   */
+  uiTree(f: UIFilters = {}): Promise<m.UINodeList> {
+    return this.h.call("getUITree", { params: { id: this.id }, query: uiQuery(f), signal: f.signal });
+  }
+  /** The elements that match, flat (none: an empty list). */
+  uiFind(f: UIFilters = {}): Promise<m.UINodeList> {
+    return this.h.call("findUINodes", { params: { id: this.id }, query: uiQuery(f), signal: f.signal });
+  }
+  /**
+   * Does action (click, focus, set_value with value, or one of the node's own actions) through the application, not
+   * the mouse, and answers the node read again: changed, gone. A node no longer there rejects with GoneError.
+   */
+  uiAction(node: string | m.UINode, action = "click", o: { value?: string; display?: [number, number]; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<m.UIActResult> {
+    return this.h.call("actOnUINode", {
+      params: { id: this.id, node: ref(node) },
+      query: { display: wxh(o.display) },
+      json: pick({ action, value: o.value, timeout_ms: o.timeoutMs }),
+      signal: o.signal,
+    });
   }
 
   /** Runs a command (a bash line, or an argv list) and returns its result. */

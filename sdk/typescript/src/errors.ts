@@ -48,6 +48,37 @@ export class NotReadyError extends BureauError {
   }
 }
 
+/**
+ * 422 `no_effect`: computer use with `expect: "change"` stopped at an input action after which the screen did not
+ * change. The actions before it ran, those after it did not.
+ */
+export class NoEffectError extends BureauError {
+  /** The action after which the screen did not change (0 for a single action). */
+  readonly index?: number;
+
+  constructor(message: string, index?: number) {
+    super(422, "no_effect", message);
+    this.name = "NoEffectError";
+    this.index = index;
+  }
+}
+
+/** 409 `cannot_verify`: `expect: "change"` was asked but bureau cannot watch this screen now (no live framebuffer); no action ran. */
+export class CannotVerifyError extends BureauError {
+  constructor(message: string) {
+    super(409, "cannot_verify", message);
+    this.name = "CannotVerifyError";
+  }
+}
+
+/** 410 `gone`: an accessibility node id whose element is no longer there (its window closed, its application ended); read the tree again. */
+export class GoneError extends BureauError {
+  constructor(message: string) {
+    super(410, "gone", message);
+    this.name = "GoneError";
+  }
+}
+
 /** The error for an API answer `{"error": {"code", "message", …}}`. */
 export function errorFor(status: number, body: unknown, retryAfter?: number): BureauError {
   const e = (body as { error?: Record<string, string> } | null)?.error;
@@ -55,5 +86,11 @@ export function errorFor(status: number, body: unknown, retryAfter?: number): Bu
     return new BureauError(status, `http_${status}`, typeof body === "string" ? body.slice(0, 500) : `HTTP ${status}`, undefined, undefined, retryAfter);
   }
   if (status === 409 && e.code === "not_ready") return new NotReadyError(e.message ?? "", e.up || undefined, e.waiting_for || undefined, retryAfter);
+  if (status === 422 && e.code === "no_effect") {
+    const index: unknown = (e as { index?: unknown }).index;
+    return new NoEffectError(e.message ?? "", typeof index === "number" ? index : undefined);
+  }
+  if (status === 409 && e.code === "cannot_verify") return new CannotVerifyError(e.message ?? "");
+  if (status === 410) return new GoneError(e.message ?? "");
   return new BureauError(status, e.code ?? "", e.message ?? "", e.field || undefined, e.state || undefined, retryAfter);
 }

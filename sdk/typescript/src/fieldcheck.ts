@@ -53,6 +53,14 @@ interface Models {
   BackupCheck: M.BackupCheck;
   BackupSchedule: M.BackupSchedule;
   BackupScheduleRequest: M.BackupScheduleRequest;
+  Rect: M.Rect;
+  Window: M.Window;
+  WindowList: M.WindowList;
+  WindowClosed: M.WindowClosed;
+  LaunchAppResult: M.LaunchAppResult;
+  UINode: M.UINode;
+  UINodeList: M.UINodeList;
+  UIActResult: M.UIActResult;
 }
 
 type Fields = typeof FIELDS;

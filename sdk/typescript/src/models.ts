@@ -399,6 +399,17 @@ export interface StepResult {
   screen_changed?: boolean;
   /** With screen_changed true: how long after the input ended the first change was seen. */
   changed_after_ms?: number;
+  /** The accessibility element the action named instead of a coordinate, and what became of it. */
+  element?: StepElement;
+}
+
+/** The element a computer-use action named: the node acted on, whether its states (focus among them) changed after it, or it is gone. */
+export interface StepElement {
+  id: string;
+  role: string;
+  name: string;
+  changed: boolean;
+  gone?: boolean;
 }
 
 /** A ScreenImage as the API shows it. */
@@ -629,6 +640,108 @@ export interface StepRevert {
   note?: string;
 }
 
+/** A rectangle in pixels: screen pixels (bounds), or those of the display asked for (display_bounds). */
+export interface Rect {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+/** A window of the desktop's session; geometry (the client area) in screen pixels. */
+export interface Window {
+  /** The X window id, `0x1e00004`. */
+  id: string;
+  title: string;
+  /** WM_CLASS's class (`Mousepad`). */
+  app: string;
+  /** WM_CLASS's instance (`mousepad`). */
+  instance: string;
+  /** The process that owns it (0 when the app does not say). */
+  pid: number;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  focused: boolean;
+  minimized: boolean;
+  maximized: boolean;
+  /** From 0; -1 when it is on every workspace. */
+  workspace: number;
+  /** The window manager's frame around the client area, each side's width. */
+  frame: { left: number; right: number; top: number; bottom: number };
+  /** With a display asked for: the part of the client area on the screen in its coordinates (clicks there land in it). */
+  display_bounds?: Rect;
+}
+
+/** The session's windows, oldest first, and its screen. */
+export interface WindowList {
+  windows: Window[];
+  screen: { width: number; height: number; workspace: number };
+}
+
+/** What a close did: closed, or the window still open (its app may be asking to save). */
+export interface WindowClosed {
+  closed: boolean;
+  window?: Window;
+}
+
+/** An app launched: its process and its window (null when none opened in time, or the process failed first: its exit_code). */
+export interface LaunchAppResult {
+  process: Process;
+  window: Window | null;
+  timed_out: boolean;
+}
+
+/** An element of the accessibility tree. Its id lasts while its application keeps it (then GoneError). */
+export interface UINode {
+  id: string;
+  /** AT-SPI2's role name: `application`, `frame`, `push button`, `text`, `check box`, `menu item`, `link`… */
+  role: string;
+  name: string;
+  description?: string;
+  /** The states set: `focused`, `focusable`, `showing`, `enabled`, `sensitive`, `checked`, `selected`, `expanded`, `editable`… */
+  states: string[];
+  /** A range's value (slider, spin button, scroll bar, progress bar). */
+  value?: { current: number; min: number; max: number };
+  /** A text element's content (never a password's), at most 2000 characters. */
+  text?: string;
+  text_truncated?: boolean;
+  /** Its own actions (`click`, `press`, `activate`, `jump`, `expand or contract`…). */
+  actions: string[];
+  /** Where it is on the screen, in screen pixels. */
+  bounds?: Rect;
+  /** With a display asked for: the part of bounds on the screen in its coordinates. */
+  display_bounds?: Rect;
+  parent?: string;
+  /** Its children's ids, answered or not. */
+  children: string[];
+  child_count: number;
+  app: string;
+  /** 0 for an application, 1 for its windows, and so on. */
+  depth: number;
+}
+
+/** Nodes of the tree (parents first) or of a search (flat); truncated when a limit or the time left some out. */
+export interface UINodeList {
+  nodes: UINode[];
+  truncated: boolean;
+  screen: Size;
+  display?: Size;
+  /** What the walk left out and why (an application that did not answer in time). */
+  warnings?: string[];
+}
+
+/** An action on an element: the element read again (as it was when gone), whether it changed, and what was done. */
+export interface UIActResult {
+  node: UINode;
+  changed: boolean;
+  gone: boolean;
+  performed: string;
+  screen: Size;
+  display?: Size;
+}
+
 /** What a desktop may reach outside: IPv4 addresses, CIDRs or host names */
 export interface NetworkPolicy {
   allow_out?: string[];
@@ -668,7 +781,7 @@ export const FIELDS = {
   FileEntry: { schema: "FileEntry", fields: ["name", "type", "size", "mode", "mtime"] },
   Clipboard: { schema: "Clipboard", fields: ["text", "types"] },
   ComputerResult: { schema: "ComputerResult", fields: ["results", "screenshot", "display", "screen", "verify"] },
-  StepResult: { schema: "StepResult", fields: ["action", "duration_ms", "image", "cursor", "typed_via", "chars", "keyboard", "screen_changed", "changed_after_ms"] },
+  StepResult: { schema: "StepResult", fields: ["action", "duration_ms", "image", "cursor", "typed_via", "chars", "keyboard", "screen_changed", "changed_after_ms", "element"] },
   ScreenImage: { schema: "ScreenImage", fields: ["media_type", "data", "width", "height", "settled", "settle_ms", "scale", "scale_y", "coordinates"] },
   Size: { schema: "Size", fields: ["width", "height"] },
   StreamToken: { schema: "StreamToken", fields: ["token", "expires_at", "url"] },
@@ -683,4 +796,12 @@ export const FIELDS = {
   BackupCheck: { schema: "BackupCheck", fields: ["backup_id", "chunks", "missing", "corrupt", "ok", "took_ms"] },
   BackupSchedule: { schema: "BackupSchedule", fields: ["desktop_id", "target_id", "every_minutes", "keep_last", "keep_hourly", "keep_daily", "keep_weekly", "next_at", "updated_at", "updated_by"] },
   BackupScheduleRequest: { schema: "BackupScheduleRequest", fields: ["target", "every_minutes", "keep_last", "keep_hourly", "keep_daily", "keep_weekly"] },
+  Rect: { schema: "UIRect", fields: ["x", "y", "width", "height"] },
+  Window: { schema: "Window", fields: ["id", "title", "app", "instance", "pid", "x", "y", "width", "height", "focused", "minimized", "maximized", "workspace", "frame", "display_bounds"] },
+  WindowList: { schema: "WindowList", fields: ["windows", "screen"] },
+  WindowClosed: { schema: "WindowClosed", fields: ["closed", "window"] },
+  LaunchAppResult: { schema: "LaunchAppResult", fields: ["process", "window", "timed_out"] },
+  UINode: { schema: "UINode", fields: ["id", "role", "name", "description", "states", "value", "text", "text_truncated", "actions", "bounds", "display_bounds", "parent", "children", "child_count", "app", "depth"] },
+  UINodeList: { schema: "UINodeList", fields: ["nodes", "truncated", "screen", "display", "warnings"] },
+  UIActResult: { schema: "UIActResult", fields: ["node", "changed", "gone", "performed", "screen", "display"] },
 } as const satisfies Record<string, { schema: string; fields: readonly string[] }>;

@@ -8,6 +8,7 @@ from ..errors import BureauError
 
 if TYPE_CHECKING:
     from ..desktop import Desktop
+    from ..models import ComputerResult
 
 
 class OpenAIComputer:
@@ -17,10 +18,20 @@ class OpenAIComputer:
     An item carries one ``action`` or a batch of ``actions``; bureau takes
     OpenAI's action shapes as they are (``keys`` held through pointer
     actions included) and runs a batch in order in one request.
+
+    A computer_call_output carries a screenshot alone, so whether the screen
+    changed after each action is in ``last_result`` (the ComputerResult of
+    the last run: ``unchanged()`` names the actions that changed nothing).
+    ``verify_ms`` sets how long bureau watches (0: no check);
+    ``expect="change"`` makes run raise NoEffect at an action that changed
+    nothing.
     """
 
-    def __init__(self, desktop: "Desktop", display: tuple[int, int] = (1280, 800), environment: str = "linux"):
+    def __init__(self, desktop: "Desktop", display: tuple[int, int] = (1280, 800), environment: str = "linux", *,
+                 expect: str | None = None, verify_ms: int | None = None):
         self.desktop, self.display, self.environment = desktop, display, environment
+        self.expect, self.verify_ms = expect, verify_ms
+        self.last_result: "ComputerResult | None" = None
 
     def definition(self) -> dict:
         """The tool to pass in the request's ``tools``."""
@@ -41,7 +52,9 @@ class OpenAIComputer:
         if not actions:
             raise BureauError(422, "invalid", "the computer_call has no action", field="action")
         actions = [_shape(a) for a in actions]
-        res = self.desktop.computer(*actions, display=self.display, screenshot=True)
+        res = self.desktop.computer(*actions, display=self.display, screenshot=True,
+                                    expect=self.expect, verify_ms=self.verify_ms)
+        self.last_result = res
         img = res.screenshot
         out: dict[str, Any] = {"type": "computer_call_output", "call_id": call.get("call_id", ""),
                                "output": {"type": "computer_screenshot",
@@ -50,6 +63,13 @@ class OpenAIComputer:
         if checks:
             out["acknowledged_safety_checks"] = checks
         return out
+
+
+    def unchanged(self) -> list[str]:
+        """The actions of the last run after which the screen did not change
+        (moves aside: the pointer is not part of what bureau watches)."""
+        res = self.last_result
+        return [r.action for r in (res.results if res else []) if r.screen_changed is False and r.action != "move"]
 
 
 def _shape(a: dict) -> dict:
