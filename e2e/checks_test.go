@@ -34,7 +34,7 @@ type runningCheck struct {
 //   - snapshots expects to list exactly the two snapshots it takes: the
 //     checks before it delete what they make (mcp_typescript its
 //     snapshot; the reimage drops resize_clone_reimage's).
-//   - resize_clone_reimage and snapshots wait for the Xfce session after
+//   - resize_clone_reimage and snapshots wait until the desktop is ready after
 //     the boot they cause, so the checks after them find it up.
 //   - services leaves its service behind (serviceCreated); the lifecycle
 //     test checks it is back after the stop/start that follows this list.

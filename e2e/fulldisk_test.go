@@ -45,6 +45,7 @@ func TestFullDisk(t *testing.T) {
 	s.waitState(adminToken, d.ID, desktop.StateRunning, 5*time.Minute)
 	t.Logf("create → guest agent: %s", s.waitAgent(&d, 10*time.Minute).Round(time.Second))
 	s.waitGuest(&d, "home on the data disk", "mountpoint -q /home && test -d /home/agent", 5*time.Minute)
+	s.waitReadyAPI(adminToken, d.ID, 10*time.Minute) // files answer 409 not_ready before
 	const marker = "written before the disk filled\n"
 	if code := s.call(adminToken, "PUT", api+"/files?path=marker.txt", marker, nil); code != http.StatusCreated {
 		t.Fatalf("upload marker: %d", code)

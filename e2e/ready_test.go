@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -63,5 +64,16 @@ func waitReady(t *testing.T, s *server, token, id string, createdAt time.Time) {
 	}
 	if !found {
 		t.Errorf("no ready event in the desktop's history: %+v", events.Events)
+	}
+}
+
+// waitReadyAPI waits through the API until the desktop is ready (exec,
+// files and computer use answer), as a client does before using it.
+func (s *server) waitReadyAPI(token, id string, timeout time.Duration) {
+	s.t.Helper()
+	var d apiv1.Desktop
+	code := s.call(token, "GET", fmt.Sprintf("/api/v1/desktops/%s?wait=ready&timeout_s=%d", id, int(timeout.Seconds())), nil, &d)
+	if code != http.StatusOK || !d.Ready {
+		s.t.Fatalf("desktop %s not ready after %s: %d up %q, waiting for %q", id, timeout, code, d.Up, d.WaitingFor)
 	}
 }

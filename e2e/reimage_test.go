@@ -103,5 +103,5 @@ func testResizeCloneReimage(t *testing.T, s *server, token string, d *apiv1.Desk
 			t.Errorf("snapshot %q (scope %s) of the old OS disk survived the reimage", sn.Name, sn.Scope)
 		}
 	}
-	s.waitGuest(d, "Xfce session after reimage", "pgrep -u agent -x xfce4-panel", 5*time.Minute)
+	s.waitReadyAPI(token, d.ID, 5*time.Minute) // its session up again for the checks after this
 }

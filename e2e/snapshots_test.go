@@ -133,8 +133,9 @@ func testSnapshots(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 		}
 	}
 	if !quick() {
-		// The Xfce session comes back after the restart for the checks after this.
-		s.waitGuest(d, "Xfce session after data revert", "pgrep -u agent -x xfce4-panel", 5*time.Minute)
+		// The desktop is ready again after the restart for the checks after
+		// this (its session up: files and exec answer 409 not_ready before).
+		s.waitReadyAPI(token, d.ID, 5*time.Minute)
 	}
 }
 
