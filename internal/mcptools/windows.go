@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bureau/bureau/internal/computer"
+	"github.com/bureau/bureau/internal/guest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -31,20 +32,10 @@ func (t *windowTools) addWindowTools(s *mcp.Server) {
 		"or says that no window came in time or that the process ended first (its log: process_log)."}, t.launchApp)
 }
 
-// window is a window as the API lists it.
+// window is a window as the API lists it: guest's window, and where it
+// is in the display asked for.
 type window struct {
-	ID            string         `json:"id"`
-	Title         string         `json:"title"`
-	App           string         `json:"app"`
-	PID           int            `json:"pid"`
-	X             int            `json:"x"`
-	Y             int            `json:"y"`
-	Width         int            `json:"width"`
-	Height        int            `json:"height"`
-	Focused       bool           `json:"focused"`
-	Minimized     bool           `json:"minimized"`
-	Maximized     bool           `json:"maximized"`
-	Workspace     int            `json:"workspace"`
+	guest.Window
 	DisplayBounds *computer.Rect `json:"display_bounds,omitempty"`
 }
 
