@@ -26,6 +26,9 @@ type Options struct {
 	// ViewOnly drops the viewer's keyboard, pointer, clipboard and resize
 	// messages.
 	ViewOnly bool
+	// Input, when set, decides each input message of a viewer that is
+	// not view-only (Filter.Input): who holds the desktop's input.
+	Input func(Input) bool
 	// Count, when set, is told the bytes moved: "to_browser" (display) and
 	// "to_desktop" (input).
 	Count func(direction string, n int)
@@ -49,7 +52,7 @@ func Pipe(ctx context.Context, ws *websocket.Conn, vnc net.Conn, opts Options) e
 	ioCtx := context.WithoutCancel(ctx)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go func() { cancel(fromBrowser(ioCtx, ws, vnc, &Filter{ViewOnly: opts.ViewOnly}, opts)) }()
+	go func() { cancel(fromBrowser(ioCtx, ws, vnc, &Filter{ViewOnly: opts.ViewOnly, Input: opts.Input}, opts)) }()
 	go func() { cancel(toBrowser(ioCtx, ws, vnc, opts)) }()
 	<-ctx.Done()
 	vnc.Close()

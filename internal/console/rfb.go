@@ -19,6 +19,10 @@ var rfbVersion = regexp.MustCompile(`^RFB 003\.00[3-8]\n$`)
 // is disconnected instead of confusing the server.
 type Filter struct {
 	ViewOnly bool
+	// Input, when set, is asked about each input message a viewer that is
+	// not view-only sends (keyboard, pointer, clipboard; not resize): false
+	// drops it. It must be quick: it runs for every mouse move.
+	Input func(Input) bool
 
 	stage   int // 0 version, 1 security type, 2 client init, 3 messages
 	v33     bool
@@ -94,7 +98,41 @@ func (f *Filter) next(b []byte) (int, bool, error) {
 	if err != nil || need == 0 || len(b) < need {
 		return 0, false, err
 	}
-	return need, !(input && f.ViewOnly), nil
+	if input && f.ViewOnly {
+		return need, false, nil
+	}
+	if input && f.Input != nil {
+		if in, ok := inputOf(b[:need]); ok && !f.Input(in) {
+			return need, false, nil
+		}
+	}
+	return need, true, nil
+}
+
+// Input is one input message from a viewer: a key pressed or released, a
+// pointer event with the buttons held, or clipboard text.
+type Input struct {
+	Key       bool
+	KeyDown   bool
+	Pointer   bool
+	Buttons   uint8
+	Clipboard bool
+}
+
+// inputOf says what a whole input message is (ok false: not one the
+// Input hook is asked about, such as a resize).
+func inputOf(m []byte) (Input, bool) {
+	switch m[0] {
+	case 4: // KeyEvent: down-flag at 1
+		return Input{Key: true, KeyDown: m[1] != 0}, true
+	case 5: // PointerEvent: button mask at 1
+		return Input{Pointer: true, Buttons: m[1]}, true
+	case 6:
+		return Input{Clipboard: true}, true
+	case 255: // QEMU extended key event: down-flag at 2-3
+		return Input{Key: true, KeyDown: m[2] != 0 || m[3] != 0}, true
+	}
+	return Input{}, false
 }
 
 // messageLen returns a client message's full length (0 while its header is

@@ -147,3 +147,48 @@ func FuzzFilter(f *testing.F) {
 		}
 	})
 }
+
+// The Input hook sees each input message of a viewer that may type, says
+// what it is, and drops those it refuses; display messages and resizes
+// are never asked about.
+func TestFilterInputHook(t *testing.T) {
+	stream, display, input := recordedStream()
+	var seen []Input
+	f := &Filter{Input: func(in Input) bool {
+		seen = append(seen, in)
+		return !in.Key // keys refused: someone else holds the input
+	}}
+	out := feedAll(t, f, stream, 5)
+	want := []Input{{Key: true, KeyDown: true}, {Pointer: true, Buttons: 1}, {Clipboard: true}, {Clipboard: true}, {Key: true, KeyDown: true}}
+	if len(seen) != len(want) {
+		t.Fatalf("hook saw %+v, want %+v", seen, want)
+	}
+	for i := range want {
+		if seen[i] != want[i] {
+			t.Errorf("input %d: %+v, want %+v", i, seen[i], want[i])
+		}
+	}
+	for _, m := range display {
+		if !bytes.Contains(out, m) {
+			t.Errorf("display message %v dropped", m[:1])
+		}
+	}
+	if bytes.Contains(out, input[0]) || bytes.Contains(out, input[4]) {
+		t.Error("a refused key reached the server")
+	}
+	for _, i := range []int{1, 2, 5} { // pointer, clipboard, resize
+		if !bytes.Contains(out, input[i]) {
+			t.Errorf("input %d was dropped", i)
+		}
+	}
+	if f.Dropped != 2 {
+		t.Errorf("dropped %d, want 2", f.Dropped)
+	}
+	// A view-only viewer's input is dropped before the hook is asked.
+	seen = nil
+	f = &Filter{ViewOnly: true, Input: func(in Input) bool { seen = append(seen, in); return true }}
+	feedAll(t, f, stream, 64)
+	if len(seen) != 0 {
+		t.Errorf("view-only input reached the hook: %+v", seen)
+	}
+}

@@ -3,6 +3,8 @@ package console
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -27,7 +29,49 @@ func (e *CloseError) Error() string { return fmt.Sprintf("%s (%d)", e.Reason, e.
 
 type session struct {
 	tokenID, desktopID, madeBy string
+	viewer                     Viewer
 	cancel                     context.CancelCauseFunc
+}
+
+// Viewer is a live console session: someone watching a desktop.
+type Viewer struct {
+	// Session is the console token's id.
+	Session string `json:"session"`
+	// Name is who the link is for, or its maker's owner.
+	Name     string    `json:"name"`
+	ViewOnly bool      `json:"view_only"`
+	Since    time.Time `json:"since"`
+	// CreatedBy is who made the link ("alice/tok_…").
+	CreatedBy string `json:"-"`
+}
+
+// NameOf is the name a console token's sessions go by: the name it was
+// made for, or the owner part of its maker ("alice/tok_…" → "alice").
+func NameOf(t *desktop.ConsoleToken) string {
+	if t.Name != "" {
+		return t.Name
+	}
+	if i := strings.IndexByte(t.CreatedBy, '/'); i > 0 {
+		return t.CreatedBy[:i]
+	}
+	return t.CreatedBy
+}
+
+// Viewers lists a desktop's live console sessions, oldest first; a link
+// open in two tabs is listed once.
+func (s *Service) Viewers(desktopID string) []Viewer {
+	s.mu.Lock()
+	seen := map[string]bool{}
+	var out []Viewer
+	for ss := range s.sessions {
+		if ss.desktopID == desktopID && !seen[ss.tokenID] {
+			seen[ss.tokenID] = true
+			out = append(out, ss.viewer)
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Since.Before(out[j].Since) })
+	return out
 }
 
 // Attach registers a live session for t. The returned context ends with a
@@ -35,7 +79,8 @@ type session struct {
 // stops; call done when the session is over.
 func (s *Service) Attach(ctx context.Context, t *desktop.ConsoleToken) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	ss := &session{tokenID: t.ID, desktopID: t.DesktopID, madeBy: t.MadeBy, cancel: cancel}
+	ss := &session{tokenID: t.ID, desktopID: t.DesktopID, madeBy: t.MadeBy, cancel: cancel,
+		viewer: Viewer{Session: t.ID, Name: NameOf(t), ViewOnly: t.ViewOnly, Since: s.now(), CreatedBy: t.CreatedBy}}
 	s.mu.Lock()
 	s.sessions[ss] = struct{}{}
 	s.mu.Unlock()

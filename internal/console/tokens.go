@@ -65,6 +65,8 @@ type CreateRequest struct {
 	// ScreenOnly shows the screen and nothing else (it implies ViewOnly):
 	// for a token that may only see the screen and use mouse and keyboard.
 	ScreenOnly bool
+	// Name, optional, is who the link is for (1-64 characters).
+	Name string
 }
 
 // Create issues a console token and returns its secret (shown only now).
@@ -86,7 +88,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (string, *deskt
 		expires = req.Until.UTC()
 	}
 	t := &desktop.ConsoleToken{ID: "con_" + hex.EncodeToString(id), DesktopID: req.DesktopID, Owner: req.Owner,
-		Hash: auth.Hash(secret), ViewOnly: req.ViewOnly || req.ScreenOnly, ScreenOnly: req.ScreenOnly, CreatedBy: req.CreatedBy,
+		Hash: auth.Hash(secret), ViewOnly: req.ViewOnly || req.ScreenOnly, ScreenOnly: req.ScreenOnly, CreatedBy: req.CreatedBy, Name: req.Name,
 		MadeBy: req.MadeBy, CreatedAt: now, ExpiresAt: expires}
 	if err := s.store.CreateConsoleToken(ctx, t); err != nil {
 		return "", nil, err

@@ -23,6 +23,9 @@ type ConsoleToken struct {
 	// ScreenOnly: made by a computer-only token, it shows the screen and
 	// nothing else (view-only, no terminal, no clipboard).
 	ScreenOnly bool
+	// Name, optional, is who the link is for ("Dana"): shown to the
+	// others watching and in the history when they take over or decide.
+	Name string
 }
 
 // Usable reports whether the token may open the console at now.
