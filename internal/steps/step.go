@@ -18,6 +18,12 @@ const (
 	KindFileWrite  = "file_write"
 	KindFileDelete = "file_delete"
 	KindClipboard  = "clipboard"
+	// People in the loop (internal/loop): a person's input in the
+	// console, a help request and its answer, an approval and its
+	// decision.
+	KindHuman    = "human"
+	KindHelp     = "help"
+	KindApproval = "approval"
 )
 
 // Step is one thing done in a desktop.

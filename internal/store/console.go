@@ -9,13 +9,13 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-const consoleCols = `id, desktop_id, owner, hash, view_only, created_by, created_at, expires_at, revoked_at, revoke_reason, made_by, screen_only`
+const consoleCols = `id, desktop_id, owner, hash, view_only, created_by, created_at, expires_at, revoked_at, revoke_reason, made_by, screen_only, name`
 
 // CreateConsoleToken stores a console token record.
 func (s *Store) CreateConsoleToken(ctx context.Context, t *desktop.ConsoleToken) error {
-	_, err := s.exec(ctx, `INSERT INTO console_tokens (`+consoleCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := s.exec(ctx, `INSERT INTO console_tokens (`+consoleCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		t.ID, t.DesktopID, t.Owner, t.Hash, t.ViewOnly, t.CreatedBy, millis(t.CreatedAt), millis(t.ExpiresAt),
-		nullMillis(t.RevokedAt), t.RevokeReason, t.MadeBy, t.ScreenOnly)
+		nullMillis(t.RevokedAt), t.RevokeReason, t.MadeBy, t.ScreenOnly, t.Name)
 	if err != nil {
 		return fmt.Errorf("create console token: %w", err)
 	}
@@ -91,7 +91,7 @@ func scanConsoleToken(r scanner) (*desktop.ConsoleToken, error) {
 	var t desktop.ConsoleToken
 	var created, expires int64
 	var revoked sql.NullInt64
-	if err := r.Scan(&t.ID, &t.DesktopID, &t.Owner, &t.Hash, &t.ViewOnly, &t.CreatedBy, &created, &expires, &revoked, &t.RevokeReason, &t.MadeBy, &t.ScreenOnly); err != nil {
+	if err := r.Scan(&t.ID, &t.DesktopID, &t.Owner, &t.Hash, &t.ViewOnly, &t.CreatedBy, &created, &expires, &revoked, &t.RevokeReason, &t.MadeBy, &t.ScreenOnly, &t.Name); err != nil {
 		return nil, err
 	}
 	t.CreatedAt, t.ExpiresAt, t.RevokedAt = fromMillis(created), fromMillis(expires), fromNullMillis(revoked)

@@ -55,3 +55,21 @@ func TestConsoleTokens(t *testing.T) {
 		})
 	}
 }
+
+func TestConsoleTokenName(t *testing.T) {
+	for name, s := range openStores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			now := time.UnixMilli(time.Now().UnixMilli()).UTC()
+			for id, who := range map[string]string{"named": "Dana", "anon": ""} {
+				if err := s.CreateConsoleToken(ctx, &desktop.ConsoleToken{ID: id, DesktopID: "d1", Owner: "alice",
+					Hash: "h-" + id, Name: who, CreatedAt: now, ExpiresAt: now.Add(time.Minute)}); err != nil {
+					t.Fatal(err)
+				}
+				if got, err := s.ConsoleTokenByHash(ctx, "h-"+id); err != nil || got.Name != who {
+					t.Fatalf("%s: name %q %v, want %q", id, got.Name, err, who)
+				}
+			}
+		})
+	}
+}
