@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bureau/bureau/internal/console"
+	"github.com/bureau/bureau/internal/loop"
 	"github.com/bureau/bureau/internal/readiness"
 	"github.com/bureau/bureau/web"
 
@@ -203,7 +204,11 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 	met.CountRecordings(recorder.Recording)
 	defer recorder.Close(context.WithoutCancel(ctx))
-	go followDesktops(ctx, m, consoles, agents, sync, desktopFollowers{steps: stepLog, recordings: recorder, screens: screenKeeper, ready: ready})
+	people, err := newPeople(ctx, cfg.DataDir, st, m, stepLog, recorder, log)
+	if err != nil {
+		return err
+	}
+	go followDesktops(ctx, m, consoles, agents, sync, desktopFollowers{steps: stepLog, recordings: recorder, screens: screenKeeper, ready: ready, people: people})
 	if list, err := m.List(ctx, desktop.Filter{}); err == nil {
 		for _, d := range list {
 			if d.State == desktop.StateRunning {
@@ -228,7 +233,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		Backups: m.Backups(), BackupSchedules: m.Backups(),
 		Desktops: m, Readiness: ready, Computer: newComputer(h, screens), Guest: gs, Clipboard: gs, Windows: gs, UI: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
 		SecretsChanged: func(owner, desktopID string) { sync.Changed(context.WithoutCancel(ctx), owner, desktopID) },
-		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, OwnerOpenable: ownerOpenable, Tokens: tokens, Images: imageService(cfg, st, log), Steps: stepLog, StepThumbnails: cfg.StepThumbnails, Recordings: recorder, KeptRecordings: recorder, Log: log,
+		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, OwnerOpenable: ownerOpenable, Tokens: tokens, Images: imageService(cfg, st, log), People: people, Steps: stepLog, StepThumbnails: cfg.StepThumbnails, Recordings: recorder, KeptRecordings: recorder, Log: log,
 		Live: m, Stats: h, Metrics: met.Handler(), Observe: met.ObserveRequest, ConsoleBytes: met.ConsoleBytes, ObserveLiveURL: met.ObserveLiveURL,
 		Info: map[string]string{"version": version, "accelerator": string(accel), "accelerator_reason": why,
 			"database": st.Dialect(), "default_image": cfg.DefaultImage, "go": runtime.Version()},
@@ -249,6 +254,7 @@ type desktopFollowers struct {
 	recordings *recording.Service
 	screens    screenForgetter
 	ready      *readiness.Tracker
+	people     *loop.Service
 }
 
 func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.Service, agents *agentclient.Client, sync *secretsync.SecretSync, f desktopFollowers) {
@@ -283,6 +289,7 @@ func followDesktops(ctx context.Context, m *manager.Manager, consoles *console.S
 					if err := f.steps.Forget(ctx, ch.Desktop.ID); err != nil {
 						slog.Warn("dropping a deleted desktop's step log", "desktop", ch.Desktop.ID, "err", err)
 					}
+					f.people.Forget(ctx, ch.Desktop.ID)
 					if err := f.recordings.Forget(ctx, ch.Desktop.ID); err != nil {
 						slog.Warn("removing a deleted desktop's recordings", "desktop", ch.Desktop.ID, "err", err)
 					}

@@ -78,6 +78,10 @@ type Deps struct {
 	// UI reads and drives the accessibility trees of desktops' sessions
 	// (nil: 503).
 	UI UI
+	// People keeps people in the loop of desktops (docs/people.md): who
+	// holds their input, help requests, approval gates (nil: none; the
+	// routes answer 503 and nothing is guarded).
+	People People
 	// Hosts are the libvirt hosts desktops run on; HostLoads, when set,
 	// what bureau's desktops take on each; Migrations, when set, moves
 	// desktops between them.
@@ -151,7 +155,9 @@ func New(d Deps) *gin.Engine {
 		r.GET("/tls/allowed", h.site.certificateAllowed)
 	}
 
-	v1 := r.Group("/api/v1", s.authenticate, s.touchActivity)
+	// The agent's input waits while a person holds the desktop's, and
+	// gated calls for a person's approval (h.people.guard).
+	v1 := r.Group("/api/v1", s.authenticate, s.touchActivity, h.people.guard)
 	v1.GET("/info", s.handle(h.site.info))
 	v1.GET("/tls", s.handle(h.site.tlsStatus))
 	v1.GET("/events", s.handle(h.live.auditLog))
@@ -206,6 +212,7 @@ func New(d Deps) *gin.Engine {
 	h.windows.windowRoutes(v1)
 	h.ui.uiRoutes(v1)
 	h.secrets.secretRoutes(v1)
+	h.people.peopleRoutes(v1)
 	if d.Previews != nil && d.URLs != nil {
 		h.urls.urlRoutes(r, v1, h.preview.previewPath)
 	}
@@ -229,6 +236,7 @@ func New(d Deps) *gin.Engine {
 	r.GET("/api/v1/desktops/:id/console/clipboard", consoleAuth, s.handle(h.clipboard.consoleGetClipboard))
 	r.PUT("/api/v1/desktops/:id/console/clipboard", consoleAuth, s.handle(h.clipboard.consolePutClipboard))
 	r.GET("/api/v1/desktops/:id/console/pty", consoleAuth, h.terminals.consolePTY)
+	h.people.consoleRoutes(r, consoleAuth)
 	h.site.routeWeb(r)
 	v1.GET("/images", s.handle(h.images.listImages))
 	v1.POST("/images", s.rateLimited(rateHeavy, s.handle(h.images.importImage)))

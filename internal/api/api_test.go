@@ -411,6 +411,7 @@ type env struct {
 	recordings        *recording.Service
 	computer          *fakeComputer
 	backups           *fakeBackups
+	people            *fakePeople
 }
 
 func (e *env) secretsChanged(owner, desktopID string) {
@@ -481,6 +482,8 @@ func newEnvDeps(t testing.TB, mkImages func(*store.Store) Images, tweak func(*De
 		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}, HostDirs: []string{hostDir},
 		CertificateNames: func(context.Context, string) error { return desktop.ErrNotFound }}
 	d.UI = &fakeUI{} // ui_test.go
+	e.people = newFakePeople()
+	d.People = e.people
 	if tweak != nil {
 		tweak(&d)
 	}

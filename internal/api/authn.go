@@ -80,6 +80,15 @@ var computerRoutes = map[string]bool{
 	"GET /api/v1/desktops/:id/ui":        true,
 	"GET /api/v1/desktops/:id/ui/find":   true,
 	"POST /api/v1/desktops/:id/ui/:node": true,
+
+	// Who holds the mouse and keyboard, and asking a person (help,
+	// approval) and reading the answer.
+	"GET /api/v1/desktops/:id/control":                  true,
+	"POST /api/v1/desktops/:id/help":                    true,
+	"POST /api/v1/desktops/:id/approvals":               true,
+	"GET /api/v1/desktops/:id/requests":                 true,
+	"GET /api/v1/desktops/:id/requests/:rid":            true,
+	"GET /api/v1/desktops/:id/requests/:rid/screenshot": true,
 }
 
 // ownerOnly are desktop routes a desktop token may not use: the policies
@@ -91,7 +100,22 @@ var ownerOnly = map[string]string{
 	"PUT /api/v1/desktops/:id/urls/:port":         "making a port public is its owner's",
 	"PUT /api/v1/desktops/:id/backup-schedule":    "the backup schedule is its owner's",
 	"DELETE /api/v1/desktops/:id/backup-schedule": "the backup schedule is its owner's",
+
+	// People in the loop: an agent's token neither takes over from
+	// itself nor answers or approves what it asked, nor changes what
+	// needs approval.
+	"POST /api/v1/desktops/:id/control/take":          personsOnly,
+	"POST /api/v1/desktops/:id/control/release":       personsOnly,
+	"POST /api/v1/desktops/:id/requests/:rid/answer":  personsOnly,
+	"POST /api/v1/desktops/:id/requests/:rid/approve": personsOnly,
+	"POST /api/v1/desktops/:id/requests/:rid/deny":    personsOnly,
+	"PUT /api/v1/desktops/:id/approval-policy":        personsOnly,
+	"DELETE /api/v1/desktops/:id/approval-policy":     personsOnly,
 }
+
+// personsOnly says why an agent's token may not take control, answer,
+// decide or change the approval policy.
+const personsOnly = "taking control, answering, approving and the approval policy are a person's: a person's token is needed"
 
 // scopeAllows confines a desktop token to its desktop (another desktop is
 // "not found", so existence does not leak) and, when computer-only, to the

@@ -24,7 +24,12 @@ func TestAuthMatrix(t *testing.T) {
 	ownerOnly := map[string]bool{"DELETE /api/v1/desktops/:id": true,
 		"PUT /api/v1/desktops/:id/secrets/:name": true, "DELETE /api/v1/desktops/:id/secrets/:name": true,
 		"PUT /api/v1/desktops/:id/checkpoints": true, "PUT /api/v1/desktops/:id/urls/:port": true,
-		"PUT /api/v1/desktops/:id/backup-schedule": true, "DELETE /api/v1/desktops/:id/backup-schedule": true}
+		"PUT /api/v1/desktops/:id/backup-schedule": true, "DELETE /api/v1/desktops/:id/backup-schedule": true,
+		// People in the loop: a person's, not an agent's.
+		"POST /api/v1/desktops/:id/control/take": true, "POST /api/v1/desktops/:id/control/release": true,
+		"POST /api/v1/desktops/:id/requests/:rid/answer": true, "POST /api/v1/desktops/:id/requests/:rid/approve": true,
+		"POST /api/v1/desktops/:id/requests/:rid/deny": true,
+		"PUT /api/v1/desktops/:id/approval-policy":     true, "DELETE /api/v1/desktops/:id/approval-policy": true}
 	// Admin routes on a desktop: everyone else gets 403 before the desktop
 	// is looked up (which leaks nothing); another desktop's token is 404
 	// as ever.
@@ -46,6 +51,10 @@ func TestAuthMatrix(t *testing.T) {
 	tokenRoutes := map[string]bool{ // authenticated by a console token instead
 		"/api/v1/desktops/:id/vnc": true, "/api/v1/desktops/:id/console/session": true, "/console/:id": true,
 		"/api/v1/desktops/:id/console/clipboard": true, "/api/v1/desktops/:id/console/pty": true,
+		"/api/v1/desktops/:id/console/state": true, "/api/v1/desktops/:id/console/control/take": true,
+		"/api/v1/desktops/:id/console/control/release": true, "/api/v1/desktops/:id/console/requests/:rid/answer": true,
+		"/api/v1/desktops/:id/console/requests/:rid/approve": true, "/api/v1/desktops/:id/console/requests/:rid/deny": true,
+		"/api/v1/desktops/:id/console/requests/:rid/screenshot": true,
 	}
 	n := 0
 	for _, r := range router.Routes() {

@@ -11,6 +11,7 @@ import (
 	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/console"
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/loop"
 	"github.com/coder/websocket"
 	"github.com/gin-gonic/gin"
 )
@@ -25,6 +26,8 @@ type Consoles interface {
 	// EndMadeBy ends the live sessions of console tokens made by these
 	// (revoked) API tokens.
 	EndMadeBy(tokenIDs []string)
+	// Viewers are a desktop's live console sessions, oldest first.
+	Viewers(desktopID string) []console.Viewer
 }
 
 // Screen is the console's side: the display, and use that keeps a desktop
@@ -56,6 +59,9 @@ const ctxConsole = "bureau.console"
 type createConsoleRequest struct {
 	ViewOnly   bool `json:"view_only"`
 	TTLSeconds int  `json:"ttl_seconds"`
+	// Name is who the link is for ("Dana"): shown to the others watching
+	// and in the history.
+	Name string `json:"name"`
 }
 
 type consoleReply struct {
@@ -76,6 +82,9 @@ func (s *consoleHandlers) createConsole(c *gin.Context) (reply, error) {
 	if req.TTLSeconds < 0 {
 		return reply{}, &desktop.ValidationError{Field: "ttl_seconds", Message: "must not be negative"}
 	}
+	if err := personName("name", req.Name); err != nil {
+		return reply{}, err
+	}
 	if d.State == desktop.StateDeleting || d.State == desktop.StateError {
 		return reply{}, &desktop.TransitionError{Op: "open the console of", State: d.State}
 	}
@@ -85,7 +94,7 @@ func (s *consoleHandlers) createConsole(c *gin.Context) (reply, error) {
 	by := maker(c)
 	secret, t, err := s.consoles.Create(c.Request.Context(), console.CreateRequest{DesktopID: d.ID, Owner: d.Owner,
 		CreatedBy: by.Actor, ViewOnly: req.ViewOnly, TTL: time.Duration(req.TTLSeconds) * time.Second,
-		MadeBy: by.Token, Until: by.Until, ScreenOnly: caller(c).ComputerOnly})
+		MadeBy: by.Token, Until: by.Until, ScreenOnly: caller(c).ComputerOnly, Name: req.Name})
 	if err != nil {
 		return reply{}, err
 	}
@@ -179,6 +188,32 @@ func (s *consoleHandlers) vnc(c *gin.Context) {
 	defer done()
 	defer s.screen.AddViewer(d.ID)()
 	s.log.Info("console attached", "desktop", d.ID, "token", t.ID, "view_only", t.ViewOnly)
-	err = console.Pipe(sctx, ws, upstream, console.Options{ViewOnly: t.ViewOnly, Count: s.countBytes})
+	opts := console.Options{ViewOnly: t.ViewOnly, Count: s.countBytes}
+	if s.people != nil && !t.ViewOnly {
+		// Only the sessions of the person holding the desktop's input send
+		// it (internal/loop decides, and counts a person's input).
+		p := consolePerson(t)
+		opts.Input = func(in console.Input) bool {
+			return s.people.ConsoleInput(d.ID, p, loop.InputEvent{Key: in.Key, KeyDown: in.KeyDown, Pointer: in.Pointer,
+				Buttons: in.Buttons, Clipboard: in.Clipboard})
+		}
+	}
+	err = console.Pipe(sctx, ws, upstream, opts)
 	s.log.Info("console detached", "desktop", d.ID, "token", t.ID, "why", err)
+	done()
+	if s.people != nil && !t.ViewOnly && !watching(s.consoles.Viewers(d.ID), t.ID) {
+		// The person's last tab on this link closed: if they held the
+		// input, it goes back to the agent unless they return soon.
+		s.people.Left(d.ID, consolePerson(t))
+	}
+}
+
+// watching says a console link has a session open among viewers.
+func watching(viewers []console.Viewer, session string) bool {
+	for _, v := range viewers {
+		if v.Session == session {
+			return true
+		}
+	}
+	return false
 }

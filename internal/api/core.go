@@ -40,6 +40,9 @@ type core struct {
 	// readiness says whether running desktops are ready (nil: not
 	// followed; every running desktop is taken as ready).
 	readiness Readiness
+	// people keeps people in the loop of desktops: desktop records show
+	// who holds their input and what is asked (nil: none kept).
+	people People
 }
 
 // reply is what a handler returns: a status and a JSON body.

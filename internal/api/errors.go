@@ -5,11 +5,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/bureau/bureau/internal/computer"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/hosts"
 	"github.com/bureau/bureau/internal/images"
+	"github.com/bureau/bureau/internal/loop"
 	"github.com/bureau/bureau/internal/recording"
 	"github.com/gin-gonic/gin"
 )
@@ -40,6 +42,17 @@ type errorBody struct {
 	WaitingFor string `json:"waiting_for,omitempty"`
 	// no_effect: the computer-use action at fault.
 	Index *int `json:"index,omitempty"`
+	// human_in_control: who holds the desktop's input, since when.
+	Holder string     `json:"holder,omitempty"`
+	Person string     `json:"person,omitempty"`
+	Since  *time.Time `json:"since,omitempty"`
+	// denied: why, the approval request, and who decided ("" when its
+	// time ran out).
+	Reason    string  `json:"reason,omitempty"`
+	RequestID string  `json:"request_id,omitempty"`
+	DecidedBy *string `json:"decided_by,omitempty"`
+	// already_decided: the request's status.
+	Status string `json:"status,omitempty"`
 }
 
 // fail is the one place errors become HTTP responses.
@@ -69,6 +82,9 @@ func classify(err error) (int, errorBody) {
 		ne *computer.NoEffectError
 	)
 	var nr *notReady
+	if status, body, ok := classifyLoop(err); ok {
+		return status, body
+	}
 	switch {
 	case errors.As(err, &nr):
 		return http.StatusConflict, errorBody{Code: "not_ready", Message: err.Error(), State: string(desktop.StateRunning), Up: nr.up, WaitingFor: nr.waiting}
@@ -135,6 +151,40 @@ func classify(err error) (int, errorBody) {
 }
 
 const maxBody = 1 << 20
+
+// classifyLoop maps the errors of people in the loop (internal/loop):
+// a person holding the desktop's input, a gated call denied, a request
+// unknown, decided, of the wrong kind or the asker's own.
+func classifyLoop(err error) (int, errorBody, bool) {
+	var (
+		ic *loop.InControlError
+		de *loop.DeniedError
+		dc *loop.DecidedError
+	)
+	switch {
+	case errors.As(err, &ic):
+		since := ic.Control.Since
+		return http.StatusConflict, errorBody{Code: "human_in_control", Message: err.Error(), Holder: ic.Control.Holder,
+			Person: ic.Control.Person, Since: &since}, true
+	case errors.As(err, &de):
+		by := de.Request.DecidedBy
+		return http.StatusForbidden, errorBody{Code: "denied", Message: err.Error(), Reason: de.Request.Reason,
+			RequestID: de.Request.ID, DecidedBy: &by}, true
+	case errors.As(err, &dc) && dc.Expired():
+		return http.StatusConflict, errorBody{Code: "expired", Message: err.Error(), Status: dc.Request.Status}, true
+	case errors.As(err, &dc):
+		return http.StatusConflict, errorBody{Code: "already_decided", Message: err.Error(), Status: dc.Request.Status}, true
+	case errors.Is(err, loop.ErrAlreadyDecided):
+		return http.StatusConflict, errorBody{Code: "already_decided", Message: err.Error()}, true
+	case errors.Is(err, loop.ErrNotFound):
+		return http.StatusNotFound, errorBody{Code: "not_found", Message: err.Error()}, true
+	case errors.Is(err, loop.ErrWrongKind):
+		return http.StatusConflict, errorBody{Code: "wrong_kind", Message: err.Error()}, true
+	case errors.Is(err, loop.ErrOwnRequest):
+		return http.StatusForbidden, errorBody{Code: "forbidden", Message: err.Error()}, true
+	}
+	return 0, errorBody{}, false
+}
 
 // decode reads a JSON body strictly: unknown fields and trailing data are
 // refused, and so is a body over 1 MiB.

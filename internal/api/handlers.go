@@ -32,12 +32,13 @@ type handlers struct {
 	recorder   *stepRecorder
 	recordings *recordingHandlers
 	backups    *backupHandlers
+	people     *peopleHandlers
 }
 
 func newHandlers(d Deps) handlers {
 	s := &core{lifecycle: d.Desktops, screen: d.Desktops, tokens: d.Tokens, streams: auth.NewStreamGrants(), hosts: d.Hosts,
 		log: d.Log, observe: d.Observe, redact: newRedactor(d.HostDirs), limits: newLimiter(),
-		origin: &origin{public: d.PublicURL, trusted: d.TrustedProxies}, readiness: d.Readiness}
+		origin: &origin{public: d.PublicURL, trusted: d.TrustedProxies}, readiness: d.Readiness, people: d.People}
 	links := &liveLinks{domain: d.PreviewDomain, origin: s.origin}
 	// Services show their live URLs only where bureau serves them.
 	var serviceLinks *liveLinks
@@ -77,5 +78,6 @@ func newHandlers(d Deps) handlers {
 			thumbnails: d.StepThumbnails},
 		recordings: &recordingHandlers{core: s, recordings: d.Recordings, kept: d.KeptRecordings},
 		backups:    &backupHandlers{core: s, backups: d.Backups, schedules: d.BackupSchedules},
+		people:     &peopleHandlers{core: s, consoles: d.Consoles, computer: d.Computer, windows: d.Windows},
 	}
 }

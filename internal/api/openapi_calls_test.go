@@ -208,6 +208,7 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 	e.call(t, specCall{method: "PUT", path: base + "/console/clipboard?token=" + full["token"].(string), body: `{"text":"x"}`, want: 200})
 
 	specStreams(t, e, id)
+	specPeople(t, e, id)
 	specMCP(t, e)
 	specConsole(t, e, id)
 	if os.Geteuid() == 0 {

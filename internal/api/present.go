@@ -4,6 +4,7 @@ import (
 	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/guest"
+	"github.com/bureau/bureau/internal/loop"
 	"github.com/bureau/bureau/internal/manager"
 	"github.com/bureau/bureau/internal/readiness"
 	"github.com/gin-gonic/gin"
@@ -16,6 +17,9 @@ func (s *core) forCaller(c *gin.Context, v any) any {
 	p := presenter{hide: s.redact.text, paths: seesHostPaths(c), hosts: s.hostLost(c.Request.Context())}
 	if s.readiness != nil {
 		p.ready = s.readiness.Status
+	}
+	if s.people != nil {
+		p.loop = s.people.Status
 	}
 	if p.paths {
 		p.hide = func(s string) string { return s }
@@ -31,6 +35,9 @@ type presenter struct {
 	hosts func(host string) string
 	// ready says how far a running desktop has come (nil: not known).
 	ready func(id string) readiness.Status
+	// loop says who holds a desktop's input and what is asked (nil: no
+	// people in the loop).
+	loop func(id string) loop.Status
 }
 
 // value knows every domain type a handler returns; others pass unchanged.
@@ -104,6 +111,10 @@ func (p presenter) value(v any) any {
 		return apiv1.FromBackupCheck(v)
 	case *desktop.BackupSchedule:
 		return apiv1.FromBackupSchedule(v)
+	case *loop.Request:
+		return apiv1.FromRequest(v)
+	case []*loop.Request:
+		return each(v, apiv1.FromRequest)
 	}
 	return v
 }
@@ -132,6 +143,10 @@ func (p presenter) desktop(d *desktop.Desktop) *apiv1.Desktop {
 	}
 	out.LastError = p.hide(out.LastError)
 	p.readiness(d, out)
+	if p.loop != nil && d.DeletedAt == nil {
+		st := p.loop(d.ID)
+		out.SetPeople(apiv1.FromControl(st.Control), st.Help > 0, st.Approvals)
+	}
 	return out
 }
 

@@ -331,6 +331,15 @@ func (m *Manager) Note(ctx context.Context, id, typ, format string, args ...any)
 	}
 }
 
+// NoteBy is Note with who did it (a person, an agent's token) as the
+// event's actor.
+func (m *Manager) NoteBy(ctx context.Context, id, typ, actor, msg string) {
+	m.ops.event(ctx, id, typ, actor, "%s", msg)
+	if d, err := m.store.GetDesktop(ctx, id); err == nil {
+		m.Publish(Change{Owner: d.Owner, Desktop: d})
+	}
+}
+
 // vmDefs makes desktops' VM definitions with the host's settings (from
 // Config): QEMU's translation cache under TCG, the desktops' network, and
 // the host group desktops' QEMU processes run in (their files are that

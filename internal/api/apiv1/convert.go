@@ -78,7 +78,7 @@ func FromConsoleToken(t *desktop.ConsoleToken) *ConsoleToken {
 		return nil
 	}
 	return &ConsoleToken{ID: t.ID, DesktopID: t.DesktopID, Owner: t.Owner, ViewOnly: t.ViewOnly, ScreenOnly: t.ScreenOnly,
-		CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt,
+		CreatedBy: t.CreatedBy, Name: t.Name, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt,
 		RevokedAt: t.RevokedAt, RevokeReason: t.RevokeReason}
 }
 

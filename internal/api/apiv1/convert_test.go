@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/loop"
 )
 
 // fill sets every settable field of v (a pointer) to a non-zero value.
@@ -80,6 +81,9 @@ func TestConvertersCarryEveryField(t *testing.T) {
 			fill(reflect.ValueOf(&d))
 			out := FromDesktop(&d)
 			out.SetReadiness(true, time.Now(), "session", "x") // not the record's: bureau follows it
+			var c loop.Control
+			fill(reflect.ValueOf(&c))
+			out.SetPeople(FromControl(c), true, 2) // nor these
 			return out
 		},
 		"Event":        func() any { var e desktop.Event; fill(reflect.ValueOf(&e)); return FromEvent(&e) },
@@ -100,6 +104,13 @@ func TestConvertersCarryEveryField(t *testing.T) {
 			fill(reflect.ValueOf(&bs))
 			return FromBackupSchedule(&bs)
 		},
+		"Request": func() any {
+			var r loop.Request
+			fill(reflect.ValueOf(&r))
+			r.Action.Detail = json.RawMessage(`{"command":["rm"]}`) // fill leaves bytes zero
+			return FromRequest(&r)
+		},
+		"Control": func() any { var c loop.Control; fill(reflect.ValueOf(&c)); return FromControl(c) },
 		"BackupCheck": func() any {
 			var bc desktop.BackupCheck
 			fill(reflect.ValueOf(&bc))
@@ -127,7 +138,7 @@ func TestConvertersCarryEveryField(t *testing.T) {
 // TestNilIsNil: converters of a nil domain value give nil, which JSON
 // writes as null, not a zero-valued object.
 func TestNilIsNil(t *testing.T) {
-	if FromDesktop(nil) != nil || FromEvent(nil) != nil || FromStats(nil) != nil || FromToken(nil) != nil ||
+	if FromDesktop(nil) != nil || FromRequest(nil) != nil || FromEvent(nil) != nil || FromStats(nil) != nil || FromToken(nil) != nil ||
 		FromBackup(nil) != nil || FromBackupTarget(nil) != nil || FromBackupCheck(nil) != nil ||
 		FromBackupSchedule(nil) != nil {
 		t.Error("a nil domain value converts to a non-nil API value")

@@ -32,6 +32,12 @@ type Desktop struct {
 	Up          string     `json:"up,omitempty"`
 	WaitingFor  string     `json:"waiting_for,omitempty"`
 	Accelerator string     `json:"accelerator"`
+	// Control says who holds its mouse and keyboard (left out when bureau
+	// keeps no people in the loop); NeedsHelp that a help request is
+	// pending, PendingApprovals how many approval requests are.
+	Control          *Control `json:"control,omitempty"`
+	NeedsHelp        bool     `json:"needs_help"`
+	PendingApprovals int      `json:"pending_approvals"`
 	// DataDiskPath is where the data disk lives on the host (admins only).
 	DataDiskPath       string        `json:"data_disk_path,omitempty"`
 	IdleTimeoutSeconds int           `json:"idle_timeout_seconds"`
@@ -132,12 +138,14 @@ type Token struct {
 
 // ConsoleToken is a console link's record (never its secret).
 type ConsoleToken struct {
-	ID           string     `json:"id"`
-	DesktopID    string     `json:"desktop_id"`
-	Owner        string     `json:"owner"`
-	ViewOnly     bool       `json:"view_only"`
-	ScreenOnly   bool       `json:"screen_only"`
-	CreatedBy    string     `json:"created_by"`
+	ID         string `json:"id"`
+	DesktopID  string `json:"desktop_id"`
+	Owner      string `json:"owner"`
+	ViewOnly   bool   `json:"view_only"`
+	ScreenOnly bool   `json:"screen_only"`
+	CreatedBy  string `json:"created_by"`
+	// Name is who the link is for ("Dana"), when its maker said.
+	Name         string     `json:"name,omitempty"`
 	CreatedAt    time.Time  `json:"created_at"`
 	ExpiresAt    time.Time  `json:"expires_at"`
 	RevokedAt    *time.Time `json:"revoked_at,omitempty"`
