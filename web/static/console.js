@@ -15,10 +15,12 @@
 //
 // For tests: document.body.dataset.state is one of
 // connecting|resuming|connected|disconnected|ended, and window.bureauRFB is
-// the current RFB object.
+// the current RFB object. The control bar and the requests panel
+// (console-people.js) say what they expose for tests there.
 
 import RFB from '/static/novnc/core/rfb.js';
 import { setupTerminal } from '/static/terminal.js';
+import { setupPeople } from '/static/console-people.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -65,6 +67,13 @@ const terminal = setupTerminal({
     ui.overlay.classList.toggle('behind-terminal', on);
     if (!on && rfb && !viewOnly) rfb.focus();
   },
+});
+
+// Who holds input, who watches and the agent's pending requests
+// (console-people.js). The screen gets the keyboard back after an action.
+const people = setupPeople({
+  desktopID, token,
+  focusScreen: () => { if (rfb && !viewOnly && ui.screen.hidden === false) rfb.focus(); },
 });
 
 const POLL_MS = 3000;
@@ -142,9 +151,10 @@ function showSessionInfo(s) {
   if (s.name) {
     ui.name.textContent = s.name;
     ui.name.title = s.desktop_id || desktopID;
-    document.title = `${s.name} — bureau console`;
+    people.setTitle(`${s.name} — bureau console`);
   }
   viewOnly = !!s.view_only;
+  people.setViewOnly(viewOnly);
   terminal.setEnabled(!viewOnly);
   ui.badge.hidden = !viewOnly;
   document.body.classList.toggle('view-only', viewOnly);

@@ -10,6 +10,7 @@ import { stepsTab } from './steps.js';
 import { recordingsTab } from './recordings.js';
 import { moveActions, loadMoveHosts } from './move.js';
 import { backupsTab } from './backups.js';
+import { loopBadges, requestsSection } from './people.js';
 
 const SHOT_WIDTH = 1024;
 const TABS = [
@@ -36,6 +37,8 @@ export function detailsView(root, id, tab = 'events', params = {}) {
   const tabBody = h('div.tab-body');
   let loadError = null;
   let seen = false; // the desktop was loaded once (so its disappearance means it was deleted)
+  const requests = requestsSection(id); // the agent's pending questions and approvals
+  cleanups.push(requests.cleanup);
 
   root.append(
     h('a.back', { href: '#/' }, icon('back', 14), 'All desktops'),
@@ -43,6 +46,7 @@ export function detailsView(root, id, tab = 'events', params = {}) {
     h('div.details-grid',
       h('section.panel.panel-shot', h('div.panel-head', h('h2', 'Screen'), shotMeta), shotBox),
       h('section.panel', h('div.panel-head', h('h2', 'Properties')), propsBox)),
+    requests.el,
     h('section.panel.panel-tabs', tabBar, tabBody));
 
   const desk = () => store.desktops.get(id);
@@ -65,7 +69,8 @@ export function detailsView(root, id, tab = 'events', params = {}) {
     }
     clear(headBox, h('div.page-head.details-head',
       h('div', h('h1', d.name, statePill(d.state, d)),
-        h('p.muted', h('code', d.id), d.operation ? ` · operation in progress: ${d.operation}` : '')),
+        h('p.muted', h('code', d.id), d.operation ? ` · operation in progress: ${d.operation}` : ''),
+        loopBadges(d, { release: true })),
       h('div.head-actions', consoleButtons(d), actionButtons(d), moveActions(d))),
     d.last_error ? h('div.banner.banner-error', h('strong', 'Last error: '), d.last_error) : null);
   }

@@ -4,6 +4,7 @@ import { store, subscribe, sortedDesktops, refresh } from './store.js';
 import { h, icon, clear, fmtMiB } from './ui.js';
 import { statePill, stateKind, phaseOf, elapsedEl, actionButtons, consoleButtons, deleteButton, requestShot, shotOf, onShot, dropShots } from './desktop.js';
 import { openCreateDialog } from './create.js';
+import { loopBadges } from './people.js';
 
 const THUMB_WIDTH = 320;
 
@@ -53,6 +54,7 @@ function card(d) {
       h('div.card-title',
         h('a.name', { href: `#/desktops/${encodeURIComponent(d.id)}` }, d.name),
         statePill(d.state, d)),
+      loopBadges(d),
       h('div.specs', specLine(d)),
       h('div.meta',
         h('span', { title: 'Image' }, d.image || '—'),
