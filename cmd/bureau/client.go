@@ -35,7 +35,9 @@ func newClient(cfg *config.Config) (*client, error) {
 
 // apiError is an error response from the server.
 type apiError struct {
-	Status  int
+	// Status is the HTTP status (the body's "status", as a request's in
+	// already_decided, is not it).
+	Status  int    `json:"-"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }

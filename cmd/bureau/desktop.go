@@ -227,6 +227,7 @@ func desktopCmd(cfg *config.Config) *cobra.Command {
 		snapshotCmd(cfg), reimageCmd(cfg), moveCmd(cfg), resizeCmd(cfg), idleCmd(cfg), idleTiersCmd(cfg), keyboardCmd(cfg), networkCmd(cfg), checkpointsCmd(cfg))
 	cmd.AddCommand(guestCmds(cfg)...)
 	cmd.AddCommand(windowCmds(cfg)...)
+	cmd.AddCommand(peopleCmds(cfg)...)
 	return cmd
 }
 

@@ -52,7 +52,8 @@ func TestMCPToolsCallTheAPIAsTheCaller(t *testing.T) {
 		names = append(names, tl.Name)
 	}
 	for _, want := range []string{"list_desktops", "create_desktop", "wait_ready", "screenshot", "computer", "exec", "read_file", "write_file", "stop_desktop",
-		"list_windows", "focus_window", "window_action", "launch_app", "ui_tree", "ui_find", "ui_action"} {
+		"list_windows", "focus_window", "window_action", "launch_app", "ui_tree", "ui_find", "ui_action",
+		"request_help", "get_request", "request_approval", "list_requests", "answer_request", "decide_approval", "control_status"} {
 		if !strings.Contains(strings.Join(names, " "), want) {
 			t.Errorf("tool %s missing from %v", want, names)
 		}

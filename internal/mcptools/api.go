@@ -67,6 +67,14 @@ func apiError(r Response) error {
 		return fmt.Errorf("%w. Read the tree again (ui_tree or ui_find) for the element as it is now", err)
 	case "no_effect":
 		return fmt.Errorf("%w. The actions after it did not run; take a screenshot to see why", err)
+	case "human_in_control":
+		return fmt.Errorf("%w. A person has taken over this desktop's mouse and keyboard, so your input did not run: "+
+			"wait and try again later (control_status says who holds it and until when), or ask them with request_help; screenshots and other reads still work", err)
+	case "denied":
+		return fmt.Errorf("%w. A person denied this action (or nobody approved it in time), so it did not run: "+
+			"do not retry it as it is; ask with request_help if you need to know why or what to do instead", err)
+	case "already_decided":
+		return fmt.Errorf("%w. get_request shows what became of it", err)
 	}
 	return err
 }

@@ -37,7 +37,7 @@ func NewServer(c Caller, token TokenFunc, version string) *mcp.Server {
 	a := &api{c: c, token: token}
 	desktops, screen, files := &desktopTools{a}, &screenTools{a}, &fileTools{a}
 	programs, urls, history := &programTools{a}, &urlTools{a}, &historyTools{a}
-	windows, ui := &windowTools{a}, &uiTools{a}
+	windows, ui, people := &windowTools{a}, &uiTools{a}, &peopleTools{a}
 	// The tools are registered in the order they were added to bureau,
 	// so the groups take turns.
 	desktops.addDesktopTools(s)
@@ -58,5 +58,6 @@ func NewServer(c Caller, token TokenFunc, version string) *mcp.Server {
 	desktops.addReadyTool(s)
 	windows.addWindowTools(s)
 	ui.addUITools(s)
+	people.addPeopleTools(s)
 	return s
 }

@@ -174,8 +174,12 @@ func (t *screenTools) consoleLink(ctx context.Context, req *mcp.CallToolRequest,
 	Desktop    string `json:"desktop" jsonschema:"the desktop's id"`
 	ViewOnly   bool   `json:"view_only,omitempty" jsonschema:"watch only, no mouse or keyboard"`
 	TTLMinutes int    `json:"ttl_minutes,omitempty" jsonschema:"how long the link works (default 10, at most 60)"`
+	Name       string `json:"name,omitempty" jsonschema:"who the link is for (Dana): shown to the others watching and in the history"`
 }) (*mcp.CallToolResult, Out, error) {
 	body := map[string]any{"view_only": in.ViewOnly, "ttl_seconds": in.TTLMinutes * 60}
+	if in.Name != "" {
+		body["name"] = in.Name
+	}
 	r, err := t.call(ctx, req, "POST", desktopPath(in.Desktop, "/console"), body, 0)
 	if err != nil {
 		return nil, nil, err

@@ -8,12 +8,12 @@
 
 from .client import Client
 from .desktop import Desktop
-from .errors import (BadRequest, BureauError, CannotVerify, Conflict, Forbidden, Gone, Invalid, NoEffect, NotFound,
-                     NotReady, RateLimited, ServerError, Timeout, Unauthorized)
+from .errors import (AlreadyDecided, BadRequest, BureauError, CannotVerify, Conflict, Denied, Expired, Forbidden, Gone,
+                     HumanInControl, Invalid, NoEffect, NotFound, NotReady, RateLimited, ServerError, Timeout, Unauthorized)
 from .sse import ServerEvent
 
 __version__ = "0.1.0"
 
-__all__ = ["Client", "Desktop", "ServerEvent", "BureauError", "BadRequest", "Unauthorized", "Forbidden", "NotFound",
-           "Conflict", "NotReady", "CannotVerify", "Gone", "Invalid", "NoEffect", "RateLimited", "ServerError", "Timeout",
-           "__version__"]
+__all__ = ["Client", "Desktop", "ServerEvent", "BureauError", "BadRequest", "Unauthorized", "Forbidden", "Denied",
+           "NotFound", "Conflict", "NotReady", "CannotVerify", "HumanInControl", "AlreadyDecided", "Expired", "Gone",
+           "Invalid", "NoEffect", "RateLimited", "ServerError", "Timeout", "__version__"]

@@ -8,6 +8,7 @@ from . import models as m
 from ._transport import Transport
 from .backups import BackupTargets, Backups
 from .desktop import Desktop
+from .people import People
 from .recordings import Recordings
 from .sse import ServerEvent, parse
 from .steps import Steps
@@ -33,6 +34,7 @@ class Client:
         self.recordings = Recordings(self.http)
         self.backups = Backups(self)
         self.backup_targets = BackupTargets(self.http)
+        self.people = People(self.http)
 
     def info(self) -> dict:
         """What this bureau is: version, accelerator (kvm or tcg) and why."""

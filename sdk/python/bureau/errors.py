@@ -83,6 +83,56 @@ class Gone(BureauError):
     (its window closed, its application ended); read the tree again."""
 
 
+class HumanInControl(Conflict):
+    """409 ``human_in_control``: a person has taken over the desktop's mouse
+    and keyboard, so the agent's input call was refused (its reads keep
+    working). ``person`` holds it ``since`` then; try again after
+    ``retry_after`` seconds, or ask them (People.ask_help)."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None = None,
+                 state: str | None = None, retry_after: float | None = None,
+                 holder: str | None = None, person: str | None = None, since: str | None = None):
+        super().__init__(status, code, message, field, state, retry_after)
+        self.holder = holder
+        self.person = person
+        self.since = since
+
+
+class Denied(Forbidden):
+    """403 ``denied``: a call the desktop's approval policy gates was denied
+    by a person (``decided_by``) or by its timeout (``decided_by`` ""), with
+    ``reason``; it did not run. ``request_id`` is the approval request."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None = None,
+                 state: str | None = None, retry_after: float | None = None,
+                 reason: str | None = None, request_id: str | None = None, decided_by: str | None = None):
+        super().__init__(status, code, message, field, state, retry_after)
+        self.reason = reason
+        self.request_id = request_id
+        self.decided_by = decided_by
+
+
+class AlreadyDecided(Conflict):
+    """409 ``already_decided``: the request was already answered or decided;
+    ``request_status`` says how."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None = None,
+                 state: str | None = None, retry_after: float | None = None, request_status: str | None = None):
+        super().__init__(status, code, message, field, state, retry_after)
+        self.request_status = request_status
+
+
+class Expired(Conflict):
+    """409 ``expired``: the request ran out of time before anyone answered
+    or decided it; ``request_status`` says how it ended (``expired``, or
+    ``denied`` for a gated approval nobody decided)."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None = None,
+                 state: str | None = None, retry_after: float | None = None, request_status: str | None = None):
+        super().__init__(status, code, message, field, state, retry_after)
+        self.request_status = request_status
+
+
 class RateLimited(BureauError):
     """429: too many requests; ``retry_after`` says when to try again."""
 
@@ -113,6 +163,18 @@ def error_for(status: int, body: dict | None, retry_after: float | None = None) 
     if status == 422 and e.get("code") == "no_effect":
         return NoEffect(status, "no_effect", e.get("message", ""), e.get("field"), e.get("state"), retry_after,
                         e.get("index"))
+    if status == 409 and e.get("code") == "human_in_control":
+        return HumanInControl(status, "human_in_control", e.get("message", ""), e.get("field"), e.get("state"),
+                              retry_after, e.get("holder"), e.get("person"), e.get("since"))
+    if status == 403 and e.get("code") == "denied":
+        return Denied(status, "denied", e.get("message", ""), e.get("field"), e.get("state"), retry_after,
+                      e.get("reason"), e.get("request_id"), e.get("decided_by"))
+    if status == 409 and e.get("code") == "already_decided":
+        return AlreadyDecided(status, "already_decided", e.get("message", ""), e.get("field"), e.get("state"),
+                              retry_after, e.get("status"))
+    if status == 409 and e.get("code") == "expired":
+        return Expired(status, "expired", e.get("message", ""), e.get("field"), e.get("state"), retry_after,
+                       e.get("status"))
     if status == 409 and e.get("code") == "cannot_verify":
         return CannotVerify(status, "cannot_verify", e.get("message", ""), e.get("field"), e.get("state"), retry_after)
     cls = _BY_STATUS.get(status, ServerError if status >= 500 else BureauError)

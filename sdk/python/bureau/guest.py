@@ -262,9 +262,12 @@ class URLs(_Part):
 class Console(_Part):
     """Console links: the desktop in a browser, for a person."""
 
-    def create(self, *, view_only: bool = False, ttl_seconds: int | None = None) -> m.ConsoleLink:
-        """A console link; ``.url`` is absolute (its token is shown only now)."""
-        body = {k: v for k, v in (("view_only", view_only or None), ("ttl_seconds", ttl_seconds)) if v is not None}
+    def create(self, *, view_only: bool = False, ttl_seconds: int | None = None, name: str | None = None) -> m.ConsoleLink:
+        """A console link; ``.url`` is absolute (its token is shown only now).
+        name (1 to 64 characters) says who it is for ("Dana"): shown to the
+        others watching, in the history, and as who took control there."""
+        body = {k: v for k, v in (("view_only", view_only or None), ("ttl_seconds", ttl_seconds), ("name", name))
+                if v is not None}
         link = m.ConsoleLink.from_dict(self._call("createConsole", body=body))
         if link.url and link.url.startswith("/"):
             link.url = self._h.url + link.url

@@ -74,6 +74,12 @@ class Desktop(Model):
     created_at: str | None = None
     updated_at: str | None = None
     deleted_at: str | None = None
+    control: dict | None = None
+    needs_help: bool | None = None
+    pending_approvals: int | None = None
+
+    def _nest(self) -> None:
+        self.control = Control.from_dict(self.control) if isinstance(self.control, dict) else self.control
 
 
 @dataclass
@@ -192,6 +198,7 @@ class ConsoleToken(Model):
     view_only: bool | None = None
     screen_only: bool | None = None
     created_by: str | None = None
+    name: str | None = None
     created_at: str | None = None
     expires_at: str | None = None
     revoked_at: str | None = None
@@ -209,6 +216,7 @@ class ConsoleLink(Model):
     view_only: bool | None = None
     screen_only: bool | None = None
     created_by: str | None = None
+    name: str | None = None
     created_at: str | None = None
     expires_at: str | None = None
     revoked_at: str | None = None
@@ -837,6 +845,88 @@ class UIActResult(Model):
 
     def _nest(self) -> None:
         self.node = UINode.from_dict(self.node) if isinstance(self.node, dict) else self.node
+
+
+@dataclass
+class Control(Model):
+    """Who holds a desktop's mouse and keyboard: ``holder`` "agent" (the
+    default) or "person" (``person``, who took it ``since``; ``by``: their
+    token or console link; ``until``: when it goes back to the agent by
+    itself, ``idle_timeout_s`` after their last input)."""
+
+    SCHEMA: ClassVar[str] = 'Control'
+    holder: str | None = None
+    person: str | None = None
+    by: str | None = None
+    since: str | None = None
+    until: str | None = None
+    idle_timeout_s: int | None = None
+
+
+@dataclass
+class ControlView(Control):
+    """A Control and who is watching the desktop in the console
+    (``viewers``: {session, name, view_only, since, holds_input})."""
+
+    SCHEMA: ClassVar[str] = 'ControlView'
+    viewers: list | None = None
+
+
+@dataclass
+class Request(Model):
+    """A help request (kind "help": question, choices; answer once
+    answered) or an approval request (kind "approval": action {kind,
+    summary, rule, detail}; reason once decided). status is "pending", then
+    "answered", "approved", "denied" or "expired"; gated: a call of the
+    agent waits for it."""
+
+    SCHEMA: ClassVar[str] = 'Request'
+    id: str | None = None
+    desktop_id: str | None = None
+    owner: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    question: str | None = None
+    choices: list | None = None
+    action: dict | None = None
+    screenshot: bool | None = None
+    asked_by: str | None = None
+    asked_at: str | None = None
+    expires_at: str | None = None
+    gated: bool | None = None
+    decided_by: str | None = None
+    decided_at: str | None = None
+    answer: str | None = None
+    choice: bool | None = None
+    reason: str | None = None
+
+    @property
+    def pending(self) -> bool:
+        """Nobody has answered or decided it yet, and it has not expired."""
+        return self.status == "pending"
+
+    @property
+    def approved(self) -> bool:
+        """An approval a person approved: go ahead."""
+        return self.status == "approved"
+
+
+@dataclass
+class ApprovalPolicy(Model):
+    """Which of the agent's calls on a desktop wait for a person's
+    approval: exec command lines and URLs matching ``exec``/``urls`` (RE2),
+    every file delete (``file_delete``), ``keys`` ([{key, window_title}]),
+    clicks in ``clicks`` regions ([{name, x, y, width, height,
+    window_title}]); ``timeout_s``: how long a gated call waits before it
+    is denied."""
+
+    SCHEMA: ClassVar[str] = 'ApprovalPolicy'
+    exec: list | None = None
+    file_delete: bool | None = None
+    keys: list | None = None
+    clicks: list | None = None
+    urls: list | None = None
+    timeout_s: int | None = None
 
 
 @dataclass

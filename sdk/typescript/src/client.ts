@@ -1,6 +1,7 @@
 import { BackupTargets, Backups } from "./backups.js";
 import { Desktop } from "./desktop.js";
 import type * as m from "./models.js";
+import { People } from "./people.js";
 import { Recordings } from "./recordings.js";
 import { parseSSE, type ServerEvent } from "./sse.js";
 import { Steps } from "./steps.js";
@@ -66,6 +67,8 @@ export class Bureau {
   readonly backups: Backups;
   /** Where backups go (admin). */
   readonly backupTargets: BackupTargets;
+  /** People in the loop of each desktop: who holds its input, help requests, approvals and the approval policy. */
+  readonly people: People;
 
   constructor(o: ClientOptions = {}) {
     this.http = new Transport(o.url, o.token);
@@ -81,6 +84,7 @@ export class Bureau {
     this.recordings = new Recordings(this.http);
     this.backups = new Backups(this.http);
     this.backupTargets = new BackupTargets(this.http);
+    this.people = new People(this.http);
   }
 
   /** What this bureau is: version, accelerator (kvm or tcg) and why. */

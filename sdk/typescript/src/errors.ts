@@ -79,6 +79,71 @@ export class GoneError extends BureauError {
   }
 }
 
+/**
+ * 409 `human_in_control`: a person has taken over the desktop's mouse and keyboard, so the agent's input call was
+ * refused (its reads keep working). Try again after `retryAfter` seconds, or ask them (`people.askHelp`).
+ */
+export class HumanInControlError extends BureauError {
+  /** "person". */
+  readonly holder?: string;
+  /** Who holds it ("Dana"). */
+  readonly person?: string;
+  /** Since when. */
+  readonly since?: string;
+
+  constructor(message: string, holder?: string, person?: string, since?: string, retryAfter?: number) {
+    super(409, "human_in_control", message, undefined, undefined, retryAfter);
+    this.name = "HumanInControlError";
+    this.holder = holder;
+    this.person = person;
+    this.since = since;
+  }
+}
+
+/**
+ * 403 `denied`: a call the desktop's approval policy gates was denied by a person (`decidedBy`) or by its timeout
+ * (`decidedBy` ""), with `reason`; it did not run.
+ */
+export class DeniedError extends BureauError {
+  readonly reason?: string;
+  /** The approval request. */
+  readonly requestId?: string;
+  readonly decidedBy?: string;
+
+  constructor(message: string, reason?: string, requestId?: string, decidedBy?: string) {
+    super(403, "denied", message);
+    this.name = "DeniedError";
+    this.reason = reason;
+    this.requestId = requestId;
+    this.decidedBy = decidedBy;
+  }
+}
+
+/** 409 `already_decided`: the request was already answered or decided; `requestStatus` says how. */
+export class AlreadyDecidedError extends BureauError {
+  readonly requestStatus?: string;
+
+  constructor(message: string, requestStatus?: string) {
+    super(409, "already_decided", message);
+    this.name = "AlreadyDecidedError";
+    this.requestStatus = requestStatus;
+  }
+}
+
+/**
+ * 409 `expired`: the request ran out of time before anyone answered or decided it; `requestStatus` says how it ended
+ * (`expired`, or `denied` for a gated approval nobody decided).
+ */
+export class ExpiredError extends BureauError {
+  readonly requestStatus?: string;
+
+  constructor(message: string, requestStatus?: string) {
+    super(409, "expired", message);
+    this.name = "ExpiredError";
+    this.requestStatus = requestStatus;
+  }
+}
+
 /** The error for an API answer `{"error": {"code", "message", …}}`. */
 export function errorFor(status: number, body: unknown, retryAfter?: number): BureauError {
   const e = (body as { error?: Record<string, string> } | null)?.error;
@@ -90,6 +155,11 @@ export function errorFor(status: number, body: unknown, retryAfter?: number): Bu
     const index: unknown = (e as { index?: unknown }).index;
     return new NoEffectError(e.message ?? "", typeof index === "number" ? index : undefined);
   }
+  const str = (k: string) => (typeof e[k] === "string" ? e[k] : undefined);
+  if (status === 409 && e.code === "human_in_control") return new HumanInControlError(e.message ?? "", str("holder"), str("person"), str("since"), retryAfter);
+  if (status === 403 && e.code === "denied") return new DeniedError(e.message ?? "", str("reason"), str("request_id"), str("decided_by"));
+  if (status === 409 && e.code === "already_decided") return new AlreadyDecidedError(e.message ?? "", str("status"));
+  if (status === 409 && e.code === "expired") return new ExpiredError(e.message ?? "", str("status"));
   if (status === 409 && e.code === "cannot_verify") return new CannotVerifyError(e.message ?? "");
   if (status === 410) return new GoneError(e.message ?? "");
   return new BureauError(status, e.code ?? "", e.message ?? "", e.field || undefined, e.state || undefined, retryAfter);

@@ -61,6 +61,12 @@ interface Models {
   UINode: M.UINode;
   UINodeList: M.UINodeList;
   UIActResult: M.UIActResult;
+  Control: M.Control;
+  ControlView: M.ControlView;
+  Viewer: M.Viewer;
+  RequestAction: M.RequestAction;
+  Request: M.Request;
+  ApprovalPolicy: M.ApprovalPolicy;
 }
 
 type Fields = typeof FIELDS;

@@ -209,8 +209,11 @@ export class URLs extends Part {
 
 /** Console links: the desktop in a browser, for a person. */
 export class Console extends Part {
-  /** A console link; its url is absolute (the token is shown only now). */
-  async create(o: { view_only?: boolean; ttl_seconds?: number } = {}): Promise<m.ConsoleLink> {
+  /**
+   * A console link; its url is absolute (the token is shown only now). `name` (1 to 64 characters) says who it is for
+   * ("Dana"): shown to the others watching, in the history, and as who took control there.
+   */
+  async create(o: { view_only?: boolean; ttl_seconds?: number; name?: string } = {}): Promise<m.ConsoleLink> {
     const link = await this.call<m.ConsoleLink>("createConsole", {}, { json: pick(o) });
     if (link.url?.startsWith("/")) link.url = this.h.url + link.url;
     return link;

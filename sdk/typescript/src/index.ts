@@ -9,11 +9,12 @@
 export { Bureau, Desktops, Events, Hosts, Images, OwnerSecrets, Quotas, Templates, Tokens, type ClientOptions, type CreateDesktop, type CreateOptions } from "./client.js";
 export { Backups, BackupTargets, type BackupRef, type BackupTargetRef } from "./backups.js";
 export { Desktop, type ComputerAction, type ComputerOptions, type ExecOptions, type LaunchApp, type ScreenshotOptions, type UIFilters, type WaitReadyOptions, type WindowGeometry } from "./desktop.js";
-export { BureauError, CannotVerifyError, GoneError, NoEffectError, NotReadyError, TimeoutError } from "./errors.js";
+export { AlreadyDecidedError, BureauError, CannotVerifyError, DeniedError, ExpiredError, GoneError, HumanInControlError, NoEffectError, NotReadyError, TimeoutError } from "./errors.js";
 export { Clipboard, Console, Files, Processes, Secrets, Services, Snapshots, URLs, type ServiceSpec } from "./guest.js";
 export type * from "./models.js";
 export { FIELDS } from "./models.js";
 export { EXCLUDED, OPERATIONS, type OperationId } from "./operations.js";
+export { People, type AskOptions, type RequestRef } from "./people.js";
 export { Recordings, type RecordingRef } from "./recordings.js";
 export { eventJSON, parseSSE, type ServerEvent } from "./sse.js";
 export { Steps, type DesktopRef } from "./steps.js";

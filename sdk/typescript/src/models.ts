@@ -48,6 +48,12 @@ export interface Desktop {
   created_at: string;
   updated_at: string;
   deleted_at?: string;
+  /** Who holds its mouse and keyboard: the agent, or a person who took over (then the agent's input rejects with HumanInControlError). */
+  control?: Control;
+  /** A help request of it is pending. */
+  needs_help?: boolean;
+  /** How many approval requests of it are pending. */
+  pending_approvals?: number;
 }
 
 /** A DeleteResult as the API shows it. */
@@ -137,6 +143,8 @@ export interface ConsoleToken {
   /** Made by a computer-only token: the screen only, no terminal or clipboard. */
   screen_only?: boolean;
   created_by: string;
+  /** Who the link is for ("Dana"), when its maker said: shown to the others watching and in the history. */
+  name?: string;
   created_at: string;
   expires_at: string;
   revoked_at?: string;
@@ -152,6 +160,8 @@ export interface ConsoleLink {
   /** Made by a computer-only token: the screen only, no terminal or clipboard. */
   screen_only?: boolean;
   created_by: string;
+  /** Who the link is for ("Dana"), when its maker said: shown to the others watching and in the history. */
+  name?: string;
   created_at: string;
   expires_at: string;
   revoked_at?: string;
@@ -742,6 +752,113 @@ export interface UIActResult {
   display?: Size;
 }
 
+/**
+ * Who holds a desktop's mouse and keyboard: the agent (the default) or one person who took over. While a person holds
+ * it, the agent's input calls reject with HumanInControlError; its reads keep working.
+ */
+export interface Control {
+  holder: "agent" | "person";
+  /** The person's name as shown ("Dana"). */
+  person?: string;
+  /** Who holds it: a token (`alice/tok_…`) or a console link (`console/ct_…`). */
+  by?: string;
+  /** When the holder took it. */
+  since: string;
+  /** When control goes back to the agent by itself: `idle_timeout_s` after the person's last input. */
+  until?: string;
+  idle_timeout_s?: number;
+}
+
+/** A desktop's Control, and who is watching it in the console (`people.control()`, `takeControl`, `releaseControl`). */
+export interface ControlView extends Control {
+  viewers: Viewer[];
+}
+
+/** Someone watching a desktop in the console. */
+export interface Viewer {
+  /** The console link's id. */
+  session: string;
+  name: string;
+  view_only: boolean;
+  since: string;
+  /** This session's keyboard and mouse reach the desktop. */
+  holds_input: boolean;
+}
+
+/** What an approval request would let happen. */
+export interface RequestAction {
+  kind: "exec" | "file_delete" | "key" | "click" | "url" | "explicit";
+  /** It in one line ("exec: rm -rf /home/agent/build"). */
+  summary: string;
+  /** The policy rule that matched ("exec[0]: rm -rf"; absent for the agent's own requests). */
+  rule?: string;
+  /** The call's input as the caller gave it. */
+  detail?: unknown;
+}
+
+/**
+ * A help request (kind "help": a question, maybe choices; `answer` once answered) or an approval request (kind
+ * "approval": `action`; `reason` once decided). `status` is "pending", then "answered", "approved", "denied" or
+ * "expired"; `gated`: a call of the agent waits for it.
+ */
+export interface Request {
+  id: string;
+  desktop_id: string;
+  owner: string;
+  kind: "help" | "approval";
+  status: "pending" | "answered" | "approved" | "denied" | "expired";
+  /** What a help request asks (for an approval, what is to be approved, in words). */
+  question: string;
+  choices?: string[];
+  action?: RequestAction;
+  /** A picture of the screen came with it (`people.requestScreenshot`). */
+  screenshot: boolean;
+  /** The token that asked (`alice/tok_…`). */
+  asked_by: string;
+  asked_at: string;
+  expires_at: string;
+  gated: boolean;
+  /** Who answered or decided (absent when it timed out). */
+  decided_by?: string;
+  decided_at?: string;
+  /** A help request's answer: the text, or the choice made. */
+  answer?: string;
+  /** `answer` is one of `choices`. */
+  choice?: boolean;
+  /** Why an approval was approved or denied (a person's words, or "no decision within 5m0s"). */
+  reason?: string;
+}
+
+/** A key press that needs approval: `key` ("Return", "ctrl+s"), while the active window's title matches `window_title` (RE2). */
+export interface KeyRule {
+  key: string;
+  window_title?: string;
+}
+
+/** Clicks inside a rectangle of the screen that need approval (while the active window's title matches `window_title`). */
+export interface ClickRegion {
+  name?: string;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  window_title?: string;
+}
+
+/** Which of the agent's calls on a desktop wait for a person's approval (`{}`: none). */
+export interface ApprovalPolicy {
+  /** RE2 patterns matched against an exec call's command line (arguments joined with spaces). */
+  exec?: string[];
+  /** Every file delete. */
+  file_delete?: boolean;
+  keys?: KeyRule[];
+  clicks?: ClickRegion[];
+  /** RE2 patterns matched against URLs in apps/launch arguments and exec command lines. */
+  urls?: string[];
+  /** How long a gated call waits for a decision before it is denied (default 300, 5 to 3600). */
+  timeout_s?: number;
+}
+
 /** What a desktop may reach outside: IPv4 addresses, CIDRs or host names */
 export interface NetworkPolicy {
   allow_out?: string[];
@@ -752,7 +869,7 @@ export interface NetworkPolicy {
 
 /** Each interface's schema and fields, for the drift tests (fieldcheck.ts ties each list to its interface). */
 export const FIELDS = {
-  Desktop: { schema: "Desktop", fields: ["id", "owner", "name", "image", "vcpus", "memory_mib", "data_disk_gib", "state", "desired_state", "last_error", "operation", "operation_step", "operation_started_at", "ready", "ready_at", "up", "waiting_for", "accelerator", "data_disk_path", "idle_timeout_seconds", "nap_after_seconds", "sleep_after_seconds", "restart_on_crash", "network", "keyboard_layout", "ip", "host", "created_at", "updated_at", "deleted_at"] },
+  Desktop: { schema: "Desktop", fields: ["id", "owner", "name", "image", "vcpus", "memory_mib", "data_disk_gib", "state", "desired_state", "last_error", "operation", "operation_step", "operation_started_at", "ready", "ready_at", "up", "waiting_for", "accelerator", "data_disk_path", "idle_timeout_seconds", "nap_after_seconds", "sleep_after_seconds", "restart_on_crash", "network", "keyboard_layout", "ip", "host", "created_at", "updated_at", "deleted_at", "control", "needs_help", "pending_approvals"] },
   DeleteResult: { schema: "DeleteResult", fields: ["desktop", "data_deleted", "data_disk_kept"] },
   Event: { schema: "Event", fields: ["id", "desktop_id", "type", "message", "actor", "created_at"] },
   Snapshot: { schema: "Snapshot", fields: ["id", "desktop_id", "name", "description", "scope", "memory", "parent", "size_bytes", "created_at", "reverted_at"] },
@@ -760,8 +877,8 @@ export const FIELDS = {
   Template: { schema: "Template", fields: ["key", "image", "vcpus", "memory_mib", "state", "error", "created_at", "build_time", "spares"] },
   Token: { schema: "Token", fields: ["id", "owner", "name", "scope", "created_at", "last_used_at", "expires_at", "revoked_at", "desktop_id", "computer_only", "parent_id"] },
   TokenCreated: { schema: "TokenCreated", fields: ["token", "info"] },
-  ConsoleToken: { schema: "ConsoleToken", fields: ["id", "desktop_id", "owner", "view_only", "screen_only", "created_by", "created_at", "expires_at", "revoked_at", "revoke_reason"] },
-  ConsoleLink: { schema: "ConsoleCreated", fields: ["id", "desktop_id", "owner", "view_only", "screen_only", "created_by", "created_at", "expires_at", "revoked_at", "revoke_reason", "token", "url"] },
+  ConsoleToken: { schema: "ConsoleToken", fields: ["id", "desktop_id", "owner", "view_only", "screen_only", "created_by", "name", "created_at", "expires_at", "revoked_at", "revoke_reason"] },
+  ConsoleLink: { schema: "ConsoleCreated", fields: ["id", "desktop_id", "owner", "view_only", "screen_only", "created_by", "name", "created_at", "expires_at", "revoked_at", "revoke_reason", "token", "url"] },
   Share: { schema: "Share", fields: ["id", "desktop_id", "owner", "port", "read_only", "created_by", "created_at", "expires_at", "revoked_at"] },
   ShareCreated: { schema: "ShareCreated", fields: ["share", "path_url", "url"] },
   LiveURL: { schema: "LiveURL", fields: ["port", "url", "path_url", "public", "service", "shares"] },
@@ -804,4 +921,10 @@ export const FIELDS = {
   UINode: { schema: "UINode", fields: ["id", "role", "name", "description", "states", "value", "text", "text_truncated", "actions", "bounds", "display_bounds", "parent", "children", "child_count", "app", "depth"] },
   UINodeList: { schema: "UINodeList", fields: ["nodes", "truncated", "screen", "display", "warnings"] },
   UIActResult: { schema: "UIActResult", fields: ["node", "changed", "gone", "performed", "screen", "display"] },
+  Control: { schema: "Control", fields: ["holder", "person", "by", "since", "until", "idle_timeout_s"] },
+  ControlView: { schema: "ControlView", fields: ["holder", "person", "by", "since", "until", "idle_timeout_s", "viewers"] },
+  Viewer: { schema: "Viewer", fields: ["session", "name", "view_only", "since", "holds_input"] },
+  RequestAction: { schema: "RequestAction", fields: ["kind", "summary", "rule", "detail"] },
+  Request: { schema: "Request", fields: ["id", "desktop_id", "owner", "kind", "status", "question", "choices", "action", "screenshot", "asked_by", "asked_at", "expires_at", "gated", "decided_by", "decided_at", "answer", "choice", "reason"] },
+  ApprovalPolicy: { schema: "ApprovalPolicy", fields: ["exec", "file_delete", "keys", "clicks", "urls", "timeout_s"] },
 } as const satisfies Record<string, { schema: string; fields: readonly string[] }>;

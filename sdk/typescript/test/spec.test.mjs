@@ -13,6 +13,8 @@ const SPEC = new URL("../../../internal/api/openapi/openapi.yaml", import.meta.u
 const UNLISTED = {
   StepRevert: "revertToStep's answer, a schema of its own inline in the operation",
   StepElement: "StepResult's element, a schema inline in StepResult",
+  KeyRule: "ApprovalPolicy's keys, a schema inline in ApprovalPolicy",
+  ClickRegion: "ApprovalPolicy's clicks, a schema inline in ApprovalPolicy",
 };
 
 describe("committed spec", () => {
