@@ -50,6 +50,7 @@ var runningChecks = []runningCheck{
 	{"windows_ui", testWindowsUI},                    // windows_test.go, ui_test.go
 	{"concurrency", testConcurrency},                 // concurrency_test.go
 	{"console", testConsole},                         // console_test.go
+	{"people", testPeople},                           // people_test.go
 	{"behind_proxy", testBehindProxy},                // proxy_test.go
 	{"live_framebuffer", testLiveFramebuffer},        // framebuffer_test.go
 	{"isolation", testIsolation},                     // isolation_test.go

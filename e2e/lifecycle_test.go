@@ -273,7 +273,8 @@ func (s *server) deleteKeepsData(token, id string, d *apiv1.Desktop) {
 // clone and a reimage is in the store's unit tests, which run on
 // PostgreSQL too.
 var guestOnly = map[string]bool{"computer_use": true, "console": true, "behind_proxy": true, "mcp_typescript": true, "recordings": true,
-	"sdk_python": true, "sdk_typescript": true, "resize_clone_reimage": true, "benchmarks": true, "windows_ui": true}
+	"sdk_python": true, "sdk_typescript": true, "resize_clone_reimage": true, "benchmarks": true, "windows_ui": true,
+	"people": true}
 
 // settledScreenshot polls the API's screenshot until two frames a few
 // seconds apart are identical and the desktop is drawn, its panel too
