@@ -274,6 +274,8 @@ func testPeople(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	if !pending.NeedsHelp {
 		t.Errorf("the desktop's record does not say it needs help")
 	}
+	w := p.do(map[string]any{"do": "web", "token": token, "desktop": d.ID, "wait_for": "needs help", "path": filepath.Join(shots, "web-console-needs-help.png")})
+	t.Logf("the web console's card: %q", w.Text)
 	var png []byte
 	if code := s.call(token, "GET", base+"/requests/"+asked.ID+"/screenshot", nil, &png); code != 200 || len(png) < 1000 {
 		t.Errorf("the question's screenshot: %d, %d bytes", code, len(png))
@@ -345,6 +347,52 @@ func testPeople(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	if _, code := s.guest(d, "test -e /home/agent/people-keep/marker"); code != 0 {
 		t.Errorf("an rm -rf nobody approved ran")
 	}
+
+	// A key rule that names a window: Return in the terminal (its title
+	// is "sh") waits; the owner finds it among the pending approvals of
+	// all their desktops and approves it through the API. Return in a
+	// window the rule does not name goes straight through.
+	s.catWindow(d, "60x10+200+160", "/tmp/people-keys")
+	if code := s.call(token, "PUT", base+"/approval-policy", map[string]any{"keys": []map[string]any{{"key": "Return", "window_title": "^sh$"}}, "timeout_s": 60}, nil); code != 200 {
+		t.Fatalf("set a key rule: %d", code)
+	}
+	keyDone := make(chan int, 1)
+	go func() {
+		keyDone <- s.call(agent, "POST", base+"/computer", map[string]any{"action": "key", "text": "Return"}, nil)
+	}()
+	var keyReq loopRequest
+	for i := 0; i < 100 && keyReq.ID == ""; i++ {
+		time.Sleep(200 * time.Millisecond)
+		var all struct{ Requests []loopRequest }
+		s.call(token, "GET", "/api/v1/requests?status=pending&kind=approval", nil, &all)
+		for _, r := range all.Requests {
+			if r.Action != nil && r.Action.Kind == "key" {
+				keyReq = r
+			}
+		}
+	}
+	if keyReq.ID == "" || !strings.Contains(keyReq.Action.Summary, `"sh"`) {
+		t.Fatalf("Return in the terminal is not pending among the owner's approvals: %+v", keyReq)
+	}
+	if code := s.call(token, "POST", base+"/requests/"+keyReq.ID+"/approve", map[string]any{"reason": "submit it"}, nil); code != 200 {
+		t.Errorf("approve the key through the API: %d", code)
+	}
+	select {
+	case code := <-keyDone:
+		if code != 200 {
+			t.Errorf("the approved key answered %d", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the approved key did not answer")
+	}
+	s.call(token, "PUT", base+"/approval-policy", map[string]any{"keys": []map[string]any{{"key": "Return", "window_title": "^Mousepad"}}}, nil)
+	if code := s.call(agent, "POST", base+"/computer", map[string]any{"action": "key", "text": "Return"}, nil); code != 200 {
+		t.Errorf("Return in a window the rule does not name: %d", code)
+	}
+	if out, _ := s.guest(d, "od -c /tmp/people-keys | head -1"); strings.Count(out, `\r`)+strings.Count(out, `\n`) != 2 {
+		t.Errorf("the terminal got %q, want two Returns", out)
+	}
+	s.guest(d, "pkill -x xterm")
 	s.call(token, "DELETE", base+"/approval-policy", nil, nil)
 	p.quit()
 
@@ -373,7 +421,7 @@ func testPeople(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 		}
 	}
 	// The denied call is no step (it did not run); its approval is.
-	want := []string{"human", "computer", "help", "approval", "exec", "approval"}
+	want := []string{"human", "computer", "help", "approval", "exec", "approval", "computer"}
 	if got := compact(kinds); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("the step log after the check started reads %v, want %v in that order", got, want)
 	}

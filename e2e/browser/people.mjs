@@ -38,6 +38,11 @@
 //                               {"ok":true,"clicked_at_ms"}; the API's error shown in the
 //                               item is the command's error
 //   {"do":"screenshot","who":"A","path":"/tmp/x.png"}
+//   {"do":"web","token":"bureau_…","desktop":"ID","wait_for":"needs help","path":"/tmp/w.png"}
+//                             → opens the web console's desktop list (a third person, signed
+//                               in with token), waits (30 s) until the desktop's card shows
+//                               wait_for, screenshots the page to path;
+//                               {"ok":true,"text":<the card's text>}
 //   {"do":"quit"}             → {"ok":true}, closes the browser, exits 0 (so does the end of stdin)
 //
 // stderr: what it does and the pages' errors, prefixed with the person.
@@ -297,9 +302,41 @@ async function run(cmd) {
       await pageOf(cmd).screenshot({ path: cmd.path });
       return { ok: true, path: cmd.path };
     }
+    case 'web':
+      return web(cmd);
     default:
       throw new Error(`unknown command ${JSON.stringify(cmd.do)}`);
   }
+}
+
+// web opens the web console's desktop list signed in with cmd.token (a
+// page of its own, kept for later commands) and reads the desktop's card.
+async function web(cmd) {
+  if (!cmd.token || !cmd.desktop) throw new Error('web needs token and desktop');
+  if (!pages.web) {
+    const base = new URL(URLS.A).origin;
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ignoreHTTPSErrors: IGNORE_HTTPS_ERRORS });
+    await context.addInitScript((t) => localStorage.setItem('bureau.token', t), String(cmd.token));
+    pages.web = await context.newPage();
+    pages.web.on('pageerror', (e) => log(`web: page error: ${e.message}`));
+    await pages.web.goto(`${base}/#/`, { waitUntil: 'domcontentloaded' });
+  }
+  const page = pages.web;
+  const want = String(cmd.wait_for || '');
+  const deadline = Date.now() + 30_000;
+  let text = '';
+  for (;;) {
+    text = await page.evaluate((id) => {
+      const el = [...document.querySelectorAll('[data-id], [data-desktop], [data-desktop-id]')]
+        .find((e) => (e.dataset.id || e.dataset.desktop || e.dataset.desktopId) === id);
+      return el ? el.innerText : '';
+    }, String(cmd.desktop));
+    if (text && text.includes(want)) break;
+    if (Date.now() > deadline) throw new Error(`the web console's card for ${cmd.desktop} shows ${JSON.stringify(text.slice(0, 300))}, not ${JSON.stringify(want)}`);
+    await page.waitForTimeout(500);
+  }
+  if (cmd.path) await page.screenshot({ path: cmd.path });
+  return { ok: true, text };
 }
 
 async function quit(code) {

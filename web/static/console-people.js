@@ -256,7 +256,7 @@ export function setupPeople({ desktopID, token, focusScreen = () => {} }) {
     const text = isApproval ? ((r.action && r.action.summary) || r.question) : r.question;
     const meta = [];
     if (isApproval && r.action && r.action.rule) meta.push(`rule ${r.action.rule}`);
-    if (r.expires_at) meta.push(`${isApproval ? 'denied' : 'closes'} at ${fmtClock(r.expires_at)} without ${isApproval ? 'a decision' : 'an answer'}`);
+    if (r.expires_at) meta.push(isApproval ? `denied by itself at ${fmtClock(r.expires_at)} unless decided` : `closes at ${fmtClock(r.expires_at)} unless answered`);
 
     const li = el('li.request', { dataset: { requestId: r.id, kind: r.kind } },
       el('div.req-head',

@@ -162,7 +162,7 @@ export function requestsSection(id) {
         h(`span.tag.${approval ? 'tag-danger' : 'tag-warn'}`, approval ? 'approval' : 'question'),
         r.asked_at ? h('span.muted.small', 'asked ', timeEl(r.asked_at)) : null,
         approval && r.action?.rule ? h('span.muted.small', 'rule ', h('code', r.action.rule)) : null,
-        r.expires_at ? h('span.muted.small', approval ? 'denied ' : 'closes ', timeEl(r.expires_at), ' without a person') : null),
+        r.expires_at ? h('span.muted.small', approval ? 'denied by itself ' : 'closes ', timeEl(r.expires_at), approval ? ' unless decided' : ' unless answered') : null),
       h(approval ? 'pre.code.loop-text' : 'p.loop-text', text || ''),
       shot, controls, rowErr);
     if (shot) {
