@@ -25,6 +25,8 @@ type helpRequest struct {
 	TimeoutS   *int     `json:"timeout_s"`
 }
 
+func (b *helpRequest) waits() (wait, ttl *int) { return b.WaitS, b.TimeoutS }
+
 func (b helpRequest) validate() error {
 	if err := requiredText("question", b.Question, maxQuestion, true); err != nil {
 		return err
@@ -54,6 +56,8 @@ type approvalRequest struct {
 	TimeoutS   *int            `json:"timeout_s"`
 }
 
+func (b *approvalRequest) waits() (wait, ttl *int) { return b.WaitS, b.TimeoutS }
+
 // maxDetail bounds an explicit approval's detail.
 const maxDetail = 64 << 10
 
@@ -73,22 +77,8 @@ func (b approvalRequest) validate() error {
 }
 
 func (s *peopleHandlers) askHelp(c *gin.Context) (reply, error) {
-	d, err := s.loopDesktop(c)
-	if err != nil {
-		return reply{}, err
-	}
 	var body helpRequest
-	if err := decode(c, &body); err != nil {
-		return reply{}, err
-	}
-	if err := body.validate(); err != nil {
-		return reply{}, err
-	}
-	wait, err := secondsIn("wait_s", body.WaitS, 0, maxLoopWait, 0)
-	if err != nil {
-		return reply{}, err
-	}
-	ttl, err := secondsIn("timeout_s", body.TimeoutS, minRequestTTL, maxRequestTTL, defaultHelpTTL)
+	d, wait, ttl, err := s.asking(c, &body, defaultHelpTTL)
 	if err != nil {
 		return reply{}, err
 	}
@@ -98,22 +88,8 @@ func (s *peopleHandlers) askHelp(c *gin.Context) (reply, error) {
 }
 
 func (s *peopleHandlers) askApproval(c *gin.Context) (reply, error) {
-	d, err := s.loopDesktop(c)
-	if err != nil {
-		return reply{}, err
-	}
 	var body approvalRequest
-	if err := decode(c, &body); err != nil {
-		return reply{}, err
-	}
-	if err := body.validate(); err != nil {
-		return reply{}, err
-	}
-	wait, err := secondsIn("wait_s", body.WaitS, 0, maxLoopWait, 0)
-	if err != nil {
-		return reply{}, err
-	}
-	ttl, err := secondsIn("timeout_s", body.TimeoutS, minRequestTTL, maxRequestTTL, defaultApproveTTL)
+	d, wait, ttl, err := s.asking(c, &body, defaultApproveTTL)
 	if err != nil {
 		return reply{}, err
 	}
@@ -124,6 +100,32 @@ func (s *peopleHandlers) askApproval(c *gin.Context) (reply, error) {
 	r := &loop.Request{DesktopID: d.ID, Owner: d.Owner, Kind: loop.KindApproval, Question: body.Action, AskedBy: actor(c),
 		Action: &loop.Action{Kind: loop.ActionExplicit, Summary: body.Action, Detail: detail}}
 	return s.ask(c, d, r, ttl, wait, body.Screenshot)
+}
+
+// asking reads what a help or approval request asks into body, with how
+// long its caller waits (wait_s) and how long it stays open (timeout_s,
+// defTTL when not given).
+func (s *peopleHandlers) asking(c *gin.Context, body interface {
+	validate() error
+	waits() (wait, ttl *int)
+}, defTTL int) (*desktop.Desktop, time.Duration, time.Duration, error) {
+	d, err := s.loopDesktop(c)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if err := decode(c, body); err != nil {
+		return nil, 0, 0, err
+	}
+	if err := body.validate(); err != nil {
+		return nil, 0, 0, err
+	}
+	waitS, ttlS := body.waits()
+	wait, err := secondsIn("wait_s", waitS, 0, maxLoopWait, 0)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	ttl, err := secondsIn("timeout_s", ttlS, minRequestTTL, maxRequestTTL, defTTL)
+	return d, wait, ttl, err
 }
 
 // ask files a request (with a picture of the screen when asked for) and
