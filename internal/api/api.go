@@ -105,6 +105,9 @@ type Deps struct {
 	// by itself and thins them out (nil: none scheduled).
 	Backups         Backups
 	BackupSchedules BackupSchedules
+	// Webhooks registers owners' webhook endpoints (nil: none; the
+	// routes answer 503).
+	Webhooks Webhooks
 	// Web is the browser front end (web.Static): the web console and the
 	// console page.
 	Web fs.FS
@@ -157,7 +160,7 @@ func New(d Deps) *gin.Engine {
 
 	// The agent's input waits while a person holds the desktop's, and
 	// gated calls for a person's approval (h.people.guard).
-	v1 := r.Group("/api/v1", s.authenticate, s.touchActivity, h.people.guard)
+	v1 := r.Group("/api/v1", s.authenticate, s.touchActivity, h.people.guard, h.webhooks.quotaRefusals)
 	v1.GET("/info", s.handle(h.site.info))
 	v1.GET("/tls", s.handle(h.site.tlsStatus))
 	v1.GET("/events", s.handle(h.live.auditLog))
@@ -213,6 +216,7 @@ func New(d Deps) *gin.Engine {
 	h.ui.uiRoutes(v1)
 	h.secrets.secretRoutes(v1)
 	h.people.peopleRoutes(v1)
+	h.webhooks.webhookRoutes(v1)
 	if d.Previews != nil && d.URLs != nil {
 		h.urls.urlRoutes(r, v1, h.preview.previewPath)
 	}

@@ -16,6 +16,9 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
+// ctxFailure is the error a request failed with (set by fail).
+const ctxFailure = "bureau.failure"
+
 var (
 	errNoRoute  = errors.New("no such route")
 	errNoMethod = errors.New("method not allowed on this route")
@@ -65,6 +68,7 @@ func (s *core) fail(c *gin.Context, err error) {
 	if _, ok := c.Get(stepReplyKey); ok {
 		c.Set(stepErrorKey, body.Message) // for the step this call is
 	}
+	c.Set(ctxFailure, err) // for webhooks' quota.refused
 	c.AbortWithStatusJSON(status, gin.H{"error": body})
 }
 

@@ -33,6 +33,7 @@ type handlers struct {
 	recordings *recordingHandlers
 	backups    *backupHandlers
 	people     *peopleHandlers
+	webhooks   *webhookHandlers
 }
 
 func newHandlers(d Deps) handlers {
@@ -79,5 +80,6 @@ func newHandlers(d Deps) handlers {
 		recordings: &recordingHandlers{core: s, recordings: d.Recordings, kept: d.KeptRecordings},
 		backups:    &backupHandlers{core: s, backups: d.Backups, schedules: d.BackupSchedules},
 		people:     &peopleHandlers{core: s, consoles: d.Consoles, computer: d.Computer, windows: d.Windows},
+		webhooks:   &webhookHandlers{core: s, hooks: d.Webhooks},
 	}
 }

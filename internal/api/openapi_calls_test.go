@@ -75,6 +75,18 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		{token: e.alice, method: "DELETE", path: "/api/v1/secrets/NOPE", want: 404},
 		{token: e.alice, method: "DELETE", path: "/api/v1/secrets/API_KEY", want: 204},
 		{token: e.alice, method: "POST", path: "/api/v1/events/stream-token", want: 201},
+		// Webhooks are off in this env (webhooks_test.go drives them
+		// through the spec checker with a receiver).
+		{token: e.alice, method: "GET", path: "/api/v1/webhooks", want: 503},
+		{token: e.alice, method: "POST", path: "/api/v1/webhooks", body: `{"url":"https://93.184.216.34/","events":["*"]}`, want: 503},
+		{token: e.alice, method: "GET", path: "/api/v1/webhooks/wh_x", want: 503},
+		{token: e.alice, method: "PATCH", path: "/api/v1/webhooks/wh_x", body: `{"enabled":true}`, want: 503},
+		{token: e.alice, method: "DELETE", path: "/api/v1/webhooks/wh_x", want: 503},
+		{token: e.alice, method: "POST", path: "/api/v1/webhooks/wh_x/ping", want: 503},
+		{token: e.alice, method: "POST", path: "/api/v1/webhooks/wh_x/rotate-secret", want: 503},
+		{token: e.alice, method: "GET", path: "/api/v1/webhooks/wh_x/deliveries", want: 503},
+		{token: e.alice, method: "GET", path: "/api/v1/webhooks/wh_x/deliveries/whd_x", want: 503},
+		{token: e.alice, method: "POST", path: "/api/v1/webhooks/wh_x/deliveries/whd_x/redeliver", want: 503},
 	} {
 		e.call(t, c)
 	}

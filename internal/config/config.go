@@ -127,6 +127,16 @@ type Config struct {
 	// X-Forwarded-Proto bureau believes; from anyone else they are
 	// ignored. Default none.
 	TrustedProxies string
+	// Webhooks (docs/webhooks.md): WebhookRetrySchedule
+	// (BUREAU_WEBHOOK_RETRY_SCHEDULE) the delays before each retry,
+	// comma-separated durations; WebhookDisableAfter
+	// (BUREAU_WEBHOOK_DISABLE_AFTER) how long an endpoint may keep failing
+	// before it is disabled; WebhookAllowPrivate
+	// (BUREAU_WEBHOOK_ALLOW_PRIVATE) CIDRs webhooks may reach though
+	// private or local; WebhookKeepDays (BUREAU_WEBHOOK_KEEP_DAYS) how
+	// long finished deliveries are kept. Checked by webhooks.ParseConfig.
+	WebhookRetrySchedule, WebhookDisableAfter, WebhookAllowPrivate string
+	WebhookKeepDays                                                int
 
 	// Client side.
 	URL   string // BUREAU_URL
@@ -183,6 +193,11 @@ func FromEnv() Config {
 		ACMEEmail:      os.Getenv("BUREAU_ACME_EMAIL"),
 		ACMERoots:      os.Getenv("BUREAU_ACME_ROOTS"),
 		TrustedProxies: os.Getenv("BUREAU_TRUSTED_PROXIES"),
+
+		WebhookRetrySchedule: os.Getenv("BUREAU_WEBHOOK_RETRY_SCHEDULE"),
+		WebhookDisableAfter:  os.Getenv("BUREAU_WEBHOOK_DISABLE_AFTER"),
+		WebhookAllowPrivate:  os.Getenv("BUREAU_WEBHOOK_ALLOW_PRIVATE"),
+		WebhookKeepDays:      envInt("BUREAU_WEBHOOK_KEEP_DAYS", 7),
 	}
 	if c.TLSOn() {
 		if os.Getenv("BUREAU_LISTEN") == "" {
