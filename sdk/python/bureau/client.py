@@ -7,6 +7,7 @@ from typing import Any, Iterator
 from . import models as m
 from ._transport import Transport
 from .backups import BackupTargets, Backups
+from .webhooks import Webhooks
 from .desktop import Desktop
 from .people import People
 from .recordings import Recordings
@@ -35,6 +36,7 @@ class Client:
         self.backups = Backups(self)
         self.backup_targets = BackupTargets(self.http)
         self.people = People(self.http)
+        self.webhooks = Webhooks(self.http)
 
     def info(self) -> dict:
         """What this bureau is: version, accelerator (kvm or tcg) and why."""

@@ -179,3 +179,9 @@ def error_for(status: int, body: dict | None, retry_after: float | None = None) 
         return CannotVerify(status, "cannot_verify", e.get("message", ""), e.get("field"), e.get("state"), retry_after)
     cls = _BY_STATUS.get(status, ServerError if status >= 500 else BureauError)
     return cls(status, e.get("code", ""), e.get("message", ""), e.get("field"), e.get("state"), retry_after)
+
+
+class WebhookVerificationError(Exception):
+    """A webhook message whose signature does not verify (missing headers, no
+    signature by the secret, a timestamp too old or in the future): do not
+    trust it. Raised by ``bureau.webhooks.verify``; not a call's error."""

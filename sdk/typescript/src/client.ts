@@ -6,6 +6,7 @@ import { Recordings } from "./recordings.js";
 import { parseSSE, type ServerEvent } from "./sse.js";
 import { Steps } from "./steps.js";
 import { Transport } from "./transport.js";
+import { Webhooks } from "./webhooks.js";
 
 export interface ClientOptions {
   /** bureau's URL (default BUREAU_URL, then http://127.0.0.1:8080). */
@@ -69,6 +70,7 @@ export class Bureau {
   readonly backupTargets: BackupTargets;
   /** People in the loop of each desktop: who holds its input, help requests, approvals and the approval policy. */
   readonly people: People;
+  readonly webhooks: Webhooks;
 
   constructor(o: ClientOptions = {}) {
     this.http = new Transport(o.url, o.token);
@@ -85,6 +87,7 @@ export class Bureau {
     this.backups = new Backups(this.http);
     this.backupTargets = new BackupTargets(this.http);
     this.people = new People(this.http);
+    this.webhooks = new Webhooks(this.http);
   }
 
   /** What this bureau is: version, accelerator (kvm or tcg) and why. */

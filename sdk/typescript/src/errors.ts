@@ -164,3 +164,14 @@ export function errorFor(status: number, body: unknown, retryAfter?: number): Bu
   if (status === 410) return new GoneError(e.message ?? "");
   return new BureauError(status, e.code ?? "", e.message ?? "", e.field || undefined, e.state || undefined, retryAfter);
 }
+
+/**
+ * A webhook message whose signature does not verify (a header missing, no signature by the secret, a timestamp too
+ * old or in the future): do not trust it. Thrown by `verifyWebhook`; not a call's error.
+ */
+export class WebhookVerificationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "WebhookVerificationError";
+  }
+}
