@@ -51,6 +51,7 @@ var runningChecks = []runningCheck{
 	{"concurrency", testConcurrency},                 // concurrency_test.go
 	{"console", testConsole},                         // console_test.go
 	{"people", testPeople},                           // people_test.go
+	{"webhooks", testWebhooks},                       // webhooks_test.go
 	{"behind_proxy", testBehindProxy},                // proxy_test.go
 	{"live_framebuffer", testLiveFramebuffer},        // framebuffer_test.go
 	{"isolation", testIsolation},                     // isolation_test.go

@@ -25,7 +25,9 @@ import (
 // restart that must not touch the VM, stop, start with data intact, and
 // delete that keeps the data disk.
 func TestDesktopLifecycle(t *testing.T) {
-	s := newServerWith(t, func(s *server) { s.env = append(s.env, "BUREAU_TRUSTED_PROXIES="+proxiedTrust) })
+	s := newServerWith(t, func(s *server) {
+		s.env = append(append(s.env, "BUREAU_TRUSTED_PROXIES="+proxiedTrust), webhookEnv...)
+	})
 
 	// Two owners: alice works, bob must not see alice's desktop.
 	var alice, bob struct {
