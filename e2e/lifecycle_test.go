@@ -216,7 +216,9 @@ func quick() bool { return os.Getenv("BUREAU_E2E_QUICK") == "1" }
 func (s *server) eventsInclude(token, id string, want ...string) {
 	s.t.Helper()
 	var evs struct{ Events []apiv1.Event }
-	s.call(token, "GET", "/api/v1/desktops/"+id+"/events", nil, &evs)
+	// All of them (the newest 100 by default): the checks on the one
+	// desktop make many.
+	s.call(token, "GET", "/api/v1/desktops/"+id+"/events?limit=1000", nil, &evs)
 	types := []string{}
 	for _, e := range evs.Events {
 		types = append(types, e.Type)
