@@ -8,6 +8,12 @@ import (
 // Store keeps endpoints (their secrets sealed) and deliveries. Not found
 // is desktop.ErrNotFound.
 type Store interface {
+	Endpoints
+	Deliveries
+}
+
+// Endpoints keeps the endpoints and their sealed secrets.
+type Endpoints interface {
 	CreateWebhook(ctx context.Context, e *Endpoint, sealedSecret string) error
 	Webhook(ctx context.Context, id string) (*Endpoint, error)
 	// WebhookSecrets are the sealed current and previous ("" if none)
@@ -30,7 +36,10 @@ type Store interface {
 	WebhookSucceeded(ctx context.Context, id string) error
 	// DisableWebhook disables an enabled endpoint (false: it was not).
 	DisableWebhook(ctx context.Context, id string, at time.Time, reason string) (bool, error)
+}
 
+// Deliveries keeps the deliveries: queued, claimed, attempted, listed.
+type Deliveries interface {
 	AddDelivery(ctx context.Context, d *Delivery) error
 	// ClaimDeliveries takes up to limit pending deliveries due at now,
 	// each claimed (its next attempt moved to until) by one caller only.
