@@ -88,7 +88,8 @@ func (s *peopleHandlers) guard(c *gin.Context) {
 	}
 }
 
-// peekBody reads the request's body and puts it back for the handler.
+// peekBody reads the request's body and puts it back for the handler (nil
+// when it cannot be read).
 func peekBody(c *gin.Context) []byte {
 	body, err := io.ReadAll(io.LimitReader(c.Request.Body, maxBody+1))
 	c.Request.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), c.Request.Body))
@@ -105,11 +106,7 @@ func computerActions(body []byte) ([]computer.Action, *computer.Request, bool) {
 	if json.Unmarshal(body, &req) != nil {
 		return nil, nil, false
 	}
-	actions := req.Actions
-	if req.Action.Action != "" || req.Action.Type != "" {
-		actions = append([]computer.Action{req.Action}, actions...)
-	}
-	return actions, &req, true
+	return req.Listed(), &req, true
 }
 
 func actionName(a computer.Action) string {

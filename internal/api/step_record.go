@@ -1,11 +1,9 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/bureau/bureau/internal/computer"
@@ -129,9 +127,8 @@ func (s *stepRecorder) stepInput(c *gin.Context, kind string) json.RawMessage {
 	var v any
 	switch kind {
 	case steps.KindComputer, steps.KindExec, steps.KindClipboard:
-		body, err := io.ReadAll(io.LimitReader(c.Request.Body, maxBody+1))
-		c.Request.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), c.Request.Body))
-		if err != nil {
+		body := peekBody(c)
+		if body == nil { // the body could not be read: the handler says so
 			break
 		}
 		v = bodyInput(kind, body)
@@ -158,10 +155,7 @@ func bodyInput(kind string, body []byte) any {
 		if json.Unmarshal(body, &r) != nil {
 			return nil
 		}
-		actions := r.Actions
-		if r.Action.Action != "" || r.Action.Type != "" {
-			actions = append([]computer.Action{r.Action}, actions...)
-		}
+		actions := r.Listed()
 		for i := range actions {
 			actions[i].Text = clip(actions[i].Text)
 		}

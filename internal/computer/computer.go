@@ -121,6 +121,15 @@ type Request struct {
 	Expect string `json:"expect,omitempty"`
 }
 
+// Listed is what the request asks for in order: its inline action (when
+// it names one) and then its list. It checks nothing (Run does).
+func (r *Request) Listed() []Action {
+	if r.Action.Action != "" || r.Action.Type != "" {
+		return append([]Action{r.Action}, r.Actions...)
+	}
+	return r.Actions
+}
+
 // Size is a width and height in pixels.
 type Size struct {
 	Width  int `json:"width"`
