@@ -108,6 +108,9 @@ type Deps struct {
 	// Webhooks registers owners' webhook endpoints (nil: none; the
 	// routes answer 503).
 	Webhooks Webhooks
+	// Audit keeps the audit log of state-changing calls and console
+	// sessions (nil: none kept; GET /api/v1/audit answers 503).
+	Audit Audit
 	// Web is the browser front end (web.Static): the web console and the
 	// console page.
 	Web fs.FS
@@ -160,7 +163,7 @@ func New(d Deps) *gin.Engine {
 
 	// The agent's input waits while a person holds the desktop's, and
 	// gated calls for a person's approval (h.people.guard).
-	v1 := r.Group("/api/v1", s.authenticate, s.touchActivity, h.people.guard, h.webhooks.quotaRefusals)
+	v1 := r.Group("/api/v1", s.audited, s.authenticate, s.touchActivity, h.people.guard, h.webhooks.quotaRefusals)
 	v1.GET("/info", s.handle(h.site.info))
 	v1.GET("/tls", s.handle(h.site.tlsStatus))
 	v1.GET("/events", s.handle(h.live.auditLog))
@@ -217,6 +220,7 @@ func New(d Deps) *gin.Engine {
 	h.secrets.secretRoutes(v1)
 	h.people.peopleRoutes(v1)
 	h.webhooks.webhookRoutes(v1)
+	h.audit.auditRoutes(v1)
 	if d.Previews != nil && d.URLs != nil {
 		h.urls.urlRoutes(r, v1, h.preview.previewPath)
 	}
@@ -234,7 +238,7 @@ func New(d Deps) *gin.Engine {
 	v1.DELETE("/desktops/:id/console/:token_id", s.handle(h.consoles.revokeConsole))
 	// Console-token routes: a browser cannot send a bearer header on a
 	// WebSocket, so these take ?token= instead.
-	consoleAuth := h.consoles.consoleAuth
+	consoleAuth := s.auditedBy(h.consoles.consoleAuth)
 	r.GET("/api/v1/desktops/:id/console/session", consoleAuth, s.handle(h.consoles.consoleSession))
 	r.GET("/api/v1/desktops/:id/vnc", consoleAuth, h.consoles.vnc)
 	r.GET("/api/v1/desktops/:id/console/clipboard", consoleAuth, s.handle(h.clipboard.consoleGetClipboard))
@@ -250,7 +254,7 @@ func New(d Deps) *gin.Engine {
 	mcpServer := mcptools.NewServer(mcptools.InProcess{Handler: r}, mcptools.BearerFromRequest, d.Info["version"])
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
-	r.Any("/mcp", s.authenticate, s.mcpOrigin, gin.WrapH(mcpHandler))
+	r.Any("/mcp", s.audited, s.authenticate, s.mcpOrigin, gin.WrapH(mcpHandler))
 	v1.GET("/tokens", s.handle(h.tokens.listTokens))
 	v1.POST("/tokens", s.handle(h.tokens.createToken))
 	v1.DELETE("/tokens/:id", s.handle(h.tokens.revokeToken))

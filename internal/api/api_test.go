@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bureau/bureau/internal/audit"
 	"github.com/bureau/bureau/internal/auth"
 	"github.com/bureau/bureau/internal/computer"
 	"github.com/bureau/bureau/internal/console"
@@ -412,6 +413,7 @@ type env struct {
 	computer          *fakeComputer
 	backups           *fakeBackups
 	people            *fakePeople
+	audit             *audit.Log
 }
 
 func (e *env) secretsChanged(owner, desktopID string) {
@@ -482,6 +484,8 @@ func newEnvDeps(t testing.TB, mkImages func(*store.Store) Images, tweak func(*De
 		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}, HostDirs: []string{hostDir},
 		CertificateNames: func(context.Context, string) error { return desktop.ErrNotFound }}
 	d.UI = &fakeUI{} // ui_test.go
+	e.audit = startAudit(t, st)
+	d.Audit = e.audit
 	e.people = newFakePeople()
 	d.People = e.people
 	if tweak != nil {

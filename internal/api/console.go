@@ -186,6 +186,7 @@ func (s *consoleHandlers) vnc(c *gin.Context) {
 	}
 	sctx, done := s.consoles.Attach(context.WithoutCancel(ctx), t)
 	defer done()
+	start := time.Now()
 	defer s.screen.AddViewer(d.ID)()
 	s.log.Info("console attached", "desktop", d.ID, "token", t.ID, "view_only", t.ViewOnly)
 	opts := console.Options{ViewOnly: t.ViewOnly, Count: s.countBytes}
@@ -200,6 +201,7 @@ func (s *consoleHandlers) vnc(c *gin.Context) {
 	}
 	err = console.Pipe(sctx, ws, upstream, opts)
 	s.log.Info("console detached", "desktop", d.ID, "token", t.ID, "why", err)
+	s.recordConsoleSession(c, t, start, err)
 	done()
 	if s.people != nil && !t.ViewOnly && !watching(s.consoles.Viewers(d.ID), t.ID) {
 		// The person's last tab on this link closed: if they held the

@@ -43,6 +43,9 @@ type core struct {
 	// people keeps people in the loop of desktops: desktop records show
 	// who holds their input and what is asked (nil: none kept).
 	people People
+	// audit records state-changing calls and console sessions (nil: none;
+	// audit.go).
+	audit *auditor
 }
 
 // reply is what a handler returns: a status and a JSON body.
@@ -83,6 +86,7 @@ func (s *core) owned(c *gin.Context) (*desktop.Desktop, error) {
 	if d.DeletedAt != nil || !isAdmin(c) && d.Owner != caller(c).Owner {
 		return nil, fmt.Errorf("desktop %s: %w", id, desktop.ErrNotFound)
 	}
+	c.Set(ctxSubjectOwner, d.Owner) // for the audit log
 	return d, nil
 }
 

@@ -1,6 +1,9 @@
 package api
 
-import "github.com/bureau/bureau/internal/auth"
+import (
+	"github.com/bureau/bureau/internal/audit"
+	"github.com/bureau/bureau/internal/auth"
+)
 
 // handlers are the API's handler types, one per feature, each given only
 // the dependencies (roles of Deps) it uses and the shared core.
@@ -34,12 +37,16 @@ type handlers struct {
 	backups    *backupHandlers
 	people     *peopleHandlers
 	webhooks   *webhookHandlers
+	audit      *auditHandlers
 }
 
 func newHandlers(d Deps) handlers {
 	s := &core{lifecycle: d.Desktops, screen: d.Desktops, tokens: d.Tokens, streams: auth.NewStreamGrants(), hosts: d.Hosts,
 		log: d.Log, observe: d.Observe, redact: newRedactor(d.HostDirs), limits: newLimiter(),
 		origin: &origin{public: d.PublicURL, trusted: d.TrustedProxies}, readiness: d.Readiness, people: d.People}
+	if d.Audit != nil {
+		s.audit = &auditor{log: d.Audit, unauth: &audit.Window{Max: maxUnauthenticatedPerSecond}}
+	}
 	links := &liveLinks{domain: d.PreviewDomain, origin: s.origin}
 	// Services show their live URLs only where bureau serves them.
 	var serviceLinks *liveLinks
@@ -81,5 +88,6 @@ func newHandlers(d Deps) handlers {
 		backups:    &backupHandlers{core: s, backups: d.Backups, schedules: d.BackupSchedules},
 		people:     &peopleHandlers{core: s, consoles: d.Consoles, computer: d.Computer, windows: d.Windows},
 		webhooks:   &webhookHandlers{core: s, hooks: d.Webhooks},
+		audit:      &auditHandlers{core: s, entries: d.Audit},
 	}
 }

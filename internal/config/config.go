@@ -137,6 +137,10 @@ type Config struct {
 	// long finished deliveries are kept. Checked by webhooks.ParseConfig.
 	WebhookRetrySchedule, WebhookDisableAfter, WebhookAllowPrivate string
 	WebhookKeepDays                                                int
+	// AuditRetentionDays (BUREAU_AUDIT_RETENTION_DAYS, default 180; 0
+	// keeps them forever) is how long audit log entries are kept
+	// (docs/audit.md).
+	AuditRetentionDays int
 
 	// Client side.
 	URL   string // BUREAU_URL
@@ -198,6 +202,8 @@ func FromEnv() Config {
 		WebhookDisableAfter:  os.Getenv("BUREAU_WEBHOOK_DISABLE_AFTER"),
 		WebhookAllowPrivate:  os.Getenv("BUREAU_WEBHOOK_ALLOW_PRIVATE"),
 		WebhookKeepDays:      envInt("BUREAU_WEBHOOK_KEEP_DAYS", 7),
+
+		AuditRetentionDays: envInt("BUREAU_AUDIT_RETENTION_DAYS", 180),
 	}
 	if c.TLSOn() {
 		if os.Getenv("BUREAU_LISTEN") == "" {

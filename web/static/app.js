@@ -7,6 +7,7 @@ import { detailsView } from './js/details.js';
 import { dropAllShots } from './js/desktop.js';
 import { hostsView, adminHosts, forgetHosts, hostIcon } from './js/hosts.js';
 import { backupsView } from './js/backups.js';
+import { auditView } from './js/audit.js';
 
 const app = document.getElementById('app');
 let info = null;
@@ -77,19 +78,21 @@ function shell() {
   // Hosts and backup targets are for admins: the nav shows once GET /hosts
   // answers (403 otherwise). An owner reaching #/backups sees their backups.
   const myNav = nav;
+  // The audit log is everyone's (owners see their own entries).
   adminHosts().then((hosts) => {
-    if (!hosts || nav !== myNav) return;
+    if (nav !== myNav) return;
     clear(nav,
       h('a.topnav-link', { href: '#/', dataset: { section: 'list' } }, 'Desktops'),
-      h('a.topnav-link', { href: '#/hosts', dataset: { section: 'hosts' } }, hostIcon(14), 'Hosts'),
-      h('a.topnav-link', { href: '#/backups', dataset: { section: 'backups' } }, icon('archive', 14), 'Backups'));
+      hosts ? h('a.topnav-link', { href: '#/hosts', dataset: { section: 'hosts' } }, hostIcon(14), 'Hosts') : null,
+      hosts ? h('a.topnav-link', { href: '#/backups', dataset: { section: 'backups' } }, icon('archive', 14), 'Backups') : null,
+      h('a.topnav-link', { href: '#/audit', dataset: { section: 'audit' } }, icon('clock', 14), 'Audit'));
     nav.hidden = false;
     markNav();
   }, () => { /* unreachable now: the nav stays hidden */ });
 }
 
 function markNav() {
-  const section = current?.key === 'hosts' || current?.key === 'backups' ? current.key : 'list';
+  const section = ['hosts', 'backups', 'audit'].includes(current?.key) ? current.key : 'list';
   nav?.querySelectorAll('.topnav-link').forEach((a) => {
     if (a.dataset.section === section) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   });
@@ -109,7 +112,7 @@ function route() {
   // #/desktops/<id>[/<tab>][?<params of the tab>]
   const m = hash.match(/^\/desktops\/([^/?]+)(?:\/([a-z]+))?(?:\?(.*))?$/);
   const params = m?.[3] ? Object.fromEntries(new URLSearchParams(m[3])) : {};
-  const key = m ? `d:${decodeURIComponent(m[1])}` : hash === '/hosts' || hash === '/backups' ? hash.slice(1) : 'list';
+  const key = m ? `d:${decodeURIComponent(m[1])}` : ['/hosts', '/backups', '/audit'].includes(hash) ? hash.slice(1) : 'list';
   if (current && current.key === key) {
     if (m && m[2]) current.setTab?.(m[2], params);
     return;
@@ -129,6 +132,9 @@ function route() {
   } else if (key === 'backups') {
     current = { key, cleanup: backupsView(main) };
     document.title = 'Backups · bureau';
+  } else if (key === 'audit') {
+    current = { key, cleanup: auditView(main) };
+    document.title = 'Audit · bureau';
   } else {
     current = { key, cleanup: listView(main) };
     document.title = 'Desktops · bureau';

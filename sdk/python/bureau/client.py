@@ -6,6 +6,7 @@ from typing import Any, Iterator
 
 from . import models as m
 from ._transport import Transport
+from .audit import Audit
 from .backups import BackupTargets, Backups
 from .webhooks import Webhooks
 from .desktop import Desktop
@@ -37,6 +38,7 @@ class Client:
         self.backup_targets = BackupTargets(self.http)
         self.people = People(self.http)
         self.webhooks = Webhooks(self.http)
+        self.audit = Audit(self.http)
 
     def info(self) -> dict:
         """What this bureau is: version, accelerator (kvm or tcg) and why."""

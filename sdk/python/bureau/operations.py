@@ -10,6 +10,7 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     'getOpenAPI': ('GET', '/api/v1/openapi.json'),
     'getInfo': ('GET', '/api/v1/info'),
     'getAuditLog': ('GET', '/api/v1/events'),
+    'listAudit': ('GET', '/api/v1/audit'),
     'streamEvents': ('GET', '/api/v1/events/stream'),
     'createStreamToken': ('POST', '/api/v1/events/stream-token'),
     'listTemplates': ('GET', '/api/v1/templates'),

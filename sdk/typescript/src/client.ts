@@ -7,6 +7,7 @@ import { parseSSE, type ServerEvent } from "./sse.js";
 import { Steps } from "./steps.js";
 import { Transport } from "./transport.js";
 import { Webhooks } from "./webhooks.js";
+import { auditAll, auditExport, auditPage, type AuditEntry, type AuditFilter, type AuditPage } from "./audit.js";
 
 export interface ClientOptions {
   /** bureau's URL (default BUREAU_URL, then http://127.0.0.1:8080). */
@@ -98,6 +99,21 @@ export class Bureau {
   /** The API's OpenAPI 3.1 description, as the server serves it. */
   openapi(): Promise<any> {
     return this.http.call("getOpenAPI");
+  }
+
+  /** A page of the audit log (who did what, when, from where), newest first (src/audit.ts). */
+  audit(f: AuditFilter & { limit?: number; cursor?: string } = {}): Promise<AuditPage> {
+    return auditPage(this.http, f);
+  }
+
+  /** Every matching audit log entry, a page at a time as the iteration goes. */
+  auditAll(f: AuditFilter & { limit?: number } = {}): AsyncGenerator<AuditEntry> {
+    return auditAll(this.http, f);
+  }
+
+  /** Every matching audit log entry as the server streams it (NDJSON export). */
+  auditExport(f: AuditFilter = {}, signal?: AbortSignal): AsyncGenerator<AuditEntry> {
+    return auditExport(this.http, f, signal);
   }
 
   /** A handle on desktop id (nothing is fetched until used). */

@@ -8,6 +8,7 @@ export const OPERATIONS = {
   getOpenAPI: ["GET", "/api/v1/openapi.json"],
   getInfo: ["GET", "/api/v1/info"],
   getAuditLog: ["GET", "/api/v1/events"],
+  listAudit: ["GET", "/api/v1/audit"],
   streamEvents: ["GET", "/api/v1/events/stream"],
   createStreamToken: ["POST", "/api/v1/events/stream-token"],
   listTemplates: ["GET", "/api/v1/templates"],
