@@ -378,15 +378,20 @@ func TestServiceRefuses(t *testing.T) {
 		url    string
 		events []string
 		field  string
+		desc   string
 	}{
-		{"http://10.0.0.1/", []string{"*"}, "url"},
-		{"http://169.254.169.254/", []string{"*"}, "url"},
-		{"gopher://x/", []string{"*"}, "url"},
-		{"", []string{"*"}, "url"},
-		{"http://127.0.0.1/", nil, "events"},
-		{"http://127.0.0.1/", []string{"*", "desktop.nope"}, "events[1]"},
+		{"http://10.0.0.1/", []string{"*"}, "url", ""},
+		{"http://169.254.169.254/", []string{"*"}, "url", ""},
+		{"gopher://x/", []string{"*"}, "url", ""},
+		{"", []string{"*"}, "url", ""},
+		{"http://127.0.0.1/", nil, "events", ""},
+		{"http://127.0.0.1/", []string{"*", "desktop.nope"}, "events[1]", ""},
+		// Shown in listings and terminals: plain text only.
+		{"http://127.0.0.1/", []string{"*"}, "description", "ci\x1b[31m red"},
+		{"http://127.0.0.1/", []string{"*"}, "description", "a\u202eb"},
+		{"http://127.0.0.1/", []string{"*"}, "description", strings.Repeat("x", webhooks.MaxDescription+1)},
 	} {
-		_, _, err := e.svc.Create(ctx, webhooks.CreateRequest{Owner: "a", URL: c.url, Events: c.events})
+		_, _, err := e.svc.Create(ctx, webhooks.CreateRequest{Owner: "a", URL: c.url, Events: c.events, Description: c.desc})
 		var ve *desktop.ValidationError
 		if !errorsAs(err, &ve) || ve.Field != c.field {
 			t.Errorf("%s %v: %v, want field %s", c.url, c.events, err, c.field)

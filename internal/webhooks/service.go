@@ -98,11 +98,11 @@ func checkEvents(events []string) ([]string, error) {
 	return out, nil
 }
 
+// checkDescription refuses a description that is too long or is not
+// plain text (control characters, bidirectional overrides): it is shown
+// in listings and terminals.
 func checkDescription(d string) error {
-	if len(d) > MaxDescription {
-		return invalid("description", fmt.Sprintf("at most %d characters", MaxDescription))
-	}
-	return nil
+	return desktop.ValidateText("description", d, MaxDescription, true)
 }
 
 // Create registers an endpoint and returns it with its secret (which is
