@@ -212,10 +212,11 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	auditLog, err := startAudit(ctx, cfg, st, log)
+	auditLog, stopAudit, err := startAudit(ctx, cfg, st, log)
 	if err != nil {
 		return err
 	}
+	defer stopAudit()
 	go followDesktops(ctx, m, consoles, agents, sync, desktopFollowers{steps: stepLog, recordings: recorder, screens: screenKeeper, ready: ready, people: people})
 	if list, err := m.List(ctx, desktop.Filter{}); err == nil {
 		for _, d := range list {

@@ -18,9 +18,12 @@ type memStore struct {
 	block   chan struct{}
 }
 
-func (m *memStore) AddAudit(_ context.Context, es []*Entry) error {
+func (m *memStore) AddAudit(ctx context.Context, es []*Entry) error {
 	if m.block != nil {
 		<-m.block
+	}
+	if err := ctx.Err(); err != nil {
+		return err // as a database would
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -116,6 +119,26 @@ func TestRunWritesInBatchesAndOnShutdown(t *testing.T) {
 		if e.ID == "" || e.At.IsZero() || e.At.Location() != time.UTC {
 			t.Errorf("entry not stamped: %+v", e)
 		}
+	}
+}
+
+// A batch being gathered when Run's context ends is written, not lost
+// with the context.
+func TestRunWritesTheBatchItWasGatheringAtShutdown(t *testing.T) {
+	st := &memStore{}
+	l := New(st, Config{Batch: 100, Linger: time.Minute}, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	l.Record(&Entry{Action: "a"})
+	l.Record(&Entry{Action: "b"})
+	for len(l.entries) > 0 { // taken into the batch being gathered
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	if n := st.count(); n != 2 {
+		t.Errorf("%d of 2 entries written", n)
 	}
 }
 

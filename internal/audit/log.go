@@ -87,25 +87,28 @@ func (l *Log) Record(e *Entry) {
 func (l *Log) Dropped() int64 { return l.dropped.Load() }
 
 // Run writes queued entries in batches and prunes old ones until ctx
-// ends, then writes what is still queued.
+// ends, then writes what is still queued. Writes are not cut short by
+// ctx ending (each has its own timeout): a batch gathered as it ends is
+// written, not lost.
 func (l *Log) Run(ctx context.Context) {
 	prune := time.NewTicker(l.cfg.PruneEvery)
 	defer prune.Stop()
 	l.prune(ctx)
+	wctx := context.WithoutCancel(ctx)
 	for {
 		select {
 		case <-ctx.Done():
-			l.drain(context.WithoutCancel(ctx), nil)
+			l.drain(wctx, nil)
 			return
 		case e := <-l.entries:
 			batch, flush := l.gather(ctx, e)
-			l.write(ctx, batch)
+			l.write(wctx, batch)
 			if flush != nil {
-				l.drain(ctx, nil)
+				l.drain(wctx, nil)
 				close(flush)
 			}
 		case done := <-l.flushes:
-			l.drain(ctx, nil)
+			l.drain(wctx, nil)
 			close(done)
 		case <-prune.C:
 			l.prune(ctx)
