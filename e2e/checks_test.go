@@ -52,6 +52,7 @@ var runningChecks = []runningCheck{
 	{"console", testConsole},                         // console_test.go
 	{"people", testPeople},                           // people_test.go
 	{"webhooks", testWebhooks},                       // webhooks_test.go
+	{"audit", testAudit},                             // audit_test.go
 	{"behind_proxy", testBehindProxy},                // proxy_test.go
 	{"live_framebuffer", testLiveFramebuffer},        // framebuffer_test.go
 	{"isolation", testIsolation},                     // isolation_test.go
