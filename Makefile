@@ -13,7 +13,7 @@ DATA_DIR ?= /var/lib/bureau
 BIN := bin/bureau
 E2E_TIMEOUT ?= 60m
 
-.PHONY: run serve setup setup-test check build install image migrate test unit sdk-unit fuzz fuzz-short e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy bench-typing bench-wake bench-backup bench-tls bench-density typing-soak soak clean
+.PHONY: run serve setup setup-test check build install image migrate test unit sdk-unit fuzz fuzz-short e2e e2e-sqlite e2e-postgres browser-deps vet bench bench-short bench-proxy bench-typing bench-wake bench-backup bench-tls bench-density bench-webhooks typing-soak soak clean
 
 run: setup build image migrate serve
 
@@ -28,6 +28,7 @@ setup-test:
 	@BUREAU_SETUP_TESTS=1 scripts/host-setup.sh
 	@scripts/weed-setup.sh >/dev/null
 	@scripts/pebble-setup.sh >/dev/null
+	@scripts/oidc-provider-setup.sh >/dev/null
 
 # bureau, and bureau-agent (static, for the desktops) beside it.
 build:
@@ -127,6 +128,11 @@ clean:
 # The console proxy against a direct connection to the same VNC server.
 bench-proxy:
 	go test -run '^$$' -bench . -benchtime $(or $(BENCHTIME),3s) ./internal/console
+
+# Webhook delivery latency, event to a receiver on loopback (no desktop):
+# one at a time, then a burst (see BENCHMARKS.md).
+bench-webhooks:
+	BUREAU_WEBHOOK_BENCH_EVENTS=$(or $(EVENTS),1000) go test -count=1 -run '^TestDeliveryLatency$$' -v ./internal/webhooks | grep -E 'bench:|^(ok|FAIL|---)'
 
 # Boots one real desktop and prints a table of what a user waits for.
 bench: setup build image bench-proxy
