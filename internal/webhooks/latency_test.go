@@ -65,7 +65,11 @@ func TestDeliveryLatency(t *testing.T) {
 	count := map[string]int{}
 	got := make(chan struct{}, 2*n)
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var msg struct{ Data struct{ EventID string `json:"event_id"` } }
+		var msg struct {
+			Data struct {
+				EventID string `json:"event_id"`
+			}
+		}
 		json.NewDecoder(r.Body).Decode(&msg)
 		mu.Lock()
 		if _, ok := arrived[msg.Data.EventID]; !ok {
