@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -52,9 +53,13 @@ type Entry struct {
 func (e *Entry) Failed() bool { return e.Status >= 400 }
 
 // NewID makes a time-ordered entry id: "au_", the time in milliseconds
-// (hex, fixed width) and random bits.
+// (hex, fixed width), then a counter, so that entries recorded in the same
+// millisecond keep the order they were recorded in, then random bits (ids
+// stay unique across servers).
 func NewID(at time.Time) string {
-	b := make([]byte, 6)
+	b := make([]byte, 4)
 	rand.Read(b)
-	return fmt.Sprintf("au_%012x%s", at.UnixMilli(), hex.EncodeToString(b))
+	return fmt.Sprintf("au_%012x%06x%s", at.UnixMilli(), idSeq.Add(1)&0xffffff, hex.EncodeToString(b))
 }
+
+var idSeq atomic.Uint32
