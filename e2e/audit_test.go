@@ -64,7 +64,11 @@ func testAudit(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 
 	owner := mint.Info.Owner
 	// The writer inserts within 100 ms; the owner's view, oldest first.
-	want := []struct{ action, by string; status int; code string }{
+	want := []struct {
+		action, by string
+		status     int
+		code       string
+	}{
 		{"token.create", "owner", 201, ""},
 		{"desktop.exec", "agent", 200, ""},
 		{"desktop.update", "agent", 403, "forbidden"},
