@@ -216,6 +216,10 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	signIn, err := startSignIn(ctx, cfg, key, tokens, log)
+	if err != nil {
+		return err
+	}
 	defer stopAudit()
 	go followDesktops(ctx, m, consoles, agents, sync, desktopFollowers{steps: stepLog, recordings: recorder, screens: screenKeeper, ready: ready, people: people})
 	if list, err := m.List(ctx, desktop.Filter{}); err == nil {
@@ -239,7 +243,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	router := api.New(api.Deps{
 		PublicURL: reach.public, TrustedProxies: reach.trusted, TLS: tlsState, CertificateNames: certificateNames(names),
 		Consoles: consoles, Web: web.Static, Hosts: hostList, HostLoads: st, Migrations: m.Moves(), Drains: m.Moves(),
-		Backups: m.Backups(), BackupSchedules: m.Backups(), Webhooks: hooks, Audit: auditLog,
+		Backups: m.Backups(), BackupSchedules: m.Backups(), Webhooks: hooks, Audit: auditLog, SignIn: signIn,
 		Desktops: m, Readiness: ready, Computer: newComputer(h, screens), Guest: gs, Clipboard: gs, Windows: gs, UI: gs, Processes: gs, Ports: gs, Terminals: gs, Services: gs, Secrets: sec, SecretValues: sec,
 		SecretsChanged: func(owner, desktopID string) { sync.Changed(context.WithoutCancel(ctx), owner, desktopID) },
 		Previews:       urls, URLs: urls, PreviewDomain: cfg.PreviewDomain, OwnerOpenable: ownerOpenable, Tokens: tokens, Images: imageService(cfg, st, log), People: people, Steps: stepLog, StepThumbnails: cfg.StepThumbnails, Recordings: recorder, KeptRecordings: recorder, Log: log,

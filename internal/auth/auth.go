@@ -66,8 +66,13 @@ type CreateRequest struct {
 	ComputerOnly bool
 	// Parent is the token asking for this one through the API (nil on the
 	// host: CLI, bootstrap). The new token may not reach further or live
-	// longer than it, and is revoked with it.
+	// longer than it, and is revoked with it. A sign-in (Parent.Session)
+	// is not a parent: what it mints reaches no further than it, but is
+	// no child of it (it outlives signing out).
 	Parent *desktop.Token
+	// Session mints a sign-in (docs/sign-in.md): only the single sign-on
+	// callback does, never a caller of the API (Parent must be nil).
+	Session bool
 }
 
 // Create issues a token and returns its secret (shown only now) and record.
@@ -96,6 +101,9 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (string, *deskt
 	if req.TTL < 0 {
 		return "", nil, &desktop.ValidationError{Field: "ttl", Message: "must not be negative"}
 	}
+	if req.Session && (req.Parent != nil || req.Scope == desktop.ScopeDesktop) {
+		return "", nil, fmt.Errorf("a sign-in is made by signing in only, as an admin or owner: %w", desktop.ErrForbidden)
+	}
 	now := s.now().UTC()
 	if req.Parent != nil {
 		if err := withinParent(req, now); err != nil {
@@ -111,8 +119,8 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (string, *deskt
 	id := make([]byte, 8)
 	rand.Read(id)
 	t := &desktop.Token{ID: "tok_" + hex.EncodeToString(id), Owner: req.Owner, Name: req.Name, Hash: Hash(secret), Scope: req.Scope, CreatedAt: now,
-		DesktopID: req.DesktopID, ComputerOnly: req.ComputerOnly}
-	if req.Parent != nil {
+		DesktopID: req.DesktopID, ComputerOnly: req.ComputerOnly, Session: req.Session}
+	if req.Parent != nil && !req.Parent.Session {
 		t.ParentID = req.Parent.ID
 	}
 	if req.TTL > 0 {

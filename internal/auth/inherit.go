@@ -19,7 +19,9 @@ import (
 //     handle there is: screen, mouse and keyboard).
 //   - expiry: a maker that expires can only mint tokens that expire no
 //     later. This is refused rather than clamped, so a client never holds a
-//     token that dies sooner than it asked for without knowing.
+//     token that dies sooner than it asked for without knowing. A sign-in
+//     (a session) is the person, not a token handed out: what it mints may
+//     outlive it.
 func withinParent(req CreateRequest, now time.Time) error {
 	p := req.Parent
 	switch p.Scope {
@@ -41,7 +43,7 @@ func withinParent(req CreateRequest, now time.Time) error {
 	default:
 		return fmt.Errorf("a %q token cannot make tokens: %w", p.Scope, desktop.ErrForbidden)
 	}
-	if p.ExpiresAt == nil {
+	if p.ExpiresAt == nil || p.Session {
 		return nil
 	}
 	left := p.ExpiresAt.Sub(now)

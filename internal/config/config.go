@@ -141,6 +141,8 @@ type Config struct {
 	// keeps them forever) is how long audit log entries are kept
 	// (docs/audit.md).
 	AuditRetentionDays int
+	// OIDC is single sign-on (BUREAU_OIDC_*, docs/sign-in.md), checked by OIDC.Check.
+	OIDC OIDC
 
 	// Client side.
 	URL   string // BUREAU_URL
@@ -204,6 +206,11 @@ func FromEnv() Config {
 		WebhookKeepDays:      envInt("BUREAU_WEBHOOK_KEEP_DAYS", 7),
 
 		AuditRetentionDays: envInt("BUREAU_AUDIT_RETENTION_DAYS", 180),
+		OIDC: OIDC{Issuer: os.Getenv("BUREAU_OIDC_ISSUER"), ClientID: os.Getenv("BUREAU_OIDC_CLIENT_ID"),
+			ClientSecretFile: os.Getenv("BUREAU_OIDC_CLIENT_SECRET_FILE"), OwnerClaim: env("BUREAU_OIDC_OWNER_CLAIM", "email"),
+			GroupsClaim: env("BUREAU_OIDC_GROUPS_CLAIM", "groups"), AdminGroups: os.Getenv("BUREAU_OIDC_ADMIN_GROUPS"),
+			AllowedGroups: os.Getenv("BUREAU_OIDC_ALLOWED_GROUPS"), Scopes: env("BUREAU_OIDC_SCOPES", "openid email profile groups"),
+			SessionHours: env("BUREAU_OIDC_SESSION_HOURS", "12")},
 	}
 	if c.TLSOn() {
 		if os.Getenv("BUREAU_LISTEN") == "" {

@@ -30,6 +30,10 @@ type Token struct {
 	// ParentID is the token that minted this one through the API ("" when
 	// made on the host); revoking the parent revokes it too.
 	ParentID string
+	// Session marks a sign-in (docs/sign-in.md): minted only by the single
+	// sign-on callback, its secret is the browser's bureau_session cookie.
+	// Tokens it mints are not its children.
+	Session bool
 }
 
 // Usable reports whether the token may authenticate a request at now.

@@ -1,6 +1,8 @@
 package secrets
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -71,4 +73,20 @@ func createKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("secrets key: %w", err)
 	}
 	return key, nil
+}
+
+// AEAD is AES-256-GCM under a KeySize key: what bureau seals with.
+func AEAD(key []byte) (cipher.AEAD, error) {
+	if len(key) != KeySize {
+		return nil, fmt.Errorf("secrets: a key of %d bytes, want %d", len(key), KeySize)
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
+	}
+	return aead, nil
 }

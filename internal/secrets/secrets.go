@@ -5,7 +5,6 @@ package secrets
 
 import (
 	"context"
-	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"errors"
@@ -42,14 +41,7 @@ type Service struct {
 
 // New builds the service over st with a KeySize key.
 func New(st Store, key []byte) (*Service, error) {
-	if len(key) != KeySize {
-		return nil, fmt.Errorf("secrets: a key of %d bytes, want %d", len(key), KeySize)
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	aead, err := cipher.NewGCM(block)
+	aead, err := AEAD(key)
 	if err != nil {
 		return nil, err
 	}
