@@ -111,6 +111,9 @@ type Deps struct {
 	// Audit keeps the audit log of state-changing calls and console
 	// sessions (nil: none kept; GET /api/v1/audit answers 503).
 	Audit Audit
+	// SignIn is single sign-on (docs/sign-in.md; nil: no sign-in cookie
+	// is taken, and /auth/* answer as when it is off).
+	SignIn SignIn
 	// Web is the browser front end (web.Static): the web console and the
 	// console page.
 	Web fs.FS
@@ -165,6 +168,8 @@ func New(d Deps) *gin.Engine {
 	// gated calls for a person's approval (h.people.guard).
 	v1 := r.Group("/api/v1", s.audited, s.authenticate, s.touchActivity, h.people.guard, h.webhooks.quotaRefusals)
 	v1.GET("/info", s.handle(h.site.info))
+	v1.GET("/session", s.handle(s.session))
+	h.signin.authRoutes(r)
 	v1.GET("/tls", s.handle(h.site.tlsStatus))
 	v1.GET("/events", s.handle(h.live.auditLog))
 	v1.GET("/templates", s.handle(h.templates.listTemplates))

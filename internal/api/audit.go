@@ -10,6 +10,7 @@ import (
 	"github.com/bureau/bureau/internal/audit"
 	"github.com/bureau/bureau/internal/console"
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/signin"
 	"github.com/gin-gonic/gin"
 )
 
@@ -24,6 +25,15 @@ type Audit interface {
 // ctxSubjectOwner is the owner of the desktop a request named (set by
 // owned), for the audit log.
 const ctxSubjectOwner = "bureau.subject_owner"
+
+// ctxCreated is what a call made, for the audit log when its path does
+// not name it (a desktop's id is given to it by bureau).
+const ctxCreated = "bureau.created"
+
+type createdObject struct{ typ, id string }
+
+// created notes for the audit log the object a call made.
+func created(c *gin.Context, typ, id string) { c.Set(ctxCreated, createdObject{typ, id}) }
 
 // maxUnauthenticatedPerSecond bounds the failed-authentication calls the
 // audit log takes; the rest are counted and logged.
@@ -84,6 +94,9 @@ func (s *core) recordCall(c *gin.Context, start time.Time) {
 	case c.Value(ctxToken) != nil:
 		t := caller(c)
 		e.Owner, e.TokenID, e.TokenName = t.Owner, t.ID, t.Name
+		if t.Session { // a sign-in: the person it is
+			e.Person = strings.TrimPrefix(t.Name, signin.SessionNamePrefix)
+		}
 	case c.Value(ctxConsole) != nil:
 		t := consoleToken(c)
 		e.Owner, e.TokenID, e.Person, e.SubjectOwner = t.Owner, t.ID, t.Name, t.Owner
@@ -132,6 +145,14 @@ var secretParams = map[string]bool{"path": true, "token": true, "secret": true}
 func auditObject(c *gin.Context, route string, e *audit.Entry) {
 	if strings.HasPrefix(route, "/api/v1/desktops/:id") {
 		e.DesktopID = c.Param("id")
+	}
+	if v, ok := c.Get(ctxCreated); ok {
+		o := v.(createdObject)
+		e.ObjectType, e.ObjectID = o.typ, o.id
+		if o.typ == "desktop" && e.DesktopID == "" {
+			e.DesktopID = o.id
+		}
+		return
 	}
 	for i := len(c.Params) - 1; i >= 0; i-- {
 		p := c.Params[i]

@@ -104,6 +104,11 @@ func TestAuditRecordsStateChangingCalls(t *testing.T) {
 			t.Errorf("a body, query or token reached the log: %s", b)
 		}
 	}
+	// A create names what it made, though its path does not.
+	made := e.auditRows(t, audit.Filter{Action: "desktop.create"})
+	if len(made) != 1 || made[0].ObjectType != "desktop" || made[0].ObjectID != id || made[0].DesktopID != id {
+		t.Errorf("the create recorded as %+v, want desktop %s", made, id)
+	}
 	// An admin acting on alice's desktop: alice sees it too, bob does not.
 	e.do(t, e.admin, "POST", "/api/v1/desktops/"+id+"/start", "")
 	adminRows := e.auditRows(t, audit.Filter{Owner: "root"})

@@ -18,7 +18,9 @@ const (
 // streamRoute is the one route a stream token opens.
 const streamRoute = "/api/v1/events/stream"
 
-// authenticate requires a valid bearer token on every /api route. An API
+// authenticate requires a valid bearer token on every /api route (or,
+// without an Authorization header, a sign-in's bureau_session cookie:
+// cookieSession). An API
 // token is never taken from the query string, where it would be written to
 // access logs, proxies and browser history: a request that puts one there
 // (?access_token= or ?token=) is refused even if it also sends the header,
@@ -37,7 +39,14 @@ func (s *core) authenticate(c *gin.Context) {
 	if st := q.Get("stream_token"); h == "" && st != "" && c.FullPath() == streamRoute && c.Request.Method == "GET" {
 		tok, err = s.redeemStreamToken(c, st)
 	} else if secret, ok := strings.CutPrefix(h, "Bearer "); ok {
-		tok, err = s.tokens.Authenticate(c.Request.Context(), strings.TrimSpace(secret))
+		secret = strings.TrimSpace(secret)
+		if tok, err = s.tokens.Authenticate(c.Request.Context(), secret); err == nil && tok.Session {
+			c.Set(ctxSessionSecret, secret)
+		}
+	} else if secret := s.sessionCookie(c); h == "" && secret != "" {
+		// A signed-in browser (docs/sign-in.md): the cookie, and for a
+		// call that changes something, its CSRF token.
+		tok, err = s.cookieSession(c, secret)
 	} else {
 		err = fmt.Errorf("send Authorization: Bearer <token>: %w", desktop.ErrUnauthorized)
 	}
@@ -125,7 +134,7 @@ func scopeAllows(c *gin.Context, tok *desktop.Token) error {
 		return nil
 	}
 	route := c.Request.Method + " " + c.FullPath()
-	if route == "GET /api/v1/info" || c.FullPath() == "/mcp" {
+	if route == "GET /api/v1/info" || route == "GET /api/v1/session" || c.FullPath() == "/mcp" {
 		// MCP tools call the API with this same token, route by route.
 		return nil
 	}

@@ -69,7 +69,7 @@ func TestAuthMatrix(t *testing.T) {
 			return s, body
 		}
 		if !strings.HasPrefix(r.Path, "/api/v1/desktops/:id") {
-			if r.Path == "/api/v1/info" || r.Path == "/mcp" {
+			if r.Path == "/api/v1/info" || r.Path == "/api/v1/session" || r.Path == "/mcp" || strings.HasPrefix(r.Path, "/auth/") {
 				continue
 			}
 			if code, _ := status(agent); code != 403 {

@@ -105,6 +105,7 @@ func (s *consoleHandlers) createConsole(c *gin.Context) (reply, error) {
 	if s.origin.public != nil {
 		u = s.origin.base(c) + u
 	}
+	created(c, "console", t.ID)
 	return reply{http.StatusCreated, consoleReply{ConsoleToken: apiv1.FromConsoleToken(t), Token: secret, URL: u}}, nil
 }
 

@@ -46,6 +46,9 @@ type core struct {
 	// audit records state-changing calls and console sessions (nil: none;
 	// audit.go).
 	audit *auditor
+	// signin checks sign-ins' cookies and CSRF tokens (nil: none taken;
+	// session.go).
+	signin SignIn
 }
 
 // reply is what a handler returns: a status and a JSON body.

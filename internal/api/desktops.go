@@ -137,6 +137,7 @@ func (s *desktopHandlers) createDesktop(c *gin.Context) (reply, error) {
 		return reply{}, err
 	}
 	c.Header("Location", "/api/v1/desktops/"+d.ID)
+	created(c, "desktop", d.ID)
 	return reply{http.StatusAccepted, d}, nil
 }
 

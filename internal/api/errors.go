@@ -142,6 +142,8 @@ func classify(err error) (int, errorBody) {
 		return http.StatusMethodNotAllowed, errorBody{Code: "method_not_allowed", Message: err.Error()}
 	case errors.Is(err, desktop.ErrUnauthorized):
 		return http.StatusUnauthorized, errorBody{Code: "unauthorized", Message: err.Error()}
+	case errors.As(err, new(*csrfRefused)):
+		return http.StatusForbidden, errorBody{Code: "csrf", Message: err.Error()}
 	case errors.Is(err, desktop.ErrForbidden):
 		return http.StatusForbidden, errorBody{Code: "forbidden", Message: err.Error()}
 	case errors.As(err, &qe):

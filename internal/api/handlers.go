@@ -38,12 +38,13 @@ type handlers struct {
 	people     *peopleHandlers
 	webhooks   *webhookHandlers
 	audit      *auditHandlers
+	signin     *signinHandlers
 }
 
 func newHandlers(d Deps) handlers {
 	s := &core{lifecycle: d.Desktops, screen: d.Desktops, tokens: d.Tokens, streams: auth.NewStreamGrants(), hosts: d.Hosts,
 		log: d.Log, observe: d.Observe, redact: newRedactor(d.HostDirs), limits: newLimiter(),
-		origin: &origin{public: d.PublicURL, trusted: d.TrustedProxies}, readiness: d.Readiness, people: d.People}
+		origin: &origin{public: d.PublicURL, trusted: d.TrustedProxies}, readiness: d.Readiness, people: d.People, signin: d.SignIn}
 	if d.Audit != nil {
 		s.audit = &auditor{log: d.Audit, unauth: &audit.Window{Max: maxUnauthenticatedPerSecond}}
 	}
@@ -89,5 +90,6 @@ func newHandlers(d Deps) handlers {
 		people:     &peopleHandlers{core: s, consoles: d.Consoles, computer: d.Computer, windows: d.Windows},
 		webhooks:   &webhookHandlers{core: s, hooks: d.Webhooks},
 		audit:      &auditHandlers{core: s, entries: d.Audit},
+		signin:     &signinHandlers{core: s, consoles: d.Consoles},
 	}
 }

@@ -140,6 +140,7 @@ func (s *peopleHandlers) ask(c *gin.Context, d *desktop.Desktop, r *loop.Request
 	if err != nil {
 		return reply{}, err
 	}
+	created(c, "request", r.ID)
 	if wait > 0 && !r.Decided() {
 		if r, err = s.people.Wait(ctx, d.ID, r.ID, wait); err != nil {
 			return reply{}, err

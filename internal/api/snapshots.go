@@ -38,6 +38,7 @@ func (s *snapshotHandlers) createSnapshot(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	created(c, "snapshot", sn.Name)
 	return reply{http.StatusCreated, sn}, nil
 }
 

@@ -90,6 +90,7 @@ func (s *tokenHandlers) createToken(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	created(c, "token", tok.ID)
 	return reply{http.StatusCreated, gin.H{"token": secret, "info": tok}}, nil
 }
 

@@ -113,6 +113,7 @@ func (s *webhookHandlers) createWebhook(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	created(c, "webhook", e.ID)
 	return reply{http.StatusCreated, withSecret{e, secret}}, nil
 }
 

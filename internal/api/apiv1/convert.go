@@ -69,7 +69,15 @@ func FromToken(t *desktop.Token) *Token {
 	}
 	return &Token{ID: t.ID, Owner: t.Owner, Name: t.Name, Scope: t.Scope, CreatedAt: t.CreatedAt,
 		LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt, DesktopID: t.DesktopID,
-		ComputerOnly: t.ComputerOnly, ParentID: t.ParentID}
+		ComputerOnly: t.ComputerOnly, ParentID: t.ParentID, Kind: TokenKind(t)}
+}
+
+// TokenKind is "session" for a sign-in, else "api".
+func TokenKind(t *desktop.Token) string {
+	if t.Session {
+		return "session"
+	}
+	return "api"
 }
 
 // FromConsoleToken is t's record without its hash.

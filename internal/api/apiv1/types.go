@@ -134,6 +134,8 @@ type Token struct {
 	DesktopID    string     `json:"desktop_id,omitempty"`
 	ComputerOnly bool       `json:"computer_only,omitempty"`
 	ParentID     string     `json:"parent_id,omitempty"`
+	// Kind is "session" for a sign-in (docs/sign-in.md), else "api".
+	Kind string `json:"kind"`
 }
 
 // ConsoleToken is a console link's record (never its secret).

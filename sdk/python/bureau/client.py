@@ -44,6 +44,11 @@ class Client:
         """What this bureau is: version, accelerator (kvm or tcg) and why."""
         return self.http.call("getInfo")
 
+    def session(self) -> dict:
+        """Who is calling: owner, name, admin, via ("token" or "sign-in"),
+        token_id and expires_at."""
+        return self.http.call("getSession")
+
     def openapi(self) -> dict:
         """The API's OpenAPI 3.1 description, as the server serves it."""
         return self.http.call("getOpenAPI")

@@ -173,6 +173,7 @@ class Token(Model):
     desktop_id: str | None = None
     computer_only: bool | None = None
     parent_id: str | None = None
+    kind: str | None = None
 
 
 @dataclass

@@ -96,6 +96,11 @@ export class Bureau {
     return this.http.call("getInfo");
   }
 
+  /** Who is calling: owner, name, admin, via ("token" or "sign-in"), token_id and expires_at. */
+  session(): Promise<{ owner: string; name: string; admin: boolean; via: "token" | "sign-in"; token_id: string; expires_at?: string; csrf_token?: string }> {
+    return this.http.call("getSession");
+  }
+
   /** The API's OpenAPI 3.1 description, as the server serves it. */
   openapi(): Promise<any> {
     return this.http.call("getOpenAPI");

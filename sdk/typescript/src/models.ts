@@ -126,6 +126,8 @@ export interface Token {
   desktop_id?: string;
   computer_only?: boolean;
   parent_id?: string;
+  /** "session": a sign-in (the web console's cookie); "api": any other token. */
+  kind: "session" | "api";
 }
 
 /** A TokenCreated as the API shows it. */
@@ -875,7 +877,7 @@ export const FIELDS = {
   Snapshot: { schema: "Snapshot", fields: ["id", "desktop_id", "name", "description", "scope", "memory", "parent", "size_bytes", "created_at", "reverted_at"] },
   Image: { schema: "Image", fields: ["name", "os", "version", "path", "size_bytes", "sha256", "recipe_hash", "source", "created_at"] },
   Template: { schema: "Template", fields: ["key", "image", "vcpus", "memory_mib", "state", "error", "created_at", "build_time", "spares"] },
-  Token: { schema: "Token", fields: ["id", "owner", "name", "scope", "created_at", "last_used_at", "expires_at", "revoked_at", "desktop_id", "computer_only", "parent_id"] },
+  Token: { schema: "Token", fields: ["id", "owner", "name", "scope", "created_at", "last_used_at", "expires_at", "revoked_at", "desktop_id", "computer_only", "parent_id", "kind"] },
   TokenCreated: { schema: "TokenCreated", fields: ["token", "info"] },
   ConsoleToken: { schema: "ConsoleToken", fields: ["id", "desktop_id", "owner", "view_only", "screen_only", "created_by", "name", "created_at", "expires_at", "revoked_at", "revoke_reason"] },
   ConsoleLink: { schema: "ConsoleCreated", fields: ["id", "desktop_id", "owner", "view_only", "screen_only", "created_by", "name", "created_at", "expires_at", "revoked_at", "revoke_reason", "token", "url"] },

@@ -7,6 +7,7 @@
 export const OPERATIONS = {
   getOpenAPI: ["GET", "/api/v1/openapi.json"],
   getInfo: ["GET", "/api/v1/info"],
+  getSession: ["GET", "/api/v1/session"],
   getAuditLog: ["GET", "/api/v1/events"],
   listAudit: ["GET", "/api/v1/audit"],
   streamEvents: ["GET", "/api/v1/events/stream"],
@@ -161,6 +162,10 @@ export const EXCLUDED: Record<string, string> = {
   getTLS: "the operator's view of bureau's certificates (also in info, /healthz and /metrics), not an agent's call",
   certificateAllowed: "a TLS proxy's question (Caddy's on_demand_tls ask), answered to trusted proxies only",
   mcp: "the MCP endpoint, for MCP clients",
+  getSignInConfig: "the web console's sign-in page's question (single sign-on on or off)",
+  signIn: "a browser's way to the sign-in provider (programs use API tokens)",
+  signInCallback: "the sign-in provider's redirect back to the browser",
+  signOut: "the web console's sign out, authenticated by its session cookie",
   proxyPort: "an HTTP reverse proxy to the desktop: open its URL with any HTTP client (Desktop.portURL gives it)",
   openTerminal: "a WebSocket terminal (no WebSocket in the WebSocket support of a fetch client)",
   liveURL: "a browser route (live URLs), opened by people",
