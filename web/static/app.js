@@ -1,5 +1,5 @@
 // bureau web console: sign-in, header, routing between the list and a desktop's page.
-import { get, setToken, clearToken, getToken, onUnauthorized, describe } from './js/api.js';
+import { get, setToken, clearToken, onUnauthorized, describe, signedIn, cookieMode, resumeSession, loadSession, currentSession, authConfig, signOut } from './js/api.js';
 import { store, subscribe, startLive, stopLive } from './js/store.js';
 import { h, icon, clear } from './js/ui.js';
 import { listView } from './js/list.js';
@@ -8,9 +8,11 @@ import { dropAllShots } from './js/desktop.js';
 import { hostsView, adminHosts, forgetHosts, hostIcon } from './js/hosts.js';
 import { backupsView } from './js/backups.js';
 import { auditView } from './js/audit.js';
+import { tokensView } from './js/tokens.js';
 
 const app = document.getElementById('app');
 let info = null;
+let ssoConfig = null; // GET /auth/config's answer, once asked
 let current = null; // { key, cleanup, setTab }
 
 // ---------- sign-in ----------
@@ -20,6 +22,7 @@ function loginView(message) {
   const input = h('input#token', { type: 'password', autocomplete: 'current-password', required: true, placeholder: 'API token', spellcheck: false });
   const err = h('div.form-error', { role: 'alert', hidden: !message }, message || '');
   const btn = h('button.btn.btn-primary.btn-block', { type: 'submit' }, 'Sign in');
+  const sso = h('div.login-sso', { hidden: true });
   const form = h('form.login-card', {
     novalidate: true,
     onsubmit: async (e) => {
@@ -45,11 +48,26 @@ function loginView(message) {
   },
   h('div.brand.brand-lg', logo(), 'bureau'),
   h('h1', 'Sign in to the console'),
+  sso,
   h('p.muted', 'Use an API token (for example the admin token in ', h('code', '/var/lib/bureau/admin-token'), ').'),
   h('div.field', h('label', { for: 'token' }, 'API token'), input),
   err, btn);
   clear(app, h('main.login', form));
   input.focus();
+  // Single sign-on, when the server offers it: a button above the token form.
+  const showSSO = (c) => {
+    if (!c?.oidc || !sso.isConnected) return;
+    const back = `${location.pathname}${location.search}${location.hash}`;
+    const href = `/auth/login?return_to=${encodeURIComponent(back.startsWith('/') && !back.startsWith('//') ? back : '/')}`;
+    clear(sso,
+      h('a.btn.btn-primary.btn-block.btn-sso#sso-signin', { href, dataset: { provider: c.provider || '' } },
+        icon('login', 16), h('span', 'Sign in with single sign-on', c.provider ? h('span.btn-sso-provider', ` (${c.provider})`) : null)),
+      h('div.login-or', h('span', 'or use an API token')));
+    sso.hidden = false;
+    btn.classList.remove('btn-primary');
+  };
+  if (ssoConfig) showSSO(ssoConfig);
+  else authConfig().then((c) => { ssoConfig = c; showSSO(c); });
 }
 
 function logo() {
@@ -60,9 +78,26 @@ function logo() {
 let main;
 let liveBadge;
 let nav;
+let who;
+
+// Who is signed in, beside the sign-out button: the name (or owner), and
+// an admin badge.
+function renderWho() {
+  const s = currentSession();
+  if (!who || !s) return;
+  // A sign-in's token is named "signed in: <name or email>": the person's name is enough here.
+  const name = (s.via === 'sign-in' ? (s.name || '').replace(/^signed in: /, '') : s.name) || s.owner || '';
+  const title = [s.owner && s.owner !== name ? `owner ${s.owner}` : null, s.via === 'sign-in' ? 'signed in with single sign-on' : 'signed in with an API token',
+    s.expires_at ? `until ${new Date(s.expires_at).toLocaleString()}` : null].filter(Boolean).join(' · ');
+  clear(who,
+    h('span.whoami-name#whoami-name', { title, dataset: { owner: s.owner || '', via: s.via || '' } }, name),
+    s.admin ? h('span.tag.tag-strong.whoami-admin#whoami-admin', { title: 'This sign-in is an admin: it sees and manages every owner\'s desktops' }, 'admin') : null);
+  who.hidden = !name;
+}
 
 function shell() {
   liveBadge = h('span.live');
+  who = h('span.whoami#whoami', { hidden: true });
   const infoText = info ? [info.version ? (/^\d/.test(info.version) ? `v${info.version}` : info.version) : null, info.accelerator ? info.accelerator.toUpperCase() : null].filter(Boolean).join(' · ') : '';
   main = h('main.container');
   nav = h('nav.topnav', { 'aria-label': 'Sections', hidden: true });
@@ -72,9 +107,12 @@ function shell() {
       h('div.topbar-right',
         liveBadge,
         infoText ? h('span.muted.small', { title: info.accelerator_reason || '' }, infoText) : null,
-        h('button.btn.btn-sm.btn-ghost', { type: 'button', title: 'Log out', onclick: logout }, icon('logout', 14), 'Log out')))),
+        who,
+        h('button.btn.btn-sm.btn-ghost#signout', { type: 'button', title: 'Sign out', onclick: logout }, icon('logout', 14), 'Sign out')))),
     main);
   renderLive();
+  renderWho();
+  if (!currentSession()) loadSession().then(renderWho, () => { /* a 401 signs out */ });
   // Hosts and backup targets are for admins: the nav shows once GET /hosts
   // answers (403 otherwise). An owner reaching #/backups sees their backups.
   const myNav = nav;
@@ -85,14 +123,15 @@ function shell() {
       h('a.topnav-link', { href: '#/', dataset: { section: 'list' } }, 'Desktops'),
       hosts ? h('a.topnav-link', { href: '#/hosts', dataset: { section: 'hosts' } }, hostIcon(14), 'Hosts') : null,
       hosts ? h('a.topnav-link', { href: '#/backups', dataset: { section: 'backups' } }, icon('archive', 14), 'Backups') : null,
-      h('a.topnav-link', { href: '#/audit', dataset: { section: 'audit' } }, icon('clock', 14), 'Audit'));
+      h('a.topnav-link', { href: '#/audit', dataset: { section: 'audit' } }, icon('clock', 14), 'Audit'),
+      h('a.topnav-link#nav-tokens', { href: '#/tokens', dataset: { section: 'tokens' } }, icon('key', 14), 'API tokens'));
     nav.hidden = false;
     markNav();
   }, () => { /* unreachable now: the nav stays hidden */ });
 }
 
 function markNav() {
-  const section = ['hosts', 'backups', 'audit'].includes(current?.key) ? current.key : 'list';
+  const section = ['hosts', 'backups', 'audit', 'tokens'].includes(current?.key) ? current.key : 'list';
   nav?.querySelectorAll('.topnav-link').forEach((a) => {
     if (a.dataset.section === section) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   });
@@ -107,12 +146,12 @@ function renderLive() {
 }
 
 function route() {
-  if (!getToken()) return;
+  if (!signedIn()) return;
   const hash = location.hash.replace(/^#/, '') || '/';
   // #/desktops/<id>[/<tab>][?<params of the tab>]
   const m = hash.match(/^\/desktops\/([^/?]+)(?:\/([a-z]+))?(?:\?(.*))?$/);
   const params = m?.[3] ? Object.fromEntries(new URLSearchParams(m[3])) : {};
-  const key = m ? `d:${decodeURIComponent(m[1])}` : ['/hosts', '/backups', '/audit'].includes(hash) ? hash.slice(1) : 'list';
+  const key = m ? `d:${decodeURIComponent(m[1])}` : ['/hosts', '/backups', '/audit', '/tokens'].includes(hash) ? hash.slice(1) : 'list';
   if (current && current.key === key) {
     if (m && m[2]) current.setTab?.(m[2], params);
     return;
@@ -135,6 +174,9 @@ function route() {
   } else if (key === 'audit') {
     current = { key, cleanup: auditView(main) };
     document.title = 'Audit · bureau';
+  } else if (key === 'tokens') {
+    current = { key, cleanup: tokensView(main, { signedOut: () => signedOutView('You revoked the token this console was signed in with. Sign in again.') }) };
+    document.title = 'API tokens · bureau';
   } else {
     current = { key, cleanup: listView(main) };
     document.title = 'Desktops · bureau';
@@ -149,6 +191,7 @@ function teardown() {
   dropAllShots();
   liveBadge = null;
   nav = null;
+  who = null;
 }
 
 function start() {
@@ -158,11 +201,22 @@ function start() {
   route();
 }
 
-function logout() {
+async function logout() {
+  let message;
+  try {
+    await signOut();
+  } catch (e) {
+    message = `Signed out here, but the server did not end the sign-in: ${describe(e)}`;
+  }
+  signedOutView(message);
+}
+
+// Shows the sign-in page after the sign-in ended (signed out, revoked).
+function signedOutView(message) {
   clearToken();
   forgetHosts();
   info = null;
-  loginView();
+  loginView(message);
 }
 
 subscribe((reason, id) => {
@@ -174,17 +228,22 @@ subscribe((reason, id) => {
 });
 
 onUnauthorized(() => {
-  if (!getToken()) return;
-  clearToken();
-  loginView('Your token was rejected (expired or revoked). Sign in again.');
+  if (!signedIn()) return;
+  const wasCookie = cookieMode();
+  signedOutView(wasCookie ? 'Your sign-in has ended (expired or revoked). Sign in again.' : 'Your token was rejected (expired or revoked). Sign in again.');
 });
 
 window.addEventListener('hashchange', route);
 
-// Boot: validate a stored token before showing anything else.
+// Boot: validate a stored token, or find a single sign-on session, before
+// showing anything else.
 (async () => {
-  if (!getToken()) { loginView(); return; }
   clear(app, h('div.boot', h('span.spinner'), 'Loading…'));
+  if (!signedIn()) {
+    let s = null;
+    try { s = await resumeSession(); } catch { /* unreachable: the sign-in page says so when used */ }
+    if (!s) { loginView(); return; }
+  }
   try {
     info = await get('/info');
     start();

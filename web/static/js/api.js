@@ -1,6 +1,17 @@
-// API client: bearer token storage, JSON calls and readable errors.
+// API client: how the console is signed in (a pasted API token, or a
+// single sign-on session cookie), JSON calls and readable errors.
+//
+// Token mode: every call sends Authorization: Bearer <token>.
+// Cookie mode (signed in with single sign-on): calls send no Authorization
+// header, the HttpOnly bureau_session cookie authenticates them, and every
+// call that could change something sends X-CSRF-Token with the session's
+// CSRF token (GET /api/v1/session gives it).
 
 const TOKEN_KEY = 'bureau.token';
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+let csrfToken = ''; // set in cookie mode only
+let session = null; // GET /api/v1/session's answer, once known
 
 export function getToken() {
   try { return localStorage.getItem(TOKEN_KEY) || ''; } catch { return ''; }
@@ -14,6 +25,91 @@ export function setToken(t) {
 export function clearToken() {
   try { localStorage.removeItem(TOKEN_KEY); } catch { /* ignore */ }
   memToken = '';
+  csrfToken = '';
+  session = null;
+}
+
+/** Whether the console is signed in with single sign-on (the session cookie). */
+export const cookieMode = () => !!csrfToken && !token();
+
+/** Whether the console is signed in at all (a token, or a sign-in session). */
+export const signedIn = () => !!token() || !!csrfToken;
+
+/** A key that changes with whoever is signed in (for caches of per-caller answers). */
+export const signedInKey = () => token() || (csrfToken ? `session:${csrfToken}` : '');
+
+/** Who is signed in ({owner, name, admin, via, token_id, expires_at}), or null when not known. */
+export const currentSession = () => session;
+
+/**
+ * Looks for a single sign-on session: with no stored token, GET /api/v1/session with
+ * the browser's cookies only. A sign-in's answer switches to cookie mode and is
+ * returned; anything else returns null (and leaves the console signed out).
+ */
+export async function resumeSession() {
+  if (token()) return null;
+  let res;
+  try {
+    res = await fetch('/api/v1/session', { credentials: 'same-origin', cache: 'no-store' });
+  } catch {
+    throw new ApiError(0, 'network', 'Cannot reach the bureau server. Check your connection and try again.');
+  }
+  if (!res.ok) return null;
+  let body = null;
+  try { body = await res.json(); } catch { return null; }
+  if (!body || body.via !== 'sign-in' || !body.csrf_token) return null;
+  csrfToken = body.csrf_token;
+  session = body;
+  return body;
+}
+
+/**
+ * Who the signed-in caller is (GET /api/v1/session), kept for currentSession().
+ * null when the server does not say (an older server).
+ */
+export async function loadSession() {
+  try {
+    const s = await get('/session');
+    if (s && signedIn()) {
+      session = s;
+      if (s.csrf_token && !token()) csrfToken = s.csrf_token;
+    }
+    return session;
+  } catch (e) {
+    if (e.status === 401) throw e;
+    return null;
+  }
+}
+
+/** Whether this server offers single sign-on: GET /auth/config ({oidc, provider}); {oidc:false} when it cannot say. */
+export async function authConfig() {
+  try {
+    const res = await fetch('/auth/config', { credentials: 'same-origin', cache: 'no-store' });
+    if (!res.ok) return { oidc: false };
+    const c = await res.json();
+    return c && typeof c === 'object' ? c : { oidc: false };
+  } catch {
+    return { oidc: false };
+  }
+}
+
+/**
+ * Signs out. Cookie mode: POST /auth/logout (which revokes the session) with the CSRF
+ * token; token mode: forgets the token. Either way the console is signed out after
+ * (a failed logout call is thrown after forgetting, so the caller can say so).
+ */
+export async function signOut() {
+  const wasCookie = cookieMode();
+  const csrf = csrfToken;
+  clearToken();
+  if (!wasCookie) return;
+  let res;
+  try {
+    res = await fetch('/auth/logout', { method: 'POST', credentials: 'same-origin', headers: { 'X-CSRF-Token': csrf }, cache: 'no-store' });
+  } catch {
+    throw new ApiError(0, 'network', 'Could not reach the server to end the sign-in; it ends at its expiry.');
+  }
+  if (!res.ok && res.status !== 401) throw await errorFrom(res);
 }
 
 let memToken = getToken();
@@ -61,8 +157,11 @@ async function errorFrom(res) {
  * or the Response itself with {raw: true}. Throws ApiError.
  */
 export async function api(method, path, body, opts = {}) {
-  const headers = { Authorization: `Bearer ${opts.token ?? token()}` };
-  const init = { method, headers, signal: opts.signal, cache: 'no-store' };
+  const headers = {};
+  const bearer = opts.token ?? token();
+  if (bearer) headers.Authorization = `Bearer ${bearer}`;
+  else if (csrfToken && !SAFE_METHODS.has(method.toUpperCase())) headers['X-CSRF-Token'] = csrfToken;
+  const init = { method, headers, signal: opts.signal, cache: 'no-store', credentials: 'same-origin' };
   if (body !== undefined) {
     headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);

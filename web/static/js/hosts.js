@@ -1,6 +1,6 @@
 // The hosts page (admins): every libvirt host bureau runs desktops on, its
 // capacity and load, and its drain (every desktop moved off it).
-import { get, post, del, seg, describe, getToken } from './api.js';
+import { get, post, del, seg, describe, signedInKey } from './api.js';
 import { store } from './store.js';
 import { h, icon, clear, toast, confirmDialog, busy, fmtBytes, timeEl } from './ui.js';
 
@@ -15,14 +15,14 @@ let last = null; // { token, hosts }: the last answer
 
 /** The hosts (GET /api/v1/hosts), or null when the token is not an admin's. Cached per token; fresh re-asks. */
 export function adminHosts(fresh = false) {
-  const token = getToken();
+  const token = signedInKey();
   if (!fresh && probe && probe.token === token) return probe.promise;
   const promise = get('/hosts').then((b) => b?.hosts || [], (e) => {
     if (e.status === 403) return null;
     if (probe?.promise === promise) probe = null; // a network error: ask again next time
     throw e;
   }).then((hosts) => {
-    if (getToken() === token) last = { token, hosts };
+    if (signedInKey() === token) last = { token, hosts };
     return hosts;
   });
   probe = { token, promise };
@@ -31,7 +31,7 @@ export function adminHosts(fresh = false) {
 
 /** The hosts last answered for this token: a list, null (not an admin) or undefined (not asked yet). */
 export function knownHosts() {
-  return last && last.token === getToken() ? last.hosts : undefined;
+  return last && last.token === signedInKey() ? last.hosts : undefined;
 }
 
 /** Forgets the cached answer (sign-out). */

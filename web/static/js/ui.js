@@ -64,6 +64,9 @@ const ICONS = {
   archive: 'M3 4h18v4H3zM5 8v12h14V8M10 12h4',
   check: 'M5 12.5l4.5 4.5L19 7.5',
   clock: 'M12 3a9 9 0 1 0 0 18 9 9 0 0 0 0-18zM12 7.5V12l3 2',
+  key: 'M14.5 3.5a6 6 0 1 1-4.9 9.4L3 19.5V21h3v-2h2v-2h2l1.6-1.6A6 6 0 0 1 14.5 3.5zM16.5 7.5h.01',
+  login: 'M15 4h4v16h-4M10 8l4 4-4 4M4 12h10',
+  copy: 'M8 8h12v12H8zM4 16V4h12',
 };
 
 export function icon(name, size = 16) {
