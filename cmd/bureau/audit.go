@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -158,27 +157,11 @@ func auditOutcome(e *audit.Entry) string {
 
 // download copies a GET's body to w as it comes (an export).
 func (c *client) download(ctx context.Context, path string, w io.Writer) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", c.base+path, nil)
+	body, err := c.stream(ctx, "GET", path)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot reach bureau at %s: %w", c.base, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 400 {
-		data, _ := io.ReadAll(resp.Body)
-		var env struct {
-			Error apiError `json:"error"`
-		}
-		if json.Unmarshal(data, &env) != nil || env.Error.Message == "" {
-			return &apiError{Status: resp.StatusCode, Code: "http", Message: strings.TrimSpace(string(data))}
-		}
-		env.Error.Status = resp.StatusCode
-		return &env.Error
-	}
-	_, err = io.Copy(w, resp.Body)
+	defer body.Close()
+	_, err = io.Copy(w, body)
 	return err
 }

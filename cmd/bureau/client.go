@@ -73,19 +73,25 @@ func (c *client) do(ctx context.Context, method, path string, body, out any) err
 		return err
 	}
 	if resp.StatusCode >= 400 {
-		var env struct {
-			Error apiError `json:"error"`
-		}
-		if json.Unmarshal(data, &env) != nil || env.Error.Message == "" {
-			return &apiError{Status: resp.StatusCode, Code: "http", Message: strings.TrimSpace(string(data))}
-		}
-		env.Error.Status = resp.StatusCode
-		return &env.Error
+		return errorFrom(resp.StatusCode, data)
 	}
 	if out != nil && len(data) > 0 {
 		return json.Unmarshal(data, out)
 	}
 	return nil
+}
+
+// errorFrom is the API's error answer (status, body) as an error: its
+// {"error": {...}}, or the body's text when it is not one.
+func errorFrom(status int, data []byte) error {
+	var env struct {
+		Error apiError `json:"error"`
+	}
+	if json.Unmarshal(data, &env) != nil || env.Error.Message == "" {
+		return &apiError{Status: status, Code: "http", Message: strings.TrimSpace(string(data))}
+	}
+	env.Error.Status = status
+	return &env.Error
 }
 
 // keyValues reads repeated flag values "k=v" (want says the form) into a map.

@@ -169,14 +169,7 @@ func (c *client) stream(ctx context.Context, method, path string) (io.ReadCloser
 	if resp.StatusCode >= 400 {
 		defer resp.Body.Close()
 		data, _ := io.ReadAll(resp.Body)
-		var env struct {
-			Error apiError `json:"error"`
-		}
-		if json.Unmarshal(data, &env) != nil || env.Error.Message == "" {
-			return nil, &apiError{Status: resp.StatusCode, Code: "http", Message: strings.TrimSpace(string(data))}
-		}
-		env.Error.Status = resp.StatusCode
-		return nil, &env.Error
+		return nil, errorFrom(resp.StatusCode, data)
 	}
 	return resp.Body, nil
 }
