@@ -13,27 +13,12 @@ import (
 	"time"
 
 	"github.com/bureau/bureau/internal/api/apiv1"
+	"github.com/bureau/bureau/internal/audit"
 )
 
-// auditEntry is what the test reads of an audit log entry.
-type auditEntry struct {
-	ID           string `json:"id"`
-	Owner        string `json:"owner"`
-	SubjectOwner string `json:"subject_owner"`
-	TokenID      string `json:"token_id"`
-	TokenName    string `json:"token_name"`
-	ClientIP     string `json:"client_ip"`
-	Action       string `json:"action"`
-	ObjectType   string `json:"object_type"`
-	ObjectID     string `json:"object_id"`
-	DesktopID    string `json:"desktop_id"`
-	Status       int    `json:"status"`
-	ErrorCode    string `json:"error_code"`
-}
-
 type auditPage struct {
-	Entries    []auditEntry `json:"entries"`
-	NextCursor string       `json:"next_cursor"`
+	Entries    []*audit.Entry `json:"entries"`
+	NextCursor string         `json:"next_cursor"`
 }
 
 // testAudit: a sequence of calls by two tokens (the owner's and an
@@ -74,7 +59,7 @@ func testAudit(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 		{"desktop.update", "agent", 403, "forbidden"},
 		{"token.revoke", "owner", 204, ""},
 	}
-	var got []auditEntry
+	var got []*audit.Entry
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		var page auditPage
@@ -153,7 +138,7 @@ func testAudit(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 	var exported []string
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	for sc.Scan() {
-		var e auditEntry
+		var e audit.Entry
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("export line %q: %v", sc.Text(), err)
 		}
