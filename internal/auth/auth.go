@@ -73,6 +73,14 @@ type CreateRequest struct {
 	// Session mints a sign-in (docs/sign-in.md): only the single sign-on
 	// callback does, never a caller of the API (Parent must be nil).
 	Session bool
+	// Role and Member make a team token (docs/teams.md): Owner is the
+	// team, Role the role it acts with, Member the person it acts for.
+	// The API checks that Member is in the team with at least Role before
+	// asking; a maker with a role hands on no more than its own.
+	// MemberScope is a team sign-in's person's own scope.
+	Role        string
+	Member      string
+	MemberScope string
 }
 
 // Create issues a token and returns its secret (shown only now) and record.
@@ -98,6 +106,9 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (string, *deskt
 	default:
 		return "", nil, &desktop.ValidationError{Field: "scope", Message: "must be admin, owner or desktop"}
 	}
+	if err := checkRole(req); err != nil {
+		return "", nil, err
+	}
 	if req.TTL < 0 {
 		return "", nil, &desktop.ValidationError{Field: "ttl", Message: "must not be negative"}
 	}
@@ -119,7 +130,8 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (string, *deskt
 	id := make([]byte, 8)
 	rand.Read(id)
 	t := &desktop.Token{ID: "tok_" + hex.EncodeToString(id), Owner: req.Owner, Name: req.Name, Hash: Hash(secret), Scope: req.Scope, CreatedAt: now,
-		DesktopID: req.DesktopID, ComputerOnly: req.ComputerOnly, Session: req.Session}
+		DesktopID: req.DesktopID, ComputerOnly: req.ComputerOnly, Session: req.Session,
+		Role: req.Role, Member: req.Member, MemberScope: req.MemberScope}
 	if req.Parent != nil && !req.Parent.Session {
 		t.ParentID = req.Parent.ID
 	}

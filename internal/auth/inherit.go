@@ -27,7 +27,10 @@ func withinParent(req CreateRequest, now time.Time) error {
 	switch p.Scope {
 	case desktop.ScopeAdmin:
 	case desktop.ScopeOwner:
-		if req.Owner != p.Owner {
+		// A person's own token (no role) mints team tokens for the teams
+		// its owner is in (the API checked the membership).
+		team := p.Role == "" && req.Role != "" && req.Member == p.Owner
+		if req.Owner != p.Owner && !team {
 			return fmt.Errorf("an owner token may only make tokens for its own owner %q: %w", p.Owner, desktop.ErrForbidden)
 		}
 		if req.Scope == desktop.ScopeAdmin {
@@ -42,6 +45,9 @@ func withinParent(req CreateRequest, now time.Time) error {
 		}
 	default:
 		return fmt.Errorf("a %q token cannot make tokens: %w", p.Scope, desktop.ErrForbidden)
+	}
+	if err := withinRole(req); err != nil {
+		return err
 	}
 	if p.ExpiresAt == nil || p.Session {
 		return nil

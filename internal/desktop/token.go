@@ -34,6 +34,14 @@ type Token struct {
 	// sign-on callback, its secret is the browser's bureau_session cookie.
 	// Tokens it mints are not its children.
 	Session bool
+	// Role is a team token's role in its team (owner = the team):
+	// "admin", "member" or "viewer"; "" for tokens that are not a team's
+	// (docs/teams.md). Member is the person it acts for (their owner
+	// name), and for a team sign-in MemberScope is the scope of that
+	// person's own sign-in, to switch back to.
+	Role        string
+	Member      string
+	MemberScope string
 }
 
 // Usable reports whether the token may authenticate a request at now.

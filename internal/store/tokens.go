@@ -10,13 +10,13 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
-const tokenCols = `id, owner, name, hash, scope, created_at, last_used_at, expires_at, revoked_at, desktop_id, computer_only, parent_id, is_session`
+const tokenCols = `id, owner, name, hash, scope, created_at, last_used_at, expires_at, revoked_at, desktop_id, computer_only, parent_id, is_session, role, member, member_scope`
 
 // CreateToken stores a token record.
 func (s *Store) CreateToken(ctx context.Context, t *desktop.Token) error {
-	_, err := s.exec(ctx, `INSERT INTO api_tokens (`+tokenCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := s.exec(ctx, `INSERT INTO api_tokens (`+tokenCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		t.ID, t.Owner, t.Name, t.Hash, t.Scope, millis(t.CreatedAt), nullMillis(t.LastUsedAt), nullMillis(t.ExpiresAt), nullMillis(t.RevokedAt),
-		t.DesktopID, t.ComputerOnly, t.ParentID, t.Session)
+		t.DesktopID, t.ComputerOnly, t.ParentID, t.Session, t.Role, t.Member, t.MemberScope)
 	if err != nil {
 		return fmt.Errorf("create token: %w", err)
 	}
@@ -143,7 +143,8 @@ func scanToken(r scanner) (*desktop.Token, error) {
 	var t desktop.Token
 	var created int64
 	var used, expires, revoked sql.NullInt64
-	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Hash, &t.Scope, &created, &used, &expires, &revoked, &t.DesktopID, &t.ComputerOnly, &t.ParentID, &t.Session); err != nil {
+	if err := r.Scan(&t.ID, &t.Owner, &t.Name, &t.Hash, &t.Scope, &created, &used, &expires, &revoked, &t.DesktopID, &t.ComputerOnly, &t.ParentID, &t.Session,
+		&t.Role, &t.Member, &t.MemberScope); err != nil {
 		return nil, err
 	}
 	t.CreatedAt = fromMillis(created)
