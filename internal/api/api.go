@@ -108,6 +108,9 @@ type Deps struct {
 	// Webhooks registers owners' webhook endpoints (nil: none; the
 	// routes answer 503).
 	Webhooks Webhooks
+	// Teams keeps teams and their members (docs/teams.md; nil: none, the
+	// routes answer 503 and no team tokens are minted).
+	Teams Teams
 	// Audit keeps the audit log of state-changing calls and console
 	// sessions (nil: none kept; GET /api/v1/audit answers 503).
 	Audit Audit
@@ -225,6 +228,7 @@ func New(d Deps) *gin.Engine {
 	h.secrets.secretRoutes(v1)
 	h.people.peopleRoutes(v1)
 	h.webhooks.webhookRoutes(v1)
+	h.teams.teamRoutes(v1)
 	h.audit.auditRoutes(v1)
 	if d.Previews != nil && d.URLs != nil {
 		h.urls.urlRoutes(r, v1, h.preview.previewPath)

@@ -32,6 +32,7 @@ import (
 	"github.com/bureau/bureau/internal/secrets"
 	"github.com/bureau/bureau/internal/steps"
 	"github.com/bureau/bureau/internal/store"
+	"github.com/bureau/bureau/internal/teams"
 	"github.com/bureau/bureau/web"
 )
 
@@ -488,6 +489,7 @@ func newEnvDeps(t testing.TB, mkImages func(*store.Store) Images, tweak func(*De
 	d.Audit = e.audit
 	e.people = newFakePeople()
 	d.People = e.people
+	d.Teams = teams.New(teamStore{Teams: st.Teams(), desktops: e.desktops}) // teams_test.go
 	if tweak != nil {
 		tweak(&d)
 	}
@@ -803,7 +805,7 @@ func TestBadRequests(t *testing.T) {
 		{"GET", "/api/v1/desktops/d1/events?limit=0", ``, 422, "invalid"},
 		{"GET", "/api/v1/desktops/d1/screenshot", ``, 409, "invalid_state"},
 		{"DELETE", "/api/v1/images/x", ``, 403, "forbidden"},
-		{"POST", "/api/v1/tokens", `{"owner":"bob"}`, 403, "forbidden"},
+		{"POST", "/api/v1/tokens", `{"owner":"bob"}`, 404, "not_found"}, // not one of alice's teams (docs/teams.md)
 		{"GET", "/api/v1/nothing", ``, 404, "not_found"},
 		{"PUT", "/api/v1/desktops", ``, 405, "method_not_allowed"},
 	}

@@ -94,8 +94,14 @@ func (s *core) recordCall(c *gin.Context, start time.Time) {
 	case c.Value(ctxToken) != nil:
 		t := caller(c)
 		e.Owner, e.TokenID, e.TokenName = t.Owner, t.ID, t.Name
-		if t.Session { // a sign-in: the person it is
+		switch {
+		case t.Session: // a sign-in: the person it is (a team's: for whom)
 			e.Person = strings.TrimPrefix(t.Name, signin.SessionNamePrefix)
+			if t.Role != "" {
+				e.Person = strings.TrimSuffix(e.Person, " ("+t.Owner+")")
+			}
+		case t.Member != "": // a team token: the person it acts for
+			e.Person = t.Member
 		}
 	case c.Value(ctxConsole) != nil:
 		t := consoleToken(c)

@@ -60,6 +60,10 @@ func (s *core) authenticate(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	if err := roleAllows(c, tok); err != nil {
+		s.fail(c, err)
+		return
+	}
 	c.Next()
 }
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/bureau/bureau/internal/auth"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/web"
+	"github.com/gin-gonic/gin"
 )
 
 // TestAuthMatrix walks every registered route that names a desktop and
@@ -124,5 +126,43 @@ func TestAuthMatrix(t *testing.T) {
 	}
 	if n < 25 {
 		t.Errorf("only %d desktop routes checked", n)
+	}
+	teamRoles(t, e, router, mine)
+}
+
+// teamRoles walks every route with team tokens (docs/teams.md,
+// Enforcement): a viewer is refused every call but reads, a view-only
+// console, the event stream's token and MCP; a member is refused the
+// team's management and its webhooks' writes; neither is refused a read.
+func teamRoles(t *testing.T, e *env, router interface{ Routes() gin.RoutesInfo }, id string) {
+	mk := func(role string) string {
+		s, _, err := auth.New(e.store).Create(context.Background(), auth.CreateRequest{Owner: "alice", Scope: desktop.ScopeOwner, Role: role, Member: "pat"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	viewer, member := mk("viewer"), mk("member")
+	viewerMay := map[string]bool{"POST /api/v1/desktops/:id/console": true, "POST /api/v1/events/stream-token": true}
+	for _, r := range router.Routes() {
+		route := r.Method + " " + r.Path
+		if !strings.HasPrefix(r.Path, "/api/v1/") || strings.Contains(r.Path, "/console/") || r.Path == "/api/v1/desktops/:id/vnc" ||
+			r.Path == "/api/v1/openapi.json" || r.Path == "/api/v1/events/stream" {
+			continue
+		}
+		path := strings.NewReplacer(":id", id, ":name", "x", ":owner", "alice", ":token_id", "x", ":port", "80", ":pid", "p-1", "*path", "x",
+			":team", "alice", ":member", "x").Replace(r.Path)
+		reads := r.Method == "GET" || r.Method == "HEAD"
+		vcode, vbody := e.do(t, viewer, r.Method, path, "{}")
+		if wantRefused := !reads && !viewerMay[route]; (vcode == 403 && strings.Contains(fmt.Sprint(vbody), "only watches")) != wantRefused {
+			t.Errorf("%s as a viewer: %d %v (refused: want %v)", route, vcode, vbody, wantRefused)
+		}
+		manage := strings.HasPrefix(r.Path, "/api/v1/webhooks") && !reads || r.Path == "/api/v1/teams/:team/members/:member" ||
+			route == "DELETE /api/v1/teams/:team"
+		mcode, mbody := e.do(t, member, r.Method, path, "{}")
+		if refused := mcode == 403 && strings.Contains(fmt.Sprint(mbody), "admins'"); refused != manage {
+			t.Errorf("%s as a member: %d %v (refused: want %v)", route, mcode, mbody, manage)
+		}
+		e.desktops.setState(id, desktop.StateRunning)
 	}
 }

@@ -90,10 +90,11 @@ func (s *consoleHandlers) createConsole(c *gin.Context) (reply, error) {
 	}
 	// Like a share link, the console token lives no longer than its
 	// maker's. A computer-only token sees the screen and drives mouse and
-	// keyboard through the API; the console it makes may only watch.
+	// keyboard through the API; the console it makes may only watch. A
+	// team's viewer only watches too (docs/teams.md).
 	by := maker(c)
 	secret, t, err := s.consoles.Create(c.Request.Context(), console.CreateRequest{DesktopID: d.ID, Owner: d.Owner,
-		CreatedBy: by.Actor, ViewOnly: req.ViewOnly, TTL: time.Duration(req.TTLSeconds) * time.Second,
+		CreatedBy: by.Actor, ViewOnly: req.ViewOnly || isViewer(c), TTL: time.Duration(req.TTLSeconds) * time.Second,
 		MadeBy: by.Token, Until: by.Until, ScreenOnly: caller(c).ComputerOnly, Name: req.Name})
 	if err != nil {
 		return reply{}, err

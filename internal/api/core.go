@@ -49,6 +49,9 @@ type core struct {
 	// signin checks sign-ins' cookies and CSRF tokens (nil: none taken;
 	// session.go).
 	signin SignIn
+	// teams are teams and their members: team tokens are minted and
+	// checked against them (nil: none; teams.go).
+	teams Teams
 }
 
 // reply is what a handler returns: a status and a JSON body.

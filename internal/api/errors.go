@@ -13,6 +13,7 @@ import (
 	"github.com/bureau/bureau/internal/images"
 	"github.com/bureau/bureau/internal/loop"
 	"github.com/bureau/bureau/internal/recording"
+	"github.com/bureau/bureau/internal/teams"
 	"github.com/gin-gonic/gin"
 )
 
@@ -126,6 +127,8 @@ func classify(err error) (int, errorBody) {
 		return http.StatusConflict, errorBody{Code: "conflict", Message: err.Error()}
 	case errors.Is(err, recording.ErrNoFFmpeg):
 		return http.StatusServiceUnavailable, errorBody{Code: "unavailable", Message: err.Error()}
+	case errors.As(err, new(*teams.LastAdminError)):
+		return http.StatusConflict, errorBody{Code: "last_admin", Message: err.Error()}
 	case errors.Is(err, desktop.ErrNameTaken):
 		return http.StatusConflict, errorBody{Code: "name_taken", Message: err.Error()}
 	case errors.Is(err, desktop.ErrBusy):

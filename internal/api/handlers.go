@@ -37,6 +37,7 @@ type handlers struct {
 	backups    *backupHandlers
 	people     *peopleHandlers
 	webhooks   *webhookHandlers
+	teams      *teamHandlers
 	audit      *auditHandlers
 	signin     *signinHandlers
 }
@@ -44,7 +45,7 @@ type handlers struct {
 func newHandlers(d Deps) handlers {
 	s := &core{lifecycle: d.Desktops, screen: d.Desktops, tokens: d.Tokens, streams: auth.NewStreamGrants(), hosts: d.Hosts,
 		log: d.Log, observe: d.Observe, redact: newRedactor(d.HostDirs), limits: newLimiter(),
-		origin: &origin{public: d.PublicURL, trusted: d.TrustedProxies}, readiness: d.Readiness, people: d.People, signin: d.SignIn}
+		origin: &origin{public: d.PublicURL, trusted: d.TrustedProxies}, readiness: d.Readiness, people: d.People, signin: d.SignIn, teams: d.Teams}
 	if d.Audit != nil {
 		s.audit = &auditor{log: d.Audit, unauth: &audit.Window{Max: maxUnauthenticatedPerSecond}}
 	}
@@ -89,6 +90,7 @@ func newHandlers(d Deps) handlers {
 		backups:    &backupHandlers{core: s, backups: d.Backups, schedules: d.BackupSchedules},
 		people:     &peopleHandlers{core: s, consoles: d.Consoles, computer: d.Computer, windows: d.Windows},
 		webhooks:   &webhookHandlers{core: s, hooks: d.Webhooks},
+		teams:      &teamHandlers{core: s, consoles: d.Consoles},
 		audit:      &auditHandlers{core: s, entries: d.Audit},
 		signin:     &signinHandlers{core: s, consoles: d.Consoles},
 	}

@@ -90,18 +90,51 @@ type sessionInfo struct {
 	TokenID   string     `json:"token_id"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	CSRFToken string     `json:"csrf_token,omitempty"`
+	// Role and Member: a team token's role and whom it acts for ("" for
+	// others); Teams the teams the person is in (docs/teams.md).
+	Role   string        `json:"role"`
+	Member string        `json:"member"`
+	Teams  []sessionTeam `json:"teams"`
+}
+
+// sessionTeam is a team the calling person is in, with their role.
+type sessionTeam struct {
+	Name string `json:"name"`
+	Role string `json:"role"`
 }
 
 // session says who is calling, and gives a sign-in its CSRF token.
 func (s *core) session(c *gin.Context) (reply, error) {
-	t := caller(c)
-	info := sessionInfo{Owner: t.Owner, Name: t.Name, Admin: t.Scope == desktop.ScopeAdmin, Via: "token", TokenID: t.ID, ExpiresAt: t.ExpiresAt}
-	if t.Session {
-		info.Via = "sign-in"
-		if secret := c.GetString(ctxSessionSecret); secret != "" && s.signin != nil {
-			info.CSRFToken = s.signin.CSRFToken(secret)
-		}
+	info, err := s.sessionOf(c, caller(c), c.GetString(ctxSessionSecret))
+	if err != nil {
+		return reply{}, err
 	}
 	c.Header("Cache-Control", "no-store")
 	return reply{http.StatusOK, info}, nil
+}
+
+// sessionOf is who t is (secret: a sign-in's, for its CSRF token).
+func (s *core) sessionOf(c *gin.Context, t *desktop.Token, secret string) (sessionInfo, error) {
+	info := sessionInfo{Owner: t.Owner, Name: t.Name, Admin: t.Scope == desktop.ScopeAdmin, Via: "token", TokenID: t.ID, ExpiresAt: t.ExpiresAt,
+		Role: t.Role, Member: t.Member, Teams: []sessionTeam{}}
+	if t.Session {
+		info.Via = "sign-in"
+		if secret != "" && s.signin != nil {
+			info.CSRFToken = s.signin.CSRFToken(secret)
+		}
+	}
+	who := person(t)
+	if t.Role != "" {
+		who = t.Member
+	}
+	if s.teams != nil && who != "" {
+		list, err := s.teams.List(c.Request.Context(), who)
+		if err != nil {
+			return info, err
+		}
+		for _, tm := range list {
+			info.Teams = append(info.Teams, sessionTeam{Name: tm.Name, Role: string(tm.RoleOf(who))})
+		}
+	}
+	return info, nil
 }

@@ -30,6 +30,7 @@ func (s *signinHandlers) authRoutes(r *gin.Engine) {
 	r.GET("/auth/login", s.login)
 	r.GET(callbackPath, s.callback)
 	r.POST("/auth/logout", s.audited, s.handle(s.logout))
+	r.POST("/auth/team", s.audited, s.handle(s.switchTeam))
 }
 
 func (s *signinHandlers) enabled() bool { return s.signin != nil && s.signin.Enabled() }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bureau/bureau/internal/auth"
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/teams"
 	"github.com/gin-gonic/gin"
 )
 
@@ -37,6 +38,8 @@ type createTokenRequest struct {
 	// DesktopID and ComputerOnly make a "desktop" token for one desktop.
 	DesktopID    string `json:"desktop_id"`
 	ComputerOnly bool   `json:"computer_only"`
+	// Role makes a team token (owner = a team): docs/teams.md.
+	Role string `json:"role"`
 }
 
 // maxTokenTTL is ten years in seconds.
@@ -71,7 +74,7 @@ func (s *tokenHandlers) createToken(c *gin.Context) (reply, error) {
 		// A desktop token belongs to the desktop's owner; its owner (or an
 		// admin) hands it to the agent driving that desktop.
 		d, err := s.lifecycle.Get(c.Request.Context(), req.DesktopID)
-		if err == nil && (d.DeletedAt != nil || !isAdmin(c) && d.Owner != me.Owner) {
+		if err == nil && (d.DeletedAt != nil || !isAdmin(c) && d.Owner != me.Owner && !s.inTeam(c, d.Owner)) {
 			err = desktop.ErrNotFound
 		}
 		if err != nil {
@@ -85,8 +88,13 @@ func (s *tokenHandlers) createToken(c *gin.Context) (reply, error) {
 	if req.Owner == "" {
 		req.Owner = me.Owner
 	}
+	role, member, err := s.teamGrant(c, req.Owner, req.Role, req.Scope)
+	if err != nil {
+		return reply{}, err
+	}
 	secret, tok, err := s.tokens.Create(c.Request.Context(), auth.CreateRequest{Owner: req.Owner, Name: req.Name, Scope: req.Scope,
-		TTL: time.Duration(req.TTLSeconds) * time.Second, DesktopID: req.DesktopID, ComputerOnly: req.ComputerOnly, Parent: me})
+		TTL: time.Duration(req.TTLSeconds) * time.Second, DesktopID: req.DesktopID, ComputerOnly: req.ComputerOnly, Parent: me,
+		Role: role, Member: member})
 	if err != nil {
 		return reply{}, err
 	}
@@ -114,7 +122,8 @@ func (s *tokenHandlers) revokeToken(c *gin.Context) (reply, error) {
 		}
 		mine := false
 		for _, t := range toks {
-			mine = mine || t.ID == id
+			// A team token below admin revokes its own person's only.
+			mine = mine || t.ID == id && (caller(c).Role == "" || caller(c).Role == string(teams.RoleAdmin) || t.Member == caller(c).Member)
 		}
 		if !mine {
 			return reply{}, fmt.Errorf("token %s: %w", id, desktop.ErrNotFound)

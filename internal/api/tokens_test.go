@@ -44,7 +44,7 @@ func TestMintedTokensStayWithinTheirMaker(t *testing.T) {
 		{"computer-only mints a full desktop token", viewer, `{"desktop_id":"` + mine + `"}`, 403},
 		{"computer-only mints computer-only", viewer, `{"desktop_id":"` + mine + `","computer_only":true}`, 403},
 		{"owner mints admin", e.alice, `{"scope":"admin"}`, 403},
-		{"owner mints for another owner", e.alice, `{"owner":"bob"}`, 403},
+		{"owner mints for another owner", e.alice, `{"owner":"bob"}`, 404}, // not one of its teams (docs/teams.md)
 		{"owner mints a desktop token for another owner", e.alice, `{"desktop_id":"` + mine + `","owner":"bob"}`, 422},
 		{"owner mints for another owner's desktop", e.bob, `{"desktop_id":"` + mine + `"}`, 422},
 		{"expiring mints forever", expiring, `{}`, 422},

@@ -69,7 +69,7 @@ func FromToken(t *desktop.Token) *Token {
 	}
 	return &Token{ID: t.ID, Owner: t.Owner, Name: t.Name, Scope: t.Scope, CreatedAt: t.CreatedAt,
 		LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt, DesktopID: t.DesktopID,
-		ComputerOnly: t.ComputerOnly, ParentID: t.ParentID, Kind: TokenKind(t)}
+		ComputerOnly: t.ComputerOnly, ParentID: t.ParentID, Kind: TokenKind(t), Role: t.Role, Member: t.Member}
 }
 
 // TokenKind is "session" for a sign-in, else "api".

@@ -136,6 +136,11 @@ type Token struct {
 	ParentID     string     `json:"parent_id,omitempty"`
 	// Kind is "session" for a sign-in (docs/sign-in.md), else "api".
 	Kind string `json:"kind"`
+	// Role is a team token's role in its team (owner = the team), ""
+	// for tokens that are not a team's; Member the person it acts for
+	// (docs/teams.md).
+	Role   string `json:"role"`
+	Member string `json:"member"`
 }
 
 // ConsoleToken is a console link's record (never its secret).

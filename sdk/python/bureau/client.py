@@ -8,6 +8,7 @@ from . import models as m
 from ._transport import Transport
 from .audit import Audit
 from .backups import BackupTargets, Backups
+from .teams import Teams
 from .webhooks import Webhooks
 from .desktop import Desktop
 from .people import People
@@ -38,6 +39,7 @@ class Client:
         self.backup_targets = BackupTargets(self.http)
         self.people = People(self.http)
         self.webhooks = Webhooks(self.http)
+        self.teams = Teams(self.http)
         self.audit = Audit(self.http)
 
     def info(self) -> dict:

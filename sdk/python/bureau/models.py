@@ -174,6 +174,8 @@ class Token(Model):
     computer_only: bool | None = None
     parent_id: str | None = None
     kind: str | None = None
+    role: str | None = None
+    member: str | None = None
 
 
 @dataclass

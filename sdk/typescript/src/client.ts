@@ -6,6 +6,7 @@ import { Recordings } from "./recordings.js";
 import { parseSSE, type ServerEvent } from "./sse.js";
 import { Steps } from "./steps.js";
 import { Transport } from "./transport.js";
+import { Teams } from "./teams.js";
 import { Webhooks } from "./webhooks.js";
 import { auditAll, auditExport, auditPage, type AuditEntry, type AuditFilter, type AuditPage } from "./audit.js";
 
@@ -72,6 +73,7 @@ export class Bureau {
   /** People in the loop of each desktop: who holds its input, help requests, approvals and the approval policy. */
   readonly people: People;
   readonly webhooks: Webhooks;
+  readonly teams: Teams;
 
   constructor(o: ClientOptions = {}) {
     this.http = new Transport(o.url, o.token);
@@ -89,6 +91,7 @@ export class Bureau {
     this.backupTargets = new BackupTargets(this.http);
     this.people = new People(this.http);
     this.webhooks = new Webhooks(this.http);
+    this.teams = new Teams(this.http);
   }
 
   /** What this bureau is: version, accelerator (kvm or tcg) and why. */

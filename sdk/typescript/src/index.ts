@@ -20,4 +20,5 @@ export { eventJSON, parseSSE, type ServerEvent } from "./sse.js";
 export { Steps, type DesktopRef } from "./steps.js";
 export { AnthropicComputer, OpenAIComputer, ANTHROPIC_TOOL_VERSIONS, type ComputerCall, type ComputerCallOutput, type ToolResult, type ToolUse, type VerifyOptions } from "./adapters.js";
 export type { AuditEntry, AuditFilter, AuditPage } from "./audit.js";
+export { Teams, type Team, type TeamMember, type TeamRole, type TeamSummary } from "./teams.js";
 export { signWebhook, verifyWebhook, Webhooks, type DeliveryRef, type Webhook, type WebhookDelivery, type WebhookMessage, type WebhookRef } from "./webhooks.js";

@@ -128,6 +128,10 @@ export interface Token {
   parent_id?: string;
   /** "session": a sign-in (the web console's cookie); "api": any other token. */
   kind: "session" | "api";
+  /** A team token's role in its team (owner = the team); "" for others. */
+  role: "" | "admin" | "member" | "viewer";
+  /** The person a team token acts for; "" for others. */
+  member: string;
 }
 
 /** A TokenCreated as the API shows it. */
@@ -877,7 +881,7 @@ export const FIELDS = {
   Snapshot: { schema: "Snapshot", fields: ["id", "desktop_id", "name", "description", "scope", "memory", "parent", "size_bytes", "created_at", "reverted_at"] },
   Image: { schema: "Image", fields: ["name", "os", "version", "path", "size_bytes", "sha256", "recipe_hash", "source", "created_at"] },
   Template: { schema: "Template", fields: ["key", "image", "vcpus", "memory_mib", "state", "error", "created_at", "build_time", "spares"] },
-  Token: { schema: "Token", fields: ["id", "owner", "name", "scope", "created_at", "last_used_at", "expires_at", "revoked_at", "desktop_id", "computer_only", "parent_id", "kind"] },
+  Token: { schema: "Token", fields: ["id", "owner", "name", "scope", "created_at", "last_used_at", "expires_at", "revoked_at", "desktop_id", "computer_only", "parent_id", "kind", "role", "member"] },
   TokenCreated: { schema: "TokenCreated", fields: ["token", "info"] },
   ConsoleToken: { schema: "ConsoleToken", fields: ["id", "desktop_id", "owner", "view_only", "screen_only", "created_by", "name", "created_at", "expires_at", "revoked_at", "revoke_reason"] },
   ConsoleLink: { schema: "ConsoleCreated", fields: ["id", "desktop_id", "owner", "view_only", "screen_only", "created_by", "name", "created_at", "expires_at", "revoked_at", "revoke_reason", "token", "url"] },
