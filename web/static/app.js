@@ -1,7 +1,7 @@
 // bureau web console: sign-in, header, routing between the list and a desktop's page.
-import { get, setToken, clearToken, onUnauthorized, describe, signedIn, cookieMode, resumeSession, loadSession, currentSession, authConfig, signOut } from './js/api.js';
+import { get, setToken, clearToken, onUnauthorized, describe, signedIn, cookieMode, resumeSession, loadSession, currentSession, authConfig, signOut, actAs } from './js/api.js';
 import { store, subscribe, startLive, stopLive } from './js/store.js';
-import { h, icon, clear } from './js/ui.js';
+import { h, icon, clear, toast } from './js/ui.js';
 import { listView } from './js/list.js';
 import { detailsView } from './js/details.js';
 import { dropAllShots } from './js/desktop.js';
@@ -9,6 +9,7 @@ import { hostsView, adminHosts, forgetHosts, hostIcon } from './js/hosts.js';
 import { backupsView } from './js/backups.js';
 import { auditView } from './js/audit.js';
 import { tokensView } from './js/tokens.js';
+import { teamsView, teamView, roleTag } from './js/teams.js';
 
 const app = document.getElementById('app');
 let info = null;
@@ -80,19 +81,98 @@ let liveBadge;
 let nav;
 let who;
 
-// Who is signed in, beside the sign-out button: the name (or owner), and
-// an admin badge.
+// Who is signed in, beside the sign-out button: the name (or owner), an
+// admin badge, and for a team's session or token the team and the role.
+// A sign-in session also gets the "Acting as" switcher (docs/teams.md).
+function personName(s) {
+  // A sign-in's token is named "signed in: <name or email>": the person's name is enough here.
+  let n = (s.via === 'sign-in' ? (s.name || '').replace(/^signed in: /, '') : s.name) || s.member || s.owner || '';
+  // A team's sign-in is named "… (<team>)": the team shows beside it.
+  if (s.role && s.via === 'sign-in' && n.endsWith(` (${s.owner})`)) n = n.slice(0, -(s.owner.length + 3));
+  return n;
+}
+
 function renderWho() {
   const s = currentSession();
   if (!who || !s) return;
-  // A sign-in's token is named "signed in: <name or email>": the person's name is enough here.
-  const name = (s.via === 'sign-in' ? (s.name || '').replace(/^signed in: /, '') : s.name) || s.owner || '';
+  document.body.dataset.role = s.role || '';
+  const name = personName(s);
   const title = [s.owner && s.owner !== name ? `owner ${s.owner}` : null, s.via === 'sign-in' ? 'signed in with single sign-on' : 'signed in with an API token',
     s.expires_at ? `until ${new Date(s.expires_at).toLocaleString()}` : null].filter(Boolean).join(' · ');
-  clear(who,
-    h('span.whoami-name#whoami-name', { title, dataset: { owner: s.owner || '', via: s.via || '' } }, name),
-    s.admin ? h('span.tag.tag-strong.whoami-admin#whoami-admin', { title: 'This sign-in is an admin: it sees and manages every owner\'s desktops' }, 'admin') : null);
+  const team = s.role ? s.owner : '';
+  const nameEl = h('span.whoami-name#whoami-name', { title, dataset: { owner: s.owner || '', via: s.via || '', team, role: s.role || '' } }, name);
+  const role = s.role ? roleTag(s.role, { id: 'whoami-role', title: s.role === 'viewer' ? `A viewer of ${team} only watches: changes are refused` : `Your role in ${team}` }) : null;
+  const admin = s.admin ? h('span.tag.tag-strong.whoami-admin#whoami-admin', { title: 'This sign-in is an admin: it sees and manages every owner\'s desktops' }, 'admin') : null;
+  if (s.via === 'sign-in' && cookieMode()) {
+    // "Acting as: <the person> ▾", or "Acting as: <team> ▾ [role] <the person>".
+    clear(who, teamSwitcher(s, name, team ? null : nameEl), role, team ? nameEl : null, admin);
+  } else {
+    clear(who, nameEl, team ? h('span.whoami-team#whoami-team', { title: `Acting for team ${team}` }, `for ${team}`) : null, role, admin);
+  }
   who.hidden = !name;
+}
+
+// The teams a sign-in person may act for. Acting for a team, GET /teams
+// answers that team only, so the person's own list is kept from when they
+// acted for themselves (for this tab).
+const TEAMS_KEY = 'bureau.myteams';
+function rememberedTeams() {
+  try { return JSON.parse(sessionStorage.getItem(TEAMS_KEY) || '[]'); } catch { return []; }
+}
+function rememberTeams(list) {
+  try { sessionStorage.setItem(TEAMS_KEY, JSON.stringify(list)); } catch { /* private mode */ }
+}
+
+// "Acting as: <you or the team> ▾": a menu of the person and their teams;
+// picking one switches the session (POST /auth/team) and reloads the app.
+function teamSwitcher(s, name, nameEl) {
+  const acting = s.role ? s.owner : '';
+  const menu = h('div.switcher-menu#team-switch-menu', { role: 'menu' });
+  const box = h('details.switcher#team-switch', { dataset: { acting } },
+    h('summary.btn.btn-sm.switcher-btn', { title: 'Act as yourself or for one of your teams' },
+      h('span.muted', 'Acting as:'), nameEl || h('strong.switcher-current#whoami-acting', acting), h('span.switcher-caret', { 'aria-hidden': 'true' }, '▾')),
+    menu);
+  const fill = (teams) => {
+    const items = [{ name: '', label: `${name || 'Myself'} (yourself)`, role: '' },
+      ...teams.map((t) => ({ name: t.name, label: t.name, role: t.role }))];
+    if (acting && !items.some((i) => i.name === acting)) items.push({ name: acting, label: acting, role: s.role });
+    clear(menu, items.map((i) => h('button.switcher-item', {
+      type: 'button', role: 'menuitemradio', 'aria-checked': String(i.name === acting), dataset: { actAs: i.name },
+      onclick: () => { box.open = false; if (i.name !== acting) switchTo(i.name); },
+    }, h('span.switcher-check', i.name === acting ? '✓' : ''), h('span.switcher-label', i.label), i.role ? roleTag(i.role) : null)));
+  };
+  // GET /api/v1/session names the person's teams; an older answer does not: ask.
+  if (Array.isArray(s.teams)) {
+    fill(s.teams.slice().sort((a, b) => a.name.localeCompare(b.name)));
+    return box;
+  }
+  fill(rememberedTeams());
+  get('/teams').then((r) => {
+    const teams = (r?.teams || []).map((t) => ({ name: t.name, role: t.role })).sort((a, b) => a.name.localeCompare(b.name));
+    if (!acting) rememberTeams(teams);
+    else {
+      const keep = rememberedTeams().filter((t) => t.name !== acting);
+      teams.push(...keep);
+      teams.sort((a, b) => a.name.localeCompare(b.name));
+    }
+    fill(teams);
+  }, () => { /* the remembered list stays */ });
+  return box;
+}
+
+async function switchTo(team) {
+  try {
+    await actAs(team);
+  } catch (e) {
+    if (e.status === 401) return; // signed out
+    toast(`Could not switch to ${team || 'yourself'}: ${describe(e)}`, 'error');
+    return;
+  }
+  forgetHosts();
+  toast(team ? `Acting for team ${team} now.` : 'Acting as yourself now.', 'success');
+  // A desktop of the other owner is not this one's: back to the list.
+  if (/^#\/desktops\//.test(location.hash)) location.hash = '#/';
+  start();
 }
 
 function shell() {
@@ -123,6 +203,7 @@ function shell() {
       h('a.topnav-link', { href: '#/', dataset: { section: 'list' } }, 'Desktops'),
       hosts ? h('a.topnav-link', { href: '#/hosts', dataset: { section: 'hosts' } }, hostIcon(14), 'Hosts') : null,
       hosts ? h('a.topnav-link', { href: '#/backups', dataset: { section: 'backups' } }, icon('archive', 14), 'Backups') : null,
+      h('a.topnav-link#nav-teams', { href: '#/teams', dataset: { section: 'teams' } }, icon('users', 14), 'Teams'),
       h('a.topnav-link', { href: '#/audit', dataset: { section: 'audit' } }, icon('clock', 14), 'Audit'),
       h('a.topnav-link#nav-tokens', { href: '#/tokens', dataset: { section: 'tokens' } }, icon('key', 14), 'API tokens'));
     nav.hidden = false;
@@ -131,7 +212,8 @@ function shell() {
 }
 
 function markNav() {
-  const section = ['hosts', 'backups', 'audit', 'tokens'].includes(current?.key) ? current.key : 'list';
+  const key = current?.key?.startsWith('t:') ? 'teams' : current?.key;
+  const section = ['hosts', 'backups', 'audit', 'tokens', 'teams'].includes(key) ? key : 'list';
   nav?.querySelectorAll('.topnav-link').forEach((a) => {
     if (a.dataset.section === section) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   });
@@ -151,7 +233,10 @@ function route() {
   // #/desktops/<id>[/<tab>][?<params of the tab>]
   const m = hash.match(/^\/desktops\/([^/?]+)(?:\/([a-z]+))?(?:\?(.*))?$/);
   const params = m?.[3] ? Object.fromEntries(new URLSearchParams(m[3])) : {};
-  const key = m ? `d:${decodeURIComponent(m[1])}` : ['/hosts', '/backups', '/audit', '/tokens'].includes(hash) ? hash.slice(1) : 'list';
+  // #/teams/<name>
+  const tm = !m && hash.match(/^\/teams\/([^/?]+)\/?$/);
+  const key = m ? `d:${decodeURIComponent(m[1])}` : tm ? `t:${decodeURIComponent(tm[1])}`
+    : ['/hosts', '/backups', '/audit', '/tokens', '/teams'].includes(hash) ? hash.slice(1) : 'list';
   if (current && current.key === key) {
     if (m && m[2]) current.setTab?.(m[2], params);
     return;
@@ -174,6 +259,13 @@ function route() {
   } else if (key === 'audit') {
     current = { key, cleanup: auditView(main) };
     document.title = 'Audit · bureau';
+  } else if (tm) {
+    const name = decodeURIComponent(tm[1]);
+    current = { key, cleanup: teamView(main, name) };
+    document.title = `${name} · Teams · bureau`;
+  } else if (key === 'teams') {
+    current = { key, cleanup: teamsView(main) };
+    document.title = 'Teams · bureau';
   } else if (key === 'tokens') {
     current = { key, cleanup: tokensView(main, { signedOut: () => signedOutView('You revoked the token this console was signed in with. Sign in again.') }) };
     document.title = 'API tokens · bureau';
@@ -214,6 +306,8 @@ async function logout() {
 // Shows the sign-in page after the sign-in ended (signed out, revoked).
 function signedOutView(message) {
   clearToken();
+  delete document.body.dataset.role;
+  try { sessionStorage.removeItem(TEAMS_KEY); } catch { /* ignore */ }
   forgetHosts();
   info = null;
   loginView(message);
@@ -234,6 +328,13 @@ onUnauthorized(() => {
 });
 
 window.addEventListener('hashchange', route);
+// An open "Acting as" menu closes on a click elsewhere, or Escape.
+document.addEventListener('click', (e) => {
+  document.querySelectorAll('details.switcher[open]').forEach((d) => { if (!d.contains(e.target)) d.open = false; });
+});
+document.addEventListener('keydown', (e) => {
+  if (e.key === 'Escape') document.querySelectorAll('details.switcher[open]').forEach((d) => { d.open = false; });
+});
 
 // Boot: validate a stored token, or find a single sign-on session, before
 // showing anything else.

@@ -81,6 +81,40 @@ export async function loadSession() {
   }
 }
 
+/** The caller's role in the team it acts for ("admin", "member", "viewer"), or "" when it acts for itself. */
+export const currentRole = () => session?.role || '';
+
+/** Whether the caller only watches (a team's viewer): the API refuses its changes with 403. */
+export const readOnly = () => currentRole() === 'viewer';
+
+/**
+ * Switches a sign-in session to act for a team ("" for the person themselves):
+ * POST /auth/team with the session cookie and the CSRF token. The server
+ * replaces the session (same expiry); the new session's CSRF token is read
+ * back with GET /api/v1/session. Returns the new session. Throws ApiError.
+ */
+export async function actAs(team) {
+  if (!cookieMode()) throw new ApiError(0, 'not_signed_in', 'Switching teams needs a sign-in session (single sign-on).');
+  let res;
+  try {
+    res = await fetch('/auth/team', {
+      method: 'POST', credentials: 'same-origin', cache: 'no-store',
+      headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrfToken },
+      body: JSON.stringify({ team: team || '' }),
+    });
+  } catch {
+    throw new ApiError(0, 'network', 'Cannot reach the bureau server. Check your connection and try again.');
+  }
+  if (!res.ok) throw await errorFrom(res);
+  let body = null;
+  try { body = await res.json(); } catch { /* 204 or not JSON: ask below */ }
+  if (body?.csrf_token) csrfToken = body.csrf_token;
+  const s = await get('/session');
+  session = s;
+  if (s?.csrf_token) csrfToken = s.csrf_token;
+  return s;
+}
+
 /** Whether this server offers single sign-on: GET /auth/config ({oidc, provider}); {oidc:false} when it cannot say. */
 export async function authConfig() {
   try {

@@ -1,5 +1,5 @@
 // Desktop states, lifecycle actions, console sessions and screenshots, shared by the views.
-import { api, post, del, seg, describe } from './api.js';
+import { api, post, del, seg, describe, readOnly } from './api.js';
 import { upsert, remove } from './store.js';
 import { h, icon, toast, confirmDialog, infoDialog, busy } from './ui.js';
 
@@ -215,7 +215,8 @@ function actionButton(op, d, { compact = false } = {}) {
     type: 'button', title: a.label, 'aria-label': `${a.label} ${d.name}`,
     onclick: (e) => { e.stopPropagation(); runAction(op, d, btn); },
   }, icon(a.icon, 14), compact && danger ? null : h('span', a.label));
-  btn.disabled = !can(op, d);
+  btn.disabled = !can(op, d) || readOnly();
+  if (readOnly()) btn.title = `${a.label}: a viewer only watches`;
   return btn;
 }
 
@@ -233,7 +234,8 @@ export function consoleButtons(d, { compact = false } = {}) {
   const sm = compact ? '.btn-sm' : '';
   const enabled = can('console', d);
   const title = enabled ? '' : `No console while the desktop is ${d.state}.`;
-  const b1 = h(`button.btn.btn-primary${sm}`, { type: 'button', disabled: !enabled, title: title || 'Open an interactive console in a new tab', onclick: (e) => { e.stopPropagation(); openConsole(d, false, b1); } }, icon('monitor', 14), h('span', 'Console'));
+  // A viewer's consoles are view-only whatever it asks: offer that one only.
+  const b1 = readOnly() ? null : h(`button.btn.btn-primary${sm}`, { type: 'button', disabled: !enabled, title: title || 'Open an interactive console in a new tab', onclick: (e) => { e.stopPropagation(); openConsole(d, false, b1); } }, icon('monitor', 14), h('span', 'Console'));
   const b2 = h(`button.btn${sm}`, { type: 'button', disabled: !enabled, title: title || 'Watch the screen without keyboard or mouse', onclick: (e) => { e.stopPropagation(); openConsole(d, true, b2); } }, icon('eye', 14), h('span', 'View only'));
   return h('div.actions', b1, b2);
 }

@@ -1,5 +1,5 @@
 // The desktop list: a responsive grid of cards with live thumbnails.
-import { describe } from './api.js';
+import { describe, readOnly } from './api.js';
 import { store, subscribe, sortedDesktops, refresh } from './store.js';
 import { h, icon, clear, fmtMiB } from './ui.js';
 import { statePill, stateKind, phaseOf, elapsedEl, actionButtons, consoleButtons, deleteButton, requestShot, shotOf, onShot, dropShots } from './desktop.js';
@@ -78,7 +78,7 @@ export function listView(root) {
   root.append(
     h('div.page-head',
       h('div', h('h1', 'Desktops', count), h('p.muted', 'Persistent Linux desktops for your agents.')),
-      h('button.btn.btn-primary', { type: 'button', onclick: () => openCreateDialog() }, icon('plus'), 'New desktop')),
+      h('button.btn.btn-primary.needs-write', { type: 'button', dataset: { create: 'desktop' }, onclick: () => openCreateDialog() }, icon('plus'), 'New desktop')),
     body);
 
   const cards = new Map(); // id -> element
@@ -101,9 +101,9 @@ export function listView(root) {
       sigs.clear();
       clear(body, h('div.empty',
         h('div.empty-icon', icon('monitor', 36)),
-        h('h2', 'No desktops yet — create one'),
+        h('h2', readOnly() ? 'No desktops yet' : 'No desktops yet — create one'),
         h('p.muted', 'A desktop is a Linux VM with a graphical session and a persistent /home.'),
-        h('button.btn.btn-primary', { type: 'button', onclick: () => openCreateDialog() }, icon('plus'), 'New desktop')));
+        h('button.btn.btn-primary.needs-write', { type: 'button', dataset: { create: 'desktop' }, onclick: () => openCreateDialog() }, icon('plus'), 'New desktop')));
       return;
     }
     if (grid.parentNode !== body) clear(body, grid);

@@ -4,6 +4,7 @@
 import { get, post, del, seg, describe, currentSession } from './api.js';
 import { store, sortedDesktops, subscribe } from './store.js';
 import { h, icon, clear, toast, confirmDialog, busy, timeEl, fmtTime } from './ui.js';
+import { ROLES, roleTag } from './teams.js';
 
 const EXPIRY = [
   ['86400', '1 day'],
@@ -53,6 +54,15 @@ export function tokensView(root, { signedOut } = {}) {
   const computerOnly = h('input#token-computer-only', { type: 'checkbox' });
   const expiry = h('select#token-expiry', { 'aria-label': 'Expires' }, EXPIRY.map(([v, l]) => h('option', { value: v, selected: v === '2592000' }, l)));
   const scopeHint = h('small.muted.tokens-hint');
+  // Acts for: the caller, or one of their teams (a team token, docs/teams.md)
+  // at a role up to theirs in it.
+  const actsFor = h('select#token-owner', { 'aria-label': 'Acts for' }, h('option', { value: '' }, `Myself (${session?.owner || 'you'})`));
+  const role = h('select#token-role', { 'aria-label': 'Role in the team' });
+  const roleHint = h('small.muted.tokens-hint');
+  const roleField = h('div.field.tokens-role-field', { hidden: true }, h('label', { for: 'token-role' }, 'Role'), role, roleHint);
+  const actsField = h('div.field.tokens-acts-field', { hidden: true }, h('label', { for: 'token-owner' }, 'Acts for'), actsFor,
+    h('small.muted.tokens-hint', 'A team token sees the team\'s desktops, secrets and webhooks, nothing of yours.'));
+  let teams = []; // GET /teams: {name, role}
   const formError = h('div.form-error#token-error', { role: 'alert', hidden: true });
   const createBtn = h('button.btn.btn-primary#token-create', { type: 'submit' }, icon('plus', 14), 'Create token');
   const desktopField = h('div.field.tokens-desktop-field', h('label', { for: 'token-desktop' }, 'Desktop'), desktopPick,
@@ -61,6 +71,8 @@ export function tokensView(root, { signedOut } = {}) {
     h('div.panel-head', h('h2', 'Create a token')),
     h('div.tokens-form-grid',
       h('div.field', h('label', { for: 'token-name' }, 'Name'), name),
+      actsField,
+      roleField,
       h('div.field', h('label', { for: 'token-scope' }, 'Scope'), scope, scopeHint),
       desktopField,
       h('div.field', h('label', { for: 'token-expiry' }, 'Expires'), expiry)),
@@ -80,7 +92,7 @@ export function tokensView(root, { signedOut } = {}) {
     reveal,
     form,
     h('div.table-wrap', h('table.tokens-table#tokens-table',
-      h('thead', h('tr', ['Name', 'Kind', 'Scope', 'Desktop', 'Created', 'Expires', 'Last used', 'Status', ''].map((x) => h('th', x)))), tbody)),
+      h('thead', h('tr', ['Name', 'Kind', 'Scope', 'Acts for', 'Desktop', 'Created', 'Expires', 'Last used', 'Status', ''].map((x) => h('th', x)))), tbody)),
     listStatus);
 
   let gone = false;
@@ -98,9 +110,44 @@ export function tokensView(root, { signedOut } = {}) {
     const desk = scope.value === 'desktop';
     desktopField.hidden = !desk;
     if (!desk) computerOnly.checked = false;
-    scopeHint.textContent = SCOPE_HINT[scope.value] || '';
+    scopeHint.textContent = actsFor?.value && scope.value !== 'admin'
+      ? (desk ? 'One of the team\'s desktops only.' : `Everything the role allows with team ${actsFor.value}'s desktops.`)
+      : SCOPE_HINT[scope.value] || '';
   }
   scope.addEventListener('change', syncScope);
+
+  // A team's role for the token: up to the caller's own role in it (any for a bureau admin).
+  function syncTeam() {
+    const t = teams.find((x) => x.name === actsFor.value);
+    roleField.hidden = !t;
+    if (!t) return;
+    const max = admin ? ROLES.length - 1 : Math.max(0, ROLES.indexOf(t.role));
+    const keep = role.value;
+    clear(role, ROLES.slice(0, max + 1).map((r) => h('option', { value: r }, r)));
+    role.value = ROLES.includes(t.role) && ROLES.indexOf(t.role) <= max ? t.role : ROLES[max];
+    if (keep && ROLES.indexOf(keep) <= max && actsFor.dataset.last === actsFor.value) role.value = keep;
+    actsFor.dataset.last = actsFor.value;
+    roleHint.textContent = `Your role in ${t.name}: ${t.role || (admin ? 'none (you are a bureau admin)' : '—')}. The token may have it or less.`;
+  }
+  actsFor.addEventListener('change', () => { syncTeam(); syncScopeOptions(); syncScope(); });
+  // Admin scope is the caller's own: not for a team's token.
+  function syncScopeOptions() {
+    const adminOpt = scope.querySelector('option[value="admin"]');
+    if (adminOpt) adminOpt.disabled = !!actsFor.value;
+    if (actsFor.value && scope.value === 'admin') { scope.value = 'owner'; syncScope(); }
+  }
+  // Only a person's own token (or sign-in) mints team tokens: not a team's.
+  if (!session?.role) {
+    get('/teams').then((r) => {
+      if (gone) return;
+      teams = (r?.teams || []).map((t) => ({ name: t.name, role: t.role || '' })).sort((a, b) => a.name.localeCompare(b.name));
+      if (!teams.length) return;
+      clear(actsFor, h('option', { value: '' }, `Myself (${session?.owner || 'you'})`),
+        teams.map((t) => h('option', { value: t.name, dataset: { role: t.role } }, `Team ${t.name}${t.role ? ` (${t.role})` : ''}`)));
+      actsField.hidden = false;
+      syncTeam();
+    }, () => { /* no teams here (an older server): the field stays hidden */ });
+  }
   fillDesktops();
   syncScope();
   const unsub = subscribe((reason) => { if (reason !== 'live') fillDesktops(); });
@@ -141,6 +188,10 @@ export function tokensView(root, { signedOut } = {}) {
       name.setAttribute('aria-invalid', 'true');
       name.focus();
       return;
+    }
+    if (actsFor.value) {
+      body.owner = actsFor.value;
+      body.role = role.value;
     }
     if (scope.value === 'desktop') {
       body.desktop_id = desktopPick.value;
@@ -184,9 +235,13 @@ export function tokensView(root, { signedOut } = {}) {
     const mine = session?.token_id && t.id === session.token_id;
     return h('tr', { dataset: { tokenId: t.id, tokenName: t.name || '', state: usable(t) ? 'active' : t.revoked_at ? 'revoked' : 'expired' } },
       h('td', h('strong', t.name || h('span.muted', '(no name)')), mine ? h('span.tag.tag-strong.tokens-this', { title: 'This console is signed in with it' }, 'this sign-in') : null,
-        h('div.muted.small', h('code', t.id), session?.owner && t.owner && t.owner !== session.owner ? ` · ${t.owner}` : null)),
+        h('div.muted.small', h('code', t.id), session?.owner && t.owner && t.owner !== session.owner && !t.role ? ` · ${t.owner}` : null)),
       h('td', kind(t)),
       h('td', t.scope),
+      h('td.tokens-acts-cell', { dataset: { owner: t.owner || '', role: t.role || '' } }, t.role
+        ? h('span.tokens-acts', h('span', { title: `A token of team ${t.owner}` }, icon('users', 13), ' ', h('strong', t.owner)), roleTag(t.role),
+          t.member && t.member !== session?.member && t.member !== session?.owner ? h('span.muted.small', `for ${t.member}`) : null)
+        : h('span.muted', t.owner && session?.owner && t.owner !== session.owner ? t.owner : 'you')),
       h('td', desktopCell(t)),
       h('td.nowrap', timeEl(t.created_at)),
       h('td.nowrap', t.expires_at ? timeEl(t.expires_at) : h('span.muted', 'never')),

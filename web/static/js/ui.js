@@ -67,6 +67,7 @@ const ICONS = {
   key: 'M14.5 3.5a6 6 0 1 1-4.9 9.4L3 19.5V21h3v-2h2v-2h2l1.6-1.6A6 6 0 0 1 14.5 3.5zM16.5 7.5h.01',
   login: 'M15 4h4v16h-4M10 8l4 4-4 4M4 12h10',
   copy: 'M8 8h12v12H8zM4 16V4h12',
+  users: 'M9 11a4 4 0 1 0 0-8 4 4 0 0 0 0 8zM2 21v-1a6 6 0 0 1 6-6h2a6 6 0 0 1 6 6v1M16 3.3a4 4 0 0 1 0 7.4M22 21v-1a6 6 0 0 0-4-5.6',
 };
 
 export function icon(name, size = 16) {
