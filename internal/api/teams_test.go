@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/bureau/bureau/internal/auth"
@@ -229,5 +230,40 @@ func TestTeamTokens(t *testing.T) {
 	}
 	if code, _ := e.do(t, admin, "GET", "/api/v1/desktops", ""); code != 200 {
 		t.Errorf("alice's admin token: %d", code)
+	}
+}
+
+// A person's own token lists the team tokens they made (not the other
+// members') and revokes them; a team token lists its team's.
+func TestPersonSeesTheirTeamTokens(t *testing.T) {
+	e := newEnv(t)
+	carol := personToken(t, e, "carol")
+	e.do(t, e.alice, "POST", "/api/v1/teams", `{"name":"ops"}`)
+	e.do(t, e.alice, "PUT", "/api/v1/teams/ops/members/carol", `{"role":"member"}`)
+	mine, info := teamToken(t, e, carol, `{"owner":"ops","name":"carol's agent"}`)
+	teamToken(t, e, e.alice, `{"owner":"ops","name":"alice's agent"}`)
+	names := func(token string) []string {
+		t.Helper()
+		code, r := e.do(t, token, "GET", "/api/v1/tokens", "")
+		if code != 200 {
+			t.Fatalf("list: %d %v", code, r)
+		}
+		var out []string
+		for _, x := range r["tokens"].([]any) {
+			out = append(out, x.(map[string]any)["name"].(string))
+		}
+		return out
+	}
+	if got := names(carol); !slices.Contains(got, "carol's agent") || slices.Contains(got, "alice's agent") {
+		t.Errorf("carol's list: %v, want her team token and not alice's", got)
+	}
+	if got := names(mine); !slices.Contains(got, "alice's agent") {
+		t.Errorf("the team token's list: %v, want the team's tokens", got)
+	}
+	if code, r := e.do(t, carol, "DELETE", "/api/v1/tokens/"+info["id"].(string), ""); code != 204 {
+		t.Errorf("carol revokes her team token: %d %v", code, r)
+	}
+	if code, _ := e.do(t, mine, "GET", "/api/v1/desktops", ""); code != 401 {
+		t.Errorf("her revoked team token: %d, want 401", code)
 	}
 }

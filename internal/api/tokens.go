@@ -17,6 +17,8 @@ type Tokens interface {
 	Authenticate(ctx context.Context, secret string) (*desktop.Token, error)
 	Create(ctx context.Context, req auth.CreateRequest) (string, *desktop.Token, error)
 	List(ctx context.Context, owner string) ([]*desktop.Token, error)
+	// ListTeamTokensOf lists the team tokens acting for a person.
+	ListTeamTokensOf(ctx context.Context, member string) ([]*desktop.Token, error)
 	// Revoke revokes a token and the tokens it minted, and says how many.
 	Revoke(ctx context.Context, id string) ([]string, error)
 	// Usable returns a token by id if it may still authenticate.
@@ -103,7 +105,7 @@ func (s *tokenHandlers) createToken(c *gin.Context) (reply, error) {
 }
 
 func (s *tokenHandlers) listTokens(c *gin.Context) (reply, error) {
-	toks, err := s.tokens.List(c.Request.Context(), ownerFilter(c))
+	toks, err := s.visibleTokens(c, ownerFilter(c))
 	if err != nil {
 		return reply{}, err
 	}
@@ -116,7 +118,7 @@ func (s *tokenHandlers) listTokens(c *gin.Context) (reply, error) {
 func (s *tokenHandlers) revokeToken(c *gin.Context) (reply, error) {
 	id := c.Param("id")
 	if !isAdmin(c) {
-		toks, err := s.tokens.List(c.Request.Context(), caller(c).Owner)
+		toks, err := s.visibleTokens(c, caller(c).Owner)
 		if err != nil {
 			return reply{}, err
 		}
@@ -137,4 +139,16 @@ func (s *tokenHandlers) revokeToken(c *gin.Context) (reply, error) {
 	s.consoles.EndMadeBy(ids)
 	s.log.Info("token revoked", "token", id, "revoked", len(ids), "by", actor(c))
 	return reply{http.StatusNoContent, nil}, nil
+}
+
+// visibleTokens are owner's tokens and, for a person's own token (not a
+// team's, not an admin's listing of all), the team tokens that act for
+// them: they made them, so they see and revoke them.
+func (s *tokenHandlers) visibleTokens(c *gin.Context, owner string) ([]*desktop.Token, error) {
+	toks, err := s.tokens.List(c.Request.Context(), owner)
+	if err != nil || owner == "" || caller(c).Role != "" {
+		return toks, err
+	}
+	theirs, err := s.tokens.ListTeamTokensOf(c.Request.Context(), owner)
+	return append(toks, theirs...), err
 }

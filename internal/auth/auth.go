@@ -23,6 +23,7 @@ type Store interface {
 	TokenByID(ctx context.Context, id string) (*desktop.Token, error)
 	TouchToken(ctx context.Context, id string, at time.Time) error
 	ListTokens(ctx context.Context, owner string) ([]*desktop.Token, error)
+	ListTeamTokensOf(ctx context.Context, member string) ([]*desktop.Token, error)
 	CountTokens(ctx context.Context) (int, error)
 	// RevokeToken revokes a token and, transitively, the tokens it minted
 	// and what they made (console tokens, share links, public ports), and
@@ -170,6 +171,11 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*desktop.Tok
 // List returns the tokens of owner ("" = all).
 func (s *Service) List(ctx context.Context, owner string) ([]*desktop.Token, error) {
 	return s.store.ListTokens(ctx, owner)
+}
+
+// ListTeamTokensOf lists the team tokens that act for the person member.
+func (s *Service) ListTeamTokensOf(ctx context.Context, member string) ([]*desktop.Token, error) {
+	return s.store.ListTeamTokensOf(ctx, member)
 }
 
 // Usable returns the token with this id if it may still authenticate: a

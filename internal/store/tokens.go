@@ -54,6 +54,16 @@ func (s *Store) ListTokens(ctx context.Context, owner string) ([]*desktop.Token,
 		query += ` WHERE owner=?`
 		args = append(args, owner)
 	}
+	return s.listTokens(ctx, query, args)
+}
+
+// ListTeamTokensOf lists the team tokens that act for member (a person's
+// tokens for the teams they are in), oldest first.
+func (s *Store) ListTeamTokensOf(ctx context.Context, member string) ([]*desktop.Token, error) {
+	return s.listTokens(ctx, `SELECT `+tokenCols+` FROM api_tokens WHERE member=? AND role<>''`, []any{member})
+}
+
+func (s *Store) listTokens(ctx context.Context, query string, args []any) ([]*desktop.Token, error) {
 	rows, err := s.query(ctx, query+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
