@@ -1,3 +1,4 @@
+import { parseNDJSON } from "./sse.js";
 import type { Transport } from "./transport.js";
 
 /**
@@ -71,17 +72,5 @@ export async function* auditAll(h: Transport, f: AuditFilter & { limit?: number 
 /** Every matching entry as the server streams it (NDJSON), in one request. */
 export async function* auditExport(h: Transport, f: AuditFilter = {}, signal?: AbortSignal): AsyncGenerator<AuditEntry> {
   const r = await h.open("listAudit", { query: { ...query(f), format: "ndjson" }, headers: { Accept: "application/x-ndjson" }, signal });
-  const text = r.body ? r.body.pipeThrough(new TextDecoderStream()) : null;
-  if (!text) return;
-  let buf = "";
-  for await (const chunk of text as unknown as AsyncIterable<string>) {
-    buf += chunk;
-    let nl: number;
-    while ((nl = buf.indexOf("\n")) >= 0) {
-      const l = buf.slice(0, nl).trim();
-      buf = buf.slice(nl + 1);
-      if (l) yield JSON.parse(l);
-    }
-  }
-  if (buf.trim()) yield JSON.parse(buf);
+  yield* parseNDJSON<AuditEntry>(r.body);
 }

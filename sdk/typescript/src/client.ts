@@ -3,7 +3,7 @@ import { Desktop } from "./desktop.js";
 import type * as m from "./models.js";
 import { People } from "./people.js";
 import { Recordings } from "./recordings.js";
-import { parseSSE, type ServerEvent } from "./sse.js";
+import { parseNDJSON, parseSSE, type ServerEvent } from "./sse.js";
 import { Steps } from "./steps.js";
 import { Transport } from "./transport.js";
 import { Teams } from "./teams.js";
@@ -198,19 +198,7 @@ export class Images {
   /** Imports an image (admin); yields its progress lines, the last being the image or an error. */
   async *import(req: { name: string; url?: string; path?: string; sha256?: string; os?: string; version?: string }): AsyncGenerator<Record<string, unknown>> {
     const r = await this.h.open("importImage", { json: pick(req), headers: { Accept: "application/x-ndjson" } });
-    const text = r.body ? r.body.pipeThrough(new TextDecoderStream()) : null;
-    if (!text) return;
-    let buf = "";
-    for await (const chunk of text as unknown as AsyncIterable<string>) {
-      buf += chunk;
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const l = buf.slice(0, nl).trim();
-        buf = buf.slice(nl + 1);
-        if (l) yield JSON.parse(l);
-      }
-    }
-    if (buf.trim()) yield JSON.parse(buf);
+    yield* parseNDJSON(r.body);
   }
 
   async delete(name: string): Promise<void> {

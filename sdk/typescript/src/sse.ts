@@ -53,3 +53,20 @@ export async function* parseSSE(body: ReadableStream<Uint8Array>): AsyncGenerato
     reader.cancel().catch(() => {});
   }
 }
+
+/** Yields each line of an NDJSON body (a response's), parsed, as it comes; blank lines are skipped. */
+export async function* parseNDJSON<T = Record<string, unknown>>(body: Response["body"]): AsyncGenerator<T> {
+  if (!body) return;
+  const text = body.pipeThrough(new TextDecoderStream());
+  let buf = "";
+  for await (const chunk of text as unknown as AsyncIterable<string>) {
+    buf += chunk;
+    let nl: number;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const l = buf.slice(0, nl).trim();
+      buf = buf.slice(nl + 1);
+      if (l) yield JSON.parse(l) as T;
+    }
+  }
+  if (buf.trim()) yield JSON.parse(buf) as T;
+}
