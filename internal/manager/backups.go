@@ -2,7 +2,6 @@ package manager
 
 import (
 	"context"
-	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/bureau/bureau/internal/backup"
 	"github.com/bureau/bureau/internal/desktop"
+	"github.com/bureau/bureau/internal/secrets"
 )
 
 // TargetRequest asks for a new backup target.
@@ -146,9 +146,7 @@ func newBackups(cfg BackupsConfig, ops *runner, vms markVMs, hosts diskHosts, cr
 	}
 	b.slots = make(chan struct{}, max(atOnce, 1))
 	if len(cfg.SealKey) == 32 {
-		if block, err := aes.NewCipher(cfg.SealKey); err == nil {
-			b.seal, _ = cipher.NewGCM(block)
-		}
+		b.seal, _ = secrets.AEAD(cfg.SealKey)
 	}
 	return b
 }

@@ -1,12 +1,13 @@
 package webhooks
 
 import (
-	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
+
+	"github.com/bureau/bureau/internal/secrets"
 )
 
 // sealer keeps endpoints' secrets at rest: AES-256-GCM under bureau's
@@ -15,14 +16,7 @@ import (
 type sealer struct{ aead cipher.AEAD }
 
 func newSealer(key []byte) (*sealer, error) {
-	if len(key) != 32 {
-		return nil, fmt.Errorf("webhooks: a key of %d bytes, want 32", len(key))
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, fmt.Errorf("webhooks: %w", err)
-	}
-	aead, err := cipher.NewGCM(block)
+	aead, err := secrets.AEAD(key)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
