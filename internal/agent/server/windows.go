@@ -40,6 +40,10 @@ const (
 	// windowStill: a move or resize the window manager bent (size
 	// increments, screen edges) is over once the geometry holds this long.
 	windowStill = 150 * time.Millisecond
+	// closeSettles: a close is given this many settle times: the application itself
+	// must go (flush, tear down), which on a loaded guest takes seconds,
+	// where the window manager's own actions take milliseconds.
+	closeSettles = 5
 )
 
 // windows answers the window ops.
@@ -153,7 +157,11 @@ func (o windowOps) do(ctx context.Context, id uint32, w wire.Window, act wire.Wi
 	if err := o.ws.Ask(ctx, w, act); err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(o.settle)
+	settle := o.settle
+	if act.Action == wire.WindowClose {
+		settle *= closeSettles
+	}
+	deadline := time.Now().Add(settle)
 	last, lastChange := w, time.Now()
 	for {
 		select {
