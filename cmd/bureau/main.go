@@ -40,6 +40,6 @@ func rootCmd() *cobra.Command {
 	f.StringVar(&cfg.URL, "url", cfg.URL, "server URL for client commands (BUREAU_URL)")
 	f.StringVar(&cfg.Token, "token", cfg.Token, "API token for client commands (BUREAU_TOKEN; default: the host's admin token file)")
 	root.AddCommand(serveCmd(&cfg), doctorCmd(&cfg), migrateCmd(&cfg), imageCmd(&cfg), tokenCmd(&cfg), desktopCmd(&cfg), quotaCmd(&cfg), templateCmd(&cfg), hostCmd(&cfg), mcpCmd(&cfg), serviceCmd(&cfg), secretCmd(&cfg), urlCmd(&cfg), stepsCmd(&cfg), recordingCmd(&cfg),
-		backupCmd(&cfg), backupTargetCmd(&cfg), requestsCmd(&cfg), requestCmd(&cfg), webhookCmd(&cfg), auditCmd(&cfg))
+		backupCmd(&cfg), backupTargetCmd(&cfg), requestsCmd(&cfg), requestCmd(&cfg), webhookCmd(&cfg), auditCmd(&cfg), teamCmd(&cfg))
 	return root
 }
