@@ -1,31 +1,11 @@
 // Offline tests of backups (bureau.backups, bureau.backupTargets) against a fake server.
 import assert from "node:assert/strict";
-import http from "node:http";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { Bureau, BureauError, Desktop, TimeoutError } from "../dist/index.js";
+import { jsonServer } from "./fake.mjs";
 
-let server, url;
-const routes = new Map();
-const seen = [];
-
-before(async () => {
-  server = http.createServer((req, res) => {
-    const body = [];
-    req.on("data", (c) => body.push(c));
-    req.on("end", () => {
-      seen.push({ method: req.method, url: req.url, body: Buffer.concat(body).toString() });
-      const route = routes.get(`${req.method} ${new URL(req.url, "http://x").pathname}`);
-      const [status, out] = route ? route() : [404, { error: { code: "not_found", message: "no route" } }];
-      res.writeHead(status, { "Content-Type": "application/json" });
-      res.end(out === undefined ? "" : JSON.stringify(out));
-    });
-  });
-  await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  url = `http://127.0.0.1:${server.address().port}`;
-});
-after(() => server.close());
-
-const json = (method, path, status, obj) => routes.set(`${method} ${path}`, () => [status, obj]);
+const fake = jsonServer();
+const { seen, json, routes } = fake;
 const rejection = (p) => p.then(() => null, (e) => e);
 const backup = (state = "running", more = {}) => ({
   id: "b1", desktop_id: "d1", desktop_name: "agent-1", owner: "alice", target_id: "t1", state, kind: "full", consistency: "filesystem",
@@ -38,7 +18,7 @@ const TARGET = { id: "t1", name: "offsite", kind: "s3", created_at: "2025-03-04T
   s3: { endpoint: "nas.lan:9000", bucket: "bk", access_key: "AKID", insecure: true } };
 
 describe("backups", () => {
-  const b = () => new Bureau({ url, token: "bureau_test" });
+  const b = () => new Bureau({ url: fake.url, token: "bureau_test" });
 
   test("create and wait", async () => {
     json("POST", "/api/v1/desktops/d1/backups", 202, backup());

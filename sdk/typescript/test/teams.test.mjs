@@ -1,35 +1,17 @@
 // Offline tests of bureau.teams against a fake server.
 import assert from "node:assert/strict";
-import http from "node:http";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { Bureau, BureauError } from "../dist/index.js";
+import { jsonServer } from "./fake.mjs";
 
 describe("bureau.teams", () => {
-  let server, url;
-  const routes = new Map();
-  const seen = [];
-  before(async () => {
-    server = http.createServer((req, res) => {
-      const body = [];
-      req.on("data", (c) => body.push(c));
-      req.on("end", () => {
-        seen.push({ method: req.method, url: req.url, body: Buffer.concat(body).toString() });
-        const route = routes.get(`${req.method} ${new URL(req.url, "http://x").pathname}`);
-        const [status, out] = route ? route() : [404, { error: { code: "not_found", message: "no route" } }];
-        res.writeHead(status, { "Content-Type": "application/json" });
-        res.end(out === undefined ? "" : JSON.stringify(out));
-      });
-    });
-    await new Promise((r) => server.listen(0, "127.0.0.1", r));
-    url = `http://127.0.0.1:${server.address().port}`;
-  });
-  after(() => server.close());
-  const json = (method, path, status, obj) => routes.set(`${method} ${path}`, () => [status, obj]);
+  const fake = jsonServer();
+  const { seen, json } = fake;
   const member = { member: "bob@example.com", role: "viewer", added_at: "2026-01-02T03:04:05Z", added_by: "alice" };
   const team = { name: "ops", created_at: "2026-01-02T03:04:05Z", created_by: "alice", role: "admin", members: [member] };
 
   test("every route", async () => {
-    const b = new Bureau({ url, token: "tok" });
+    const b = new Bureau({ url: fake.url, token: "tok" });
     json("POST", "/api/v1/teams", 201, team);
     assert.equal((await b.teams.create("ops")).role, "admin");
     assert.deepEqual(JSON.parse(seen.at(-1).body), { name: "ops" });

@@ -1,9 +1,9 @@
 // Offline tests of webhooks: verifyWebhook, and bureau.webhooks against a fake server.
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
-import http from "node:http";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { Bureau, BureauError, verifyWebhook, WebhookVerificationError } from "../dist/index.js";
+import { jsonServer } from "./fake.mjs";
 
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
@@ -46,32 +46,14 @@ describe("verifyWebhook", () => {
 });
 
 describe("bureau.webhooks", () => {
-  let server, url;
-  const routes = new Map();
-  const seen = [];
-  before(async () => {
-    server = http.createServer((req, res) => {
-      const body = [];
-      req.on("data", (c) => body.push(c));
-      req.on("end", () => {
-        seen.push({ method: req.method, url: req.url, body: Buffer.concat(body).toString() });
-        const route = routes.get(`${req.method} ${new URL(req.url, "http://x").pathname}`);
-        const [status, out] = route ? route() : [404, { error: { code: "not_found", message: "no route" } }];
-        res.writeHead(status, { "Content-Type": "application/json" });
-        res.end(out === undefined ? "" : JSON.stringify(out));
-      });
-    });
-    await new Promise((r) => server.listen(0, "127.0.0.1", r));
-    url = `http://127.0.0.1:${server.address().port}`;
-  });
-  after(() => server.close());
-  const json = (method, path, status, obj) => routes.set(`${method} ${path}`, () => [status, obj]);
+  const fake = jsonServer();
+  const { seen, json } = fake;
   const hook = { id: "wh_1", owner: "alice", url: "https://h.example/", description: "", events: ["help.*"], all_owners: false, enabled: true,
     created_at: "2026-01-02T03:04:05Z", created_by: "alice/t", failures: 0 };
   const d = { id: "whd_1", webhook_id: "wh_1", message_id: "msg_1", event_type: "webhook.ping", status: "pending", attempts: 0, created_at: "2026-01-02T03:04:05Z" };
 
   test("every route", async () => {
-    const b = new Bureau({ url, token: "tok" });
+    const b = new Bureau({ url: fake.url, token: "tok" });
     json("POST", "/api/v1/webhooks", 201, { ...hook, secret: "whsec_eA==" });
     assert.equal((await b.webhooks.create("https://h.example/", ["help.*"], { allOwners: true })).secret, "whsec_eA==");
     assert.deepEqual(JSON.parse(seen.at(-1).body), { url: "https://h.example/", events: ["help.*"], description: "", all_owners: true });
