@@ -8,25 +8,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/config"
 	"github.com/spf13/cobra"
 )
-
-// teamMember and team are a team as the API answers it (docs/teams.md).
-type teamMember struct {
-	Member  string    `json:"member"`
-	Role    string    `json:"role"`
-	AddedAt time.Time `json:"added_at"`
-	AddedBy string    `json:"added_by"`
-}
-
-type team struct {
-	Name      string       `json:"name"`
-	CreatedAt time.Time    `json:"created_at"`
-	CreatedBy string       `json:"created_by"`
-	Role      string       `json:"role"`
-	Members   []teamMember `json:"members"`
-}
 
 // teamCmd is "bureau team": teams, their members and roles, and team
 // tokens (docs/teams.md).
@@ -51,13 +36,7 @@ func teamCmd(cfg *config.Config) *cobra.Command {
 
 	list := &cobra.Command{Use: "list", Short: "List your teams and your role in each", Args: cobra.NoArgs}
 	list.RunE = runWithClient(cfg, func(ctx context.Context, c *client, _ []string) error {
-		var out struct {
-			Teams []struct {
-				Name, Role string
-				Members    int
-				CreatedAt  time.Time `json:"created_at"`
-			}
-		}
+		var out struct{ Teams []apiv1.TeamSummary }
 		if err := c.do(ctx, "GET", "/api/v1/teams", nil, &out); err != nil {
 			return err
 		}
@@ -71,7 +50,7 @@ func teamCmd(cfg *config.Config) *cobra.Command {
 
 	show := &cobra.Command{Use: "show TEAM", Short: "Show a team's members and their roles", Args: cobra.ExactArgs(1)}
 	show.RunE = runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
-		var t team
+		var t apiv1.Team
 		if err := c.do(ctx, "GET", path(args[0]), nil, &t); err != nil {
 			return err
 		}
@@ -138,7 +117,7 @@ func teamCmd(cfg *config.Config) *cobra.Command {
 	return cmd
 }
 
-func teamTable(out io.Writer, t *team) error {
+func teamTable(out io.Writer, t *apiv1.Team) error {
 	fmt.Fprintf(out, "team %s (created %s by %s; your role: %s)\n", t.Name, t.CreatedAt.Local().Format(time.DateTime), t.CreatedBy, t.Role)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "MEMBER\tROLE\tADDED\tBY")

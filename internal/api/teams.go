@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
+	"github.com/bureau/bureau/internal/api/apiv1"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/teams"
 	"github.com/gin-gonic/gin"
@@ -42,42 +42,6 @@ func (s *teamHandlers) teamRoutes(v1 *gin.RouterGroup) {
 	v1.DELETE("/teams/:team", s.handle(s.deleteTeam))
 	v1.PUT("/teams/:team/members/:member", s.handle(s.putMember))
 	v1.DELETE("/teams/:team/members/:member", s.handle(s.deleteMember))
-}
-
-// teamJSON is a team with its members; teamListJSON a team in a list.
-type teamJSON struct {
-	Name      string       `json:"name"`
-	CreatedAt time.Time    `json:"created_at"`
-	CreatedBy string       `json:"created_by"`
-	Role      string       `json:"role"`
-	Members   []memberJSON `json:"members"`
-}
-
-type memberJSON struct {
-	Member  string    `json:"member"`
-	Role    string    `json:"role"`
-	AddedAt time.Time `json:"added_at"`
-	AddedBy string    `json:"added_by"`
-}
-
-type teamListJSON struct {
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at"`
-	CreatedBy string    `json:"created_by"`
-	Role      string    `json:"role"`
-	Members   int       `json:"members"`
-}
-
-func fromTeam(t *teams.Team, role teams.Role) teamJSON {
-	out := teamJSON{Name: t.Name, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy, Role: string(role), Members: []memberJSON{}}
-	for _, m := range t.Members {
-		out.Members = append(out.Members, fromMember(m))
-	}
-	return out
-}
-
-func fromMember(m teams.Member) memberJSON {
-	return memberJSON{Member: m.Member, Role: string(m.Role), AddedAt: m.AddedAt, AddedBy: m.AddedBy}
 }
 
 // person is whom a person's own token or sign-in acts for ("" for a team
@@ -135,7 +99,7 @@ func (s *teamHandlers) createTeam(c *gin.Context) (reply, error) {
 	}
 	created(c, "team", t.Name)
 	s.log.Info("team created", "team", t.Name, "by", actor(c))
-	return reply{http.StatusCreated, fromTeam(t, teams.RoleAdmin)}, nil
+	return reply{http.StatusCreated, apiv1.FromTeam(t, teams.RoleAdmin)}, nil
 }
 
 func (s *teamHandlers) listTeams(c *gin.Context) (reply, error) {
@@ -159,13 +123,13 @@ func (s *teamHandlers) listTeams(c *gin.Context) (reply, error) {
 	if err != nil && !errors.Is(err, desktop.ErrNotFound) {
 		return reply{}, err
 	}
-	out := []teamListJSON{}
+	out := []apiv1.TeamSummary{}
 	for _, t := range list {
 		role := t.RoleOf(me.Owner)
 		if me.Role != "" {
 			role = teams.Role(me.Role)
 		}
-		out = append(out, teamListJSON{Name: t.Name, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy, Role: string(role), Members: len(t.Members)})
+		out = append(out, apiv1.SummaryOfTeam(t, role))
 	}
 	return reply{http.StatusOK, gin.H{"teams": out}}, nil
 }
@@ -179,7 +143,7 @@ func (s *teamHandlers) getTeam(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{http.StatusOK, fromTeam(t, role)}, nil
+	return reply{http.StatusOK, apiv1.FromTeam(t, role)}, nil
 }
 
 // teamAdmin checks that the caller manages the team in the path.
@@ -236,7 +200,7 @@ func (s *teamHandlers) putMember(c *gin.Context) (reply, error) {
 	for _, m := range t.Members {
 		if m.Member == member {
 			s.log.Info("team member set", "team", team, "member", member, "role", role, "was", was, "by", actor(c))
-			return reply{http.StatusOK, fromMember(m)}, nil
+			return reply{http.StatusOK, apiv1.FromTeamMember(m)}, nil
 		}
 	}
 	return reply{}, fmt.Errorf("member %s of team %s: %w", member, team, desktop.ErrNotFound)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/loop"
+	"github.com/bureau/bureau/internal/teams"
 )
 
 // fill sets every settable field of v (a pointer) to a non-zero value.
@@ -111,6 +112,14 @@ func TestConvertersCarryEveryField(t *testing.T) {
 			return FromRequest(&r)
 		},
 		"Control": func() any { var c loop.Control; fill(reflect.ValueOf(&c)); return FromControl(c) },
+		"Team": func() any {
+			var tm teams.Team
+			fill(reflect.ValueOf(&tm))
+			tm.Members = []teams.Member{{}}
+			fill(reflect.ValueOf(&tm.Members[0]))
+			return FromTeam(&tm, teams.RoleAdmin)
+		},
+		"TeamSummary": func() any { var tm teams.Team; fill(reflect.ValueOf(&tm)); return SummaryOfTeam(&tm, teams.RoleViewer) },
 		"BackupCheck": func() any {
 			var bc desktop.BackupCheck
 			fill(reflect.ValueOf(&bc))
