@@ -87,22 +87,36 @@ func (s *signinHandlers) callback(c *gin.Context) {
 	c.Redirect(http.StatusFound, res.ReturnTo)
 }
 
+// signedIn is the caller's sign-in, from its session cookie (checked, with
+// its CSRF token, as cookieSession does), made the caller for the audit
+// log. No cookie is 401, even where single sign-on is not configured.
+func (s *signinHandlers) signedIn(c *gin.Context) (*desktop.Token, error) {
+	secret, err := c.Cookie(signin.SessionCookie)
+	if err != nil || secret == "" {
+		return nil, fmt.Errorf("not signed in (no %s cookie): %w", signin.SessionCookie, desktop.ErrUnauthorized)
+	}
+	if s.signin == nil {
+		return nil, fmt.Errorf("%s: %w", notConfigured, desktop.ErrNotFound)
+	}
+	tok, err := s.cookieSession(c, secret)
+	if err != nil {
+		return nil, err
+	}
+	c.Set(ctxToken, tok)
+	c.Set(ctxOwner, tok.Owner)
+	return tok, nil
+}
+
 // logout revokes the caller's session (cookie and CSRF token) and clears
 // the cookie.
 func (s *signinHandlers) logout(c *gin.Context) (reply, error) {
 	if !s.enabled() {
 		return reply{}, fmt.Errorf("%s: %w", notConfigured, desktop.ErrNotFound)
 	}
-	secret, err := c.Cookie(signin.SessionCookie)
-	if err != nil || secret == "" {
-		return reply{}, fmt.Errorf("not signed in (no %s cookie): %w", signin.SessionCookie, desktop.ErrUnauthorized)
-	}
-	tok, err := s.cookieSession(c, secret)
+	tok, err := s.signedIn(c)
 	if err != nil {
 		return reply{}, err
 	}
-	c.Set(ctxToken, tok) // for the audit log
-	c.Set(ctxOwner, tok.Owner)
 	ids, err := s.tokens.Revoke(c.Request.Context(), tok.ID)
 	if err != nil {
 		return reply{}, err

@@ -26,19 +26,10 @@ type switchTeamRequest struct {
 // one revoked; the reply is GET /api/v1/session's for the new one, with
 // its CSRF token.
 func (s *signinHandlers) switchTeam(c *gin.Context) (reply, error) {
-	secret, err := c.Cookie(signin.SessionCookie)
-	if err != nil || secret == "" {
-		return reply{}, fmt.Errorf("not signed in (no %s cookie): %w", signin.SessionCookie, desktop.ErrUnauthorized)
-	}
-	if s.signin == nil {
-		return reply{}, fmt.Errorf("%s: %w", notConfigured, desktop.ErrNotFound)
-	}
-	tok, err := s.cookieSession(c, secret)
+	tok, err := s.signedIn(c)
 	if err != nil {
 		return reply{}, err
 	}
-	c.Set(ctxToken, tok) // for the audit log
-	c.Set(ctxOwner, tok.Owner)
 	var req switchTeamRequest
 	if err := decode(c, &req); err != nil {
 		return reply{}, err
