@@ -9,6 +9,10 @@ import (
 	"github.com/bureau/bureau/internal/audit"
 )
 
+// AuditLog keeps the audit log (internal/audit): who did what, from where,
+// with what result.
+type AuditLog struct{ *conn }
+
 const auditColumns = `id, at, owner, subject_owner, token_id, token_name, person, client_ip, method, route, action,
 	object_type, object_id, desktop_id, status, error_code, duration_ms, detail`
 
@@ -18,7 +22,7 @@ const auditRowsPerInsert = 50
 
 // AddAudit inserts audit entries in one transaction, many rows a
 // statement.
-func (s *Store) AddAudit(ctx context.Context, entries []*audit.Entry) error {
+func (s *AuditLog) AddAudit(ctx context.Context, entries []*audit.Entry) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("add audit entries: %w", err)
@@ -46,7 +50,7 @@ func (s *Store) AddAudit(ctx context.Context, entries []*audit.Entry) error {
 }
 
 // ListAudit returns up to f.Limit audit entries f chooses, newest first.
-func (s *Store) ListAudit(ctx context.Context, f audit.Filter) ([]*audit.Entry, error) {
+func (s *AuditLog) ListAudit(ctx context.Context, f audit.Filter) ([]*audit.Entry, error) {
 	where, args := auditWhere(f)
 	q := `SELECT ` + auditColumns + ` FROM audit_log`
 	if len(where) > 0 {
@@ -119,7 +123,7 @@ func auditWhere(f audit.Filter) ([]string, []any) {
 }
 
 // PruneAudit deletes audit entries older than before.
-func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
+func (s *AuditLog) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
 	res, err := s.exec(ctx, `DELETE FROM audit_log WHERE at<?`, millis(before))
 	if err != nil {
 		return 0, fmt.Errorf("prune audit log: %w", err)

@@ -11,9 +11,12 @@ import (
 	"github.com/bureau/bureau/internal/steps"
 )
 
+// CheckpointPolicies keeps desktops' automatic checkpoint policies.
+type CheckpointPolicies struct{ *conn }
+
 // CheckpointPolicy returns a desktop's automatic checkpoint policy (the
 // default, off, when none was set).
-func (s *Store) CheckpointPolicy(ctx context.Context, desktopID string) (steps.CheckpointPolicy, error) {
+func (s *CheckpointPolicies) CheckpointPolicy(ctx context.Context, desktopID string) (steps.CheckpointPolicy, error) {
 	p := steps.DefaultCheckpointPolicy()
 	var before string
 	err := s.queryRow(ctx, `SELECT every_steps, before_kinds, memory, keep FROM checkpoint_policies WHERE desktop_id=?`, desktopID).
@@ -31,7 +34,7 @@ func (s *Store) CheckpointPolicy(ctx context.Context, desktopID string) (steps.C
 }
 
 // SetCheckpointPolicy creates or replaces a desktop's checkpoint policy.
-func (s *Store) SetCheckpointPolicy(ctx context.Context, desktopID string, p steps.CheckpointPolicy) error {
+func (s *CheckpointPolicies) SetCheckpointPolicy(ctx context.Context, desktopID string, p steps.CheckpointPolicy) error {
 	_, err := s.exec(ctx, `INSERT INTO checkpoint_policies (desktop_id, every_steps, before_kinds, memory, keep, updated_at) VALUES (?,?,?,?,?,?)
 ON CONFLICT (desktop_id) DO UPDATE SET every_steps=excluded.every_steps, before_kinds=excluded.before_kinds, memory=excluded.memory, keep=excluded.keep, updated_at=excluded.updated_at`,
 		desktopID, p.EverySteps, strings.Join(p.Before, ","), p.Memory, p.Keep, millis(time.Now()))
@@ -42,7 +45,7 @@ ON CONFLICT (desktop_id) DO UPDATE SET every_steps=excluded.every_steps, before_
 }
 
 // DeleteCheckpointPolicy forgets a desktop's checkpoint policy.
-func (s *Store) DeleteCheckpointPolicy(ctx context.Context, desktopID string) error {
+func (s *CheckpointPolicies) DeleteCheckpointPolicy(ctx context.Context, desktopID string) error {
 	if _, err := s.exec(ctx, `DELETE FROM checkpoint_policies WHERE desktop_id=?`, desktopID); err != nil {
 		return fmt.Errorf("delete checkpoint policy: %w", err)
 	}

@@ -10,6 +10,10 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
+// Desktops keeps the desktops themselves: their settings, state and VM
+// identity.
+type Desktops struct{ *conn }
+
 var errNotFound = desktop.ErrNotFound
 
 const desktopCols = `id, owner, name, image, vcpus, memory_mib, data_disk_gib, state, desired_state,
@@ -17,11 +21,11 @@ operation, last_error, accelerator, dir, data_disk_path, created_at, updated_at,
 
 // CreateDesktop inserts d; a name already used by a live desktop of the same
 // owner is desktop.ErrNameTaken.
-func (s *Store) CreateDesktop(ctx context.Context, d *desktop.Desktop) error {
-	return s.insertDesktop(ctx, s.exec, d)
+func (s *Desktops) CreateDesktop(ctx context.Context, d *desktop.Desktop) error {
+	return insertDesktop(ctx, s.exec, d)
 }
 
-func (s *Store) insertDesktop(ctx context.Context, exec execFunc, d *desktop.Desktop) error {
+func insertDesktop(ctx context.Context, exec execFunc, d *desktop.Desktop) error {
 	_, err := exec(ctx, `INSERT INTO desktops (`+desktopCols+`)
 VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		d.ID, d.Owner, d.Name, d.Image, d.VCPUs, d.MemoryMiB, d.DataDiskGiB, string(d.State), string(d.DesiredState),
@@ -41,7 +45,7 @@ VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 // but its settings (idle timeout, restart policy), which only
 // UpdateDesktopSettings writes, so an operation saving the copy it began
 // with never undoes a setting changed meanwhile, nor the other way round.
-func (s *Store) UpdateDesktop(ctx context.Context, d *desktop.Desktop) error {
+func (s *Desktops) UpdateDesktop(ctx context.Context, d *desktop.Desktop) error {
 	updated := time.Now().UTC()
 	res, err := s.exec(ctx, `UPDATE desktops SET image=?, vcpus=?, memory_mib=?, data_disk_gib=?, state=?, desired_state=?,
 operation=?, op_step=?, op_started_at=?, last_error=?, accelerator=?, data_disk_path=?, updated_at=?, deleted_at=?, version=version+1
@@ -65,7 +69,7 @@ WHERE id=? AND version=?`,
 
 // UpdateDesktopSettings writes only d's idle tiers and timeout, restart
 // policy, network policy and keyboard layout.
-func (s *Store) UpdateDesktopSettings(ctx context.Context, d *desktop.Desktop) error {
+func (s *Desktops) UpdateDesktopSettings(ctx context.Context, d *desktop.Desktop) error {
 	res, err := s.exec(ctx, `UPDATE desktops SET idle_timeout_s=?, nap_after_s=?, sleep_after_s=?, restart_on_crash=?, network_policy=?, keyboard_layout=? WHERE id=?`,
 		d.IdleTimeoutSeconds, d.NapAfterSeconds, d.SleepAfterSeconds, d.RestartOnCrash, policyJSON(d.Network), layoutOrDefault(d.KeyboardLayout), d.ID)
 	if err != nil {
@@ -78,7 +82,7 @@ func (s *Store) UpdateDesktopSettings(ctx context.Context, d *desktop.Desktop) e
 }
 
 // GetDesktop returns a desktop by id, deleted ones included.
-func (s *Store) GetDesktop(ctx context.Context, id string) (*desktop.Desktop, error) {
+func (s *Desktops) GetDesktop(ctx context.Context, id string) (*desktop.Desktop, error) {
 	d, err := scanDesktop(s.queryRow(ctx, `SELECT `+desktopCols+` FROM desktops WHERE id=?`, id))
 	if err != nil {
 		return nil, fmt.Errorf("desktop %s: %w", id, notFound(err))
@@ -87,7 +91,7 @@ func (s *Store) GetDesktop(ctx context.Context, id string) (*desktop.Desktop, er
 }
 
 // ListDesktops returns desktops ordered by creation time.
-func (s *Store) ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error) {
+func (s *Desktops) ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error) {
 	query := `SELECT ` + desktopCols + ` FROM desktops WHERE 1=1`
 	var args []any
 	if f.Owner != "" {
@@ -120,7 +124,7 @@ func (s *Store) ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.
 // SetVMIdentity gives a desktop made before bureau isolated desktops its
 // QEMU user and network address, each only if it has none yet; one another
 // desktop has is ErrIdentityTaken (draw another).
-func (s *Store) SetVMIdentity(ctx context.Context, id string, uid int, ip string) error {
+func (s *Desktops) SetVMIdentity(ctx context.Context, id string, uid int, ip string) error {
 	_, err := s.exec(ctx, `UPDATE desktops SET vm_uid=CASE WHEN vm_uid=0 THEN ? ELSE vm_uid END,
 net_ip=CASE WHEN net_ip='' THEN ? ELSE net_ip END WHERE id=?`, uid, ip, id)
 	if isUniqueViolation(err) {

@@ -10,10 +10,13 @@ import (
 	"github.com/bureau/bureau/internal/hosts"
 )
 
+// Hosts keeps the hosts desktops run on and their health.
+type Hosts struct{ *conn }
+
 const hostColumns = `name, uri, labels, state, hostname, libvirt_version, accelerator, cpus, memory_mib, free_memory_mib, last_error, last_seen_at, created_at, ssh_address, ssh_host_key, bridge, subnet, ready, ready_error, disk_mib, free_disk_mib, draining`
 
 // ListHosts returns every host, the local one first, then by name.
-func (s *Store) ListHosts(ctx context.Context) ([]hosts.Host, error) {
+func (s *Hosts) ListHosts(ctx context.Context) ([]hosts.Host, error) {
 	rows, err := s.query(ctx, `SELECT `+hostColumns+` FROM hosts ORDER BY CASE WHEN name='`+hosts.LocalName+`' THEN 0 ELSE 1 END, name`)
 	if err != nil {
 		return nil, fmt.Errorf("list hosts: %w", err)
@@ -31,7 +34,7 @@ func (s *Store) ListHosts(ctx context.Context) ([]hosts.Host, error) {
 }
 
 // GetHost returns one host; hosts.ErrNotFound when there is none.
-func (s *Store) GetHost(ctx context.Context, name string) (*hosts.Host, error) {
+func (s *Hosts) GetHost(ctx context.Context, name string) (*hosts.Host, error) {
 	h, err := scanHost(s.queryRow(ctx, `SELECT `+hostColumns+` FROM hosts WHERE name=?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("host %s: %w", name, hosts.ErrNotFound)
@@ -44,7 +47,7 @@ func (s *Store) GetHost(ctx context.Context, name string) (*hosts.Host, error) {
 
 // InsertHost records a new host; hosts.ErrExists when its name or URI is
 // taken.
-func (s *Store) InsertHost(ctx context.Context, h *hosts.Host) error {
+func (s *Hosts) InsertHost(ctx context.Context, h *hosts.Host) error {
 	labels, err := json.Marshal(h.Labels)
 	if err != nil {
 		return fmt.Errorf("host %s labels: %w", h.Name, err)
@@ -63,7 +66,7 @@ func (s *Store) InsertHost(ctx context.Context, h *hosts.Host) error {
 }
 
 // DeleteHost forgets a host.
-func (s *Store) DeleteHost(ctx context.Context, name string) error {
+func (s *Hosts) DeleteHost(ctx context.Context, name string) error {
 	res, err := s.exec(ctx, `DELETE FROM hosts WHERE name=?`, name)
 	if err != nil {
 		return fmt.Errorf("remove host %s: %w", name, err)
@@ -76,7 +79,7 @@ func (s *Store) DeleteHost(ctx context.Context, name string) error {
 
 // UpdateHostHealth records a check of h: its state, error, readiness and,
 // when it answered, its facts and the time.
-func (s *Store) UpdateHostHealth(ctx context.Context, h *hosts.Host) error {
+func (s *Hosts) UpdateHostHealth(ctx context.Context, h *hosts.Host) error {
 	res, err := s.exec(ctx, `UPDATE hosts SET state=?, hostname=?, libvirt_version=?, accelerator=?, cpus=?, memory_mib=?, free_memory_mib=?, disk_mib=?, free_disk_mib=?, last_error=?, last_seen_at=?, ready=?, ready_error=? WHERE name=?`,
 		string(h.State), h.Hostname, h.LibvirtVersion, h.Accelerator, h.CPUs, h.MemoryMiB, h.FreeMemoryMiB, h.DiskMiB, h.FreeDiskMiB, h.LastError,
 		nullMillis(h.LastSeenAt), h.Ready, h.ReadyError, h.Name)
@@ -91,7 +94,7 @@ func (s *Store) UpdateHostHealth(ctx context.Context, h *hosts.Host) error {
 
 // SetHostDraining marks a host draining (placement passes it over) or
 // not.
-func (s *Store) SetHostDraining(ctx context.Context, name string, on bool) error {
+func (s *Hosts) SetHostDraining(ctx context.Context, name string, on bool) error {
 	res, err := s.exec(ctx, `UPDATE hosts SET draining=? WHERE name=?`, on, name)
 	if err != nil {
 		return fmt.Errorf("host %s: %w", name, err)

@@ -7,10 +7,13 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
+// Images keeps the registered base images desktops boot from.
+type Images struct{ *conn }
+
 const imageCols = `name, os, version, path, size_bytes, sha256, recipe_hash, source, created_at`
 
 // PutImage registers an image, replacing a registration of the same name.
-func (s *Store) PutImage(ctx context.Context, im *desktop.Image) error {
+func (s *Images) PutImage(ctx context.Context, im *desktop.Image) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("register image: %w", err)
@@ -27,7 +30,7 @@ func (s *Store) PutImage(ctx context.Context, im *desktop.Image) error {
 }
 
 // GetImage returns a registered image by name.
-func (s *Store) GetImage(ctx context.Context, name string) (*desktop.Image, error) {
+func (s *Images) GetImage(ctx context.Context, name string) (*desktop.Image, error) {
 	im, err := scanImage(s.queryRow(ctx, `SELECT `+imageCols+` FROM images WHERE name=?`, name))
 	if err != nil {
 		return nil, fmt.Errorf("image %q: %w", name, notFound(err))
@@ -36,7 +39,7 @@ func (s *Store) GetImage(ctx context.Context, name string) (*desktop.Image, erro
 }
 
 // ListImages returns every registered image by name.
-func (s *Store) ListImages(ctx context.Context) ([]*desktop.Image, error) {
+func (s *Images) ListImages(ctx context.Context) ([]*desktop.Image, error) {
 	rows, err := s.query(ctx, `SELECT `+imageCols+` FROM images ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list images: %w", err)
@@ -54,7 +57,7 @@ func (s *Store) ListImages(ctx context.Context) ([]*desktop.Image, error) {
 }
 
 // DeleteImage removes an image's registration.
-func (s *Store) DeleteImage(ctx context.Context, name string) error {
+func (s *Images) DeleteImage(ctx context.Context, name string) error {
 	res, err := s.exec(ctx, `DELETE FROM images WHERE name=?`, name)
 	if err != nil {
 		return fmt.Errorf("delete image %q: %w", name, err)

@@ -12,8 +12,9 @@ import (
 	"github.com/bureau/bureau/internal/loop"
 )
 
-// People in the loop (internal/loop): help and approval requests, and
-// desktops' approval policies.
+// Loop keeps the records of people in the loop (internal/loop): help and
+// approval requests, and desktops' approval policies.
+type Loop struct{ *conn }
 
 var _ loop.Store = (*Store)(nil)
 
@@ -24,7 +25,7 @@ gated, decided_by, decided_at, answer, choice, reason`
 const defaultRequestLimit = 200
 
 // AddRequest stores a new request.
-func (s *Store) AddRequest(ctx context.Context, r *loop.Request) error {
+func (s *Loop) AddRequest(ctx context.Context, r *loop.Request) error {
 	choices, action, err := requestJSON(r)
 	if err != nil {
 		return err
@@ -59,7 +60,7 @@ func requestJSON(r *loop.Request) (choices, action string, err error) {
 }
 
 // GetRequest returns one request (loop.ErrNotFound: none by that id).
-func (s *Store) GetRequest(ctx context.Context, id string) (*loop.Request, error) {
+func (s *Loop) GetRequest(ctx context.Context, id string) (*loop.Request, error) {
 	r, err := scanRequest(s.queryRow(ctx, `SELECT `+requestCols+` FROM loop_requests WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("request %s: %w", id, loop.ErrNotFound)
@@ -71,7 +72,7 @@ func (s *Store) GetRequest(ctx context.Context, id string) (*loop.Request, error
 }
 
 // ListRequests lists the requests f selects, newest first.
-func (s *Store) ListRequests(ctx context.Context, f loop.Filter) ([]*loop.Request, error) {
+func (s *Loop) ListRequests(ctx context.Context, f loop.Filter) ([]*loop.Request, error) {
 	var where []string
 	var args []any
 	for _, c := range []struct{ col, v string }{
@@ -109,7 +110,7 @@ func (s *Store) ListRequests(ctx context.Context, f loop.Filter) ([]*loop.Reques
 // DecideRequest stores how r ended if the stored request is still
 // pending: of two deciders, only the first gets through. Otherwise it
 // returns the stored request and loop.ErrAlreadyDecided.
-func (s *Store) DecideRequest(ctx context.Context, r *loop.Request) (*loop.Request, error) {
+func (s *Loop) DecideRequest(ctx context.Context, r *loop.Request) (*loop.Request, error) {
 	res, err := s.exec(ctx, `UPDATE loop_requests SET status=?, decided_by=?, decided_at=?, answer=?, choice=?, reason=?
 		WHERE id=? AND status=?`, r.Status, r.DecidedBy, nullMillis(r.DecidedAt), r.Answer, r.Choice, r.Reason,
 		r.ID, loop.StatusPending)
@@ -154,7 +155,7 @@ func scanRequest(row scanner) (*loop.Request, error) {
 }
 
 // ApprovalPolicy is a desktop's approval policy as stored (nil: none).
-func (s *Store) ApprovalPolicy(ctx context.Context, desktopID string) ([]byte, error) {
+func (s *Loop) ApprovalPolicy(ctx context.Context, desktopID string) ([]byte, error) {
 	var p string
 	err := s.queryRow(ctx, `SELECT policy FROM approval_policies WHERE desktop_id=?`, desktopID).Scan(&p)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -168,7 +169,7 @@ func (s *Store) ApprovalPolicy(ctx context.Context, desktopID string) ([]byte, e
 
 // SetApprovalPolicy sets a desktop's approval policy (replacing the one
 // it had).
-func (s *Store) SetApprovalPolicy(ctx context.Context, desktopID string, policy []byte) error {
+func (s *Loop) SetApprovalPolicy(ctx context.Context, desktopID string, policy []byte) error {
 	_, err := s.exec(ctx, `INSERT INTO approval_policies (desktop_id, policy, updated_at) VALUES (?,?,?)
 		ON CONFLICT (desktop_id) DO UPDATE SET policy=excluded.policy, updated_at=excluded.updated_at`,
 		desktopID, string(policy), millis(time.Now()))
@@ -180,7 +181,7 @@ func (s *Store) SetApprovalPolicy(ctx context.Context, desktopID string, policy 
 
 // DeleteApprovalPolicy removes a desktop's approval policy (none is not
 // an error).
-func (s *Store) DeleteApprovalPolicy(ctx context.Context, desktopID string) error {
+func (s *Loop) DeleteApprovalPolicy(ctx context.Context, desktopID string) error {
 	if _, err := s.exec(ctx, `DELETE FROM approval_policies WHERE desktop_id=?`, desktopID); err != nil {
 		return fmt.Errorf("delete approval policy: %w", err)
 	}

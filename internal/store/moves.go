@@ -14,7 +14,7 @@ import (
 // for a create (CreateDesktopChecked), so creates and moves to one host
 // never overfill it together. From then until MoveDesktop or EndMove the
 // desktop's memory counts on both hosts (HostLoads).
-func (s *Store) ReserveMove(ctx context.Context, id, to string, fits func(placement.Load) error) error {
+func (s *Placement) ReserveMove(ctx context.Context, id, to string, fits func(placement.Load) error) error {
 	tx, err := s.beginLocking(ctx) // the host's row lock, as checked's owner lock
 	if err != nil {
 		return fmt.Errorf("begin move reservation: %w", err)
@@ -44,7 +44,7 @@ func (s *Store) ReserveMove(ctx context.Context, id, to string, fits func(placem
 
 // EndMove ends desktop id's move reservation (ReserveMove), if any: its
 // move failed, was cancelled, or was settled after a restart.
-func (s *Store) EndMove(ctx context.Context, id string) error {
+func (s *Placement) EndMove(ctx context.Context, id string) error {
 	if _, err := s.exec(ctx, `UPDATE desktops SET moving_to='' WHERE id=? AND moving_to <> ''`, id); err != nil {
 		return fmt.Errorf("end desktop %s's move reservation: %w", id, err)
 	}

@@ -11,6 +11,10 @@ import (
 	"github.com/bureau/bureau/internal/placement"
 )
 
+// Placement keeps where desktops run: hosts' loads and desktops' moves
+// between hosts.
+type Placement struct{ *conn }
+
 // loadColumns sum what live desktops take on a host, over rows of
 // loadRows: how many, the memory of those holding RAM (not stopped,
 // hibernated, crashed or failed), of those starting or arriving in a move
@@ -29,7 +33,7 @@ SELECT moving_to, state, memory_mib, 1 FROM desktops WHERE deleted_at IS NULL AN
 
 // HostLoads says what bureau's live desktops take on each host that has
 // any.
-func (s *Store) HostLoads(ctx context.Context) (map[string]placement.Load, error) {
+func (s *Placement) HostLoads(ctx context.Context) (map[string]placement.Load, error) {
 	rows, err := s.query(ctx, `SELECT on_host, `+loadColumns+` FROM `+loadRows+` GROUP BY on_host`)
 	if err != nil {
 		return nil, fmt.Errorf("host loads: %w", err)
@@ -51,21 +55,21 @@ func (s *Store) HostLoads(ctx context.Context) (map[string]placement.Load, error
 // transaction holds the whole database already) and says what its live
 // desktops take: every create placing a desktop there waits for the one
 // before to commit, and then counts it.
-func (s *Store) hostLoad(ctx context.Context, tx *sql.Tx, host string) (placement.Load, error) {
+func (c *conn) hostLoad(ctx context.Context, tx *sql.Tx, host string) (placement.Load, error) {
 	var l placement.Load
 	lock := `SELECT name FROM hosts WHERE name=?`
-	if s.postgres {
+	if c.postgres {
 		lock += ` FOR UPDATE`
 	}
 	var name string
-	err := s.txQueryRow(tx)(ctx, lock, host).Scan(&name)
+	err := c.txQueryRow(tx)(ctx, lock, host).Scan(&name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return l, fmt.Errorf("host %s: %w", host, hosts.ErrNotFound)
 	}
 	if err != nil {
 		return l, fmt.Errorf("lock host %s: %w", host, err)
 	}
-	err = s.txQueryRow(tx)(ctx, `SELECT `+loadColumns+` FROM `+loadRows+` WHERE on_host=?`, host).
+	err = c.txQueryRow(tx)(ctx, `SELECT `+loadColumns+` FROM `+loadRows+` WHERE on_host=?`, host).
 		Scan(&l.Desktops, &l.CommittedMiB, &l.PendingMiB, &l.Creating)
 	if err != nil {
 		return l, fmt.Errorf("load of host %s: %w", host, err)
@@ -78,7 +82,7 @@ func (s *Store) hostLoad(ctx context.Context, tx *sql.Tx, host string) (placemen
 // guest still holds its old host's address and asks for the new one after
 // its next wake (RenewedAddress). An address another desktop has is
 // ErrIdentityTaken.
-func (s *Store) MoveDesktop(ctx context.Context, id, host, ip string, renew bool) error {
+func (s *Placement) MoveDesktop(ctx context.Context, id, host, ip string, renew bool) error {
 	res, err := s.exec(ctx, `UPDATE desktops SET host=?, net_ip=?, renew_address=?, moving_to='', version=version+1 WHERE id=? AND deleted_at IS NULL`, host, ip, renew, id)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("address %s: %w", ip, ErrIdentityTaken)
@@ -94,7 +98,7 @@ func (s *Store) MoveDesktop(ctx context.Context, id, host, ip string, renew bool
 
 // RenewedAddress records that a moved desktop's guest asked its new host
 // for its address.
-func (s *Store) RenewedAddress(ctx context.Context, id string) error {
+func (s *Placement) RenewedAddress(ctx context.Context, id string) error {
 	if _, err := s.exec(ctx, `UPDATE desktops SET renew_address=? WHERE id=?`, false, id); err != nil {
 		return fmt.Errorf("desktop %s: %w", id, err)
 	}

@@ -11,14 +11,6 @@ import (
 	"github.com/bureau/bureau/internal/placement"
 )
 
-// execFunc runs a statement written with '?' placeholders: s.exec, or the
-// same inside a transaction (see inTx).
-type execFunc func(ctx context.Context, query string, args ...any) (sql.Result, error)
-
-// queryRowFunc reads one row the same way: s.queryRow, or inside a
-// transaction.
-type queryRowFunc func(ctx context.Context, query string, args ...any) *sql.Row
-
 // The Checked methods below add to what an owner uses only if admit, given
 // the owner's own quota (nil when it has none) and its usage at that
 // moment, returns nil; its error is returned unchanged. The store provides
@@ -33,7 +25,7 @@ type queryRowFunc func(ctx context.Context, query string, args ...any) *sql.Row
 // desktops take at that moment: the host's row stays locked until the
 // insert commits, so creates placed on one host never overfill it
 // together.
-func (s *Store) CreateDesktopChecked(ctx context.Context, d *desktop.Desktop, admit func(*desktop.Quota, desktop.Usage) error, fits func(placement.Load) error) error {
+func (s *Quotas) CreateDesktopChecked(ctx context.Context, d *desktop.Desktop, admit func(*desktop.Quota, desktop.Usage) error, fits func(placement.Load) error) error {
 	return s.checked(ctx, d.Owner, admit, func(tx *sql.Tx) error {
 		if fits != nil {
 			l, err := s.hostLoad(ctx, tx, d.Host)
@@ -44,14 +36,14 @@ func (s *Store) CreateDesktopChecked(ctx context.Context, d *desktop.Desktop, ad
 				return err
 			}
 		}
-		return s.insertDesktop(ctx, s.txExec(tx), d)
+		return insertDesktop(ctx, s.txExec(tx), d)
 	})
 }
 
 // GrowDataDiskChecked records desktop id's data disk (of owner) as
 // sizeGiB, if admit allows, before the disk grows: the space is held while
 // it is being taken.
-func (s *Store) GrowDataDiskChecked(ctx context.Context, id, owner string, sizeGiB int, admit func(*desktop.Quota, desktop.Usage) error) error {
+func (s *Quotas) GrowDataDiskChecked(ctx context.Context, id, owner string, sizeGiB int, admit func(*desktop.Quota, desktop.Usage) error) error {
 	return s.checked(ctx, owner, admit, func(tx *sql.Tx) error {
 		res, err := s.txExec(tx)(ctx, `UPDATE desktops SET data_disk_gib=?, updated_at=? WHERE id=? AND owner=? AND deleted_at IS NULL`,
 			sizeGiB, millis(time.Now()), id, owner)
@@ -69,9 +61,9 @@ func (s *Store) GrowDataDiskChecked(ctx context.Context, id, owner string, sizeG
 // CreateSnapshot does, if admit allows. sn.SizeBytes, the space it is
 // expected to take, counts against later checks until SetSnapshotSize
 // records what it took.
-func (s *Store) CreateSnapshotChecked(ctx context.Context, sn *desktop.Snapshot, owner string, admit func(*desktop.Quota, desktop.Usage) error) error {
+func (s *Quotas) CreateSnapshotChecked(ctx context.Context, sn *desktop.Snapshot, owner string, admit func(*desktop.Quota, desktop.Usage) error) error {
 	return s.checked(ctx, owner, admit, func(tx *sql.Tx) error {
-		return s.insertSnapshot(ctx, s.txExec(tx), sn)
+		return insertSnapshot(ctx, s.txExec(tx), sn)
 	})
 }
 
@@ -94,7 +86,7 @@ func (s *Store) CreateSnapshotChecked(ctx context.Context, sn *desktop.Snapshot,
 // released the lock, where REPEATABLE READ would keep the snapshot taken
 // before the lock was granted. Another owner whose name hashes alike only
 // waits a moment longer.
-func (s *Store) checked(ctx context.Context, owner string, admit func(*desktop.Quota, desktop.Usage) error, write func(*sql.Tx) error) error {
+func (s *Quotas) checked(ctx context.Context, owner string, admit func(*desktop.Quota, desktop.Usage) error, write func(*sql.Tx) error) error {
 	tx, err := s.beginLocking(ctx)
 	if err != nil {
 		return fmt.Errorf("begin quota check: %w", err)
@@ -126,28 +118,4 @@ func (s *Store) checked(ctx context.Context, owner string, admit func(*desktop.Q
 		return fmt.Errorf("commit quota check: %w", err)
 	}
 	return nil
-}
-
-// beginLocking begins a transaction whose statements each see what
-// another transaction committed before releasing a lock this one then took
-// (READ COMMITTED on PostgreSQL; SQLite's transactions hold the database).
-func (s *Store) beginLocking(ctx context.Context) (*sql.Tx, error) {
-	var opts *sql.TxOptions
-	if s.postgres {
-		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-	}
-	return s.db.BeginTx(ctx, opts)
-}
-
-func (s *Store) txExec(tx *sql.Tx) execFunc {
-	return func(ctx context.Context, query string, args ...any) (sql.Result, error) {
-		res, err := tx.ExecContext(ctx, s.q(query), args...)
-		return res, classify(err)
-	}
-}
-
-func (s *Store) txQueryRow(tx *sql.Tx) queryRowFunc {
-	return func(ctx context.Context, query string, args ...any) *sql.Row {
-		return tx.QueryRowContext(ctx, s.q(query), args...)
-	}
 }

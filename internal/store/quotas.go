@@ -8,12 +8,16 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
+// Quotas keeps owners' quotas and what they use, and makes the writes
+// checked against them.
+type Quotas struct{ *conn }
+
 // GetQuota returns an owner's quota; desktop.ErrNotFound when none was set.
-func (s *Store) GetQuota(ctx context.Context, owner string) (*desktop.Quota, error) {
+func (s *Quotas) GetQuota(ctx context.Context, owner string) (*desktop.Quota, error) {
 	return s.getQuota(ctx, s.queryRow, owner)
 }
 
-func (s *Store) getQuota(ctx context.Context, queryRow queryRowFunc, owner string) (*desktop.Quota, error) {
+func (s *Quotas) getQuota(ctx context.Context, queryRow queryRowFunc, owner string) (*desktop.Quota, error) {
 	var q desktop.Quota
 	err := queryRow(ctx, `SELECT owner, plan, max_desktops, max_vcpus, max_memory_mib, max_disk_gib, max_snapshots FROM quotas WHERE owner=?`, owner).
 		Scan(&q.Owner, &q.Plan, &q.MaxDesktops, &q.MaxVCPUs, &q.MaxMemoryMiB, &q.MaxDiskGiB, &q.MaxSnapshots)
@@ -24,7 +28,7 @@ func (s *Store) getQuota(ctx context.Context, queryRow queryRowFunc, owner strin
 }
 
 // PutQuota sets an owner's quota.
-func (s *Store) PutQuota(ctx context.Context, q *desktop.Quota) error {
+func (s *Quotas) PutQuota(ctx context.Context, q *desktop.Quota) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("set quota: %w", err)
@@ -41,13 +45,13 @@ func (s *Store) PutQuota(ctx context.Context, q *desktop.Quota) error {
 }
 
 // Usage sums what an owner's live desktops and their snapshots use.
-func (s *Store) Usage(ctx context.Context, owner string) (desktop.Usage, error) {
+func (s *Quotas) Usage(ctx context.Context, owner string) (desktop.Usage, error) {
 	return s.usage(ctx, s.queryRow, owner)
 }
 
 // usage counts every desktop not deleted, whatever its state: one still
 // creating, or failed, holds its place in the quota until it is deleted.
-func (s *Store) usage(ctx context.Context, queryRow queryRowFunc, owner string) (desktop.Usage, error) {
+func (s *Quotas) usage(ctx context.Context, queryRow queryRowFunc, owner string) (desktop.Usage, error) {
 	var u desktop.Usage
 	var snapBytes int64
 	err := queryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(vcpus),0), COALESCE(SUM(memory_mib),0), COALESCE(SUM(data_disk_gib),0)*1024

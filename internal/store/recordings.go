@@ -8,6 +8,9 @@ import (
 	"github.com/bureau/bureau/internal/recording"
 )
 
+// Recordings keeps desktops' screen recordings (internal/recording).
+type Recordings struct{ *conn }
+
 const recordingColumns = `id, desktop_id, state, actor, fps, max_seconds, width, height, frames, size_bytes, ended_why, error, started_at, ended_at, kept, owner, desktop_name`
 
 // recordingSelect reads recordings (r) with their desktop (d), which may be
@@ -17,7 +20,7 @@ r.ended_why, r.error, r.started_at, r.ended_at, r.kept, r.owner, r.desktop_name,
 FROM recordings r LEFT JOIN desktops d ON d.id = r.desktop_id`
 
 // InsertRecording records a recording that began.
-func (s *Store) InsertRecording(ctx context.Context, r *recording.Recording) error {
+func (s *Recordings) InsertRecording(ctx context.Context, r *recording.Recording) error {
 	_, err := s.exec(ctx, `INSERT INTO recordings (`+recordingColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		r.ID, r.DesktopID, r.State, r.Actor, r.FPS, r.MaxSeconds, r.Width, r.Height, r.Frames, r.SizeBytes,
 		r.EndedWhy, r.Error, millis(r.StartedAt), nullMillis(r.EndedAt), r.Kept, r.Owner, r.DesktopName)
@@ -29,7 +32,7 @@ func (s *Store) InsertRecording(ctx context.Context, r *recording.Recording) err
 
 // UpdateRecording records how a recording went on or ended (not whether
 // it is kept: SetRecordingKept writes that).
-func (s *Store) UpdateRecording(ctx context.Context, r *recording.Recording) error {
+func (s *Recordings) UpdateRecording(ctx context.Context, r *recording.Recording) error {
 	_, err := s.exec(ctx, `UPDATE recordings SET state=?, frames=?, size_bytes=?, ended_why=?, error=?, ended_at=? WHERE id=?`,
 		r.State, r.Frames, r.SizeBytes, r.EndedWhy, r.Error, nullMillis(r.EndedAt), r.ID)
 	if err != nil {
@@ -39,7 +42,7 @@ func (s *Store) UpdateRecording(ctx context.Context, r *recording.Recording) err
 }
 
 // GetRecording returns a desktop's recording.
-func (s *Store) GetRecording(ctx context.Context, desktopID, id string) (*recording.Recording, error) {
+func (s *Recordings) GetRecording(ctx context.Context, desktopID, id string) (*recording.Recording, error) {
 	r, err := scanRecording(s.queryRow(ctx, recordingSelect+` WHERE r.desktop_id=? AND r.id=?`, desktopID, id))
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: %w", id, notFound(err))
@@ -49,7 +52,7 @@ func (s *Store) GetRecording(ctx context.Context, desktopID, id string) (*record
 
 // FindRecording returns a recording by its id alone (its desktop may be
 // gone).
-func (s *Store) FindRecording(ctx context.Context, id string) (*recording.Recording, error) {
+func (s *Recordings) FindRecording(ctx context.Context, id string) (*recording.Recording, error) {
 	r, err := scanRecording(s.queryRow(ctx, recordingSelect+` WHERE r.id=?`, id))
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: %w", id, notFound(err))
@@ -58,13 +61,13 @@ func (s *Store) FindRecording(ctx context.Context, id string) (*recording.Record
 }
 
 // ListRecordings returns a desktop's recordings, oldest first.
-func (s *Store) ListRecordings(ctx context.Context, desktopID string) ([]*recording.Recording, error) {
+func (s *Recordings) ListRecordings(ctx context.Context, desktopID string) ([]*recording.Recording, error) {
 	return s.listRecordings(ctx, recordingSelect+` WHERE r.desktop_id=? ORDER BY r.started_at, r.id`, desktopID)
 }
 
 // OwnerRecordings returns an owner's recordings ("": everyone's), those
 // of deleted desktops included, oldest first.
-func (s *Store) OwnerRecordings(ctx context.Context, owner string) ([]*recording.Recording, error) {
+func (s *Recordings) OwnerRecordings(ctx context.Context, owner string) ([]*recording.Recording, error) {
 	if owner == "" {
 		return s.listRecordings(ctx, recordingSelect+` ORDER BY r.started_at, r.id`)
 	}
@@ -72,12 +75,12 @@ func (s *Store) OwnerRecordings(ctx context.Context, owner string) ([]*recording
 }
 
 // UnfinishedRecordings returns the recordings still marked under way.
-func (s *Store) UnfinishedRecordings(ctx context.Context) ([]*recording.Recording, error) {
+func (s *Recordings) UnfinishedRecordings(ctx context.Context) ([]*recording.Recording, error) {
 	return s.listRecordings(ctx, recordingSelect+` WHERE r.state=?`, recording.StateRecording)
 }
 
 // SetRecordingKept marks a recording kept or not.
-func (s *Store) SetRecordingKept(ctx context.Context, id string, kept bool) error {
+func (s *Recordings) SetRecordingKept(ctx context.Context, id string, kept bool) error {
 	res, err := s.exec(ctx, `UPDATE recordings SET kept=? WHERE id=?`, kept, id)
 	if err != nil {
 		return fmt.Errorf("keep recording %s: %w", id, err)
@@ -88,7 +91,7 @@ func (s *Store) SetRecordingKept(ctx context.Context, id string, kept bool) erro
 	return nil
 }
 
-func (s *Store) listRecordings(ctx context.Context, q string, args ...any) ([]*recording.Recording, error) {
+func (s *Recordings) listRecordings(ctx context.Context, q string, args ...any) ([]*recording.Recording, error) {
 	rows, err := s.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list recordings: %w", err)
@@ -106,7 +109,7 @@ func (s *Store) listRecordings(ctx context.Context, q string, args ...any) ([]*r
 }
 
 // DeleteRecording forgets a recording.
-func (s *Store) DeleteRecording(ctx context.Context, id string) error {
+func (s *Recordings) DeleteRecording(ctx context.Context, id string) error {
 	if _, err := s.exec(ctx, `DELETE FROM recordings WHERE id=?`, id); err != nil {
 		return fmt.Errorf("delete recording: %w", err)
 	}

@@ -10,10 +10,13 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
+// Secrets keeps sealed secrets and the desktops each is granted to.
+type Secrets struct{ *conn }
+
 var b64 = base64.StdEncoding
 
 // PutSecret creates or replaces a secret's sealed value.
-func (s *Store) PutSecret(ctx context.Context, owner, desktopID, name string, nonce, sealed []byte, at time.Time) (*desktop.Secret, error) {
+func (s *Secrets) PutSecret(ctx context.Context, owner, desktopID, name string, nonce, sealed []byte, at time.Time) (*desktop.Secret, error) {
 	_, err := s.exec(ctx, `INSERT INTO secrets (owner, desktop_id, name, nonce, ciphertext, created_at, updated_at) VALUES (?,?,?,?,?,?,?)
 ON CONFLICT (owner, desktop_id, name) DO UPDATE SET nonce=excluded.nonce, ciphertext=excluded.ciphertext, updated_at=excluded.updated_at`,
 		owner, desktopID, name, b64.EncodeToString(nonce), b64.EncodeToString(sealed), millis(at), millis(at))
@@ -33,7 +36,7 @@ ON CONFLICT (owner, desktop_id, name) DO UPDATE SET nonce=excluded.nonce, cipher
 }
 
 // SealedSecret returns a secret's nonce and sealed value.
-func (s *Store) SealedSecret(ctx context.Context, owner, desktopID, name string) ([]byte, []byte, error) {
+func (s *Secrets) SealedSecret(ctx context.Context, owner, desktopID, name string) ([]byte, []byte, error) {
 	var n, c string
 	err := s.queryRow(ctx, `SELECT nonce, ciphertext FROM secrets WHERE owner=? AND desktop_id=? AND name=?`, owner, desktopID, name).Scan(&n, &c)
 	if err != nil {
@@ -49,7 +52,7 @@ func (s *Store) SealedSecret(ctx context.Context, owner, desktopID, name string)
 
 // ListSecrets lists an owner's secrets (desktopID ""), or a desktop's and,
 // withOwner, its owner's too; by name.
-func (s *Store) ListSecrets(ctx context.Context, owner, desktopID string, withOwner bool) ([]*desktop.Secret, error) {
+func (s *Secrets) ListSecrets(ctx context.Context, owner, desktopID string, withOwner bool) ([]*desktop.Secret, error) {
 	q := `SELECT owner, desktop_id, name, created_at, updated_at FROM secrets WHERE owner=? AND desktop_id=?`
 	args := []any{owner, desktopID}
 	if withOwner && desktopID != "" {
@@ -92,7 +95,7 @@ func (s *Store) ListSecrets(ctx context.Context, owner, desktopID string, withOw
 
 // secretGrants are the desktops each of owner's secrets is allowed on, by
 // name: one query for a whole listing.
-func (s *Store) secretGrants(ctx context.Context, owner string) (map[string][]string, error) {
+func (s *Secrets) secretGrants(ctx context.Context, owner string) (map[string][]string, error) {
 	rows, err := s.query(ctx, `SELECT name, desktop_id FROM secret_grants WHERE owner=? ORDER BY name, desktop_id`, owner)
 	if err != nil {
 		return nil, fmt.Errorf("list secrets: their desktops: %w", err)
@@ -111,7 +114,7 @@ func (s *Store) secretGrants(ctx context.Context, owner string) (map[string][]st
 
 // SetSecretGrants replaces the desktops an owner secret reaches on its own
 // (desktop.AllDesktops: all of them); add only adds to them.
-func (s *Store) SetSecretGrants(ctx context.Context, owner, name string, desktops []string, add bool, at time.Time) error {
+func (s *Secrets) SetSecretGrants(ctx context.Context, owner, name string, desktops []string, add bool, at time.Time) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("secret %s: its desktops: %w", name, err)
@@ -132,7 +135,7 @@ ON CONFLICT (owner, name, desktop_id) DO NOTHING`), owner, name, id, millis(at))
 }
 
 // SecretGranted says whether an owner secret reaches desktopID on its own.
-func (s *Store) SecretGranted(ctx context.Context, owner, name, desktopID string) (bool, error) {
+func (s *Secrets) SecretGranted(ctx context.Context, owner, name, desktopID string) (bool, error) {
 	var n int
 	err := s.queryRow(ctx, `SELECT COUNT(*) FROM secret_grants WHERE owner=? AND name=? AND desktop_id IN (?, ?)`,
 		owner, name, desktopID, desktop.AllDesktops).Scan(&n)
@@ -143,7 +146,7 @@ func (s *Store) SecretGranted(ctx context.Context, owner, name, desktopID string
 }
 
 // DeleteSecret deletes a secret; desktop.ErrNotFound when there is none.
-func (s *Store) DeleteSecret(ctx context.Context, owner, desktopID, name string) error {
+func (s *Secrets) DeleteSecret(ctx context.Context, owner, desktopID, name string) error {
 	res, err := s.exec(ctx, `DELETE FROM secrets WHERE owner=? AND desktop_id=? AND name=?`, owner, desktopID, name)
 	if err != nil {
 		return fmt.Errorf("delete secret %s: %w", name, err)
@@ -160,7 +163,7 @@ func (s *Store) DeleteSecret(ctx context.Context, owner, desktopID, name string)
 }
 
 // DeleteDesktopSecrets deletes every secret of a desktop.
-func (s *Store) DeleteDesktopSecrets(ctx context.Context, desktopID string) error {
+func (s *Secrets) DeleteDesktopSecrets(ctx context.Context, desktopID string) error {
 	if desktopID == "" {
 		return nil
 	}

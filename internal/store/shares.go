@@ -9,10 +9,13 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
+// Shares keeps share links and desktops' public ports.
+type Shares struct{ *conn }
+
 const shareCols = `id, desktop_id, owner, port, hash, read_only, created_by, created_at, expires_at, revoked_at, made_by`
 
 // CreateShare stores a share link.
-func (s *Store) CreateShare(ctx context.Context, l *desktop.Share) error {
+func (s *Shares) CreateShare(ctx context.Context, l *desktop.Share) error {
 	_, err := s.exec(ctx, `INSERT INTO share_links (`+shareCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
 		l.ID, l.DesktopID, l.Owner, l.Port, l.Hash, l.ReadOnly, l.CreatedBy, millis(l.CreatedAt), millis(l.ExpiresAt), nullMillis(l.RevokedAt), l.MadeBy)
 	if err != nil {
@@ -33,7 +36,7 @@ func scanShare(r interface{ Scan(...any) error }) (*desktop.Share, error) {
 }
 
 // ShareByHash finds the share link whose secret hashes to hash.
-func (s *Store) ShareByHash(ctx context.Context, hash string) (*desktop.Share, error) {
+func (s *Shares) ShareByHash(ctx context.Context, hash string) (*desktop.Share, error) {
 	l, err := scanShare(s.queryRow(ctx, `SELECT `+shareCols+` FROM share_links WHERE hash=?`, hash))
 	if err != nil {
 		return nil, fmt.Errorf("share link: %w", notFound(err))
@@ -42,7 +45,7 @@ func (s *Store) ShareByHash(ctx context.Context, hash string) (*desktop.Share, e
 }
 
 // ShareByID finds a share link.
-func (s *Store) ShareByID(ctx context.Context, id string) (*desktop.Share, error) {
+func (s *Shares) ShareByID(ctx context.Context, id string) (*desktop.Share, error) {
 	l, err := scanShare(s.queryRow(ctx, `SELECT `+shareCols+` FROM share_links WHERE id=?`, id))
 	if err != nil {
 		return nil, fmt.Errorf("share link %s: %w", id, notFound(err))
@@ -51,7 +54,7 @@ func (s *Store) ShareByID(ctx context.Context, id string) (*desktop.Share, error
 }
 
 // ListShares lists a desktop's share links, newest first.
-func (s *Store) ListShares(ctx context.Context, desktopID string) ([]*desktop.Share, error) {
+func (s *Shares) ListShares(ctx context.Context, desktopID string) ([]*desktop.Share, error) {
 	rows, err := s.query(ctx, `SELECT `+shareCols+` FROM share_links WHERE desktop_id=? ORDER BY created_at DESC, id`, desktopID)
 	if err != nil {
 		return nil, fmt.Errorf("list share links: %w", err)
@@ -69,7 +72,7 @@ func (s *Store) ListShares(ctx context.Context, desktopID string) ([]*desktop.Sh
 }
 
 // RevokeShare revokes a desktop's share link.
-func (s *Store) RevokeShare(ctx context.Context, desktopID, id string, at time.Time) error {
+func (s *Shares) RevokeShare(ctx context.Context, desktopID, id string, at time.Time) error {
 	res, err := s.exec(ctx, `UPDATE share_links SET revoked_at=? WHERE id=? AND desktop_id=? AND revoked_at IS NULL`, millis(at), id, desktopID)
 	if err != nil {
 		return fmt.Errorf("revoke share link: %w", err)
@@ -85,7 +88,7 @@ func (s *Store) RevokeShare(ctx context.Context, desktopID, id string, at time.T
 // makes the port private again) and stops being public at until (nil:
 // never), the token's own expiry. Making a public port public again
 // records the new maker and expiry.
-func (s *Store) SetPortPublic(ctx context.Context, desktopID string, port int, public bool, actor, madeBy string, until *time.Time, at time.Time) error {
+func (s *Shares) SetPortPublic(ctx context.Context, desktopID string, port int, public bool, actor, madeBy string, until *time.Time, at time.Time) error {
 	var err error
 	if public {
 		_, err = s.exec(ctx, `INSERT INTO public_ports (desktop_id, port, created_by, created_at, made_by, expires_at) VALUES (?,?,?,?,?,?)
@@ -102,7 +105,7 @@ ON CONFLICT (desktop_id, port) DO UPDATE SET created_by=excluded.created_by, cre
 
 // PublicPorts lists a desktop's public ports (those whose maker's expiry
 // has passed are not).
-func (s *Store) PublicPorts(ctx context.Context, desktopID string) ([]int, error) {
+func (s *Shares) PublicPorts(ctx context.Context, desktopID string) ([]int, error) {
 	rows, err := s.query(ctx, `SELECT port FROM public_ports WHERE desktop_id=? AND (expires_at IS NULL OR expires_at>?) ORDER BY port`,
 		desktopID, millis(time.Now()))
 	if err != nil {
@@ -121,7 +124,7 @@ func (s *Store) PublicPorts(ctx context.Context, desktopID string) ([]int, error
 }
 
 // ForgetDesktopURLs deletes a deleted desktop's share links and public ports.
-func (s *Store) ForgetDesktopURLs(ctx context.Context, desktopID string) error {
+func (s *Shares) ForgetDesktopURLs(ctx context.Context, desktopID string) error {
 	if _, err := s.exec(ctx, `DELETE FROM share_links WHERE desktop_id=?`, desktopID); err != nil {
 		return fmt.Errorf("forget share links: %w", err)
 	}

@@ -8,17 +8,20 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
+// Snapshots keeps desktops' snapshots.
+type Snapshots struct{ *conn }
+
 const snapshotCols = `id, desktop_id, name, description, scope, memory, parent, size_bytes, created_at, reverted_at`
 
 // ErrSnapshotExists is returned for a second snapshot of the same name.
 var ErrSnapshotExists = fmt.Errorf("snapshot name taken: %w", desktop.ErrNameTaken)
 
 // CreateSnapshot records a snapshot that now exists on disk.
-func (s *Store) CreateSnapshot(ctx context.Context, sn *desktop.Snapshot) error {
-	return s.insertSnapshot(ctx, s.exec, sn)
+func (s *Snapshots) CreateSnapshot(ctx context.Context, sn *desktop.Snapshot) error {
+	return insertSnapshot(ctx, s.exec, sn)
 }
 
-func (s *Store) insertSnapshot(ctx context.Context, exec execFunc, sn *desktop.Snapshot) error {
+func insertSnapshot(ctx context.Context, exec execFunc, sn *desktop.Snapshot) error {
 	_, err := exec(ctx, `INSERT INTO snapshots (`+snapshotCols+`) VALUES (?,?,?,?,?,?,?,?,?,?)`,
 		sn.ID, sn.DesktopID, sn.Name, sn.Description, sn.Scope, sn.Memory, sn.Parent, sn.SizeBytes,
 		millis(sn.CreatedAt), nullMillis(sn.RevertedAt))
@@ -32,7 +35,7 @@ func (s *Store) insertSnapshot(ctx context.Context, exec execFunc, sn *desktop.S
 }
 
 // GetSnapshot returns a desktop's snapshot by name.
-func (s *Store) GetSnapshot(ctx context.Context, desktopID, name string) (*desktop.Snapshot, error) {
+func (s *Snapshots) GetSnapshot(ctx context.Context, desktopID, name string) (*desktop.Snapshot, error) {
 	sn, err := scanSnapshot(s.queryRow(ctx, `SELECT `+snapshotCols+` FROM snapshots WHERE desktop_id=? AND name=?`, desktopID, name))
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %q: %w", name, notFound(err))
@@ -41,7 +44,7 @@ func (s *Store) GetSnapshot(ctx context.Context, desktopID, name string) (*deskt
 }
 
 // ListSnapshots returns a desktop's snapshots, oldest first.
-func (s *Store) ListSnapshots(ctx context.Context, desktopID string) ([]*desktop.Snapshot, error) {
+func (s *Snapshots) ListSnapshots(ctx context.Context, desktopID string) ([]*desktop.Snapshot, error) {
 	rows, err := s.query(ctx, `SELECT `+snapshotCols+` FROM snapshots WHERE desktop_id=? ORDER BY created_at, name`, desktopID)
 	if err != nil {
 		return nil, fmt.Errorf("list snapshots: %w", err)
@@ -59,7 +62,7 @@ func (s *Store) ListSnapshots(ctx context.Context, desktopID string) ([]*desktop
 }
 
 // MarkSnapshotReverted records that the desktop was reverted to sn now.
-func (s *Store) MarkSnapshotReverted(ctx context.Context, sn *desktop.Snapshot) error {
+func (s *Snapshots) MarkSnapshotReverted(ctx context.Context, sn *desktop.Snapshot) error {
 	_, err := s.exec(ctx, `UPDATE snapshots SET reverted_at=? WHERE id=?`, nullMillis(sn.RevertedAt), sn.ID)
 	if err != nil {
 		return fmt.Errorf("update snapshot: %w", err)
@@ -68,7 +71,7 @@ func (s *Store) MarkSnapshotReverted(ctx context.Context, sn *desktop.Snapshot) 
 }
 
 // SetSnapshotSize records the space a snapshot took.
-func (s *Store) SetSnapshotSize(ctx context.Context, id string, size int64) error {
+func (s *Snapshots) SetSnapshotSize(ctx context.Context, id string, size int64) error {
 	if _, err := s.exec(ctx, `UPDATE snapshots SET size_bytes=? WHERE id=?`, size, id); err != nil {
 		return fmt.Errorf("update snapshot: %w", err)
 	}
@@ -76,7 +79,7 @@ func (s *Store) SetSnapshotSize(ctx context.Context, id string, size int64) erro
 }
 
 // DeleteSnapshot forgets a snapshot.
-func (s *Store) DeleteSnapshot(ctx context.Context, id string) error {
+func (s *Snapshots) DeleteSnapshot(ctx context.Context, id string) error {
 	if _, err := s.exec(ctx, `DELETE FROM snapshots WHERE id=?`, id); err != nil {
 		return fmt.Errorf("delete snapshot: %w", err)
 	}
@@ -84,7 +87,7 @@ func (s *Store) DeleteSnapshot(ctx context.Context, id string) error {
 }
 
 // DeleteSnapshots forgets every snapshot of a desktop (its disks are gone).
-func (s *Store) DeleteSnapshots(ctx context.Context, desktopID string) error {
+func (s *Snapshots) DeleteSnapshots(ctx context.Context, desktopID string) error {
 	if _, err := s.exec(ctx, `DELETE FROM snapshots WHERE desktop_id=?`, desktopID); err != nil {
 		return fmt.Errorf("delete snapshots: %w", err)
 	}

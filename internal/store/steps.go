@@ -9,10 +9,13 @@ import (
 	"github.com/bureau/bureau/internal/steps"
 )
 
+// Steps keeps desktops' step logs (internal/steps).
+type Steps struct{ *conn }
+
 const stepColumns = `desktop_id, seq, at, duration_ms, actor, kind, input, result, status, error, thumbs, checkpoint, checkpoint_error`
 
 // AddStep records a step.
-func (s *Store) AddStep(ctx context.Context, st *steps.Step) error {
+func (s *Steps) AddStep(ctx context.Context, st *steps.Step) error {
 	_, err := s.exec(ctx, `INSERT INTO steps (`+stepColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		st.DesktopID, st.Seq, millis(st.At), st.DurationMS, st.Actor, st.Kind,
 		string(st.Input), string(st.Result), st.Status, st.Error, st.Thumbs(), st.Checkpoint, st.CheckpointError)
@@ -26,7 +29,7 @@ func (s *Store) AddStep(ctx context.Context, st *steps.Step) error {
 }
 
 // LastStep is the number of a desktop's newest step (0: none).
-func (s *Store) LastStep(ctx context.Context, desktopID string) (int64, error) {
+func (s *Steps) LastStep(ctx context.Context, desktopID string) (int64, error) {
 	var n int64
 	if err := s.queryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM steps WHERE desktop_id=?`, desktopID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("last step: %w", err)
@@ -35,7 +38,7 @@ func (s *Store) LastStep(ctx context.Context, desktopID string) (int64, error) {
 }
 
 // ListSteps returns a page of a desktop's steps, oldest first.
-func (s *Store) ListSteps(ctx context.Context, desktopID string, p steps.Page) ([]*steps.Step, error) {
+func (s *Steps) ListSteps(ctx context.Context, desktopID string, p steps.Page) ([]*steps.Step, error) {
 	before := p.Before
 	if before <= 0 {
 		before = math.MaxInt64
@@ -66,7 +69,7 @@ func (s *Store) ListSteps(ctx context.Context, desktopID string, p steps.Page) (
 }
 
 // GetStep returns one step.
-func (s *Store) GetStep(ctx context.Context, desktopID string, seq int64) (*steps.Step, error) {
+func (s *Steps) GetStep(ctx context.Context, desktopID string, seq int64) (*steps.Step, error) {
 	list, err := s.ListSteps(ctx, desktopID, steps.Page{After: seq - 1, Limit: 1})
 	if err != nil {
 		return nil, err
@@ -79,7 +82,7 @@ func (s *Store) GetStep(ctx context.Context, desktopID string, seq int64) (*step
 
 // DeleteSteps forgets a desktop's steps numbered up to through (all of
 // them with through < 0).
-func (s *Store) DeleteSteps(ctx context.Context, desktopID string, through int64) error {
+func (s *Steps) DeleteSteps(ctx context.Context, desktopID string, through int64) error {
 	q, args := `DELETE FROM steps WHERE desktop_id=? AND seq<=?`, []any{desktopID, through}
 	if through < 0 {
 		q, args = `DELETE FROM steps WHERE desktop_id=?`, []any{desktopID}

@@ -25,10 +25,60 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// Store is the database handle shared by the repositories.
+// Store keeps bureau's records: one type per kind of record (Desktops,
+// Quotas, …), each embedded so that its methods are Store's, all sharing
+// one conn. Newer kinds hang off accessors instead (Teams, Webhooks,
+// Backups).
 type Store struct {
+	*conn
+	Desktops
+	Events
+	Hosts
+	Images
+	Placement
+	Quotas
+	Snapshots
+	Steps
+	Recordings
+	Secrets
+	Shares
+	Tokens
+	ConsoleTokens
+	Loop
+	CheckpointPolicies
+	AuditLog
+}
+
+// conn is the database every kind of record shares: the handle, its
+// dialect, and the helpers that run statements written with '?'
+// placeholders on either.
+type conn struct {
 	db       *sql.DB
 	postgres bool
+}
+
+// newStore builds a Store whose every part uses db.
+func newStore(db *sql.DB, postgres bool) *Store {
+	c := &conn{db: db, postgres: postgres}
+	return &Store{
+		conn:               c,
+		Desktops:           Desktops{c},
+		Events:             Events{c},
+		Hosts:              Hosts{c},
+		Images:             Images{c},
+		Placement:          Placement{c},
+		Quotas:             Quotas{c},
+		Snapshots:          Snapshots{c},
+		Steps:              Steps{c},
+		Recordings:         Recordings{c},
+		Secrets:            Secrets{c},
+		Shares:             Shares{c},
+		Tokens:             Tokens{c},
+		ConsoleTokens:      ConsoleTokens{c},
+		Loop:               Loop{c},
+		CheckpointPolicies: CheckpointPolicies{c},
+		AuditLog:           AuditLog{c},
+	}
 }
 
 // Open connects to url: a postgres:// or postgresql:// URL, or a SQLite file
@@ -43,7 +93,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 			db.Close()
 			return nil, fmt.Errorf("connect postgres: %w", err)
 		}
-		return &Store{db: db, postgres: true}, nil
+		return newStore(db, true), nil
 	}
 	path := strings.TrimPrefix(url, "sqlite://")
 	// The data directory as serve keeps it (desktops' QEMU users pass
@@ -69,7 +119,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	return newStore(db, false), nil
 }
 
 // Migrate brings the schema up to date and logs each applied migration.
@@ -101,8 +151,8 @@ func (s *Store) Dialect() string {
 
 // q rewrites '?' placeholders to $n for PostgreSQL; queries here never hold a
 // literal '?'.
-func (s *Store) q(query string) string {
-	if !s.postgres {
+func (c *conn) q(query string) string {
+	if !c.postgres {
 		return query
 	}
 	var b strings.Builder
@@ -118,17 +168,49 @@ func (s *Store) q(query string) string {
 	return b.String()
 }
 
-func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	res, err := s.db.ExecContext(ctx, s.q(query), args...)
+func (c *conn) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	res, err := c.db.ExecContext(ctx, c.q(query), args...)
 	return res, classify(err)
 }
 
-func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return s.db.QueryContext(ctx, s.q(query), args...)
+func (c *conn) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return c.db.QueryContext(ctx, c.q(query), args...)
 }
 
-func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return s.db.QueryRowContext(ctx, s.q(query), args...)
+func (c *conn) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return c.db.QueryRowContext(ctx, c.q(query), args...)
+}
+
+// execFunc runs a statement written with '?' placeholders: conn.exec, or
+// the same inside a transaction (txExec).
+type execFunc func(ctx context.Context, query string, args ...any) (sql.Result, error)
+
+// queryRowFunc reads one row the same way: conn.queryRow, or inside a
+// transaction (txQueryRow).
+type queryRowFunc func(ctx context.Context, query string, args ...any) *sql.Row
+
+// beginLocking begins a transaction whose statements each see what
+// another transaction committed before releasing a lock this one then took
+// (READ COMMITTED on PostgreSQL; SQLite's transactions hold the database).
+func (c *conn) beginLocking(ctx context.Context) (*sql.Tx, error) {
+	var opts *sql.TxOptions
+	if c.postgres {
+		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	}
+	return c.db.BeginTx(ctx, opts)
+}
+
+func (c *conn) txExec(tx *sql.Tx) execFunc {
+	return func(ctx context.Context, query string, args ...any) (sql.Result, error) {
+		res, err := tx.ExecContext(ctx, c.q(query), args...)
+		return res, classify(err)
+	}
+}
+
+func (c *conn) txQueryRow(tx *sql.Tx) queryRowFunc {
+	return func(ctx context.Context, query string, args ...any) *sql.Row {
+		return tx.QueryRowContext(ctx, c.q(query), args...)
+	}
 }
 
 func millis(t time.Time) int64 { return t.UnixMilli() }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -220,6 +221,31 @@ func TestNewDatabaseIsRootsAlone(t *testing.T) {
 		fi, err := os.Stat(p)
 		if err != nil || fi.Mode().Perm() != want {
 			t.Errorf("%s: %v, %v; want mode %o", p, fi.Mode().Perm(), err, want)
+		}
+	}
+}
+
+// TestEveryPartSharesTheConn checks that Open fills every kind of record
+// Store embeds with its one conn: a part left out would panic on first use.
+func TestEveryPartSharesTheConn(t *testing.T) {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "b.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if !f.Anonymous || f.Type.Kind() != reflect.Struct {
+			continue
+		}
+		c, ok := f.Type.FieldByName("conn")
+		if !ok || c.Index[0] != 0 || len(c.Index) != 1 {
+			t.Errorf("%s does not embed conn", f.Name)
+			continue
+		}
+		if got := v.Field(i).Field(0).Pointer(); got != reflect.ValueOf(s.conn).Pointer() {
+			t.Errorf("%s has conn %#x, want the store's", f.Name, got)
 		}
 	}
 }

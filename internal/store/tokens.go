@@ -10,10 +10,13 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
+// Tokens keeps API tokens.
+type Tokens struct{ *conn }
+
 const tokenCols = `id, owner, name, hash, scope, created_at, last_used_at, expires_at, revoked_at, desktop_id, computer_only, parent_id, is_session, role, member, member_scope`
 
 // CreateToken stores a token record.
-func (s *Store) CreateToken(ctx context.Context, t *desktop.Token) error {
+func (s *Tokens) CreateToken(ctx context.Context, t *desktop.Token) error {
 	_, err := s.exec(ctx, `INSERT INTO api_tokens (`+tokenCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		t.ID, t.Owner, t.Name, t.Hash, t.Scope, millis(t.CreatedAt), nullMillis(t.LastUsedAt), nullMillis(t.ExpiresAt), nullMillis(t.RevokedAt),
 		t.DesktopID, t.ComputerOnly, t.ParentID, t.Session, t.Role, t.Member, t.MemberScope)
@@ -24,7 +27,7 @@ func (s *Store) CreateToken(ctx context.Context, t *desktop.Token) error {
 }
 
 // TokenByHash finds the token whose secret hashes to hash.
-func (s *Store) TokenByHash(ctx context.Context, hash string) (*desktop.Token, error) {
+func (s *Tokens) TokenByHash(ctx context.Context, hash string) (*desktop.Token, error) {
 	t, err := scanToken(s.queryRow(ctx, `SELECT `+tokenCols+` FROM api_tokens WHERE hash=?`, hash))
 	if err != nil {
 		return nil, fmt.Errorf("token: %w", notFound(err))
@@ -33,7 +36,7 @@ func (s *Store) TokenByHash(ctx context.Context, hash string) (*desktop.Token, e
 }
 
 // TokenByID finds a token by its id.
-func (s *Store) TokenByID(ctx context.Context, id string) (*desktop.Token, error) {
+func (s *Tokens) TokenByID(ctx context.Context, id string) (*desktop.Token, error) {
 	t, err := scanToken(s.queryRow(ctx, `SELECT `+tokenCols+` FROM api_tokens WHERE id=?`, id))
 	if err != nil {
 		return nil, fmt.Errorf("token %s: %w", id, notFound(err))
@@ -42,13 +45,13 @@ func (s *Store) TokenByID(ctx context.Context, id string) (*desktop.Token, error
 }
 
 // TouchToken records that a token was just used.
-func (s *Store) TouchToken(ctx context.Context, id string, at time.Time) error {
+func (s *Tokens) TouchToken(ctx context.Context, id string, at time.Time) error {
 	_, err := s.exec(ctx, `UPDATE api_tokens SET last_used_at=? WHERE id=?`, millis(at), id)
 	return err
 }
 
 // ListTokens lists tokens, of one owner or ("" ) of all.
-func (s *Store) ListTokens(ctx context.Context, owner string) ([]*desktop.Token, error) {
+func (s *Tokens) ListTokens(ctx context.Context, owner string) ([]*desktop.Token, error) {
 	query, args := `SELECT `+tokenCols+` FROM api_tokens`, []any{}
 	if owner != "" {
 		query += ` WHERE owner=?`
@@ -59,11 +62,11 @@ func (s *Store) ListTokens(ctx context.Context, owner string) ([]*desktop.Token,
 
 // ListTeamTokensOf lists the team tokens that act for member (a person's
 // tokens for the teams they are in), oldest first.
-func (s *Store) ListTeamTokensOf(ctx context.Context, member string) ([]*desktop.Token, error) {
+func (s *Tokens) ListTeamTokensOf(ctx context.Context, member string) ([]*desktop.Token, error) {
 	return s.listTokens(ctx, `SELECT `+tokenCols+` FROM api_tokens WHERE member=? AND role<>''`, []any{member})
 }
 
-func (s *Store) listTokens(ctx context.Context, query string, args []any) ([]*desktop.Token, error) {
+func (s *Tokens) listTokens(ctx context.Context, query string, args []any) ([]*desktop.Token, error) {
 	rows, err := s.query(ctx, query+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
@@ -81,7 +84,7 @@ func (s *Store) listTokens(ctx context.Context, query string, args []any) ([]*de
 }
 
 // CountTokens counts tokens ever created, revoked ones included.
-func (s *Store) CountTokens(ctx context.Context) (int, error) {
+func (s *Tokens) CountTokens(ctx context.Context) (int, error) {
 	var n int
 	err := s.queryRow(ctx, `SELECT COUNT(*) FROM api_tokens`).Scan(&n)
 	return n, err
@@ -91,7 +94,7 @@ func (s *Store) CountTokens(ctx context.Context) (int, error) {
 // and with them what any of those made: console tokens and share links are
 // revoked and public ports made private again, in one transaction. It
 // returns the ids of the tokens it revoked.
-func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) ([]string, error) {
+func (s *Tokens) RevokeToken(ctx context.Context, id string, at time.Time) ([]string, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("revoke token: %w", err)
