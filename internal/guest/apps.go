@@ -74,7 +74,7 @@ func (r *LaunchRequest) Validate() error {
 // "background": true, in the session: its display, its D-Bus) and waits
 // for a window that was not open before, preferring one of the app's
 // process or its children.
-func (s *Service) LaunchApp(ctx context.Context, domain string, r LaunchRequest) (*LaunchResult, error) {
+func (s *Session) LaunchApp(ctx context.Context, domain string, r LaunchRequest) (*LaunchResult, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (s *Service) LaunchApp(ctx context.Context, domain string, r LaunchRequest)
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.Start(ctx, domain, ExecRequest{Argv: argv, Env: pr.env, Name: name})
+	p, err := s.procs.Start(ctx, domain, ExecRequest{Argv: argv, Env: pr.env, Name: name})
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (s *Service) LaunchApp(ctx context.Context, domain string, r LaunchRequest)
 }
 
 // appCommand is what runs for r, and the process's name.
-func (s *Service) appCommand(r LaunchRequest, pr *appProbe) ([]string, string, error) {
+func (s *Session) appCommand(r LaunchRequest, pr *appProbe) ([]string, string, error) {
 	switch {
 	case r.Command != "":
 		return []string{"/bin/bash", "-c", r.Command}, label(strings.Fields(r.Command)), nil
@@ -143,7 +143,7 @@ func label(argv []string) string {
 
 // awaitWindow polls the windows until one that was not open appears (it
 // goes in res), the wait is up (res.TimedOut) or the process failed.
-func (s *Service) awaitWindow(ctx context.Context, domain string, wa WindowAgent, open map[string]bool, res *LaunchResult, wait time.Duration) error {
+func (s *Session) awaitWindow(ctx context.Context, domain string, wa WindowAgent, open map[string]bool, res *LaunchResult, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	var seen time.Time // when a new window was first seen
 	var failed time.Time
@@ -175,7 +175,7 @@ func (s *Service) awaitWindow(ctx context.Context, domain string, wa WindowAgent
 		if i%4 == 0 && failed.IsZero() {
 			// A process that ended in failure opens no window: stop a
 			// moment after it (another process of the app may still).
-			if p, err := s.Process(ctx, domain, res.Process.ID); err == nil {
+			if p, err := s.procs.Process(ctx, domain, res.Process.ID); err == nil {
 				res.Process = p
 				if !p.Running && p.ExitCode != nil && *p.ExitCode != 0 {
 					failed = time.Now()
@@ -207,9 +207,9 @@ func pickWindow(fresh []client.Window, pid int, parent func(int) int) client.Win
 }
 
 // parentPID reads a guest process's parent from /proc (0 if it cannot).
-func (s *Service) parentPID(ctx context.Context, domain string, pid int) int {
+func (s *Session) parentPID(ctx context.Context, domain string, pid int) int {
 	var b bytes.Buffer
-	if _, err := s.ch.ReadFile(ctx, domain, fmt.Sprintf("/proc/%d/stat", pid), &b); err != nil {
+	if _, err := s.x.ch.ReadFile(ctx, domain, fmt.Sprintf("/proc/%d/stat", pid), &b); err != nil {
 		return 0
 	}
 	// pid (comm) state ppid …: comm may hold spaces and parentheses.

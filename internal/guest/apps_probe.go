@@ -59,12 +59,12 @@ type appProbe struct {
 
 // probeApps runs appProbeScript as the desktop's user; name is the
 // .desktop file asked for ("" for none).
-func (s *Service) probeApps(ctx context.Context, domain, name string) (*appProbe, error) {
+func (s *Session) probeApps(ctx context.Context, domain, name string) (*appProbe, error) {
 	dirs := s.appDirs
 	if dirs == nil {
 		dirs = appDirs
 	}
-	r, err := s.run(ctx, domain, "", nil, append([]string{"/bin/sh", "-c", appProbeScript, "sh", name}, dirs...)...)
+	r, err := s.x.run(ctx, domain, "", nil, append([]string{"/bin/sh", "-c", appProbeScript, "sh", name}, dirs...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -46,15 +46,15 @@ type AgentStatus struct {
 }
 
 // Agent reports bureau-agent's status in a desktop.
-func (s *Service) Agent(ctx context.Context, domain string) *AgentStatus {
-	if s.ch == nil {
+func (s *Health) Agent(ctx context.Context, domain string) *AgentStatus {
+	if s.x.ch == nil {
 		return &AgentStatus{Error: "this bureau runs without bureau-agent"}
 	}
-	info, err := s.ch.Info(ctx, domain)
+	info, err := s.x.ch.Info(ctx, domain)
 	if err != nil {
 		return &AgentStatus{Error: err.Error()}
 	}
-	return &AgentStatus{Up: true, Version: info.Version, SHA256: info.SHA256, Current: info.SHA256 == s.ch.Shipped()}
+	return &AgentStatus{Up: true, Version: info.Version, SHA256: info.SHA256, Current: info.SHA256 == s.x.ch.Shipped()}
 }
 
 // WithChannel makes s use bureau-agent first.
@@ -85,7 +85,7 @@ func ViaQEMU(ctx context.Context) context.Context {
 func AsksQEMU(ctx context.Context) bool { return ctx.Value(viaQEMUKey{}) != nil }
 
 // channel is bureau-agent unless ctx asks for QEMU's agent.
-func (s *Service) channel(ctx context.Context) Channel {
+func (s *core) channel(ctx context.Context) Channel {
 	if AsksQEMU(ctx) {
 		return nil
 	}
@@ -97,7 +97,7 @@ func noAgent(err error) bool { return errors.Is(err, client.ErrNoAgent) }
 
 // exec runs e through bureau-agent, or QEMU's guest agent when bureau-agent
 // is not up, keeping at most limit bytes of each output (and saying so).
-func (s *Service) exec(ctx context.Context, domain string, e desktop.Exec, limit int) (*desktop.ExecResult, error) {
+func (s *core) exec(ctx context.Context, domain string, e desktop.Exec, limit int) (*desktop.ExecResult, error) {
 	var why error
 	if s.channel(ctx) != nil {
 		res, err := s.execAgent(ctx, domain, e, limit)
@@ -130,7 +130,7 @@ func (c *capped) add(b []byte) {
 	c.Write(b)
 }
 
-func (s *Service) execAgent(ctx context.Context, domain string, e desktop.Exec, limit int) (*desktop.ExecResult, error) {
+func (s *core) execAgent(ctx context.Context, domain string, e desktop.Exec, limit int) (*desktop.ExecResult, error) {
 	out, errOut := &capped{limit: limit}, &capped{limit: limit}
 	var stdin io.Reader
 	if len(e.Stdin) > 0 {
@@ -158,15 +158,15 @@ var errClient = errors.New("the client stopped reading")
 // streamAgent is ExecStream through bureau-agent: output as it is
 // written, no polling. It reports client.ErrNoAgent before anything
 // was started, so the caller can fall back.
-func (s *Service) streamAgent(ctx context.Context, domain string, r ExecRequest, out StreamOutput) (*ExecResult, error) {
-	full, timeout, limit := s.command(r)
+func (s *Commands) streamAgent(ctx context.Context, domain string, r ExecRequest, out StreamOutput) (*ExecResult, error) {
+	full, timeout, limit := s.x.command(r)
 	tails := map[string]*tail{"stdout": {name: "stdout"}, "stderr": {name: "stderr"}}
 	var stdin io.Reader
 	if r.Stdin != "" {
 		stdin = strings.NewReader(r.Stdin)
 	}
 	begun := time.Now()
-	ex, err := s.ch.Exec(ctx, domain, client.Command{Argv: full, Env: s.env(r.Cwd, r.Env)}, client.ExecIO{
+	ex, err := s.x.ch.Exec(ctx, domain, client.Command{Argv: full, Env: s.x.env(r.Cwd, r.Env)}, client.ExecIO{
 		Stdin: stdin,
 		Started: func() error {
 			if err := out.Started(); err != nil {

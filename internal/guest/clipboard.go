@@ -41,8 +41,8 @@ case "$t" in *UTF8_STRING*|*STRING*|*text/plain*) exec xclip -selection clipboar
 
 // ReadClipboard returns the X session's clipboard: its text and the types
 // it offers.
-func (s *Service) ReadClipboard(ctx context.Context, domain string) (*Clipboard, error) {
-	r, err := s.run(ctx, domain, "", nil, "/bin/sh", "-c", clipboardScript)
+func (s *Session) ReadClipboard(ctx context.Context, domain string) (*Clipboard, error) {
+	r, err := s.x.run(ctx, domain, "", nil, "/bin/sh", "-c", clipboardScript)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func (s *Service) ReadClipboard(ctx context.Context, domain string) (*Clipboard,
 
 // ClipboardData returns the clipboard's content as mime (one of
 // ClipboardTypes); ErrNotFound when it offers no such type.
-func (s *Service) ClipboardData(ctx context.Context, domain, mime string) ([]byte, error) {
+func (s *Session) ClipboardData(ctx context.Context, domain, mime string) ([]byte, error) {
 	if _, ok := ClipboardTypes[mime]; !ok {
 		return nil, invalid("type", "must be one of "+clipboardTypeList())
 	}
@@ -79,7 +79,7 @@ func (s *Service) ClipboardData(ctx context.Context, domain, mime string) ([]byt
 	if !slices.Contains(cb.Types, mime) {
 		return nil, fmt.Errorf("the clipboard holds no %s (it offers %s): %w", mime, orNothing(cb.Types), desktop.ErrNotFound)
 	}
-	r, err := s.run(ctx, domain, "", nil, "/usr/bin/xclip", "-selection", "clipboard", "-t", mime, "-o")
+	r, err := s.x.run(ctx, domain, "", nil, "/usr/bin/xclip", "-selection", "clipboard", "-t", mime, "-o")
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (s *Service) ClipboardData(ctx context.Context, domain, mime string) ([]byt
 // SetClipboard puts text on the X session's clipboard. xclip stays in the
 // background to serve it, with its output detached so the guest agent
 // sees the command end.
-func (s *Service) SetClipboard(ctx context.Context, domain, text string) error {
+func (s *Session) SetClipboard(ctx context.Context, domain, text string) error {
 	if len(text) > maxClipboard {
 		return invalid("text", fmt.Sprintf("at most %d bytes", maxClipboard))
 	}
@@ -104,7 +104,7 @@ func (s *Service) SetClipboard(ctx context.Context, domain, text string) error {
 
 // SetClipboardData puts data of a type (one of ClipboardTypes, which it
 // must look like) on the X session's clipboard.
-func (s *Service) SetClipboardData(ctx context.Context, domain, mime string, data []byte) error {
+func (s *Session) SetClipboardData(ctx context.Context, domain, mime string, data []byte) error {
 	magic, ok := ClipboardTypes[mime]
 	switch {
 	case !ok:
@@ -120,8 +120,8 @@ func (s *Service) SetClipboardData(ctx context.Context, domain, mime string, dat
 // setClipboard runs xclip as the clipboard's owner: for text with its
 // default target (it serves UTF8_STRING and the older text targets),
 // for other data with the type as its one target.
-func (s *Service) setClipboard(ctx context.Context, domain, target string, data []byte) error {
-	r, err := s.run(ctx, domain, "", data, "/bin/sh", "-c",
+func (s *Session) setClipboard(ctx context.Context, domain, target string, data []byte) error {
+	r, err := s.x.run(ctx, domain, "", data, "/bin/sh", "-c",
 		`xset q >/dev/null || exit 1; exec xclip -selection clipboard ${1:+-t "$1"} -i >/dev/null 2>&1`, "sh", target)
 	if err != nil {
 		return err

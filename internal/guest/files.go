@@ -25,6 +25,10 @@ const (
 // maxList bounds a directory listing.
 const maxList = 10000
 
+// Files moves files in and out of a desktop and lists them, checked
+// against the user's own permissions inside the guest.
+type Files struct{ x *core }
+
 // Entry is one file in a directory listing.
 type Entry struct {
 	Name    string  `json:"name"`
@@ -48,7 +52,7 @@ type Stat struct {
 // name, the path absolute or relative to the user's home. Symbolic links
 // and ".." are resolved later, in the guest, as that user. The path only
 // ever reaches the guest as an argument, never as part of a script.
-func (s *Service) cleanPath(p, user string) (string, error) {
+func (s *Files) cleanPath(p, user string) (string, error) {
 	switch {
 	case !userName.MatchString(user):
 		return "", invalid("user", "not a user name")
@@ -123,15 +127,15 @@ else
 fi`
 
 // Stat resolves a path as user and lists it when it is a directory.
-func (s *Service) Stat(ctx context.Context, domain, p, user string) (*Stat, error) {
+func (s *Files) Stat(ctx context.Context, domain, p, user string) (*Stat, error) {
 	if user == "" {
-		user = s.User
+		user = s.x.User
 	}
 	p, err := s.cleanPath(p, user)
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.run(ctx, domain, user, nil, "/bin/sh", "-c", statScript, "sh", p)
+	r, err := s.x.run(ctx, domain, user, nil, "/bin/sh", "-c", statScript, "sh", p)
 	if err != nil {
 		return nil, err
 	}
@@ -180,22 +184,22 @@ func parseStat(out []byte) (*Stat, error) {
 }
 
 // Read streams a file the user may read to w, chunk by chunk.
-func (s *Service) Read(ctx context.Context, domain string, st *Stat, w io.Writer) error {
+func (s *Files) Read(ctx context.Context, domain string, st *Stat, w io.Writer) error {
 	var why error
-	if s.channel(ctx) != nil {
-		_, err := s.ch.ReadFile(ctx, domain, st.Path, w)
+	if s.x.channel(ctx) != nil {
+		_, err := s.x.ch.ReadFile(ctx, domain, st.Path, w)
 		if !noAgent(err) {
 			return err
 		}
 		why = err
 	}
-	h, err := s.agent.GuestFileOpen(ctx, domain, st.Path, "r")
+	h, err := s.x.agent.GuestFileOpen(ctx, domain, st.Path, "r")
 	if err != nil {
 		return unavailableBoth(why, err)
 	}
-	defer s.agent.GuestFileClose(context.WithoutCancel(ctx), domain, h)
+	defer s.x.agent.GuestFileClose(context.WithoutCancel(ctx), domain, h)
 	for {
-		b, eof, err := s.agent.GuestFileRead(ctx, domain, h, readChunk)
+		b, eof, err := s.x.agent.GuestFileRead(ctx, domain, h, readChunk)
 		if err != nil {
 			return unavailable(err)
 		}
@@ -234,10 +238,10 @@ printf '%s' "$p"`
 // Write uploads r into the file at req.Path: checked as the user, written
 // to a temporary file beside it and moved into place when complete, so a
 // failed upload never leaves half a file under the name.
-func (s *Service) Write(ctx context.Context, domain string, req WriteRequest, r io.Reader) (string, int64, error) {
+func (s *Files) Write(ctx context.Context, domain string, req WriteRequest, r io.Reader) (string, int64, error) {
 	user := req.User
 	if user == "" {
-		user = s.User
+		user = s.x.User
 	}
 	p, err := s.cleanPath(req.Path, user)
 	if err != nil {
@@ -253,7 +257,7 @@ func (s *Service) Write(ctx context.Context, domain string, req WriteRequest, r 
 	if req.Parents {
 		parents = "1"
 	}
-	res, err := s.run(ctx, domain, user, nil, "/bin/sh", "-c", prepareScript, "sh", p, parents)
+	res, err := s.x.run(ctx, domain, user, nil, "/bin/sh", "-c", prepareScript, "sh", p, parents)
 	if err != nil {
 		return "", 0, err
 	}
@@ -265,30 +269,30 @@ func (s *Service) Write(ctx context.Context, domain string, req WriteRequest, r 
 	n, err := s.copyIn(ctx, domain, tmp, r)
 	if err == nil {
 		var mv *desktop.ExecResult
-		mv, err = s.run(ctx, domain, "root", nil, "/bin/sh", "-c",
+		mv, err = s.x.run(ctx, domain, "root", nil, "/bin/sh", "-c",
 			`chown -- "$1": "$2" && chmod -- "$3" "$2" && mv -f -- "$2" "$4"`, "sh", user, tmp, fmt.Sprintf("%o", req.Mode), final)
 		if err == nil && mv.ExitCode != 0 {
 			err = fmt.Errorf("finish upload of %s: %s", final, strings.TrimSpace(string(mv.Stderr)))
 		}
 	}
 	if err != nil {
-		s.run(context.WithoutCancel(ctx), domain, "root", nil, "/bin/rm", "-f", "--", tmp)
+		s.x.run(context.WithoutCancel(ctx), domain, "root", nil, "/bin/rm", "-f", "--", tmp)
 		return "", 0, err
 	}
 	return final, n, nil
 }
 
 // copyIn writes r to path in the guest.
-func (s *Service) copyIn(ctx context.Context, domain, p string, r io.Reader) (int64, error) {
+func (s *Files) copyIn(ctx context.Context, domain, p string, r io.Reader) (int64, error) {
 	var why error
-	if s.channel(ctx) != nil {
-		n, err := s.ch.WriteFile(ctx, domain, p, 0o600, r)
+	if s.x.channel(ctx) != nil {
+		n, err := s.x.ch.WriteFile(ctx, domain, p, 0o600, r)
 		if !noAgent(err) {
 			return n, err
 		}
 		why = err
 	}
-	h, err := s.agent.GuestFileOpen(ctx, domain, p, "w")
+	h, err := s.x.agent.GuestFileOpen(ctx, domain, p, "w")
 	if err != nil {
 		return 0, unavailableBoth(why, err)
 	}
@@ -297,8 +301,8 @@ func (s *Service) copyIn(ctx context.Context, domain, p string, r io.Reader) (in
 	for {
 		n, rerr := io.ReadFull(r, buf)
 		if n > 0 {
-			if err := s.agent.GuestFileWrite(ctx, domain, h, buf[:n]); err != nil {
-				s.agent.GuestFileClose(context.WithoutCancel(ctx), domain, h)
+			if err := s.x.agent.GuestFileWrite(ctx, domain, h, buf[:n]); err != nil {
+				s.x.agent.GuestFileClose(context.WithoutCancel(ctx), domain, h)
 				return total, unavailable(err)
 			}
 			total += int64(n)
@@ -307,11 +311,11 @@ func (s *Service) copyIn(ctx context.Context, domain, p string, r io.Reader) (in
 			break
 		}
 		if rerr != nil {
-			s.agent.GuestFileClose(context.WithoutCancel(ctx), domain, h)
+			s.x.agent.GuestFileClose(context.WithoutCancel(ctx), domain, h)
 			return total, fmt.Errorf("upload: %w", rerr)
 		}
 	}
-	if err := s.agent.GuestFileClose(ctx, domain, h); err != nil {
+	if err := s.x.agent.GuestFileClose(ctx, domain, h); err != nil {
 		return total, unavailable(err)
 	}
 	return total, nil
@@ -328,9 +332,9 @@ else
 fi`
 
 // Delete removes a file (or, with recursive, a directory) as the user.
-func (s *Service) Delete(ctx context.Context, domain, p, user string, recursive bool) error {
+func (s *Files) Delete(ctx context.Context, domain, p, user string, recursive bool) error {
 	if user == "" {
-		user = s.User
+		user = s.x.User
 	}
 	p, err := s.cleanPath(p, user)
 	if err != nil {
@@ -340,7 +344,7 @@ func (s *Service) Delete(ctx context.Context, domain, p, user string, recursive 
 	if recursive {
 		rec = "1"
 	}
-	r, err := s.run(ctx, domain, user, nil, "/bin/sh", "-c", deleteScript, "sh", p, rec)
+	r, err := s.x.run(ctx, domain, user, nil, "/bin/sh", "-c", deleteScript, "sh", p, rec)
 	if err != nil {
 		return err
 	}

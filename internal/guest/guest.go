@@ -37,8 +37,20 @@ type Agent interface {
 	GuestFileClose(ctx context.Context, domain string, handle int64) error
 }
 
-// Service is the guest-side API.
+// Service is the guest-side API: one type per feature, embedded so their
+// methods are Service's, all over one exec path (core).
 type Service struct {
+	*core
+	Commands
+	Files
+	Background
+	Session
+	Health
+}
+
+// core is the exec path every feature uses: a command run as a user
+// through bureau-agent's channel first, then the QEMU guest agent.
+type core struct {
 	agent Agent
 	// ch is bureau-agent, asked first when set.
 	ch  Channel
@@ -47,13 +59,19 @@ type Service struct {
 	User string
 	// poll is how often a streamed command is looked at (default 300 ms).
 	poll time.Duration
-	// appDirs are where apps' .desktop files are looked for (nil:
-	// appDirs, apps_probe.go).
-	appDirs []string
 }
 
+// Commands runs commands in the foreground: exec, streamed exec,
+// terminals and streams to a port.
+type Commands struct{ x *core }
+
 // New builds a Service.
-func New(a Agent) *Service { return &Service{agent: a, User: "agent"} }
+func New(a Agent) *Service {
+	c := &core{agent: a, User: "agent"}
+	s := &Service{core: c, Commands: Commands{x: c}, Files: Files{x: c}, Background: Background{x: c}, Health: Health{x: c}}
+	s.Session = Session{x: c, procs: &s.Background}
+	return s
+}
 
 // Limits.
 const (
@@ -170,15 +188,15 @@ func (r ExecRequest) WithSecrets(values map[string]string) ExecRequest {
 }
 
 // Exec runs a command and waits for it (or its timeout).
-func (s *Service) Exec(ctx context.Context, domain string, r ExecRequest) (*ExecResult, error) {
+func (s *Commands) Exec(ctx context.Context, domain string, r ExecRequest) (*ExecResult, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	full, timeout, limit := s.command(r)
+	full, timeout, limit := s.x.command(r)
 	ctx, cancel := context.WithTimeout(ctx, timeout+20*time.Second)
 	defer cancel()
 	begun := time.Now()
-	res, err := s.exec(ctx, domain, desktop.Exec{Argv: full, Env: s.env(r.Cwd, r.Env), Stdin: []byte(r.Stdin)}, limit)
+	res, err := s.x.exec(ctx, domain, desktop.Exec{Argv: full, Env: s.x.env(r.Cwd, r.Env), Stdin: []byte(r.Stdin)}, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +215,7 @@ func (s *Service) Exec(ctx context.Context, domain string, r ExecRequest) (*Exec
 
 // command is the guest command line for r (timeout(1) around the user's
 // command), its timeout and the cap on each of stdout and stderr.
-func (s *Service) command(r ExecRequest) ([]string, time.Duration, int) {
+func (s *core) command(r ExecRequest) ([]string, time.Duration, int) {
 	timeout := DefaultTimeout
 	if r.TimeoutS > 0 {
 		timeout = time.Duration(r.TimeoutS) * time.Second
@@ -220,7 +238,7 @@ func timedOut(code int, took, timeout time.Duration) bool {
 
 // asUser is r's command (cmd through bash, or argv) run as its user (the
 // desktop's by default) in its directory.
-func (s *Service) asUser(r ExecRequest) []string {
+func (s *core) asUser(r ExecRequest) []string {
 	argv := r.Argv
 	if r.Cmd != "" {
 		argv = []string{"/bin/bash", "-c", r.Cmd}
@@ -234,13 +252,13 @@ func (s *Service) asUser(r ExecRequest) []string {
 
 // wrap runs argv as user in the requested directory (BUREAU_CWD: absolute,
 // or relative to the user's home; default the home).
-func (s *Service) wrap(user string, argv []string) []string {
+func (s *core) wrap(user string, argv []string) []string {
 	return append([]string{"/usr/sbin/runuser", "-u", user, "--", "/bin/sh", "-c",
 		`cd "$HOME" 2>/dev/null; cd "${BUREAU_CWD:-.}" || exit 126; unset BUREAU_CWD; exec "$@"`, "sh"}, argv...)
 }
 
 // env is the command's whole environment (the guest agent passes no other).
-func (s *Service) env(cwd string, extra map[string]string) []string {
+func (s *core) env(cwd string, extra map[string]string) []string {
 	base := map[string]string{
 		"PATH":       "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"LANG":       "C.UTF-8",
@@ -282,7 +300,7 @@ func unavailable(err error) error {
 
 // run runs argv as user with stdin and returns its result, whatever the
 // exit code.
-func (s *Service) run(ctx context.Context, domain, user string, stdin []byte, argv ...string) (*desktop.ExecResult, error) {
+func (s *core) run(ctx context.Context, domain, user string, stdin []byte, argv ...string) (*desktop.ExecResult, error) {
 	if user == "" {
 		user = s.User
 	}

@@ -13,6 +13,10 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
+// Background is what bureau-agent keeps running in a desktop: background
+// processes (procs.go) and services (services.go).
+type Background struct{ x *core }
+
 // Process is a command running (or that ran) in the background of a
 // desktop, started with "background": true. Its output (both streams)
 // goes to a log in the desktop.
@@ -40,7 +44,7 @@ func needAgent(what string, err error) error {
 
 // Start runs a command in the background as the user (in their home or
 // Cwd) and returns at once; Stdin and TimeoutS do not apply.
-func (s *Service) Start(ctx context.Context, domain string, r ExecRequest) (*Process, error) {
+func (s *Background) Start(ctx context.Context, domain string, r ExecRequest) (*Process, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
@@ -51,10 +55,10 @@ func (s *Service) Start(ctx context.Context, domain string, r ExecRequest) (*Pro
 		return nil, invalid("timeout_s", "a background process runs until it ends or is killed (DELETE /processes/{id})")
 	case len(r.Name) > 64 || !printableLine(r.Name):
 		return nil, invalid("name", "at most 64 printable characters")
-	case s.ch == nil:
+	case s.x.ch == nil:
 		return nil, needAgent("a background process", client.ErrNoAgent)
 	}
-	p, err := s.ch.Spawn(ctx, domain, r.Name, client.Command{Argv: s.asUser(r), Env: s.env(r.Cwd, r.Env)})
+	p, err := s.x.ch.Spawn(ctx, domain, r.Name, client.Command{Argv: s.x.asUser(r), Env: s.x.env(r.Cwd, r.Env)})
 	if err != nil {
 		return nil, needAgent("a background process", err)
 	}
@@ -89,11 +93,11 @@ func userCommand(argv []string) []string {
 }
 
 // Processes lists the desktop's background processes, oldest first.
-func (s *Service) Processes(ctx context.Context, domain string) ([]*Process, error) {
-	if s.ch == nil {
+func (s *Background) Processes(ctx context.Context, domain string) ([]*Process, error) {
+	if s.x.ch == nil {
 		return nil, needAgent("listing background processes", client.ErrNoAgent)
 	}
-	list, err := s.ch.Procs(ctx, domain)
+	list, err := s.x.ch.Procs(ctx, domain)
 	if err != nil {
 		return nil, needAgent("listing background processes", err)
 	}
@@ -105,7 +109,7 @@ func (s *Service) Processes(ctx context.Context, domain string) ([]*Process, err
 }
 
 // Process returns one background process.
-func (s *Service) Process(ctx context.Context, domain, id string) (*Process, error) {
+func (s *Background) Process(ctx context.Context, domain, id string) (*Process, error) {
 	if !procID.MatchString(id) {
 		return nil, fmt.Errorf("background process %q: %w", id, desktop.ErrNotFound)
 	}
@@ -130,7 +134,7 @@ var signals = map[string]syscall.Signal{
 
 // Signal sends a signal by name ("" = TERM) to a background process and
 // the processes of its session.
-func (s *Service) Signal(ctx context.Context, domain, id, name string) error {
+func (s *Background) Signal(ctx context.Context, domain, id, name string) error {
 	if name == "" {
 		name = "TERM"
 	}
@@ -141,10 +145,10 @@ func (s *Service) Signal(ctx context.Context, domain, id, name string) error {
 	if !procID.MatchString(id) {
 		return fmt.Errorf("background process %q: %w", id, desktop.ErrNotFound)
 	}
-	if s.ch == nil {
+	if s.x.ch == nil {
 		return needAgent("signalling a background process", client.ErrNoAgent)
 	}
-	return needAgent("signalling a background process", s.ch.Kill(ctx, domain, id, int(sig)))
+	return needAgent("signalling a background process", s.x.ch.Kill(ctx, domain, id, int(sig)))
 }
 
 // MaxLogTail bounds ?tail=.
@@ -152,15 +156,15 @@ const MaxLogTail = 64 << 20
 
 // ProcessLog copies a background process's log to w: the last tail bytes
 // (0: all of it), then with follow what it writes until it ends.
-func (s *Service) ProcessLog(ctx context.Context, domain, id string, tail int64, follow bool, w io.Writer) error {
+func (s *Background) ProcessLog(ctx context.Context, domain, id string, tail int64, follow bool, w io.Writer) error {
 	if tail < 0 || tail > MaxLogTail {
 		return invalid("tail", fmt.Sprintf("must be 0..%d bytes", MaxLogTail))
 	}
 	if !procID.MatchString(id) {
 		return fmt.Errorf("background process %q: %w", id, desktop.ErrNotFound)
 	}
-	if s.ch == nil {
+	if s.x.ch == nil {
 		return needAgent("reading a process log", client.ErrNoAgent)
 	}
-	return needAgent("reading a process log", s.ch.Log(ctx, domain, id, -tail, follow, w))
+	return needAgent("reading a process log", s.x.ch.Log(ctx, domain, id, -tail, follow, w))
 }

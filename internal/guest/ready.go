@@ -8,6 +8,10 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
+// Health says whether a desktop's agents answer and what it still waits
+// for before it is ready.
+type Health struct{ x *core }
+
 // What a desktop that is not ready waits for (Probe.Waiting).
 const (
 	// WaitAgent: no agent in the guest answers yet (it is booting).
@@ -50,16 +54,16 @@ echo ready
 // Probe asks the guest what is up, as root, through bureau-agent or, when
 // it is not there, QEMU's guest agent. An error means no agent answered:
 // the guest is still booting (or wedged).
-func (s *Service) Probe(ctx context.Context, domain string) (Probe, error) {
-	e := desktop.Exec{Argv: []string{"/bin/sh", "-c", probeScript(s.User)}, Env: s.env("", nil)}
+func (s *Health) Probe(ctx context.Context, domain string) (Probe, error) {
+	e := desktop.Exec{Argv: []string{"/bin/sh", "-c", probeScript(s.x.User)}, Env: s.x.env("", nil)}
 	var (
 		res *desktop.ExecResult
 		err error
 		why error
 	)
 	p := Probe{Via: "bureau-agent"}
-	if s.channel(ctx) != nil {
-		res, err = s.execAgent(ctx, domain, e, 4096)
+	if s.x.channel(ctx) != nil {
+		res, err = s.x.execAgent(ctx, domain, e, 4096)
 		if err == nil || !noAgent(err) {
 			if err != nil {
 				return Probe{}, fmt.Errorf("bureau-agent: %w", err)
@@ -69,7 +73,7 @@ func (s *Service) Probe(ctx context.Context, domain string) (Probe, error) {
 		why = err
 	}
 	p.Via = "qemu-guest-agent"
-	if res, err = s.agent.GuestExec(ctx, domain, e); err != nil {
+	if res, err = s.x.agent.GuestExec(ctx, domain, e); err != nil {
 		return Probe{}, unavailableBoth(why, err)
 	}
 	return p.read(res)

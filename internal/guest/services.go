@@ -90,11 +90,11 @@ func (r *ServiceRequest) Validate() error {
 
 // PutService creates or replaces a service and starts it; values are the
 // secrets it names.
-func (s *Service) PutService(ctx context.Context, domain string, r ServiceRequest, values map[string]string) (*ServiceInfo, error) {
+func (s *Background) PutService(ctx context.Context, domain string, r ServiceRequest, values map[string]string) (*ServiceInfo, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	if s.sup == nil {
+	if s.x.sup == nil {
 		return nil, needAgent("a service", client.ErrNoAgent)
 	}
 	argv := r.Argv
@@ -103,11 +103,11 @@ func (s *Service) PutService(ctx context.Context, domain string, r ServiceReques
 	}
 	user := r.User
 	if user == "" {
-		user = s.User
+		user = s.x.User
 	}
-	spec := client.ServiceSpec{Name: r.Name, Argv: s.wrap(user, argv), Env: s.env(r.Cwd, r.Env), Secrets: r.Secrets,
+	spec := client.ServiceSpec{Name: r.Name, Argv: s.x.wrap(user, argv), Env: s.x.env(r.Cwd, r.Env), Secrets: r.Secrets,
 		Restart: r.Restart, Port: r.Port, User: user, Command: argv, Cwd: r.Cwd}
-	st, err := s.sup.PutService(ctx, domain, spec, values)
+	st, err := s.x.sup.PutService(ctx, domain, spec, values)
 	if err != nil {
 		return nil, needAgent("a service", err)
 	}
@@ -154,11 +154,11 @@ func userEnv(env []string) map[string]string {
 }
 
 // Services lists the desktop's services by name.
-func (s *Service) Services(ctx context.Context, domain string) ([]*ServiceInfo, error) {
-	if s.sup == nil {
+func (s *Background) Services(ctx context.Context, domain string) ([]*ServiceInfo, error) {
+	if s.x.sup == nil {
 		return nil, needAgent("listing services", client.ErrNoAgent)
 	}
-	list, err := s.sup.Services(ctx, domain)
+	list, err := s.x.sup.Services(ctx, domain)
 	if err != nil {
 		return nil, needAgent("listing services", err)
 	}
@@ -170,7 +170,7 @@ func (s *Service) Services(ctx context.Context, domain string) ([]*ServiceInfo, 
 }
 
 // ServiceByName returns one service.
-func (s *Service) ServiceByName(ctx context.Context, domain, name string) (*ServiceInfo, error) {
+func (s *Background) ServiceByName(ctx context.Context, domain, name string) (*ServiceInfo, error) {
 	if !serviceName.MatchString(name) {
 		return nil, fmt.Errorf("service %q: %w", name, desktop.ErrNotFound)
 	}
@@ -187,14 +187,14 @@ func (s *Service) ServiceByName(ctx context.Context, domain, name string) (*Serv
 }
 
 // ControlService starts, stops, restarts or deletes a service.
-func (s *Service) ControlService(ctx context.Context, domain, name, action string) (*ServiceInfo, error) {
+func (s *Background) ControlService(ctx context.Context, domain, name, action string) (*ServiceInfo, error) {
 	if !serviceName.MatchString(name) {
 		return nil, fmt.Errorf("service %q: %w", name, desktop.ErrNotFound)
 	}
-	if s.sup == nil {
+	if s.x.sup == nil {
 		return nil, needAgent("a service", client.ErrNoAgent)
 	}
-	st, err := s.sup.ControlService(ctx, domain, name, action)
+	st, err := s.x.sup.ControlService(ctx, domain, name, action)
 	if err != nil {
 		return nil, needAgent("a service", err)
 	}
@@ -203,27 +203,27 @@ func (s *Service) ControlService(ctx context.Context, domain, name, action strin
 
 // ServiceLog copies a service's log to w: the last tail bytes (0: all of
 // it), then with follow what it writes, across restarts, until ctx ends.
-func (s *Service) ServiceLog(ctx context.Context, domain, name string, tail int64, follow bool, w io.Writer) error {
+func (s *Background) ServiceLog(ctx context.Context, domain, name string, tail int64, follow bool, w io.Writer) error {
 	if tail < 0 || tail > MaxLogTail {
 		return invalid("tail", fmt.Sprintf("must be 0..%d bytes", MaxLogTail))
 	}
 	if !serviceName.MatchString(name) {
 		return fmt.Errorf("service %q: %w", name, desktop.ErrNotFound)
 	}
-	if s.sup == nil {
+	if s.x.sup == nil {
 		return needAgent("reading a service log", client.ErrNoAgent)
 	}
-	return needAgent("reading a service log", s.sup.ServiceLog(ctx, domain, name, -tail, follow, w))
+	return needAgent("reading a service log", s.x.sup.ServiceLog(ctx, domain, name, -tail, follow, w))
 }
 
 // SyncSecrets hands the desktop's agent the values of every secret its
 // services name (resolve looks them up; one it cannot find is left out,
 // and its service waits for it). It returns the names it sent.
-func (s *Service) SyncSecrets(ctx context.Context, domain string, resolve func(names []string) map[string]string) ([]string, error) {
-	if s.sup == nil {
+func (s *Background) SyncSecrets(ctx context.Context, domain string, resolve func(names []string) map[string]string) ([]string, error) {
+	if s.x.sup == nil {
 		return nil, client.ErrNoAgent
 	}
-	list, err := s.sup.Services(ctx, domain)
+	list, err := s.x.sup.Services(ctx, domain)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +245,7 @@ func (s *Service) SyncSecrets(ctx context.Context, domain string, resolve func(n
 	if len(names) == 0 && len(list) == 0 {
 		return nil, nil
 	}
-	if _, err := s.sup.SetSecrets(ctx, domain, values); err != nil {
+	if _, err := s.x.sup.SetSecrets(ctx, domain, values); err != nil {
 		return nil, err
 	}
 	sent := make([]string, 0, len(values))

@@ -8,6 +8,17 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 )
 
+// Session is what runs in the user's X session: windows, apps, the
+// accessibility tree, the clipboard and the screen resolution.
+type Session struct {
+	x *core
+	// procs starts an app as a background process and watches it.
+	procs *Background
+	// appDirs are where apps' .desktop files are looked for (nil:
+	// appDirs, apps_probe.go).
+	appDirs []string
+}
+
 // sessionFailed explains a failure to reach the user's X session.
 func sessionFailed(what string, r *desktop.ExecResult) error {
 	msg := strings.TrimSpace(string(r.Stderr))
@@ -36,11 +47,11 @@ fi
 xrandr --output "$out" --mode "$mode"`
 
 // SetResolution changes the X session's screen size.
-func (s *Service) SetResolution(ctx context.Context, domain string, w, h int) error {
+func (s *Session) SetResolution(ctx context.Context, domain string, w, h int) error {
 	if w < minWidth || w > maxWidth || h < minHeight || h > maxHeight {
 		return invalid("width", fmt.Sprintf("width must be %d..%d and height %d..%d", minWidth, maxWidth, minHeight, maxHeight))
 	}
-	r, err := s.run(ctx, domain, "", nil, "/bin/sh", "-c", resolutionScript, "sh", fmt.Sprint(w), fmt.Sprint(h))
+	r, err := s.x.run(ctx, domain, "", nil, "/bin/sh", "-c", resolutionScript, "sh", fmt.Sprint(w), fmt.Sprint(h))
 	if err != nil {
 		return err
 	}

@@ -82,12 +82,12 @@ type tail struct {
 
 // ExecStream runs a command like Exec but hands its output to out as it
 // is written. The result has no output, only how the command ended.
-func (s *Service) ExecStream(ctx context.Context, domain string, r ExecRequest, out StreamOutput) (*ExecResult, error) {
+func (s *Commands) ExecStream(ctx context.Context, domain string, r ExecRequest, out StreamOutput) (*ExecResult, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
 	var why error
-	if s.channel(ctx) != nil {
+	if s.x.channel(ctx) != nil {
 		res, err := s.streamAgent(ctx, domain, r, out)
 		if !noAgent(err) {
 			if err != nil && ctx.Err() == nil && !errors.Is(err, errClient) {
@@ -97,7 +97,7 @@ func (s *Service) ExecStream(ctx context.Context, domain string, r ExecRequest, 
 		}
 		why = err
 	}
-	full, timeout, limit := s.command(r)
+	full, timeout, limit := s.x.command(r)
 	dir, err := s.streamDir(ctx, domain, why)
 	if err != nil {
 		return nil, err
@@ -113,21 +113,21 @@ func (s *Service) ExecStream(ctx context.Context, domain string, r ExecRequest, 
 		defer cancel()
 		for _, t := range tails {
 			if t.open {
-				s.agent.GuestFileClose(cctx, domain, t.handle)
+				s.x.agent.GuestFileClose(cctx, domain, t.handle)
 			}
 		}
 		victim := ""
 		if pid != 0 && !exited {
 			victim = strconv.Itoa(pid)
 		}
-		s.agent.GuestExec(cctx, domain, desktop.Exec{Argv: []string{"/bin/sh", "-c", streamCleanup, "sh", dir, victim}, Env: s.env("", nil)})
+		s.x.agent.GuestExec(cctx, domain, desktop.Exec{Argv: []string{"/bin/sh", "-c", streamCleanup, "sh", dir, victim}, Env: s.x.env("", nil)})
 		if victim != "" {
-			s.agent.GuestExecStatus(cctx, domain, pid) // so the agent forgets it
+			s.x.agent.GuestExecStatus(cctx, domain, pid) // so the agent forgets it
 		}
 	}()
 	launch := append([]string{"/bin/sh", "-c", streamLaunch, "sh", dir}, full...)
 	begun := time.Now()
-	pid, err = s.agent.GuestExecStart(ctx, domain, desktop.Exec{Argv: launch, Env: s.env(r.Cwd, r.Env), Stdin: []byte(r.Stdin)})
+	pid, err = s.x.agent.GuestExecStart(ctx, domain, desktop.Exec{Argv: launch, Env: s.x.env(r.Cwd, r.Env), Stdin: []byte(r.Stdin)})
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -135,12 +135,12 @@ func (s *Service) ExecStream(ctx context.Context, domain string, r ExecRequest, 
 		return nil, err
 	}
 	for _, t := range tails {
-		if t.handle, err = s.agent.GuestFileOpen(ctx, domain, dir+"/"+t.name, "r"); err != nil {
+		if t.handle, err = s.x.agent.GuestFileOpen(ctx, domain, dir+"/"+t.name, "r"); err != nil {
 			return nil, unavailable(err)
 		}
 		t.open = true
 	}
-	poll := s.poll
+	poll := s.x.poll
 	if poll <= 0 {
 		poll = defaultPoll
 	}
@@ -151,7 +151,7 @@ func (s *Service) ExecStream(ctx context.Context, domain string, r ExecRequest, 
 	for {
 		// The exit first: once it is seen, one more read gets everything.
 		var code int
-		exited, code, err = s.agent.GuestExecStatus(ctx, domain, pid)
+		exited, code, err = s.x.agent.GuestExecStatus(ctx, domain, pid)
 		if err != nil {
 			return nil, unavailable(err)
 		}
@@ -185,10 +185,10 @@ func (s *Service) ExecStream(ctx context.Context, domain string, r ExecRequest, 
 }
 
 // streamDir makes the command's private directory in the guest.
-func (s *Service) streamDir(ctx context.Context, domain string, why error) (string, error) {
+func (s *Commands) streamDir(ctx context.Context, domain string, why error) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	res, err := s.agent.GuestExec(ctx, domain, desktop.Exec{Argv: []string{"/bin/sh", "-c", streamSetup}, Env: s.env("", nil)})
+	res, err := s.x.agent.GuestExec(ctx, domain, desktop.Exec{Argv: []string{"/bin/sh", "-c", streamSetup}, Env: s.x.env("", nil)})
 	if err != nil {
 		return "", unavailableBoth(why, err)
 	}
@@ -200,16 +200,16 @@ func (s *Service) streamDir(ctx context.Context, domain string, why error) (stri
 }
 
 // pump sends what t's file has grown by, up to the cap.
-func (s *Service) pump(ctx context.Context, domain string, t *tail, limit int, out StreamOutput) error {
+func (s *Commands) pump(ctx context.Context, domain string, t *tail, limit int, out StreamOutput) error {
 	if t.truncated {
 		return nil
 	}
 	// Seeking clears the end-of-file the last read left.
-	if err := s.agent.GuestFileSeek(ctx, domain, t.handle, t.off); err != nil {
+	if err := s.x.agent.GuestFileSeek(ctx, domain, t.handle, t.off); err != nil {
 		return unavailable(err)
 	}
 	for {
-		b, eof, err := s.agent.GuestFileRead(ctx, domain, t.handle, readChunk)
+		b, eof, err := s.x.agent.GuestFileRead(ctx, domain, t.handle, readChunk)
 		if err != nil {
 			return unavailable(err)
 		}

@@ -39,7 +39,7 @@ type UIChannel interface {
 }
 
 // UITree reads the desktop's accessibility tree as its user sees it.
-func (s *Service) UITree(ctx context.Context, domain string, q UIQuery) (*UIResult, error) {
+func (s *Session) UITree(ctx context.Context, domain string, q UIQuery) (*UIResult, error) {
 	ui, err := s.uiChannel(ctx, q.TimeoutMS)
 	if err != nil {
 		return nil, err
@@ -47,12 +47,12 @@ func (s *Service) UITree(ctx context.Context, domain string, q UIQuery) (*UIResu
 	if err := validUIQuery(q); err != nil {
 		return nil, err
 	}
-	q.User = s.User
+	q.User = s.x.User
 	return uiAnswer(ui.UITree(ctx, domain, q))
 }
 
 // UIFind lists the nodes of the tree that match q (none is no error).
-func (s *Service) UIFind(ctx context.Context, domain string, q UIQuery) (*UIResult, error) {
+func (s *Session) UIFind(ctx context.Context, domain string, q UIQuery) (*UIResult, error) {
 	ui, err := s.uiChannel(ctx, q.TimeoutMS)
 	if err != nil {
 		return nil, err
@@ -63,13 +63,13 @@ func (s *Service) UIFind(ctx context.Context, domain string, q UIQuery) (*UIResu
 	if q.Matches < 0 || q.Matches > UIMaxLimit {
 		return nil, invalid("limit", fmt.Sprintf("must be 1..%d", UIMaxLimit))
 	}
-	q.User = s.User
+	q.User = s.x.User
 	return uiAnswer(ui.UIFind(ctx, domain, q))
 }
 
 // UIAct does an action on one node of the tree and answers the node
 // read again.
-func (s *Service) UIAct(ctx context.Context, domain string, a UIAction) (*UIResult, error) {
+func (s *Session) UIAct(ctx context.Context, domain string, a UIAction) (*UIResult, error) {
 	ui, err := s.uiChannel(ctx, a.TimeoutMS)
 	if err != nil {
 		return nil, err
@@ -82,17 +82,17 @@ func (s *Service) UIAct(ctx context.Context, domain string, a UIAction) (*UIResu
 	case a.Value != "" && a.Action != "set_value":
 		return nil, invalid("value", "value goes with the action set_value only")
 	}
-	a.User = s.User
+	a.User = s.x.User
 	return uiAnswer(ui.UIAct(ctx, domain, a))
 }
 
 // uiChannel is bureau-agent's part that reads the tree, or why there is
 // none.
-func (s *Service) uiChannel(ctx context.Context, timeoutMS int) (UIChannel, error) {
+func (s *Session) uiChannel(ctx context.Context, timeoutMS int) (UIChannel, error) {
 	if timeoutMS < 0 || timeoutMS > UIMaxTimeoutMS {
 		return nil, invalid("timeout_ms", fmt.Sprintf("must be 1..%d", UIMaxTimeoutMS))
 	}
-	ui, ok := s.channel(ctx).(UIChannel)
+	ui, ok := s.x.channel(ctx).(UIChannel)
 	if !ok {
 		return nil, fmt.Errorf("the accessibility tree is read by bureau-agent, which this call does not use: %w", desktop.ErrUnavailable)
 	}

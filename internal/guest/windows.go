@@ -74,15 +74,15 @@ func window(w client.Window) *Window {
 }
 
 // windowAgent is bureau-agent's window calls, which nothing else does.
-func (s *Service) windowAgent(what string) (WindowAgent, error) {
-	if wa, ok := s.ch.(WindowAgent); ok {
+func (s *Session) windowAgent(what string) (WindowAgent, error) {
+	if wa, ok := s.x.ch.(WindowAgent); ok {
 		return wa, nil
 	}
 	return nil, needAgent(what, client.ErrNoAgent)
 }
 
 // Windows lists the session's windows.
-func (s *Service) Windows(ctx context.Context, domain string) (*WindowList, error) {
+func (s *Session) Windows(ctx context.Context, domain string) (*WindowList, error) {
 	wa, err := s.windowAgent("listing windows")
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func (s *Service) Windows(ctx context.Context, domain string) (*WindowList, erro
 // WindowAction does a to window id and returns it once the window
 // manager shows it done (or after about a second, as it is then): nil
 // when a close took.
-func (s *Service) WindowAction(ctx context.Context, domain, id string, a WindowAction) (*Window, error) {
+func (s *Session) WindowAction(ctx context.Context, domain, id string, a WindowAction) (*Window, error) {
 	act := wire.WindowAct{Action: a.Action, X: a.X, Y: a.Y}
 	for name, p := range map[string]*int{"width": a.Width, "height": a.Height} {
 		if p != nil && *p < 1 {
