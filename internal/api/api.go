@@ -26,14 +26,18 @@ type Desktops interface {
 	Settings
 	Screen
 	Quotas
-	Templates
 }
 
 // Deps are what the API needs.
 type Deps struct {
 	Desktops Desktops
-	Computer Computer
-	Guest    Guest
+	// Snapshots takes, lists, reverts to and deletes desktops' snapshots
+	// (the step log's checkpoints too); Templates builds and lists warm
+	// templates.
+	Snapshots Snapshots
+	Templates Templates
+	Computer  Computer
+	Guest     Guest
 	// Processes, Ports and Terminals are reached through bureau-agent.
 	Processes Processes
 	Ports     Ports
@@ -168,8 +172,8 @@ func New(d Deps) *gin.Engine {
 	}
 
 	// The agent's input waits while a person holds the desktop's, and
-	// gated calls for a person's approval (h.people.guard).
-	v1 := r.Group("/api/v1", s.audited, s.authenticate, s.touchActivity, h.people.guard, h.webhooks.quotaRefusals)
+	// gated calls for a person's approval (h.people.gates.guard).
+	v1 := r.Group("/api/v1", s.audited, s.authenticate, s.touchActivity, h.people.gates.guard, h.webhooks.quotaRefusals)
 	v1.GET("/info", s.handle(h.site.info))
 	v1.GET("/session", s.handle(s.session))
 	h.signin.authRoutes(r)

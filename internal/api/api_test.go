@@ -476,7 +476,7 @@ func newEnvDeps(t testing.TB, mkImages func(*store.Store) Images, tweak func(*De
 	e.computer = &fakeComputer{}
 	e.steps = steps.New(st, t.TempDir(), 0, slog.New(slog.DiscardHandler))
 	e.recordings = recording.New(recording.Config{Dir: t.TempDir(), MaxSeconds: 60, KeepBytes: 1 << 30}, st, &pngScreens{}, e.desktops, slog.New(slog.DiscardHandler))
-	d := Deps{Processes: inGuest, Ports: inGuest, Terminals: inGuest, Services: inGuest, SecretValues: sec, Secrets: sec, SecretsChanged: e.secretsChanged, Previews: urls, URLs: urls, PreviewDomain: "localhost", Desktops: e.desktops, Consoles: e.consoles, Web: web.Static,
+	d := Deps{Processes: inGuest, Ports: inGuest, Terminals: inGuest, Services: inGuest, SecretValues: sec, Secrets: sec, SecretsChanged: e.secretsChanged, Previews: urls, URLs: urls, PreviewDomain: "localhost", Desktops: e.desktops, Snapshots: e.desktops, Templates: e.desktops, Consoles: e.consoles, Web: web.Static,
 		ConsoleBytes: func(dir string, n int) {
 			v, _ := e.consoleBytes.LoadOrStore(dir, new(atomic.Int64))
 			v.(*atomic.Int64).Add(int64(n))
@@ -973,7 +973,7 @@ func TestEventStreamDeliversOwnChanges(t *testing.T) {
 // added later cannot forget authentication: only /healthz is public.
 func TestEveryRegisteredRouteNeedsAToken(t *testing.T) {
 	e := newEnv(t)
-	router := New(Deps{Desktops: e.desktops, Log: slog.New(slog.DiscardHandler), Metrics: http.NotFoundHandler(), Web: web.Static})
+	router := New(Deps{Desktops: e.desktops, Snapshots: e.desktops, Templates: e.desktops, Log: slog.New(slog.DiscardHandler), Metrics: http.NotFoundHandler(), Web: web.Static})
 	// The pages and their assets hold no data; /console/:id needs a
 	// console token.
 	public := map[string]bool{"GET /healthz": true, "GET /": true, "GET /static/*path": true, "GET /docs": true, "GET /api/v1/openapi.json": true,

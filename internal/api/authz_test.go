@@ -49,7 +49,7 @@ func TestAuthMatrix(t *testing.T) {
 	}
 	agent, computerOnly, otherAgent := scoped(mine, false), scoped(mine, true), scoped(other, false)
 
-	router := New(Deps{Desktops: e.desktops, Log: slog.New(slog.DiscardHandler), Metrics: http.NotFoundHandler(), Web: web.Static})
+	router := New(Deps{Desktops: e.desktops, Snapshots: e.desktops, Templates: e.desktops, Log: slog.New(slog.DiscardHandler), Metrics: http.NotFoundHandler(), Web: web.Static})
 	tokenRoutes := map[string]bool{ // authenticated by a console token instead
 		"/api/v1/desktops/:id/vnc": true, "/api/v1/desktops/:id/console/session": true, "/console/:id": true,
 		"/api/v1/desktops/:id/console/clipboard": true, "/api/v1/desktops/:id/console/pty": true,

@@ -168,20 +168,20 @@ func (s *stepRecorder) snapshotBefore(c *gin.Context, d *desktop.Desktop, req ma
 		}
 	}
 	req.Actor, req.Unlimited, req.Wait = actor(c), isAdmin(c), checkpointWait
-	_, err := s.persistence.CreateSnapshot(ctx, d.ID, req)
+	_, err := s.snapshots.CreateSnapshot(ctx, d.ID, req)
 	return err
 }
 
 // pruneCheckpoints deletes a desktop's automatic checkpoints beyond the
 // newest p.Keep. One that cannot be deleted now is left for the next time.
 func (s *stepRecorder) pruneCheckpoints(ctx context.Context, desktopID string, p steps.CheckpointPolicy, actor string) {
-	snaps, err := s.persistence.ListSnapshots(ctx, desktopID)
+	snaps, err := s.snapshots.ListSnapshots(ctx, desktopID)
 	if err != nil {
 		s.log.Warn("listing snapshots to prune automatic checkpoints", "desktop", desktopID, "err", err)
 		return
 	}
 	for _, sn := range p.Surplus(snaps) {
-		if err := s.persistence.DeleteSnapshot(ctx, desktopID, sn.Name, actor); err != nil {
+		if err := s.snapshots.DeleteSnapshot(ctx, desktopID, sn.Name, actor); err != nil {
 			s.log.Warn("pruning an automatic checkpoint", "desktop", desktopID, "snapshot", sn.Name, "err", err)
 			return
 		}

@@ -68,43 +68,55 @@ type Gates interface {
 	Gate(ctx context.Context, desktopID, owner, actor string, in loop.Input, title func(context.Context) string, detail json.RawMessage) (*loop.Request, error)
 }
 
-// peopleHandlers serve control, help requests, approvals and approval
-// policies (people_*.go), to API callers and to the console page, and
-// guard the agent's calls (people_gate.go). The People themselves are
-// core's (desktop records show them).
+// peopleHandlers are the handlers of people in the loop, one type per
+// feature, each with only the dependencies it uses: control
+// (people_control.go), help and approval requests (people_requests.go),
+// the gate that guards the agent's calls and the approval policies
+// (people_gate.go, people_policy.go), and the console page's side of them
+// (people_console.go). Their routes are registered here. The People
+// themselves are core's (desktop records show them).
 type peopleHandlers struct {
-	*core
-	consoles Consoles
-	// computer takes the pictures requests come with, and says where the
-	// pointer is for click rules.
-	computer Computer
-	// windows says which window is active, for key and click rules that
-	// name one (nil: none known).
-	windows Windows
+	control  *controlHandlers
+	requests *requestHandlers
+	gates    *gateHandlers
+	console  *consolePeopleHandlers
+}
+
+func newPeopleHandlers(s *core, d Deps) *peopleHandlers {
+	control := &controlHandlers{core: s, consoles: d.Consoles}
+	requests := &requestHandlers{core: s, computer: d.Computer}
+	return &peopleHandlers{
+		control:  control,
+		requests: requests,
+		gates:    &gateHandlers{core: s, computer: d.Computer, windows: d.Windows},
+		console:  &consolePeopleHandlers{core: s, control: control, requests: requests},
+	}
 }
 
 var errNoPeople = fmt.Errorf("this bureau keeps no people in the loop (takeover, help requests, approvals): %w", desktop.ErrUnavailable)
 
-func (s *peopleHandlers) peopleRoutes(v1 *gin.RouterGroup) {
-	v1.GET("/desktops/:id/control", s.handle(s.getControl))
-	v1.POST("/desktops/:id/control/take", s.handle(s.takeControl))
-	v1.POST("/desktops/:id/control/release", s.handle(s.releaseControl))
-	v1.POST("/desktops/:id/help", s.handle(s.askHelp))
-	v1.POST("/desktops/:id/approvals", s.handle(s.askApproval))
-	v1.GET("/desktops/:id/requests", s.handle(s.listDesktopRequests))
-	v1.GET("/requests", s.handle(s.listRequests))
-	v1.GET("/desktops/:id/requests/:rid", s.handle(s.getRequest))
-	v1.GET("/desktops/:id/requests/:rid/screenshot", s.requestScreenshot)
-	v1.POST("/desktops/:id/requests/:rid/answer", s.handle(s.answerRequest))
-	v1.POST("/desktops/:id/requests/:rid/approve", s.handle(s.approveRequest))
-	v1.POST("/desktops/:id/requests/:rid/deny", s.handle(s.denyRequest))
-	v1.GET("/desktops/:id/approval-policy", s.handle(s.getPolicy))
-	v1.PUT("/desktops/:id/approval-policy", s.handle(s.putPolicy))
-	v1.DELETE("/desktops/:id/approval-policy", s.handle(s.deletePolicy))
+func (h *peopleHandlers) peopleRoutes(v1 *gin.RouterGroup) {
+	ctl, req, gate := h.control, h.requests, h.gates
+	v1.GET("/desktops/:id/control", ctl.handle(ctl.getControl))
+	v1.POST("/desktops/:id/control/take", ctl.handle(ctl.takeControl))
+	v1.POST("/desktops/:id/control/release", ctl.handle(ctl.releaseControl))
+	v1.POST("/desktops/:id/help", req.handle(req.askHelp))
+	v1.POST("/desktops/:id/approvals", req.handle(req.askApproval))
+	v1.GET("/desktops/:id/requests", req.handle(req.listDesktopRequests))
+	v1.GET("/requests", req.handle(req.listRequests))
+	v1.GET("/desktops/:id/requests/:rid", req.handle(req.getRequest))
+	v1.GET("/desktops/:id/requests/:rid/screenshot", req.requestScreenshot)
+	v1.POST("/desktops/:id/requests/:rid/answer", req.handle(req.answerRequest))
+	v1.POST("/desktops/:id/requests/:rid/approve", req.handle(req.approveRequest))
+	v1.POST("/desktops/:id/requests/:rid/deny", req.handle(req.denyRequest))
+	v1.GET("/desktops/:id/approval-policy", gate.handle(gate.getPolicy))
+	v1.PUT("/desktops/:id/approval-policy", gate.handle(gate.putPolicy))
+	v1.DELETE("/desktops/:id/approval-policy", gate.handle(gate.deletePolicy))
 }
 
 // consoleRoutes are the console page's (a console token in ?token=).
-func (s *peopleHandlers) consoleRoutes(r *gin.Engine, consoleAuth gin.HandlerFunc) {
+func (h *peopleHandlers) consoleRoutes(r *gin.Engine, consoleAuth gin.HandlerFunc) {
+	s := h.console
 	r.GET("/api/v1/desktops/:id/console/state", consoleAuth, s.handle(s.consoleState))
 	r.POST("/api/v1/desktops/:id/console/control/take", consoleAuth, s.handle(s.consoleTake))
 	r.POST("/api/v1/desktops/:id/console/control/release", consoleAuth, s.handle(s.consoleRelease))
@@ -117,7 +129,7 @@ func (s *peopleHandlers) consoleRoutes(r *gin.Engine, consoleAuth gin.HandlerFun
 // loopDesktop is the caller's desktop in :id, when bureau keeps people in
 // the loop (503 otherwise: after the desktop, so another owner's is 404
 // as ever).
-func (s *peopleHandlers) loopDesktop(c *gin.Context) (*desktop.Desktop, error) {
+func (s *core) loopDesktop(c *gin.Context) (*desktop.Desktop, error) {
 	d, err := s.owned(c)
 	if err == nil && s.people == nil {
 		err = errNoPeople

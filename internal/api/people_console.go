@@ -17,6 +17,14 @@ import (
 // only; a screen-only one (a computer-only token's) is not shown the
 // requests either.
 
+// consolePeopleHandlers serve the console page's side of people in the
+// loop, through the control and request handlers.
+type consolePeopleHandlers struct {
+	*core
+	control  *controlHandlers
+	requests *requestHandlers
+}
+
 // consoleYou is the console session asking, as the others see it.
 type consoleYou struct {
 	Session    string `json:"session"`
@@ -26,13 +34,13 @@ type consoleYou struct {
 }
 
 // consoleState answers what the console page shows of the loop.
-func (s *peopleHandlers) consoleState(c *gin.Context) (reply, error) {
+func (s *consolePeopleHandlers) consoleState(c *gin.Context) (reply, error) {
 	if s.people == nil {
 		return reply{}, errNoPeople
 	}
 	t := consoleToken(c)
 	ctl := s.people.Control(t.DesktopID)
-	view := s.controlView(t.DesktopID, ctl)
+	view := s.control.controlView(t.DesktopID, ctl)
 	requests := []*loop.Request{}
 	if !t.ScreenOnly {
 		list, err := s.people.List(c.Request.Context(), loop.Filter{DesktopID: t.DesktopID, Status: loop.StatusPending, Limit: 200})
@@ -48,7 +56,7 @@ func (s *peopleHandlers) consoleState(c *gin.Context) (reply, error) {
 
 // consoleActor is the person behind a console token that may act (not a
 // view-only one).
-func (s *peopleHandlers) consoleActor(c *gin.Context, what string) (*desktop.ConsoleToken, loop.Person, error) {
+func (s *consolePeopleHandlers) consoleActor(c *gin.Context, what string) (*desktop.ConsoleToken, loop.Person, error) {
 	if s.people == nil {
 		return nil, loop.Person{}, errNoPeople
 	}
@@ -71,7 +79,7 @@ func (s *peopleHandlers) consoleActor(c *gin.Context, what string) (*desktop.Con
 	return t, consolePerson(t), nil
 }
 
-func (s *peopleHandlers) consoleTake(c *gin.Context) (reply, error) {
+func (s *consolePeopleHandlers) consoleTake(c *gin.Context) (reply, error) {
 	t, p, err := s.consoleActor(c, "take control")
 	if err != nil {
 		return reply{}, err
@@ -87,10 +95,10 @@ func (s *peopleHandlers) consoleTake(c *gin.Context) (reply, error) {
 		return reply{}, err
 	}
 	ctl := s.people.Take(c.Request.Context(), t.DesktopID, p, idle)
-	return reply{http.StatusOK, s.controlView(t.DesktopID, ctl)}, nil
+	return reply{http.StatusOK, s.control.controlView(t.DesktopID, ctl)}, nil
 }
 
-func (s *peopleHandlers) consoleRelease(c *gin.Context) (reply, error) {
+func (s *consolePeopleHandlers) consoleRelease(c *gin.Context) (reply, error) {
 	t, p, err := s.consoleActor(c, "hand control back")
 	if err != nil {
 		return reply{}, err
@@ -100,34 +108,34 @@ func (s *peopleHandlers) consoleRelease(c *gin.Context) (reply, error) {
 		return reply{}, err
 	}
 	ctl := s.people.Release(c.Request.Context(), t.DesktopID, p)
-	return reply{http.StatusOK, s.controlView(t.DesktopID, ctl)}, nil
+	return reply{http.StatusOK, s.control.controlView(t.DesktopID, ctl)}, nil
 }
 
-func (s *peopleHandlers) consoleAnswer(c *gin.Context) (reply, error) {
+func (s *consolePeopleHandlers) consoleAnswer(c *gin.Context) (reply, error) {
 	t, p, err := s.consoleActor(c, "answer requests")
 	if err != nil {
 		return reply{}, err
 	}
-	return s.answer(c, t.DesktopID, p)
+	return s.requests.answer(c, t.DesktopID, p)
 }
 
-func (s *peopleHandlers) consoleApprove(c *gin.Context) (reply, error) {
+func (s *consolePeopleHandlers) consoleApprove(c *gin.Context) (reply, error) {
 	t, p, err := s.consoleActor(c, "decide approvals")
 	if err != nil {
 		return reply{}, err
 	}
-	return s.decide(c, t.DesktopID, p, true)
+	return s.requests.decide(c, t.DesktopID, p, true)
 }
 
-func (s *peopleHandlers) consoleDeny(c *gin.Context) (reply, error) {
+func (s *consolePeopleHandlers) consoleDeny(c *gin.Context) (reply, error) {
 	t, p, err := s.consoleActor(c, "decide approvals")
 	if err != nil {
 		return reply{}, err
 	}
-	return s.decide(c, t.DesktopID, p, false)
+	return s.requests.decide(c, t.DesktopID, p, false)
 }
 
-func (s *peopleHandlers) consoleScreenshot(c *gin.Context) {
+func (s *consolePeopleHandlers) consoleScreenshot(c *gin.Context) {
 	if s.people == nil {
 		s.fail(c, errNoPeople)
 		return
@@ -137,5 +145,5 @@ func (s *peopleHandlers) consoleScreenshot(c *gin.Context) {
 		s.fail(c, fmt.Errorf("this console shows the screen only: not the requests: %w", desktop.ErrForbidden))
 		return
 	}
-	s.servePicture(c, t.DesktopID)
+	s.requests.servePicture(c, t.DesktopID)
 }

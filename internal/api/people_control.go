@@ -9,9 +9,17 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
+// controlHandlers serve who holds a desktop's mouse and keyboard: the
+// control routes, and the view of it (with who watches in the console)
+// the console page shows too.
+type controlHandlers struct {
+	*core
+	consoles Consoles
+}
+
 // controlView is a desktop's control and who watches it in the console,
 // each viewer saying whether it holds the input.
-func (s *peopleHandlers) controlView(desktopID string, ctl loop.Control) apiv1.ControlView {
+func (s *controlHandlers) controlView(desktopID string, ctl loop.Control) apiv1.ControlView {
 	out := apiv1.ControlView{Control: *apiv1.FromControl(ctl), Viewers: []apiv1.Viewer{}}
 	if s.consoles == nil {
 		return out
@@ -29,7 +37,7 @@ func holdsInput(ctl loop.Control, session, createdBy string) bool {
 	return ctl.Holder == loop.HolderPerson && (ctl.By == "console/"+session || createdBy != "" && ctl.By == createdBy)
 }
 
-func (s *peopleHandlers) getControl(c *gin.Context) (reply, error) {
+func (s *controlHandlers) getControl(c *gin.Context) (reply, error) {
 	d, err := s.loopDesktop(c)
 	if err != nil {
 		return reply{}, err
@@ -48,7 +56,7 @@ func (t takeRequest) idle() (time.Duration, error) {
 	return secondsIn("idle_timeout_s", t.IdleTimeoutS, 1, maxIdle, defaultIdle)
 }
 
-func (s *peopleHandlers) takeControl(c *gin.Context) (reply, error) {
+func (s *controlHandlers) takeControl(c *gin.Context) (reply, error) {
 	d, err := s.loopDesktop(c)
 	if err != nil {
 		return reply{}, err
@@ -72,7 +80,7 @@ func (s *peopleHandlers) takeControl(c *gin.Context) (reply, error) {
 	return reply{http.StatusOK, s.controlView(d.ID, ctl)}, nil
 }
 
-func (s *peopleHandlers) releaseControl(c *gin.Context) (reply, error) {
+func (s *controlHandlers) releaseControl(c *gin.Context) (reply, error) {
 	d, err := s.loopDesktop(c)
 	if err != nil {
 		return reply{}, err

@@ -23,6 +23,18 @@ import (
 // The agent's calls people in the loop guard (guard, before each route's
 // own handlers: a refused or denied call is no step of the desktop's).
 
+// gateHandlers guard the agent's calls (its input while a person holds
+// the desktop's, and the calls an approval policy gates) and serve the
+// approval policies (people_policy.go).
+type gateHandlers struct {
+	*core
+	// computer says where the pointer is, for click rules.
+	computer Computer
+	// windows says which window is active, for key and click rules that
+	// name one (nil: none known).
+	windows Windows
+}
+
 const computerRoute = "POST /api/v1/desktops/:id/computer"
 
 // inputRoutes drive the desktop's input: while a person holds it they
@@ -39,11 +51,11 @@ var inputRoutes = map[string]bool{
 // gatedRoutes are the calls an approval policy may hold until a person
 // decides: exec (its command line, and the URLs in it), file deletes,
 // computer actions (keys, clicks), app launches (the URLs they open).
-var gatedRoutes = map[string]func(s *peopleHandlers, c *gin.Context, d *desktop.Desktop, body []byte) error{
-	"POST /api/v1/desktops/:id/exec":    (*peopleHandlers).gateExec,
-	"DELETE /api/v1/desktops/:id/files": (*peopleHandlers).gateFileDelete,
-	computerRoute:                       (*peopleHandlers).gateComputer,
-	"POST /api/v1/desktops/:id/apps":    (*peopleHandlers).gateLaunch,
+var gatedRoutes = map[string]func(s *gateHandlers, c *gin.Context, d *desktop.Desktop, body []byte) error{
+	"POST /api/v1/desktops/:id/exec":    (*gateHandlers).gateExec,
+	"DELETE /api/v1/desktops/:id/files": (*gateHandlers).gateFileDelete,
+	computerRoute:                       (*gateHandlers).gateComputer,
+	"POST /api/v1/desktops/:id/apps":    (*gateHandlers).gateLaunch,
 }
 
 // readActions are the computer actions that send no input.
@@ -58,7 +70,7 @@ const humanRetryAfter = "10"
 // holds a call its approval policy names until a person decides it (a
 // denial is a 403 denied; the call does not run). A call the route itself
 // refuses (another owner's desktop, a body that is not JSON) is left to it.
-func (s *peopleHandlers) guard(c *gin.Context) {
+func (s *gateHandlers) guard(c *gin.Context) {
 	route := c.Request.Method + " " + c.FullPath()
 	input, gate := inputRoutes[route], gatedRoutes[route]
 	if s.people == nil || !input && gate == nil {
@@ -132,7 +144,7 @@ func sendsInput(body []byte) bool {
 
 // gate asks the policy about one input of the call, and waits for a
 // person when it matches.
-func (s *peopleHandlers) gate(c *gin.Context, d *desktop.Desktop, in loop.Input, title func(context.Context) string, detail json.RawMessage) (*loop.Request, error) {
+func (s *gateHandlers) gate(c *gin.Context, d *desktop.Desktop, in loop.Input, title func(context.Context) string, detail json.RawMessage) (*loop.Request, error) {
 	if title == nil {
 		title = noTitle
 	}
@@ -143,7 +155,7 @@ func noTitle(context.Context) string { return "" }
 
 // activeTitle is the title of the desktop's active window, asked once
 // and only when a rule needs it ("" when it is not known).
-func (s *peopleHandlers) activeTitle(d *desktop.Desktop) func(context.Context) string {
+func (s *gateHandlers) activeTitle(d *desktop.Desktop) func(context.Context) string {
 	var once sync.Once
 	var title string
 	return func(ctx context.Context) string {
@@ -168,7 +180,7 @@ func (s *peopleHandlers) activeTitle(d *desktop.Desktop) func(context.Context) s
 
 // gateExec: the command line (argv joined with spaces), then each URL in
 // it unless the command line itself was approved.
-func (s *peopleHandlers) gateExec(c *gin.Context, d *desktop.Desktop, body []byte) error {
+func (s *gateHandlers) gateExec(c *gin.Context, d *desktop.Desktop, body []byte) error {
 	var req guest.ExecRequest
 	if json.Unmarshal(body, &req) != nil || req.Validate() != nil {
 		return nil
@@ -190,7 +202,7 @@ func (s *peopleHandlers) gateExec(c *gin.Context, d *desktop.Desktop, body []byt
 	return nil
 }
 
-func (s *peopleHandlers) gateFileDelete(c *gin.Context, d *desktop.Desktop, _ []byte) error {
+func (s *gateHandlers) gateFileDelete(c *gin.Context, d *desktop.Desktop, _ []byte) error {
 	path := c.Query("path")
 	if path == "" {
 		return nil
@@ -201,7 +213,7 @@ func (s *peopleHandlers) gateFileDelete(c *gin.Context, d *desktop.Desktop, _ []
 }
 
 // gateLaunch: each URL an app is launched with.
-func (s *peopleHandlers) gateLaunch(c *gin.Context, d *desktop.Desktop, body []byte) error {
+func (s *gateHandlers) gateLaunch(c *gin.Context, d *desktop.Desktop, body []byte) error {
 	var req guest.LaunchRequest
 	if json.Unmarshal(body, &req) != nil {
 		return nil
@@ -264,7 +276,7 @@ type plannedInput struct {
 // action of the call left the pointer, else where the pointer is now. A
 // click on an element (an accessibility node) is not known before the
 // element is resolved and is not gated.
-func (s *peopleHandlers) gateComputer(c *gin.Context, d *desktop.Desktop, body []byte) error {
+func (s *gateHandlers) gateComputer(c *gin.Context, d *desktop.Desktop, body []byte) error {
 	actions, req, ok := computerActions(body)
 	if !ok {
 		return nil
@@ -318,7 +330,7 @@ func (s *peopleHandlers) gateComputer(c *gin.Context, d *desktop.Desktop, body [
 // call's display scaled to the screen's, the pointer's place asked for
 // when a click is where it already is. Only when the desktop's policy has
 // click rules: else the clicks are left out (nothing can match them).
-func (s *peopleHandlers) placeClicks(ctx context.Context, d *desktop.Desktop, display *computer.Size, plan []plannedInput, fromStart bool) ([]plannedInput, error) {
+func (s *gateHandlers) placeClicks(ctx context.Context, d *desktop.Desktop, display *computer.Size, plan []plannedInput, fromStart bool) ([]plannedInput, error) {
 	scaled := display != nil && (display.Width > 0 || display.Height > 0)
 	var screen computer.Size
 	var cursor *computer.Point

@@ -12,7 +12,7 @@ import (
 )
 
 // getPolicy answers the desktop's approval policy ({} when none is set).
-func (s *peopleHandlers) getPolicy(c *gin.Context) (reply, error) {
+func (s *gateHandlers) getPolicy(c *gin.Context) (reply, error) {
 	d, err := s.loopDesktop(c)
 	if err != nil {
 		return reply{}, err
@@ -25,7 +25,7 @@ func (s *peopleHandlers) getPolicy(c *gin.Context) (reply, error) {
 // a policy is a 400, a rule that does not hold (a pattern that does not
 // compile, a region of no size) a 422 naming it (exec[1],
 // keys[0].window_title, clicks[2].width).
-func (s *peopleHandlers) putPolicy(c *gin.Context) (reply, error) {
+func (s *gateHandlers) putPolicy(c *gin.Context) (reply, error) {
 	d, err := s.loopDesktop(c)
 	if err != nil {
 		return reply{}, err
@@ -57,7 +57,7 @@ func (s *peopleHandlers) putPolicy(c *gin.Context) (reply, error) {
 	return reply{http.StatusOK, p}, nil
 }
 
-func (s *peopleHandlers) deletePolicy(c *gin.Context) (reply, error) {
+func (s *gateHandlers) deletePolicy(c *gin.Context) (reply, error) {
 	d, err := s.loopDesktop(c)
 	if err != nil {
 		return reply{}, err

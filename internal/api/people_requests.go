@@ -16,6 +16,15 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
+// requestHandlers serve help and approval requests: asked by the agent,
+// listed, waited on, answered and decided by people (through the API or,
+// with people_console.go, the console page).
+type requestHandlers struct {
+	*core
+	// computer takes the pictures requests come with.
+	computer Computer
+}
+
 // helpRequest is the body of POST /help.
 type helpRequest struct {
 	Question   string   `json:"question"`
@@ -76,7 +85,7 @@ func (b approvalRequest) validate() error {
 	return nil
 }
 
-func (s *peopleHandlers) askHelp(c *gin.Context) (reply, error) {
+func (s *requestHandlers) askHelp(c *gin.Context) (reply, error) {
 	var body helpRequest
 	d, wait, ttl, err := s.asking(c, &body, defaultHelpTTL)
 	if err != nil {
@@ -87,7 +96,7 @@ func (s *peopleHandlers) askHelp(c *gin.Context) (reply, error) {
 	return s.ask(c, d, r, ttl, wait, body.Screenshot)
 }
 
-func (s *peopleHandlers) askApproval(c *gin.Context) (reply, error) {
+func (s *requestHandlers) askApproval(c *gin.Context) (reply, error) {
 	var body approvalRequest
 	d, wait, ttl, err := s.asking(c, &body, defaultApproveTTL)
 	if err != nil {
@@ -105,7 +114,7 @@ func (s *peopleHandlers) askApproval(c *gin.Context) (reply, error) {
 // asking reads what a help or approval request asks into body, with how
 // long its caller waits (wait_s) and how long it stays open (timeout_s,
 // defTTL when not given).
-func (s *peopleHandlers) asking(c *gin.Context, body interface {
+func (s *requestHandlers) asking(c *gin.Context, body interface {
 	validate() error
 	waits() (wait, ttl *int)
 }, defTTL int) (*desktop.Desktop, time.Duration, time.Duration, error) {
@@ -130,7 +139,7 @@ func (s *peopleHandlers) asking(c *gin.Context, body interface {
 
 // ask files a request (with a picture of the screen when asked for) and
 // waits up to wait for its answer: 201 with it, pending or not.
-func (s *peopleHandlers) ask(c *gin.Context, d *desktop.Desktop, r *loop.Request, ttl, wait time.Duration, shot bool) (reply, error) {
+func (s *requestHandlers) ask(c *gin.Context, d *desktop.Desktop, r *loop.Request, ttl, wait time.Duration, shot bool) (reply, error) {
 	ctx := c.Request.Context()
 	var png []byte
 	if shot {
@@ -151,7 +160,7 @@ func (s *peopleHandlers) ask(c *gin.Context, d *desktop.Desktop, r *loop.Request
 
 // screenNow is a PNG of the desktop's screen as it is (nil when it cannot
 // be had: the request goes without it, and says so).
-func (s *peopleHandlers) screenNow(ctx context.Context, d *desktop.Desktop) []byte {
+func (s *requestHandlers) screenNow(ctx context.Context, d *desktop.Desktop) []byte {
 	if s.computer == nil || d.State != desktop.StateRunning {
 		return nil
 	}
@@ -176,7 +185,7 @@ func requestFilter(c *gin.Context) (loop.Filter, error) {
 	return f, nil
 }
 
-func (s *peopleHandlers) listDesktopRequests(c *gin.Context) (reply, error) {
+func (s *requestHandlers) listDesktopRequests(c *gin.Context) (reply, error) {
 	d, err := s.loopDesktop(c)
 	if err != nil {
 		return reply{}, err
@@ -192,7 +201,7 @@ func (s *peopleHandlers) listDesktopRequests(c *gin.Context) (reply, error) {
 
 // listRequests lists the requests of the caller's desktops (every
 // owner's for an admin).
-func (s *peopleHandlers) listRequests(c *gin.Context) (reply, error) {
+func (s *requestHandlers) listRequests(c *gin.Context) (reply, error) {
 	if s.people == nil {
 		return reply{}, errNoPeople
 	}
@@ -207,7 +216,7 @@ func (s *peopleHandlers) listRequests(c *gin.Context) (reply, error) {
 
 // getRequest answers a request; with ?wait_s= it waits that long at most
 // while it is pending.
-func (s *peopleHandlers) getRequest(c *gin.Context) (reply, error) {
+func (s *requestHandlers) getRequest(c *gin.Context) (reply, error) {
 	d, err := s.loopDesktop(c)
 	if err != nil {
 		return reply{}, err
@@ -225,7 +234,7 @@ func (s *peopleHandlers) getRequest(c *gin.Context) (reply, error) {
 	return reply{http.StatusOK, r}, err
 }
 
-func (s *peopleHandlers) requestScreenshot(c *gin.Context) {
+func (s *requestHandlers) requestScreenshot(c *gin.Context) {
 	d, err := s.loopDesktop(c)
 	if err != nil {
 		s.fail(c, err)
@@ -235,7 +244,7 @@ func (s *peopleHandlers) requestScreenshot(c *gin.Context) {
 }
 
 // servePicture answers the picture of the screen request :rid came with.
-func (s *peopleHandlers) servePicture(c *gin.Context, desktopID string) {
+func (s *requestHandlers) servePicture(c *gin.Context, desktopID string) {
 	png, err := s.people.Screenshot(c.Request.Context(), desktopID, c.Param("rid"))
 	if err == nil && len(png) == 0 {
 		err = fmt.Errorf("request %s came without a screenshot: %w", c.Param("rid"), loop.ErrNotFound)
@@ -255,7 +264,7 @@ type answerBody struct {
 }
 
 // answer answers help request :rid of desktopID as p.
-func (s *peopleHandlers) answer(c *gin.Context, desktopID string, p loop.Person) (reply, error) {
+func (s *requestHandlers) answer(c *gin.Context, desktopID string, p loop.Person) (reply, error) {
 	var body answerBody
 	if err := decode(c, &body); err != nil {
 		return reply{}, err
@@ -279,7 +288,7 @@ func (s *peopleHandlers) answer(c *gin.Context, desktopID string, p loop.Person)
 }
 
 // decide approves or denies approval request :rid of desktopID as p.
-func (s *peopleHandlers) decide(c *gin.Context, desktopID string, p loop.Person, approve bool) (reply, error) {
+func (s *requestHandlers) decide(c *gin.Context, desktopID string, p loop.Person, approve bool) (reply, error) {
 	var body struct {
 		Reason string `json:"reason"`
 	}
@@ -293,7 +302,7 @@ func (s *peopleHandlers) decide(c *gin.Context, desktopID string, p loop.Person,
 	return reply{http.StatusOK, r}, err
 }
 
-func (s *peopleHandlers) answerRequest(c *gin.Context) (reply, error) {
+func (s *requestHandlers) answerRequest(c *gin.Context) (reply, error) {
 	d, err := s.loopDesktop(c)
 	if err != nil {
 		return reply{}, err
@@ -305,11 +314,11 @@ func (s *peopleHandlers) answerRequest(c *gin.Context) (reply, error) {
 	return s.answer(c, d.ID, p)
 }
 
-func (s *peopleHandlers) approveRequest(c *gin.Context) (reply, error) { return s.apiDecide(c, true) }
+func (s *requestHandlers) approveRequest(c *gin.Context) (reply, error) { return s.apiDecide(c, true) }
 
-func (s *peopleHandlers) denyRequest(c *gin.Context) (reply, error) { return s.apiDecide(c, false) }
+func (s *requestHandlers) denyRequest(c *gin.Context) (reply, error) { return s.apiDecide(c, false) }
 
-func (s *peopleHandlers) apiDecide(c *gin.Context, approve bool) (reply, error) {
+func (s *requestHandlers) apiDecide(c *gin.Context, approve bool) (reply, error) {
 	d, err := s.loopDesktop(c)
 	if err != nil {
 		return reply{}, err

@@ -9,15 +9,12 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// Persistence pauses, hibernates, snapshots, reimages and grows desktops.
+// Persistence pauses, hibernates, reimages and grows desktops (their
+// snapshots are Snapshots').
 type Persistence interface {
 	Pause(ctx context.Context, id, actor string) (*desktop.Desktop, error)
 	Resume(ctx context.Context, id, actor string) (*desktop.Desktop, error)
 	Hibernate(ctx context.Context, id, actor string) (*desktop.Desktop, error)
-	CreateSnapshot(ctx context.Context, id string, req manager.SnapshotRequest) (*desktop.Snapshot, error)
-	ListSnapshots(ctx context.Context, id string) ([]*desktop.Snapshot, error)
-	RevertSnapshot(ctx context.Context, id, name, actor string) (*desktop.Desktop, error)
-	DeleteSnapshot(ctx context.Context, id, name, actor string) error
 	Reimage(ctx context.Context, id, image, actor string) (*desktop.Desktop, error)
 	ResizeDataDisk(ctx context.Context, id string, req manager.ResizeRequest) (*desktop.Desktop, error)
 }

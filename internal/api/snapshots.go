@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -8,10 +9,19 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
+// Snapshots take, list, revert to and delete desktops' snapshots
+// (*manager.Snapshots).
+type Snapshots interface {
+	CreateSnapshot(ctx context.Context, id string, req manager.SnapshotRequest) (*desktop.Snapshot, error)
+	ListSnapshots(ctx context.Context, id string) ([]*desktop.Snapshot, error)
+	RevertSnapshot(ctx context.Context, id, name, actor string) (*desktop.Desktop, error)
+	DeleteSnapshot(ctx context.Context, id, name, actor string) error
+}
+
 // snapshotHandlers take, list, revert to and delete desktops' snapshots.
 type snapshotHandlers struct {
 	*core
-	persistence Persistence
+	snapshots Snapshots
 }
 
 type snapshotRequest struct {
@@ -33,7 +43,7 @@ func (s *snapshotHandlers) createSnapshot(c *gin.Context) (reply, error) {
 		return reply{}, err
 	}
 	// The manager checks the owner's quota as it records the snapshot.
-	sn, err := s.persistence.CreateSnapshot(c.Request.Context(), c.Param("id"), manager.SnapshotRequest{Name: req.Name,
+	sn, err := s.snapshots.CreateSnapshot(c.Request.Context(), c.Param("id"), manager.SnapshotRequest{Name: req.Name,
 		Description: req.Description, Scope: req.Scope, Memory: req.Memory, Actor: actor(c), Unlimited: isAdmin(c)})
 	if err != nil {
 		return reply{}, err
@@ -46,7 +56,7 @@ func (s *snapshotHandlers) listSnapshots(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	list, err := s.persistence.ListSnapshots(c.Request.Context(), c.Param("id"))
+	list, err := s.snapshots.ListSnapshots(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		return reply{}, err
 	}
@@ -57,7 +67,7 @@ func (s *snapshotHandlers) revertSnapshot(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	d, err := s.persistence.RevertSnapshot(c.Request.Context(), c.Param("id"), c.Param("name"), actor(c))
+	d, err := s.snapshots.RevertSnapshot(c.Request.Context(), c.Param("id"), c.Param("name"), actor(c))
 	return reply{http.StatusAccepted, d}, err
 }
 
@@ -65,7 +75,7 @@ func (s *snapshotHandlers) deleteSnapshot(c *gin.Context) (reply, error) {
 	if _, err := s.owned(c); err != nil {
 		return reply{}, err
 	}
-	if err := s.persistence.DeleteSnapshot(c.Request.Context(), c.Param("id"), c.Param("name"), actor(c)); err != nil {
+	if err := s.snapshots.DeleteSnapshot(c.Request.Context(), c.Param("id"), c.Param("name"), actor(c)); err != nil {
 		return reply{}, err
 	}
 	return reply{http.StatusNoContent, nil}, nil

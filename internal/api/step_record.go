@@ -35,8 +35,8 @@ type stepRecorder struct {
 	steps Steps // nil: no step log kept
 	// computer takes the pictures of the screen.
 	computer Computer
-	// persistence takes checkpoints and prunes them.
-	persistence Persistence
+	// snapshots takes checkpoints and prunes them.
+	snapshots Snapshots
 	// thumbnails is Deps.StepThumbnails: which pictures steps keep.
 	thumbnails string
 	shots      stepShots

@@ -32,8 +32,8 @@ type Steps interface {
 type stepHandlers struct {
 	*core
 	steps Steps
-	// persistence finds and reverts to the snapshot before a step.
-	persistence Persistence
+	// snapshots finds and reverts to the snapshot before a step.
+	snapshots Snapshots
 }
 
 // stepsRoutes serves the step log.

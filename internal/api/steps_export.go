@@ -82,7 +82,7 @@ func (s *stepHandlers) revertToStep(c *gin.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	snaps, err := s.persistence.ListSnapshots(ctx, d.ID)
+	snaps, err := s.snapshots.ListSnapshots(ctx, d.ID)
 	if err != nil {
 		return reply{}, err
 	}
@@ -112,7 +112,7 @@ func (s *stepHandlers) revertToStep(c *gin.Context) (reply, error) {
 			}
 		}
 	}
-	reverted, err := s.persistence.RevertSnapshot(ctx, d.ID, cp.Name, actor(c))
+	reverted, err := s.snapshots.RevertSnapshot(ctx, d.ID, cp.Name, actor(c))
 	if err != nil {
 		return reply{}, err
 	}

@@ -8,7 +8,8 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// Templates are desktops saved with their RAM for warm creates.
+// Templates are desktops saved with their RAM for warm creates
+// (*manager.WarmPool).
 type Templates interface {
 	BuildTemplate(ctx context.Context, image string, vcpus, memMiB int) (*manager.Template, error)
 	Templates(ctx context.Context) ([]*manager.Template, error)

@@ -3,8 +3,25 @@ package loop
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 )
+
+// Controls is who holds desktops' input: the agent, or a person who took
+// over until they hand it back or go idle. It also makes a person's
+// console input into steps (human.go).
+type Controls struct {
+	*env
+	// recordingAt says where a time falls in the recording of a desktop's
+	// screen being made (Config.RecordingAt; may be nil).
+	recordingAt func(desktopID string, t time.Time) (recordingID string, offsetMS int64, ok bool)
+
+	quiet, longest time.Duration
+
+	mu       sync.Mutex
+	control  map[string]*holding // by desktop id; absent: the agent holds it
+	sessions map[session]*typing // console sessions' input, by desktop and session
+}
 
 // holding is a person's hold on a desktop's input. Input extends it by
 // moving last only; its timer, when it fires, looks at last and either
@@ -33,13 +50,13 @@ func (h *holding) until() time.Time {
 }
 
 // Control says who holds desktopID's input.
-func (s *Service) Control(desktopID string) Control {
+func (s *Controls) Control(desktopID string) Control {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.controlLocked(desktopID)
 }
 
-func (s *Service) controlLocked(desktopID string) Control {
+func (s *Controls) controlLocked(desktopID string) Control {
 	h := s.control[desktopID]
 	if h == nil {
 		return Control{Holder: HolderAgent}
@@ -52,7 +69,7 @@ func (s *Service) controlLocked(desktopID string) Control {
 
 // Take gives desktopID's input to p until p releases it, someone else
 // takes it, or idle (0: DefaultIdle) passes without input from p.
-func (s *Service) Take(ctx context.Context, desktopID string, p Person, idle time.Duration) Control {
+func (s *Controls) Take(ctx context.Context, desktopID string, p Person, idle time.Duration) Control {
 	if idle <= 0 {
 		idle = DefaultIdle
 	}
@@ -80,7 +97,7 @@ func (s *Service) Take(ctx context.Context, desktopID string, p Person, idle tim
 
 // Release hands desktopID's input back to the agent (nothing happens when
 // the agent holds it).
-func (s *Service) Release(ctx context.Context, desktopID string, p Person) Control {
+func (s *Controls) Release(ctx context.Context, desktopID string, p Person) Control {
 	s.mu.Lock()
 	h := s.control[desktopID]
 	if h != nil {
@@ -102,7 +119,7 @@ func (s *Service) Release(ctx context.Context, desktopID string, p Person) Contr
 
 // idleCheck runs when h may have gone idle: it hands control back, or
 // waits for the idle timeout after the latest input.
-func (s *Service) idleCheck(desktopID string, h *holding) {
+func (s *Controls) idleCheck(desktopID string, h *holding) {
 	s.mu.Lock()
 	if s.control[desktopID] != h || s.stopped() {
 		s.mu.Unlock()
@@ -127,7 +144,7 @@ func (s *Service) idleCheck(desktopID string, h *holding) {
 
 // AgentInput refuses (*InControlError) input from actor while a person
 // holds desktopID's input, unless actor is who took it.
-func (s *Service) AgentInput(desktopID, actor string) error {
+func (s *Controls) AgentInput(desktopID, actor string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.control[desktopID]
@@ -143,7 +160,7 @@ func (s *Service) AgentInput(desktopID, actor string) error {
 // token that took over is the holder's too). Input that goes through
 // keeps the holder's control and is counted as a person's step. It is
 // called for every message, so it only looks at memory.
-func (s *Service) ConsoleInput(desktopID string, p Person, ev InputEvent) bool {
+func (s *Controls) ConsoleInput(desktopID string, p Person, ev InputEvent) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.control[desktopID]
@@ -162,7 +179,7 @@ func (s *Service) ConsoleInput(desktopID string, p Person, ev InputEvent) bool {
 // Left is told when the last console session of p on desktopID closed.
 // If p holds its input from that console, control goes back to the agent
 // after LeftGrace unless p comes back and types or clicks by then.
-func (s *Service) Left(desktopID string, p Person) {
+func (s *Controls) Left(desktopID string, p Person) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.control[desktopID]
@@ -171,4 +188,23 @@ func (s *Service) Left(desktopID string, p Person) {
 	}
 	h.left = time.Now()
 	h.timer.Reset(time.Until(h.until()))
+}
+
+// forget drops what is held of deleted desktopID's input, and its console
+// sessions' stretches of input (not recorded: the desktop is gone).
+func (s *Controls) forget(desktopID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h := s.control[desktopID]; h != nil {
+		h.timer.Stop()
+		delete(s.control, desktopID)
+	}
+	for k, ty := range s.sessions {
+		if k.desktopID == desktopID {
+			if ty.ep != nil {
+				ty.ep.timer.Stop()
+			}
+			delete(s.sessions, k)
+		}
+	}
 }

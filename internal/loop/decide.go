@@ -29,7 +29,7 @@ type outcome struct {
 
 // Answer answers one of desktopID's help requests as p: answer is the
 // text, or with choice one of the request's choices.
-func (s *Service) Answer(ctx context.Context, desktopID, id string, p Person, answer string, choice bool) (*Request, error) {
+func (s *Requests) Answer(ctx context.Context, desktopID, id string, p Person, answer string, choice bool) (*Request, error) {
 	r, err := s.decidable(ctx, desktopID, id, p, KindHelp)
 	if err != nil {
 		return nil, err
@@ -54,7 +54,7 @@ func (s *Service) Answer(ctx context.Context, desktopID, id string, p Person, an
 
 // Decide approves or denies one of desktopID's approval requests as p,
 // for reason (may be empty).
-func (s *Service) Decide(ctx context.Context, desktopID, id string, p Person, approve bool, reason string) (*Request, error) {
+func (s *Requests) Decide(ctx context.Context, desktopID, id string, p Person, approve bool, reason string) (*Request, error) {
 	r, err := s.decidable(ctx, desktopID, id, p, KindApproval)
 	if err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func (s *Service) Decide(ctx context.Context, desktopID, id string, p Person, ap
 
 // decidable finds a request p may answer or decide: of kind, not asked
 // by p.
-func (s *Service) decidable(ctx context.Context, desktopID, id string, p Person, kind string) (*Request, error) {
+func (s *Requests) decidable(ctx context.Context, desktopID, id string, p Person, kind string) (*Request, error) {
 	r, err := s.Get(ctx, desktopID, id)
 	if err != nil {
 		return nil, err
@@ -94,7 +94,7 @@ func (s *Service) decidable(ctx context.Context, desktopID, id string, p Person,
 }
 
 // timeUp runs when a pending request's time is up.
-func (s *Service) timeUp(id string) {
+func (s *Requests) timeUp(id string) {
 	if s.stopped() {
 		return
 	}
@@ -106,8 +106,8 @@ func (s *Service) timeUp(id string) {
 // expire ends a pending request that nobody decided: help expires; an
 // approval is denied (by no one), so a call waiting on it does not run.
 // reason "" says its time ran out.
-func (s *Service) expire(ctx context.Context, id, reason string, quiet bool) {
-	r, err := s.cfg.Store.GetRequest(ctx, id)
+func (s *Requests) expire(ctx context.Context, id, reason string, quiet bool) {
+	r, err := s.store.GetRequest(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		s.untrack(id)
 		return
@@ -139,7 +139,7 @@ func (s *Service) expire(ctx context.Context, id, reason string, quiet bool) {
 // waits before it is tried again.
 const retryExpiry = 30 * time.Second
 
-func (s *Service) retry(id string, err error) {
+func (s *Requests) retry(id string, err error) {
 	s.log.Error("expire a request", "request", id, "err", err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -152,12 +152,12 @@ func (s *Service) retry(id string, err error) {
 // between two deciders, or a decider and the timer: the one that comes
 // second gets a *DecidedError with the request as it ended), tells the
 // desktop's history and step log, and wakes its waiters.
-func (s *Service) end(ctx context.Context, r *Request, o outcome) (*Request, error) {
+func (s *Requests) end(ctx context.Context, r *Request, o outcome) (*Request, error) {
 	d := *r
 	t := now()
 	d.Status, d.DecidedBy, d.DecidedAt = o.status, o.person.By(), &t
 	d.Answer, d.Choice, d.Reason = o.answer, o.choice, o.reason
-	stored, err := s.cfg.Store.DecideRequest(ctx, &d)
+	stored, err := s.store.DecideRequest(ctx, &d)
 	if errors.Is(err, ErrAlreadyDecided) {
 		s.untrack(r.ID)
 		if stored == nil {
@@ -181,7 +181,7 @@ func (s *Service) end(ctx context.Context, r *Request, o outcome) (*Request, err
 }
 
 // tell records how r ended in its desktop's step log and history.
-func (s *Service) tell(ctx context.Context, r *Request, p Person) {
+func (s *Requests) tell(ctx context.Context, r *Request, p Person) {
 	by := ""
 	if r.DecidedBy != "" {
 		by = nameOf(p)

@@ -6,12 +6,28 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 )
 
+// Gates are desktops' approval policies and the gate that holds a call
+// a policy names until a person decides it (an approval request of
+// Requests).
+type Gates struct {
+	*env
+	store    Store
+	requests *Requests
+	// gateUnit counts a policy's timeout_s (a second; tests shorten it).
+	gateUnit time.Duration
+
+	mu       sync.Mutex
+	policies map[string]Policy // compiled policies by desktop id (the zero Policy: none set)
+	polGen   uint64            // bumped by every policy change: reads older than it are not cached
+}
+
 // Policy is desktopID's approval policy (the zero Policy when none is
 // set).
-func (s *Service) Policy(ctx context.Context, desktopID string) (Policy, error) {
+func (s *Gates) Policy(ctx context.Context, desktopID string) (Policy, error) {
 	s.mu.Lock()
 	p, ok := s.policies[desktopID]
 	gen := s.polGen
@@ -19,7 +35,7 @@ func (s *Service) Policy(ctx context.Context, desktopID string) (Policy, error) 
 	if ok {
 		return p, nil
 	}
-	b, err := s.cfg.Store.ApprovalPolicy(ctx, desktopID)
+	b, err := s.store.ApprovalPolicy(ctx, desktopID)
 	if err != nil {
 		return Policy{}, fmt.Errorf("approval policy: %w", err)
 	}
@@ -37,7 +53,7 @@ func (s *Service) Policy(ctx context.Context, desktopID string) (Policy, error) 
 }
 
 // SetPolicy validates and stores desktopID's approval policy.
-func (s *Service) SetPolicy(ctx context.Context, desktopID string, p Policy) error {
+func (s *Gates) SetPolicy(ctx context.Context, desktopID string, p Policy) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
@@ -46,26 +62,34 @@ func (s *Service) SetPolicy(ctx context.Context, desktopID string, p Policy) err
 		return fmt.Errorf("approval policy: %w", err)
 	}
 	defer s.policyChanged(desktopID)
-	if err := s.cfg.Store.SetApprovalPolicy(ctx, desktopID, b); err != nil {
+	if err := s.store.SetApprovalPolicy(ctx, desktopID, b); err != nil {
 		return fmt.Errorf("store the approval policy: %w", err)
 	}
 	return nil
 }
 
 // DeletePolicy removes desktopID's approval policy: nothing is gated.
-func (s *Service) DeletePolicy(ctx context.Context, desktopID string) error {
+func (s *Gates) DeletePolicy(ctx context.Context, desktopID string) error {
 	defer s.policyChanged(desktopID)
-	if err := s.cfg.Store.DeleteApprovalPolicy(ctx, desktopID); err != nil {
+	if err := s.store.DeleteApprovalPolicy(ctx, desktopID); err != nil {
 		return fmt.Errorf("delete the approval policy: %w", err)
 	}
 	return nil
 }
 
-func (s *Service) policyChanged(desktopID string) {
+func (s *Gates) policyChanged(desktopID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.policies, desktopID)
 	s.polGen++
+}
+
+// forget drops deleted desktopID's approval policy.
+func (s *Gates) forget(ctx context.Context, desktopID string) {
+	s.policyChanged(desktopID)
+	if err := s.store.DeleteApprovalPolicy(ctx, desktopID); err != nil {
+		s.log.Error("delete the approval policy of a deleted desktop", "desktop", desktopID, "err", err)
+	}
 }
 
 // Gate holds a call of actor's on desktopID until a person decides it,
@@ -76,7 +100,7 @@ func (s *Service) policyChanged(desktopID string) {
 // rule that names one would match. detail is the call's input, shown to
 // whoever decides. If ctx ends first, the request is denied ("the caller
 // went away") and ctx's error returned.
-func (s *Service) Gate(ctx context.Context, desktopID, owner, actor string, in Input, title func(context.Context) string, detail json.RawMessage) (*Request, error) {
+func (s *Gates) Gate(ctx context.Context, desktopID, owner, actor string, in Input, title func(context.Context) string, detail json.RawMessage) (*Request, error) {
 	p, err := s.Policy(ctx, desktopID)
 	if err != nil {
 		return nil, err
@@ -98,7 +122,7 @@ func (s *Service) Gate(ctx context.Context, desktopID, owner, actor string, in I
 		timeoutS = DefaultGateTimeoutS
 	}
 	sum := summary(in, h)
-	r, err := s.Ask(ctx, &Request{DesktopID: desktopID, Owner: owner, Kind: KindApproval, Question: sum,
+	r, err := s.requests.Ask(ctx, &Request{DesktopID: desktopID, Owner: owner, Kind: KindApproval, Question: sum,
 		Action: &Action{Kind: in.Kind, Summary: sum, Rule: h.rule, Detail: detail}, AskedBy: actor, Gated: true},
 		time.Duration(timeoutS)*s.gateUnit, nil)
 	if err != nil {
@@ -106,11 +130,11 @@ func (s *Service) Gate(ctx context.Context, desktopID, owner, actor string, in I
 	}
 	// The request's own timer decides it when its time is up.
 	id := r.ID
-	r, err = s.Wait(ctx, desktopID, id, time.Duration(math.MaxInt64))
+	r, err = s.requests.Wait(ctx, desktopID, id, time.Duration(math.MaxInt64))
 	if ctx.Err() != nil {
 		bg := context.WithoutCancel(ctx)
-		if cur, gerr := s.Get(bg, desktopID, id); gerr == nil && !cur.Decided() {
-			if _, err := s.end(bg, cur, outcome{status: StatusDenied, reason: "the caller went away"}); err != nil && !errors.As(err, new(*DecidedError)) {
+		if cur, gerr := s.requests.Get(bg, desktopID, id); gerr == nil && !cur.Decided() {
+			if _, err := s.requests.end(bg, cur, outcome{status: StatusDenied, reason: "the caller went away"}); err != nil && !errors.As(err, new(*DecidedError)) {
 				s.log.Warn("deny an approval its caller stopped waiting for", "desktop", desktopID, "request", id, "err", err)
 			}
 		}

@@ -36,7 +36,7 @@ type episode struct {
 
 // feed counts ev, input of p's session that went through. Called with
 // s.mu held.
-func (s *Service) feed(desktopID string, p Person, ev InputEvent, t time.Time) {
+func (s *Controls) feed(desktopID string, p Person, ev InputEvent, t time.Time) {
 	k := session{desktopID, p.Console}
 	ty := s.sessions[k]
 	if ty == nil {
@@ -74,7 +74,7 @@ func (s *Service) feed(desktopID string, p Person, ev InputEvent, t time.Time) {
 
 // episodeCheck runs when ep may be over: it records it, or waits until
 // it could be.
-func (s *Service) episodeCheck(k session, ep *episode) {
+func (s *Controls) episodeCheck(k session, ep *episode) {
 	s.mu.Lock()
 	ty := s.sessions[k]
 	if ty == nil || ty.ep != ep {
@@ -102,8 +102,8 @@ func (s *Service) episodeCheck(k session, ep *episode) {
 
 // recordEpisode writes ep to the desktop's step log (in its own
 // goroutine: never the console's).
-func (s *Service) recordEpisode(ep *episode) {
-	if s.cfg.Step == nil || s.stopped() {
+func (s *Controls) recordEpisode(ep *episode) {
+	if s.onStep == nil || s.stopped() {
 		return
 	}
 	// A pointer passing over the screen, or the clipboard noVNC hands
@@ -114,8 +114,8 @@ func (s *Service) recordEpisode(ep *episode) {
 	in, _ := json.Marshal(map[string]any{"person": nameOf(ep.person), "session": ep.person.Console,
 		"keys": ep.keys, "clicks": ep.clicks, "pointer_moves": ep.moves, "clipboard": ep.clipboard})
 	res := []byte("{}")
-	if s.cfg.RecordingAt != nil {
-		if id, off, ok := s.cfg.RecordingAt(ep.desktopID, ep.start); ok {
+	if s.recordingAt != nil {
+		if id, off, ok := s.recordingAt(ep.desktopID, ep.start); ok {
 			res, _ = json.Marshal(map[string]any{"recording": map[string]any{"id": id, "offset_ms": off}})
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -23,6 +24,21 @@ const (
 	MaxReason   = 1000
 )
 
+// Requests are desktops' help and approval requests: asked, waited on,
+// answered or decided by a person (decide.go), or expired. They are
+// stored; the pending ones are also held in memory, with their expiry
+// timers and their waiters.
+type Requests struct {
+	*env
+	store Store
+	// dir keeps the screenshots requests come with.
+	dir string
+
+	mu      sync.Mutex
+	pending map[string]*waiting // pending requests by id
+	counts  map[string]*[2]int  // pending help and approval requests by desktop id
+}
+
 // waiting is a pending request as held in memory: its expiry timer, and
 // done, closed when it is decided (Wait's broadcast).
 type waiting struct {
@@ -37,7 +53,7 @@ type waiting struct {
 // Status, AskedAt, ExpiresAt and Screenshot; the caller sets DesktopID,
 // Owner, Kind, Question, Choices (help) or Action (approval; an explicit
 // one when nil), AskedBy and Gated.
-func (s *Service) Ask(ctx context.Context, r *Request, timeout time.Duration, shot []byte) (*Request, error) {
+func (s *Requests) Ask(ctx context.Context, r *Request, timeout time.Duration, shot []byte) (*Request, error) {
 	req := *r
 	if err := req.check(timeout); err != nil {
 		return nil, err
@@ -51,7 +67,7 @@ func (s *Service) Ask(ctx context.Context, r *Request, timeout time.Duration, sh
 			return nil, err
 		}
 	}
-	if err := s.cfg.Store.AddRequest(ctx, &req); err != nil {
+	if err := s.store.AddRequest(ctx, &req); err != nil {
 		if shot != nil {
 			os.Remove(s.shotPath(req.ID))
 		}
@@ -125,7 +141,7 @@ func (r *Request) check(timeout time.Duration) error {
 
 // track holds a pending request in memory until it is decided or
 // expires.
-func (s *Service) track(r *Request) {
+func (s *Requests) track(r *Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.pending[r.ID]; ok {
@@ -139,11 +155,11 @@ func (s *Service) track(r *Request) {
 }
 
 // untrack drops a request decided, and wakes its waiters.
-func (s *Service) untrack(id string) { s.untracked(id)() }
+func (s *Requests) untrack(id string) { s.untracked(id)() }
 
 // untracked drops a request decided and returns what wakes its waiters
 // (a request's history is told first).
-func (s *Service) untracked(id string) (wake func()) {
+func (s *Requests) untracked(id string) (wake func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := s.pending[id]
@@ -157,7 +173,7 @@ func (s *Service) untracked(id string) (wake func()) {
 }
 
 // count adds n to w's desktop's pending count. Called with s.mu held.
-func (s *Service) count(w *waiting, n int) {
+func (s *Requests) count(w *waiting, n int) {
 	c := s.counts[w.desktopID]
 	if c == nil {
 		c = new([2]int)
@@ -175,8 +191,8 @@ func (s *Service) count(w *waiting, n int) {
 
 // Get returns one of desktopID's requests (ErrNotFound: none by that id
 // on that desktop).
-func (s *Service) Get(ctx context.Context, desktopID, id string) (*Request, error) {
-	r, err := s.cfg.Store.GetRequest(ctx, id)
+func (s *Requests) Get(ctx context.Context, desktopID, id string) (*Request, error) {
+	r, err := s.store.GetRequest(ctx, id)
 	if errors.Is(err, ErrNotFound) || err == nil && r.DesktopID != desktopID {
 		return nil, notFound(id)
 	}
@@ -187,8 +203,8 @@ func (s *Service) Get(ctx context.Context, desktopID, id string) (*Request, erro
 }
 
 // List returns requests, newest first.
-func (s *Service) List(ctx context.Context, f Filter) ([]*Request, error) {
-	list, err := s.cfg.Store.ListRequests(ctx, f)
+func (s *Requests) List(ctx context.Context, f Filter) ([]*Request, error) {
+	list, err := s.store.ListRequests(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("list requests: %w", err)
 	}
@@ -197,7 +213,7 @@ func (s *Service) List(ctx context.Context, f Filter) ([]*Request, error) {
 
 // Wait returns the request once it is decided, or as it is when maxWait has
 // passed or ctx's deadline has; a cancelled ctx returns its error.
-func (s *Service) Wait(ctx context.Context, desktopID, id string, maxWait time.Duration) (*Request, error) {
+func (s *Requests) Wait(ctx context.Context, desktopID, id string, maxWait time.Duration) (*Request, error) {
 	// A request still held here is waited on even when the store has its
 	// decision already: its waiters wake once it is told.
 	s.mu.Lock()
@@ -222,7 +238,7 @@ func (s *Service) Wait(ctx context.Context, desktopID, id string, maxWait time.D
 
 // Screenshot is the picture of the screen a request came with
 // (ErrNotFound: none).
-func (s *Service) Screenshot(ctx context.Context, desktopID, id string) ([]byte, error) {
+func (s *Requests) Screenshot(ctx context.Context, desktopID, id string) ([]byte, error) {
 	r, err := s.Get(ctx, desktopID, id)
 	if err != nil {
 		return nil, err
@@ -240,13 +256,13 @@ func (s *Service) Screenshot(ctx context.Context, desktopID, id string) ([]byte,
 	return b, nil
 }
 
-func (s *Service) shotPath(id string) string { return filepath.Join(s.cfg.Dir, id+".png") }
+func (s *Requests) shotPath(id string) string { return filepath.Join(s.dir, id+".png") }
 
-func (s *Service) saveShot(id string, shot []byte) error {
-	if s.cfg.Dir == "" {
+func (s *Requests) saveShot(id string, shot []byte) error {
+	if s.dir == "" {
 		return errors.New("save the screenshot: no directory for requests' screenshots")
 	}
-	if err := os.MkdirAll(s.cfg.Dir, 0o700); err != nil {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return fmt.Errorf("save the screenshot: %w", err)
 	}
 	if err := os.WriteFile(s.shotPath(id), shot, 0o600); err != nil {
@@ -255,41 +271,34 @@ func (s *Service) saveShot(id string, shot []byte) error {
 	return nil
 }
 
-// Forget drops what is kept of a deleted desktop: who holds its input,
-// its pending requests (they expire, and gated calls waiting on them are
-// denied), its policy and its requests' screenshots. Nothing of it goes
-// to the desktop's history or step log: the desktop is gone.
-func (s *Service) Forget(ctx context.Context, desktopID string) {
+// pendingCount is how many help and approval requests of desktopID are
+// pending.
+func (s *Requests) pendingCount(desktopID string) (help, approvals int) {
 	s.mu.Lock()
-	if h := s.control[desktopID]; h != nil {
-		h.timer.Stop()
-		delete(s.control, desktopID)
+	defer s.mu.Unlock()
+	if c := s.counts[desktopID]; c != nil {
+		return c[0], c[1]
 	}
-	for k, ty := range s.sessions {
-		if k.desktopID == desktopID {
-			if ty.ep != nil {
-				ty.ep.timer.Stop()
-			}
-			delete(s.sessions, k)
-		}
-	}
+	return 0, 0
+}
+
+// forget ends deleted desktopID's pending requests (they expire, and
+// gated calls waiting on them are denied) and deletes its requests'
+// screenshots. Nothing of it goes to the desktop's history or step log.
+func (s *Requests) forget(ctx context.Context, desktopID string) {
+	s.mu.Lock()
 	var ids []string
 	for id, w := range s.pending {
 		if w.desktopID == desktopID {
 			ids = append(ids, id)
 		}
 	}
-	delete(s.policies, desktopID)
-	s.polGen++
 	s.mu.Unlock()
 
 	for _, id := range ids {
 		s.expire(ctx, id, "the desktop was deleted", true)
 	}
-	if err := s.cfg.Store.DeleteApprovalPolicy(ctx, desktopID); err != nil {
-		s.log.Error("delete the approval policy of a deleted desktop", "desktop", desktopID, "err", err)
-	}
-	list, err := s.cfg.Store.ListRequests(ctx, Filter{DesktopID: desktopID, Limit: math.MaxInt32})
+	list, err := s.store.ListRequests(ctx, Filter{DesktopID: desktopID, Limit: math.MaxInt32})
 	if err != nil {
 		s.log.Error("list the requests of a deleted desktop", "desktop", desktopID, "err", err)
 		return

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -81,27 +80,30 @@ const (
 	noteWithin = 10 * time.Second
 )
 
-// Service puts people in the loop of desktops: control of their input
-// (control.go), a person's input as steps (human.go), help and approval
-// requests (requests.go) and the approval gates of their policies
-// (gate.go, policy_parse.go).
+// Service puts people in the loop of desktops. Each feature is its own
+// type, embedded here so callers see one service: Controls (who holds a
+// desktop's input, control.go, and a person's input as steps, human.go),
+// Requests (help and approval requests: ask, wait, answer, decide,
+// expire; requests.go, decide.go) and Gates (approval policies and the
+// gate that holds the calls they name; gate.go, policy_parse.go). Service
+// itself starts them and answers what spans them: a desktop's Status, and
+// Forget.
 type Service struct {
-	cfg Config
+	*Controls
+	*Requests
+	*Gates
+}
+
+// env is what the features of a Service share: its log, the context their
+// timers end with, and the hooks that tell the rest of bureau.
+type env struct {
 	log *slog.Logger
 	// base bounds what timers do: they outlive the calls that start them.
 	base context.Context
 
-	quiet, longest time.Duration
-	// gateUnit counts a policy's timeout_s (a second; tests shorten it).
-	gateUnit time.Duration
-
-	mu       sync.Mutex
-	control  map[string]*holding // by desktop id; absent: the agent holds it
-	sessions map[session]*typing // console sessions' input, by desktop and session
-	pending  map[string]*waiting // pending requests by id
-	counts   map[string]*[2]int  // pending help and approval requests by desktop id
-	policies map[string]Policy   // compiled policies by desktop id (the zero Policy: none set)
-	polGen   uint64              // bumped by every policy change: reads older than it are not cached
+	onNote    func(ctx context.Context, desktopID, typ, actor, msg string)
+	onStep    func(ctx context.Context, st *steps.Step)
+	onChanged func(desktopID string)
 }
 
 // New starts a Service over cfg.Store: gated requests left pending by a
@@ -112,21 +114,26 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{cfg: cfg, log: log, base: ctx, quiet: episodeQuiet, longest: episodeLongest, gateUnit: time.Second,
-		control: map[string]*holding{}, sessions: map[session]*typing{}, pending: map[string]*waiting{},
-		counts: map[string]*[2]int{}, policies: map[string]Policy{}}
+	e := &env{log: log, base: ctx, onNote: cfg.Note, onStep: cfg.Step, onChanged: cfg.Changed}
+	reqs := &Requests{env: e, store: cfg.Store, dir: cfg.Dir, pending: map[string]*waiting{}, counts: map[string]*[2]int{}}
+	s := &Service{
+		Controls: &Controls{env: e, recordingAt: cfg.RecordingAt, quiet: episodeQuiet, longest: episodeLongest,
+			control: map[string]*holding{}, sessions: map[session]*typing{}},
+		Requests: reqs,
+		Gates:    &Gates{env: e, store: cfg.Store, requests: reqs, gateUnit: time.Second, policies: map[string]Policy{}},
+	}
 	left, err := cfg.Store.ListRequests(ctx, Filter{Status: StatusPending, Limit: math.MaxInt32})
 	if err != nil {
 		return nil, fmt.Errorf("pending requests: %w", err)
 	}
 	for _, r := range left {
 		if r.Gated {
-			if _, err := s.end(ctx, r, outcome{status: StatusExpired, reason: "bureau restarted while it waited"}); err != nil {
+			if _, err := reqs.end(ctx, r, outcome{status: StatusExpired, reason: "bureau restarted while it waited"}); err != nil {
 				log.Error("expire a gated request bureau stopped waiting on", "desktop", r.DesktopID, "request", r.ID, "err", err)
 			}
 			continue
 		}
-		s.track(r)
+		reqs.track(r)
 	}
 	return s, nil
 }
@@ -134,42 +141,48 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 // Status is what desktopID's record shows: who holds its input and how
 // many requests wait.
 func (s *Service) Status(desktopID string) Status {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := Status{Control: s.controlLocked(desktopID)}
-	if c := s.counts[desktopID]; c != nil {
-		st.Help, st.Approvals = c[0], c[1]
-	}
+	st := Status{Control: s.Control(desktopID)}
+	st.Help, st.Approvals = s.Requests.pendingCount(desktopID)
 	return st
 }
 
+// Forget drops what is kept of a deleted desktop: who holds its input,
+// its pending requests (they expire, and gated calls waiting on them are
+// denied), its policy and its requests' screenshots. Nothing of it goes
+// to the desktop's history or step log: the desktop is gone.
+func (s *Service) Forget(ctx context.Context, desktopID string) {
+	s.Controls.forget(desktopID)
+	s.Gates.forget(ctx, desktopID)
+	s.Requests.forget(ctx, desktopID)
+}
+
 // note records an event when the service is told how.
-func (s *Service) note(ctx context.Context, desktopID, typ, actor, msg string) {
-	if s.cfg.Note != nil {
-		s.cfg.Note(ctx, desktopID, typ, actor, msg)
+func (e *env) note(ctx context.Context, desktopID, typ, actor, msg string) {
+	if e.onNote != nil {
+		e.onNote(ctx, desktopID, typ, actor, msg)
 	}
 }
 
-func (s *Service) changed(desktopID string) {
-	if s.cfg.Changed != nil {
-		s.cfg.Changed(desktopID)
+func (e *env) changed(desktopID string) {
+	if e.onChanged != nil {
+		e.onChanged(desktopID)
 	}
 }
 
-func (s *Service) step(ctx context.Context, st *steps.Step) {
-	if s.cfg.Step != nil {
-		s.cfg.Step(ctx, st)
+func (e *env) step(ctx context.Context, st *steps.Step) {
+	if e.onStep != nil {
+		e.onStep(ctx, st)
 	}
 }
 
 // background is a context for what a timer does: not cancelled with the
 // call that started the timer, bounded in time.
-func (s *Service) background() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(s.base), noteWithin)
+func (e *env) background() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(e.base), noteWithin)
 }
 
 // stopped says the service's context ended: its timers do nothing more.
-func (s *Service) stopped() bool { return s.base.Err() != nil }
+func (e *env) stopped() bool { return e.base.Err() != nil }
 
 func now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 

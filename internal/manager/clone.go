@@ -76,7 +76,7 @@ type diskVMs interface {
 }
 
 // snapshotDropper deletes a snapshot from a desktop's disks
-// (snapshotter.drop).
+// (Snapshots.drop).
 type snapshotDropper interface {
 	drop(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot) error
 }

@@ -16,7 +16,7 @@ func TestCloneFromSnapshot(t *testing.T) {
 	h := newHarness(t, &fakeDisks{snaps: &ops})
 	ctx := context.Background()
 	src := h.settle(t, h.create(t, "src").ID)
-	h.m.CreateSnapshot(ctx, src.ID, SnapshotRequest{Name: "golden"})
+	h.m.Snapshots().CreateSnapshot(ctx, src.ID, SnapshotRequest{Name: "golden"})
 	d, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "copy", From: &CloneSource{DesktopID: src.ID, Snapshot: "golden"},
 		Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 1}})
 	if err != nil {
@@ -44,7 +44,7 @@ func TestCloneOfDataSnapshotGetsFreshOS(t *testing.T) {
 	h := newHarness(t, &fakeDisks{snaps: &ops})
 	ctx := context.Background()
 	src := h.settle(t, h.create(t, "src").ID)
-	h.m.CreateSnapshot(ctx, src.ID, SnapshotRequest{Name: "ws", Scope: desktop.ScopeData})
+	h.m.Snapshots().CreateSnapshot(ctx, src.ID, SnapshotRequest{Name: "ws", Scope: desktop.ScopeData})
 	d, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "copy", From: &CloneSource{DesktopID: src.ID, Snapshot: "ws"},
 		Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 40}})
 	if err != nil {
@@ -60,7 +60,7 @@ func TestCloneRefusals(t *testing.T) {
 	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	src := h.settle(t, h.create(t, "src").ID)
-	h.m.CreateSnapshot(ctx, src.ID, SnapshotRequest{Name: "s"})
+	h.m.Snapshots().CreateSnapshot(ctx, src.ID, SnapshotRequest{Name: "s"})
 	spec := desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 1}
 	for field, from := range map[string]*CloneSource{"from.desktop": {DesktopID: "nope", Snapshot: "s"}, "from.snapshot": {DesktopID: src.ID, Snapshot: "nope"}} {
 		var ve *desktop.ValidationError
@@ -82,7 +82,7 @@ func TestCloneWithAFailingCopy(t *testing.T) {
 	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	src := h.settle(t, h.create(t, "src").ID)
-	if _, err := h.m.CreateSnapshot(ctx, src.ID, SnapshotRequest{Name: "golden"}); err != nil {
+	if _, err := h.m.Snapshots().CreateSnapshot(ctx, src.ID, SnapshotRequest{Name: "golden"}); err != nil {
 		t.Fatal(err)
 	}
 	h.disks.failOn("CopySnapshot os.qcow2", errors.New("Input/output error"))
@@ -98,7 +98,7 @@ func TestCloneWithAFailingCopy(t *testing.T) {
 	if exists(got.Dir) {
 		t.Errorf("the failed clone's files are left in %s", got.Dir)
 	}
-	if list, _ := h.m.ListSnapshots(ctx, src.ID); len(list) != 1 || !h.disks.has(src.DataDiskPath, "golden") {
+	if list, _ := h.m.Snapshots().ListSnapshots(ctx, src.ID); len(list) != 1 || !h.disks.has(src.DataDiskPath, "golden") {
 		t.Errorf("the source's snapshot after a failed clone: %v", list)
 	}
 }
@@ -109,7 +109,7 @@ func TestCloneOfASnapshotTheDisksLack(t *testing.T) {
 	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	src := h.settle(t, h.create(t, "src").ID)
-	if _, err := h.m.CreateSnapshot(ctx, src.ID, SnapshotRequest{Name: "ws", Scope: desktop.ScopeData}); err != nil {
+	if _, err := h.m.Snapshots().CreateSnapshot(ctx, src.ID, SnapshotRequest{Name: "ws", Scope: desktop.ScopeData}); err != nil {
 		t.Fatal(err)
 	}
 	h.disks.snapshots().remove(src.DataDiskPath, "ws")

@@ -157,7 +157,7 @@ func TestColdMoveOfAHibernatedDesktopRenewsItsAddressAtWake(t *testing.T) {
 func TestColdMoveOfARunningDesktopWithSnapshots(t *testing.T) {
 	h, mv, cm, _, d := newColdHarness(t)
 	ctx := context.Background()
-	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "before", Actor: "test"}); err != nil {
+	if _, err := h.m.Snapshots().CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "before", Actor: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.m.moves.Migrate(ctx, d.ID, "two", "test"); err != nil {
@@ -187,7 +187,7 @@ func TestColdMoveOfARunningDesktopWithSnapshots(t *testing.T) {
 	}
 	// Reverted to a snapshot taken on its old host, its guest asks for the
 	// address it has now.
-	if _, err := h.m.RevertSnapshot(ctx, d.ID, "before", "test"); err != nil {
+	if _, err := h.m.Snapshots().RevertSnapshot(ctx, d.ID, "before", "test"); err != nil {
 		t.Fatal(err)
 	}
 	if d = h.settle(t, d.ID); d.State != desktop.StateRunning || len(mv.bounced) != 2 {
@@ -198,7 +198,7 @@ func TestColdMoveOfARunningDesktopWithSnapshots(t *testing.T) {
 func TestColdMoveThatFailsLeavesTheDesktopWhereItWas(t *testing.T) {
 	h, mv, cm, files, d := newColdHarness(t)
 	ctx := context.Background()
-	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "before", Actor: "test"}); err != nil {
+	if _, err := h.m.Snapshots().CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "before", Actor: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	cm.fail = "DefineOn"
@@ -242,7 +242,7 @@ func TestColdMoveThatFailsLeavesTheDesktopWhereItWas(t *testing.T) {
 func TestColdMoveCancelled(t *testing.T) {
 	h, mv, cm, files, d := newColdHarness(t)
 	ctx := context.Background()
-	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "before", Actor: "test"}); err != nil {
+	if _, err := h.m.Snapshots().CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "before", Actor: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	cm.block, cm.copying = true, make(chan struct{})

@@ -36,14 +36,16 @@ func TestConcurrentOperationsOnManyDesktops(t *testing.T) {
 		func(id string, _ int) error { _, err := h.m.Start(ctx, id, "alice"); return err },
 		func(id string, _ int) error { _, err := h.m.Reboot(ctx, id, "alice"); return err },
 		func(id string, n int) error {
-			_, err := h.m.CreateSnapshot(ctx, id, SnapshotRequest{Name: fmt.Sprintf("s%d", n%3), Memory: &no})
+			_, err := h.m.Snapshots().CreateSnapshot(ctx, id, SnapshotRequest{Name: fmt.Sprintf("s%d", n%3), Memory: &no})
 			return err
 		},
 		func(id string, n int) error {
-			_, err := h.m.RevertSnapshot(ctx, id, fmt.Sprintf("s%d", n%3), "alice")
+			_, err := h.m.Snapshots().RevertSnapshot(ctx, id, fmt.Sprintf("s%d", n%3), "alice")
 			return err
 		},
-		func(id string, n int) error { return h.m.DeleteSnapshot(ctx, id, fmt.Sprintf("s%d", n%3), "alice") },
+		func(id string, n int) error {
+			return h.m.Snapshots().DeleteSnapshot(ctx, id, fmt.Sprintf("s%d", n%3), "alice")
+		},
 		func(id string, _ int) error { _, err := h.m.Wake(ctx, id, "alice"); return err },
 		func(id string, _ int) error { _, err := h.m.Get(ctx, id); return err },
 	}
@@ -87,7 +89,7 @@ func TestConcurrentOperationsOnManyDesktops(t *testing.T) {
 		if got := h.hv.vm(d.DomainName()); want == "" || got != want {
 			t.Errorf("desktop %s is %s (%s) but its VM is %s", id, d.State, d.LastError, got)
 		}
-		snaps, err := h.m.ListSnapshots(ctx, id)
+		snaps, err := h.m.Snapshots().ListSnapshots(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

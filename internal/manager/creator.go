@@ -99,7 +99,7 @@ type cloneDisks interface {
 
 // warmCreates is what a warm create takes from the warm pool: a ready
 // template, a spare of it (taken, given back or claimed), the desktop made
-// from either, and the CPU held meanwhile (warmPool).
+// from either, and the CPU held meanwhile (WarmPool).
 type warmCreates interface {
 	ready(ctx context.Context, image string, vcpus, mem int) *Template
 	take(ctx context.Context, t *Template, d *desktop.Desktop) *spare

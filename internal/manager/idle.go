@@ -65,7 +65,7 @@ type hostRoom interface {
 }
 
 // spareRelief drops a warm spare when the host runs short of memory, and
-// says whether it did (warmPool.relieve, spares.go).
+// says whether it did (WarmPool.relieve, spares.go).
 type spareRelief interface {
 	relieve(avail int) bool
 }

@@ -22,7 +22,7 @@ import (
 type Hypervisor interface {
 	VMs
 	Power
-	Snapshots
+	VMSnapshots
 	Guest
 	Memory
 	EventSource
@@ -65,8 +65,8 @@ type Power interface {
 	RestoreAs(ctx context.Context, image string, c desktop.VMConfig, scratch string, paused bool) error
 }
 
-// Snapshots takes and removes VM snapshots.
-type Snapshots interface {
+// VMSnapshots takes and removes VM snapshots.
+type VMSnapshots interface {
 	SnapshotWithMemory(ctx context.Context, name, snap, description string) error
 	RevertSnapshot(ctx context.Context, name, snap string) error
 	DeleteSnapshot(ctx context.Context, name, snap string) error
@@ -206,18 +206,18 @@ type Manager struct {
 	// Features: each holds the core and only the other collaborators it
 	// uses, by role (the other features, the seams below, the
 	// hypervisor's and the store's roles).
-	life      *lifecycle   // lifecycle.go, power.go
-	creator   *creator     // creator.go, create.go, remote.go
-	diskMaker *diskMaker   // clone.go, reimage.go
-	snaps     *snapshotter // snapshots.go
-	warm      *warmPool    // template.go, spares.go
-	idle      *idler       // idle.go, tiers.go, pressure.go, prewake.go
-	moves     *Moves       // moves.go, migrate.go, migrate_files.go, coldmove.go, drain.go
-	backups   *Backups     // backups.go
-	place     *placer      // place.go
-	ident     *identities  // network.go, identity.go, keyboard.go
-	quota     *quotas      // quota.go
-	recon     *reconciler  // reconcile.go, interrupted.go
+	life      *lifecycle  // lifecycle.go, power.go
+	creator   *creator    // creator.go, create.go, remote.go
+	diskMaker *diskMaker  // clone.go, reimage.go
+	snaps     *Snapshots  // snapshots.go
+	warm      *WarmPool   // template.go, spares.go
+	idle      *idler      // idle.go, tiers.go, pressure.go, prewake.go
+	moves     *Moves      // moves.go, migrate.go, migrate_files.go, coldmove.go, drain.go
+	backups   *Backups    // backups.go
+	place     *placer     // place.go
+	ident     *identities // network.go, identity.go, keyboard.go
+	quota     *quotas     // quota.go
+	recon     *reconciler // reconcile.go, interrupted.go
 
 	// Seams features share: where a desktop's host and files are
 	// (files.go, remote.go), and its VM's definition.
@@ -278,14 +278,14 @@ func New(cfg Config, hv Hypervisor, disks Disks, seeds SeedWriter, store Store, 
 		firewall: cfg.Firewall, addresses: cfg.Addresses, subnet: cfg.Subnet}
 	m.moves = &Moves{ops: m.ops, store: store, vms: hv, hosts: m.hosts, net: m.ident, place: m.place, room: m.quota, defs: m.defs, clock: m.life, log: log,
 		live: cfg.Mover, cold: cfg.ColdMover, hostAddress: cfg.HostAddress, marks: cfg.Drains, onMoved: cfg.Moved, placement: cfg.Placement}
-	m.snaps = &snapshotter{ops: m.ops, store: store, vms: hv, quota: m.quota, hosts: m.hosts, power: m.life, moves: m.moves, log: log,
+	m.snaps = &Snapshots{ops: m.ops, store: store, vms: hv, quota: m.quota, hosts: m.hosts, power: m.life, moves: m.moves, log: log,
 		stopTimeout: cfg.StopTimeout}
 	m.diskMaker = &diskMaker{ops: m.ops, store: store, disks: disks, local: local, seeds: seeds, hosts: m.hosts, vms: hv,
 		power: m.life, snaps: m.snaps, quota: m.quota, defs: m.defs, log: log, osDiskGiB: cfg.OSDiskGiB, stopTimeout: cfg.StopTimeout}
 	m.idle = &idler{ops: m.ops, store: store, vms: hv, power: m.life, room: m.quota, log: log,
 		cpuShare: cfg.IdleCPU, trimAfter: cfg.TrimAfter, trimSettle: cfg.TrimSettle, memory: cfg.HostMemory, lowMiB: cfg.MemoryLowMiB,
 		quiet: map[string]*idleState{}}
-	m.warm = &warmPool{ops: m.ops, vms: hv, disks: disks, local: local, seeds: seeds, store: store, vmConfigs: m.defs, net: m.ident, identity: m.ident, memory: m.idle, log: log,
+	m.warm = &WarmPool{ops: m.ops, vms: hv, disks: disks, local: local, seeds: seeds, store: store, vmConfigs: m.defs, net: m.ident, identity: m.ident, memory: m.idle, log: log,
 		dataDir: cfg.DataDir, defaultImage: cfg.DefaultImage, accel: cfg.Accelerator, osDiskGiB: cfg.OSDiskGiB,
 		settle: cfg.TemplateSettle, trimSettle: cfg.TrimSettle, keep: cfg.WarmSpares, cpuHold: cfg.CPUHold}
 	m.idle.spares = m.warm

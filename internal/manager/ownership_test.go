@@ -109,7 +109,7 @@ func TestInterruptedRevertIsReported(t *testing.T) {
 func TestInterruptedWarmCreateGetsItsIdentityOrFails(t *testing.T) {
 	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
-	tp, _ := h.m.BuildTemplate(ctx, "base", 2, 2048)
+	tp, _ := h.m.WarmPool().BuildTemplate(ctx, "base", 2, 2048)
 	h.waitTemplate(t, tp.Key)
 	warm := func(name string) *desktop.Desktop {
 		d, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: name, SSHKeys: []string{"ssh-ed25519 AAAA " + name},

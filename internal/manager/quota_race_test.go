@@ -214,14 +214,14 @@ func TestConcurrentSnapshotsHoldTheSnapshotQuota(t *testing.T) {
 		ds := h.small(t, 20)
 		h.setQuota(t, desktop.Quota{MaxSnapshots: 3})
 		ok, refused := raceQuota(t, 20, "snapshots", func(i int) error {
-			_, err := h.m.CreateSnapshot(ctx, ds[i].ID, SnapshotRequest{Name: "s", Actor: "alice"})
+			_, err := h.m.Snapshots().CreateSnapshot(ctx, ds[i].ID, SnapshotRequest{Name: "s", Actor: "alice"})
 			return err
 		})
 		_, u, _ := h.m.Quota(ctx, "alice")
 		if ok != 3 || refused != 17 || u.Snapshots != 3 {
 			t.Errorf("20 snapshots against a quota of 3: %d taken, %d refused, %d counted", ok, refused, u.Snapshots)
 		}
-		if _, err := h.m.CreateSnapshot(ctx, ds[0].ID, SnapshotRequest{Name: "admin", Unlimited: true}); err != nil {
+		if _, err := h.m.Snapshots().CreateSnapshot(ctx, ds[0].ID, SnapshotRequest{Name: "admin", Unlimited: true}); err != nil {
 			t.Errorf("an admin's snapshot past alice's quota: %v", err)
 		}
 	})
@@ -235,14 +235,14 @@ func TestSnapshotBytesCountAgainstTheDiskQuota(t *testing.T) {
 		d := h.small(t, 1)[0] // 1 GiB of data disk and 1 GiB of RAM
 		h.setQuota(t, desktop.Quota{MaxDiskGiB: 1})
 		var qe *desktop.QuotaError
-		if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "ram"}); !errors.As(err, &qe) || qe.Limit != "disk_gib" || qe.Would != 2 {
+		if _, err := h.m.Snapshots().CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "ram"}); !errors.As(err, &qe) || qe.Limit != "disk_gib" || qe.Would != 2 {
 			t.Errorf("a snapshot of 1 GiB of RAM past the disk quota: %v", err)
 		}
 		no := false
-		if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "disks", Memory: &no}); err != nil {
+		if _, err := h.m.Snapshots().CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "disks", Memory: &no}); err != nil {
 			t.Errorf("a disk-only snapshot: %v", err)
 		}
-		if list, _ := h.m.ListSnapshots(ctx, d.ID); len(list) != 1 {
+		if list, _ := h.m.Snapshots().ListSnapshots(ctx, d.ID); len(list) != 1 {
 			t.Errorf("snapshots listed: %v", list)
 		}
 	})
@@ -252,7 +252,7 @@ func TestConcurrentClonesHoldTheDesktopQuota(t *testing.T) {
 	onEachDatabase(t, func(t *testing.T, h *harness) {
 		ctx := context.Background()
 		src := h.small(t, 1)[0]
-		if _, err := h.m.CreateSnapshot(ctx, src.ID, SnapshotRequest{Name: "gold", Scope: desktop.ScopeData}); err != nil {
+		if _, err := h.m.Snapshots().CreateSnapshot(ctx, src.ID, SnapshotRequest{Name: "gold", Scope: desktop.ScopeData}); err != nil {
 			t.Fatal(err)
 		}
 		h.setQuota(t, desktop.Quota{MaxDesktops: 1 + 3})

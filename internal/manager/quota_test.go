@@ -89,11 +89,11 @@ func TestFullDiskFailsSnapshotCleanly(t *testing.T) {
 	h.hv.mu.Lock()
 	h.hv.failErr = fmt.Errorf("domain x: Could not write: %w", syscall.ENOSPC) // as the libvirt adapter types it
 	h.hv.mu.Unlock()
-	_, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "s"})
+	_, err := h.m.Snapshots().CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "s"})
 	if !errors.Is(err, desktop.ErrCapacity) {
 		t.Fatalf("snapshot on a full disk: %v", err)
 	}
-	if list, _ := h.m.ListSnapshots(ctx, d.ID); len(list) != 0 {
+	if list, _ := h.m.Snapshots().ListSnapshots(ctx, d.ID); len(list) != 0 {
 		t.Errorf("failed snapshot listed: %v", list)
 	}
 	if got, _ := h.m.Get(ctx, d.ID); got.State != desktop.StateRunning {
@@ -126,14 +126,14 @@ func TestMemorySnapshotRefusedWithoutRoomForTheRAM(t *testing.T) {
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "m").ID)
 	h.m.quota.capacity = fakeCapacity{memFree: 1 << 20, diskFree: d.MemoryMiB - 1}
-	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "with-ram"}); !errors.Is(err, desktop.ErrCapacity) {
+	if _, err := h.m.Snapshots().CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "with-ram"}); !errors.Is(err, desktop.ErrCapacity) {
 		t.Fatalf("memory snapshot without room for the RAM: %v", err)
 	}
-	if list, _ := h.m.ListSnapshots(ctx, d.ID); len(list) != 0 {
+	if list, _ := h.m.Snapshots().ListSnapshots(ctx, d.ID); len(list) != 0 {
 		t.Errorf("refused snapshot listed: %v", list)
 	}
 	no := false
-	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "disks", Memory: &no}); err != nil {
+	if _, err := h.m.Snapshots().CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "disks", Memory: &no}); err != nil {
 		t.Errorf("a snapshot of the disks alone needs no room for the RAM: %v", err)
 	}
 }

@@ -18,8 +18,8 @@ func TestReimageKeepsDataAndDataSnapshots(t *testing.T) {
 	ctx := context.Background()
 	d := h.settle(t, h.create(t, "r").ID)
 	os.WriteFile(d.DataDiskPath, []byte("precious"), 0o600)
-	h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "ws", Scope: desktop.ScopeData})
-	h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "full"})
+	h.m.Snapshots().CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "ws", Scope: desktop.ScopeData})
+	h.m.Snapshots().CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "full"})
 	h.store.PutImage(ctx, &desktop.Image{Name: "newer", Path: filepath.Join(h.dir, "newer.qcow2"), RecipeHash: "def", CreatedAt: time.Now()})
 
 	r, err := h.m.Reimage(ctx, d.ID, "newer", "alice")
@@ -33,7 +33,7 @@ func TestReimageKeepsDataAndDataSnapshots(t *testing.T) {
 	if b, _ := os.ReadFile(d.DataDiskPath); string(b) != "precious" {
 		t.Errorf("data disk = %q after reimage", b)
 	}
-	if list, _ := h.m.ListSnapshots(ctx, d.ID); len(list) != 1 || list[0].Name != "ws" {
+	if list, _ := h.m.Snapshots().ListSnapshots(ctx, d.ID); len(list) != 1 || list[0].Name != "ws" {
 		t.Errorf("snapshots after reimage: %v (want only the data snapshot)", list)
 	}
 	if !slices.Contains(h.hv.callList(), "DeleteSnapshot "+d.DomainName()+"/full") {

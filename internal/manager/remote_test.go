@@ -266,25 +266,25 @@ func TestCreateOnARemoteHost(t *testing.T) {
 	// and disk-only (QMP), both deleted the same way. What they take is
 	// measured there: its two files grew by 1 MiB each (fakeHostFiles).
 	for _, mem := range []bool{true, false} {
-		sn, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: fmt.Sprint("s-", mem), Memory: &mem, Actor: "test"})
+		sn, err := h.m.Snapshots().CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: fmt.Sprint("s-", mem), Memory: &mem, Actor: "test"})
 		if err != nil || sn.Memory != mem || sn.SizeBytes != 2<<20 {
 			t.Fatalf("snapshot (memory %v) of a running remote desktop: %+v %v", mem, sn, err)
 		}
-		if err := h.m.DeleteSnapshot(ctx, d.ID, sn.Name, "test"); err != nil {
+		if err := h.m.Snapshots().DeleteSnapshot(ctx, d.ID, sn.Name, "test"); err != nil {
 			t.Errorf("delete it: %v", err)
 		}
 	}
 	// Files that cannot be measured there: a snapshot with memory is
 	// counted for its RAM, as before it was taken.
 	files.fail = "Allocated"
-	if sn, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "unmeasured", Actor: "test"}); err != nil || sn.SizeBytes != 2048<<20 {
+	if sn, err := h.m.Snapshots().CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "unmeasured", Actor: "test"}); err != nil || sn.SizeBytes != 2048<<20 {
 		t.Errorf("snapshot whose files could not be measured: %+v %v", sn, err)
 	}
 	files.fail = ""
-	if err := h.m.DeleteSnapshot(ctx, d.ID, "unmeasured", "test"); err != nil {
+	if err := h.m.Snapshots().DeleteSnapshot(ctx, d.ID, "unmeasured", "test"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "disks", Memory: new(bool), Actor: "test"}); err != nil {
+	if _, err := h.m.Snapshots().CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "disks", Memory: new(bool), Actor: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	// Its data disk grows live through libvirt there.
@@ -295,7 +295,7 @@ func TestCreateOnARemoteHost(t *testing.T) {
 	// through the host's libvirtd (Site.Disks): a revert to a disk-only
 	// snapshot (the VM shut down, reverted, started again)...
 	osDisk := filepath.Join(d.Dir, "os.qcow2")
-	if _, err := h.m.RevertSnapshot(ctx, d.ID, "disks", "test"); err != nil {
+	if _, err := h.m.Snapshots().RevertSnapshot(ctx, d.ID, "disks", "test"); err != nil {
 		t.Fatal(err)
 	}
 	if d = h.settle(t, d.ID); d.State != desktop.StateRunning || d.LastError != "" ||
@@ -312,14 +312,14 @@ func TestCreateOnARemoteHost(t *testing.T) {
 	}
 	h.settle(t, d.ID)
 	// ... and, stopped: snapshots, their deletion, growing the data disk.
-	if sn, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "s2", Actor: "test"}); err != nil || sn.Memory ||
+	if sn, err := h.m.Snapshots().CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "s2", Actor: "test"}); err != nil || sn.Memory ||
 		!files.called("Snapshot "+osDisk+" s2", "Snapshot "+d.DataDiskPath+" s2") {
 		t.Errorf("snapshot of a stopped remote desktop: %+v %v; calls %v", sn, err, files.calls)
 	}
-	if _, err := h.m.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "home", Scope: desktop.ScopeData, Actor: "test"}); err != nil {
+	if _, err := h.m.Snapshots().CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: "home", Scope: desktop.ScopeData, Actor: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.m.DeleteSnapshot(ctx, d.ID, "disks", "test"); err != nil || !files.called("DeleteSnapshot "+osDisk+" disks", "DeleteSnapshot "+d.DataDiskPath+" disks") {
+	if err := h.m.Snapshots().DeleteSnapshot(ctx, d.ID, "disks", "test"); err != nil || !files.called("DeleteSnapshot "+osDisk+" disks", "DeleteSnapshot "+d.DataDiskPath+" disks") {
 		t.Errorf("delete a disk-only snapshot of a stopped remote desktop: %v; calls %v", err, files.calls)
 	}
 	if grown, err := h.m.ResizeDataDisk(ctx, d.ID, ResizeRequest{SizeGiB: 30, Actor: "test"}); err != nil || grown.DataDiskGiB != 30 ||
@@ -348,7 +348,7 @@ func TestCreateOnARemoteHost(t *testing.T) {
 	if !files.called("DeleteSnapshot "+osDisk+" s2", "Upload "+filepath.Join(d.Dir, "seed.iso"), "Remove "+osDisk, "CreateOverlay "+osDisk) || !files.has(osDisk) {
 		t.Errorf("reimage calls: %v", files.calls)
 	}
-	if snaps, _ := h.m.ListSnapshots(ctx, d.ID); len(snaps) != 1 || snaps[0].Name != "home" {
+	if snaps, _ := h.m.Snapshots().ListSnapshots(ctx, d.ID); len(snaps) != 1 || snaps[0].Name != "home" {
 		t.Errorf("snapshots after the reimage: %v", snaps)
 	}
 

@@ -27,10 +27,10 @@ type SnapshotRequest struct {
 	Wait time.Duration
 }
 
-// snapshotter takes, lists, reverts and deletes desktops' snapshots. It
-// holds the operation core and what snapshots need beside it, each by the
-// role it plays here.
-type snapshotter struct {
+// Snapshots takes, lists, reverts and deletes desktops' snapshots (the
+// API's Snapshots). It holds the operation core and what snapshots need
+// beside it, each by the role it plays here.
+type Snapshots struct {
 	ops   *runner
 	store snapshotRecords
 	vms   snapshotVMs
@@ -57,7 +57,7 @@ type snapshotRecords interface {
 // snapshotVMs takes, reverts and removes VMs' snapshots, and starts a VM
 // again after a disk-only revert.
 type snapshotVMs interface {
-	Snapshots
+	VMSnapshots
 	State(ctx context.Context, name string) (desktop.VMState, error)
 	Start(ctx context.Context, name string) error
 }
@@ -88,30 +88,9 @@ type addressRenewal interface {
 	renewAddress(ctx context.Context, d *desktop.Desktop)
 }
 
-// CreateSnapshot takes a named snapshot of a desktop: with RAM of a
-// running one, disk-only of a running one (quiesced by the guest agent when
-// it answers), or of a stopped one's files. Nothing is recorded unless
-// every disk was snapshotted.
-func (m *Manager) CreateSnapshot(ctx context.Context, id string, req SnapshotRequest) (*desktop.Snapshot, error) {
-	return m.snaps.create(ctx, id, req)
-}
-
-// ListSnapshots returns a desktop's snapshots, oldest first.
-func (m *Manager) ListSnapshots(ctx context.Context, id string) ([]*desktop.Snapshot, error) {
-	return m.snaps.list(ctx, id)
-}
-
-// RevertSnapshot returns a desktop to a snapshot in the background. A memory
-// snapshot comes back running with its programs; a disk-only one needs the
-// VM off, so a running desktop is shut down, reverted and started again.
-func (m *Manager) RevertSnapshot(ctx context.Context, id, name, actor string) (*desktop.Desktop, error) {
-	return m.snaps.revert(ctx, id, name, actor)
-}
-
-// DeleteSnapshot removes a snapshot from the disks and the list.
-func (m *Manager) DeleteSnapshot(ctx context.Context, id, name, actor string) error {
-	return m.snaps.delete(ctx, id, name, actor)
-}
+// Snapshots takes, lists, reverts and deletes desktops' snapshots (the
+// API's Snapshots).
+func (m *Manager) Snapshots() *Snapshots { return m.snaps }
 
 // snapshotFiles are the disk files a scope covers.
 func snapshotFiles(d *desktop.Desktop, scope string) []string {
@@ -125,12 +104,12 @@ func snapshotFiles(d *desktop.Desktop, scope string) []string {
 	return []string{osDisk, d.DataDiskPath}
 }
 
-// create takes a named snapshot: with RAM of a running desktop
-// (libvirt internal snapshot), disk-only of a running one (QMP, quiesced by
-// the guest agent when it answers), or of a stopped one's files (qemu-img,
-// run on the desktop's host).
+// CreateSnapshot takes a named snapshot of a desktop: with RAM of a
+// running one (libvirt internal snapshot), disk-only of a running one
+// (QMP, quiesced by the guest agent when it answers), or of a stopped
+// one's files (qemu-img, run on the desktop's host).
 // Nothing is recorded unless every disk was snapshotted.
-func (s *snapshotter) create(ctx context.Context, id string, req SnapshotRequest) (*desktop.Snapshot, error) {
+func (s *Snapshots) CreateSnapshot(ctx context.Context, id string, req SnapshotRequest) (*desktop.Snapshot, error) {
 	if req.Scope == "" {
 		req.Scope = desktop.ScopeAll
 	}
@@ -221,7 +200,7 @@ const undoWithin = 30 * time.Second
 // carried out all the same, so the removal is retried while libvirt comes
 // back. If the disks cannot be reached in time the record stays: the
 // snapshot is listed and can be deleted, never hidden in the disk files.
-func (s *snapshotter) undo(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot) {
+func (s *Snapshots) undo(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot) {
 	giveUp := time.Now().Add(undoWithin)
 	for wait := 250 * time.Millisecond; ; wait = min(2*wait, 4*time.Second) {
 		err := s.drop(ctx, d, sn)
@@ -241,7 +220,7 @@ func (s *snapshotter) undo(ctx context.Context, d *desktop.Desktop, sn *desktop.
 
 // takeOffline snapshots each of a stopped desktop's files,
 // undoing the ones done if one fails.
-func (s *snapshotter) takeOffline(ctx context.Context, d *desktop.Desktop, files []string, name string) error {
+func (s *Snapshots) takeOffline(ctx context.Context, d *desktop.Desktop, files []string, name string) error {
 	disks, err := s.hosts.stoppedDisks(ctx, d)
 	if err != nil {
 		return err
@@ -257,18 +236,19 @@ func (s *snapshotter) takeOffline(ctx context.Context, d *desktop.Desktop, files
 	return nil
 }
 
-// list returns a desktop's snapshots, oldest first.
-func (s *snapshotter) list(ctx context.Context, id string) ([]*desktop.Snapshot, error) {
+// ListSnapshots returns a desktop's snapshots, oldest first.
+func (s *Snapshots) ListSnapshots(ctx context.Context, id string) ([]*desktop.Snapshot, error) {
 	if _, err := s.ops.live(ctx, id); err != nil {
 		return nil, err
 	}
 	return s.store.ListSnapshots(ctx, id)
 }
 
-// revert returns a desktop to a snapshot in the background. A memory
-// snapshot comes back running with its programs; a disk-only one needs the
-// VM off, so a running desktop is shut down, reverted and started again.
-func (s *snapshotter) revert(ctx context.Context, id, name, actor string) (*desktop.Desktop, error) {
+// RevertSnapshot returns a desktop to a snapshot in the background. A
+// memory snapshot comes back running with its programs; a disk-only one
+// needs the VM off, so a running desktop is shut down, reverted and
+// started again.
+func (s *Snapshots) RevertSnapshot(ctx context.Context, id, name, actor string) (*desktop.Desktop, error) {
 	ctx, cancel := s.ops.detach(ctx)
 	defer cancel()
 	if err := s.ops.lock(id, "revert"); err != nil {
@@ -303,7 +283,7 @@ func (s *snapshotter) revert(ctx context.Context, id, name, actor string) (*desk
 }
 
 // revertTo does the revert; the caller holds d.
-func (s *snapshotter) revertTo(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot, wasRunning bool, actor string) {
+func (s *Snapshots) revertTo(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot, wasRunning bool, actor string) {
 	begun := time.Now()
 	name := d.DomainName()
 	vm := desktop.StateStopped // what the revert leaves its VM
@@ -351,8 +331,8 @@ func (s *snapshotter) revertTo(ctx context.Context, d *desktop.Desktop, sn *desk
 	s.ops.event(ctx, d.ID, "reverted", actor, "reverted to snapshot %q in %s", sn.Name, time.Since(begun).Round(time.Millisecond))
 }
 
-// delete removes a snapshot from the disks and the list.
-func (s *snapshotter) delete(ctx context.Context, id, name, actor string) error {
+// DeleteSnapshot removes a snapshot from the disks and the list.
+func (s *Snapshots) DeleteSnapshot(ctx context.Context, id, name, actor string) error {
 	ctx, cancel := s.ops.detach(ctx)
 	defer cancel()
 	if err := s.ops.lock(id, "delete snapshot"); err != nil {
@@ -379,7 +359,7 @@ func (s *snapshotter) delete(ctx context.Context, id, name, actor string) error 
 
 // drop removes a snapshot's data from the disks, by the route that
 // fits how it was taken and whether the VM has its disks open.
-func (s *snapshotter) drop(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot) error {
+func (s *Snapshots) drop(ctx context.Context, d *desktop.Desktop, sn *desktop.Snapshot) error {
 	if sn.Memory {
 		return s.vms.DeleteSnapshot(ctx, d.DomainName(), sn.Name)
 	}
@@ -423,7 +403,7 @@ func latest(snaps []*desktop.Snapshot) string {
 // allocated sums the bytes d's files take on its host's disk; false when
 // they could not be measured there (a snapshot then keeps the size it was
 // counted for when it was recorded).
-func (s *snapshotter) allocated(ctx context.Context, d *desktop.Desktop, files []string) (int64, bool) {
+func (s *Snapshots) allocated(ctx context.Context, d *desktop.Desktop, files []string) (int64, bool) {
 	n, err := s.allocatedOn(ctx, d, files)
 	if err != nil {
 		s.log.Warn("measuring a desktop's files", "desktop", d.ID, "host", d.Host, "err", err)
@@ -433,7 +413,7 @@ func (s *snapshotter) allocated(ctx context.Context, d *desktop.Desktop, files [
 }
 
 // allocatedOn sums the bytes d's files take on its host.
-func (s *snapshotter) allocatedOn(ctx context.Context, d *desktop.Desktop, files []string) (int64, error) {
+func (s *Snapshots) allocatedOn(ctx context.Context, d *desktop.Desktop, files []string) (int64, error) {
 	there, err := s.hosts.filesOf(ctx, d)
 	if err != nil {
 		return 0, err

@@ -98,7 +98,7 @@ func (s *spares) endFill(key string) {
 }
 
 // spareDesktop is the desktop record a spare would have (never stored).
-func (w *warmPool) spareDesktop(t *Template, sp *spare) *desktop.Desktop {
+func (w *WarmPool) spareDesktop(t *Template, sp *spare) *desktop.Desktop {
 	dir := desktopFolder(w.dataDir, sp.ID)
 	return &desktop.Desktop{ID: sp.ID, Spec: desktop.Spec{Image: t.Image, VCPUs: t.VCPUs, MemoryMiB: t.MemoryMiB, DataDiskGiB: templateDataGiB},
 		Accelerator: string(w.accel), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"), VMUID: sp.VMUID, NetIP: sp.NetIP}
@@ -106,7 +106,7 @@ func (w *warmPool) spareDesktop(t *Template, sp *spare) *desktop.Desktop {
 
 // fill makes spares of template key, in the background, until
 // Config.WarmSpares are ready or the host has no memory for another.
-func (w *warmPool) fill(key string) {
+func (w *WarmPool) fill(key string) {
 	if w.keep <= 0 || !w.spares.startFill(key) {
 		return
 	}
@@ -133,7 +133,7 @@ func (w *warmPool) fill(key string) {
 
 // makeSpare restores template t paused under a new id, QEMU user and
 // address. Whatever it made is removed again if a step fails.
-func (w *warmPool) makeSpare(ctx context.Context, t *Template) (*spare, error) {
+func (w *WarmPool) makeSpare(ctx context.Context, t *Template) (*spare, error) {
 	sp := &spare{Template: t.Key, ID: newID(), VMUID: newVMUID(), NetIP: w.net.newNetIP()}
 	d := w.spareDesktop(t, sp)
 	vm := w.vmConfigs.VMConfig(d, newUUID())
@@ -174,7 +174,7 @@ func (w *warmPool) makeSpare(ctx context.Context, t *Template) (*spare, error) {
 }
 
 // dropSpare removes a spare's VM and files.
-func (w *warmPool) dropSpare(ctx context.Context, sp *spare) {
+func (w *WarmPool) dropSpare(ctx context.Context, sp *spare) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	name := (&desktop.Desktop{ID: sp.ID}).DomainName()
@@ -189,7 +189,7 @@ func (w *warmPool) dropSpare(ctx context.Context, sp *spare) {
 // take hands a ready spare of template t to desktop d (not yet
 // recorded): d gets the spare's id, folder, QEMU user and address. A spare
 // whose VM is no longer paused as made (QEMU died) is removed instead.
-func (w *warmPool) take(ctx context.Context, t *Template, d *desktop.Desktop) *spare {
+func (w *WarmPool) take(ctx context.Context, t *Template, d *desktop.Desktop) *spare {
 	if t == nil {
 		return nil
 	}
@@ -217,7 +217,7 @@ func (w *warmPool) take(ctx context.Context, t *Template, d *desktop.Desktop) *s
 // giveBack returns a spare a create took but could not record (why):
 // kept for the next create, unless its QEMU user or address clashed with
 // another desktop's, or enough spares are ready already.
-func (w *warmPool) giveBack(ctx context.Context, sp *spare, why error) {
+func (w *WarmPool) giveBack(ctx context.Context, sp *spare, why error) {
 	if errors.Is(why, errSpareClash) || w.spares.count(sp.Template) >= w.keep {
 		w.dropSpare(ctx, sp)
 		w.fill(sp.Template)
@@ -228,13 +228,13 @@ func (w *warmPool) giveBack(ctx context.Context, sp *spare, why error) {
 
 // reserveAddress reserves a spare's address in DHCP under the name
 // "spare-<id>", which the desktop taking it replaces (renameAddress).
-func (w *warmPool) reserveAddress(ctx context.Context, sp *spare) error {
+func (w *WarmPool) reserveAddress(ctx context.Context, sp *spare) error {
 	return w.net.reserveAddress(ctx, &desktop.Desktop{ID: sp.ID, Name: "spare-" + sp.ID, NetIP: sp.NetIP})
 }
 
 // renameAddress puts the desktop's name on the DHCP reservation its spare
 // made, in the background: the address stays the same.
-func (w *warmPool) renameAddress(d *desktop.Desktop) {
+func (w *WarmPool) renameAddress(d *desktop.Desktop) {
 	cp := *d
 	w.ops.spawn(time.Minute, func(ctx context.Context) {
 		if err := w.net.reserveAddress(ctx, &cp); err != nil {
@@ -247,13 +247,13 @@ func (w *warmPool) renameAddress(d *desktop.Desktop) {
 // spare is made once the desktop is built (build): made at once, its
 // restore took the CPU the desktop's identity needs (~1.5 s longer on two
 // cores under emulation).
-func (w *warmPool) claim(ctx context.Context, d *desktop.Desktop) {
+func (w *WarmPool) claim(ctx context.Context, d *desktop.Desktop) {
 	w.local.Remove(ctx, filepath.Join(d.Dir, spareFile))
 }
 
 // fromSpare finishes a create that took a spare: the desktop's seed,
 // then its VM resumed and its identity applied.
-func (w *warmPool) fromSpare(ctx context.Context, d *desktop.Desktop, seed Seed, took *warmTimes) error {
+func (w *WarmPool) fromSpare(ctx context.Context, d *desktop.Desktop, seed Seed, took *warmTimes) error {
 	begun := time.Now()
 	w.ops.step(ctx, d, stepWarmDisks)
 	vm := w.vmConfigs.VMConfig(d, "")
@@ -281,7 +281,7 @@ type CPUHold interface {
 }
 
 // holdCPU holds Config.CPUHold, when there is one, until release.
-func (w *warmPool) holdCPU() (release func()) {
+func (w *WarmPool) holdCPU() (release func()) {
 	if w.cpuHold == nil {
 		return func() {}
 	}
@@ -297,7 +297,7 @@ const spareSeedRoom = 4 << 20
 // be read before QEMU restarts, and a paused guest cannot let its drive's
 // tray open for a new one); the guest reads the seed at its next boot. The
 // rest of the file is zeroed: ISO 9660 says where the image ends.
-func (w *warmPool) rewriteSeed(ctx context.Context, path string, seed Seed) error {
+func (w *WarmPool) rewriteSeed(ctx context.Context, path string, seed Seed) error {
 	tmp := path + ".new"
 	defer w.local.Remove(context.WithoutCancel(ctx), tmp)
 	if err := w.seeds.WriteSeed(ctx, tmp, seed); err != nil {
@@ -317,7 +317,7 @@ func (w *warmPool) rewriteSeed(ctx context.Context, path string, seed Seed) erro
 // when their VM is still paused as made, otherwise removed; a folder whose
 // spare was taken (it has a record) is only unmarked. Then every ready
 // template is filled.
-func (w *warmPool) adopt(ctx context.Context) {
+func (w *WarmPool) adopt(ctx context.Context) {
 	root := filepath.Join(w.dataDir, "desktops")
 	names, _ := w.local.ReadDir(ctx, root)
 	for _, name := range names {
@@ -346,7 +346,7 @@ func (w *warmPool) adopt(ctx context.Context) {
 		}
 		w.dropSpare(ctx, &sp)
 	}
-	ts, _ := w.list(ctx)
+	ts, _ := w.Templates(ctx)
 	for _, t := range ts {
 		if t.State == "ready" {
 			w.fill(t.Key)
@@ -356,7 +356,7 @@ func (w *warmPool) adopt(ctx context.Context) {
 
 // relieve drops a spare when the host runs short of memory: spares
 // go before any desktop moves down a tier. It says whether it dropped one.
-func (w *warmPool) relieve(avail int) bool {
+func (w *WarmPool) relieve(avail int) bool {
 	sp := w.spares.takeAny()
 	if sp == nil {
 		return false

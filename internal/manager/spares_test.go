@@ -40,7 +40,7 @@ func (s *spares) forget(t *testing.T) {
 func readyWithSpare(t *testing.T, h *harness) *Template {
 	t.Helper()
 	h.m.warm.keep = 1
-	tp, err := h.m.BuildTemplate(context.Background(), "base", 2, 2048)
+	tp, err := h.m.WarmPool().BuildTemplate(context.Background(), "base", 2, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestSpareTakenByCreate(t *testing.T) {
 	if st, _ := h.hv.State(ctx, name); st != desktop.VMPaused {
 		t.Fatalf("spare VM %s, want paused (its guest must not run before it is a desktop)", st)
 	}
-	if ts, _ := h.m.Templates(ctx); len(ts) != 1 || ts[0].Spares != 1 {
+	if ts, _ := h.m.WarmPool().Templates(ctx); len(ts) != 1 || ts[0].Spares != 1 {
 		t.Errorf("templates %+v", ts)
 	}
 	d, err := h.m.Create(ctx, CreateRequest{Owner: "alice", Name: "quick", SSHKeys: []string{"ssh-ed25519 AAAA k"},

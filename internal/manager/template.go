@@ -55,10 +55,11 @@ func templateKey(image string, vcpus, mem int) string {
 	return fmt.Sprintf("%s-%dc-%dm", image, vcpus, mem)
 }
 
-// warmPool builds warm templates and keeps spares of them restored ahead
-// (spares.go), for warm creates to take. It holds the operation core and
-// what templates and spares need beside it, each by the role it plays here.
-type warmPool struct {
+// WarmPool builds warm templates and keeps spares of them restored ahead
+// (spares.go), for warm creates to take; its exported methods are the
+// API's Templates. It holds the operation core and what templates and
+// spares need beside it, each by the role it plays here.
+type WarmPool struct {
 	ops       *runner
 	vms       warmVMs
 	disks     warmDisks
@@ -148,22 +149,17 @@ type memoryMargin interface {
 	keepsMargin(memMiB int) bool
 }
 
-// Templates lists the templates on this host.
-func (m *Manager) Templates(ctx context.Context) ([]*Template, error) { return m.warm.list(ctx) }
-
-// BuildTemplate boots a desktop of image and size once, waits for its
-// session, and saves it with its RAM, in the background.
-func (m *Manager) BuildTemplate(ctx context.Context, image string, vcpus, mem int) (*Template, error) {
-	return m.warm.build(ctx, image, vcpus, mem)
-}
+// WarmPool builds and lists warm templates and keeps their spares (the
+// API's Templates).
+func (m *Manager) WarmPool() *WarmPool { return m.warm }
 
 // dir is template key's folder.
-func (w *warmPool) dir(key string) string {
+func (w *WarmPool) dir(key string) string {
 	return filepath.Join(w.dataDir, "templates", key)
 }
 
-// list lists the templates on this host.
-func (w *warmPool) list(ctx context.Context) ([]*Template, error) {
+// Templates lists the templates on this host.
+func (w *WarmPool) Templates(ctx context.Context) ([]*Template, error) {
 	keys, err := w.local.ReadDir(ctx, filepath.Join(w.dataDir, "templates"))
 	if err != nil {
 		return nil, err
@@ -178,7 +174,7 @@ func (w *warmPool) list(ctx context.Context) ([]*Template, error) {
 	return out, nil
 }
 
-func (w *warmPool) read(ctx context.Context, key string) (*Template, error) {
+func (w *WarmPool) read(ctx context.Context, key string) (*Template, error) {
 	b, err := w.local.ReadFile(ctx, filepath.Join(w.dir(key), templateMetaFile))
 	if err != nil {
 		return nil, err
@@ -192,7 +188,7 @@ func (w *warmPool) read(ctx context.Context, key string) (*Template, error) {
 }
 
 // write replaces t's record at once: a crash leaves the old or the new.
-func (w *warmPool) write(ctx context.Context, t *Template) error {
+func (w *WarmPool) write(ctx context.Context, t *Template) error {
 	b, _ := json.MarshalIndent(templateRecord(*t), "", "  ")
 	tmp := filepath.Join(w.dir(t.Key), templateMetaFile+".tmp")
 	if err := w.local.WriteFile(ctx, tmp, b, 0o600); err != nil {
@@ -203,8 +199,8 @@ func (w *warmPool) write(ctx context.Context, t *Template) error {
 
 // abandonBuilds runs at start-up: a template build a previous
 // process did not finish is marked failed and its VM removed.
-func (w *warmPool) abandonBuilds(ctx context.Context) {
-	ts, err := w.list(ctx)
+func (w *WarmPool) abandonBuilds(ctx context.Context) {
+	ts, err := w.Templates(ctx)
 	if err != nil {
 		return
 	}
@@ -227,12 +223,12 @@ func (w *warmPool) abandonBuilds(ctx context.Context) {
 }
 
 // ready returns the ready template for this image and size, if any.
-func (w *warmPool) ready(ctx context.Context, image string, vcpus, mem int) *Template {
+func (w *WarmPool) ready(ctx context.Context, image string, vcpus, mem int) *Template {
 	return w.readyKey(ctx, templateKey(image, vcpus, mem))
 }
 
 // readyKey is the ready template named key, if any.
-func (w *warmPool) readyKey(ctx context.Context, key string) *Template {
+func (w *WarmPool) readyKey(ctx context.Context, key string) *Template {
 	t, err := w.read(ctx, key)
 	if err != nil || t.State != "ready" {
 		return nil
@@ -240,9 +236,9 @@ func (w *warmPool) readyKey(ctx context.Context, key string) *Template {
 	return t
 }
 
-// build boots a desktop of image and size once, waits for its
+// BuildTemplate boots a desktop of image and size once, waits for its
 // session, and saves it with its RAM, in the background.
-func (w *warmPool) build(ctx context.Context, image string, vcpus, mem int) (*Template, error) {
+func (w *WarmPool) BuildTemplate(ctx context.Context, image string, vcpus, mem int) (*Template, error) {
 	if image == "" {
 		image = w.defaultImage
 	}
@@ -297,7 +293,7 @@ func (w *warmPool) build(ctx context.Context, image string, vcpus, mem int) (*Te
 
 // bootAndSave boots t's VM from base, waits for its session and saves
 // its RAM; its VM is removed either way.
-func (w *warmPool) bootAndSave(ctx context.Context, t *Template, base string) error {
+func (w *WarmPool) bootAndSave(ctx context.Context, t *Template, base string) error {
 	dir := w.dir(t.Key)
 	d := &desktop.Desktop{ID: "tmpl-" + newID(), Name: templateHost, Spec: desktop.Spec{VCPUs: t.VCPUs, MemoryMiB: t.MemoryMiB},
 		Accelerator: string(w.accel), Dir: dir, DataDiskPath: filepath.Join(dir, "data.qcow2"), VMUID: templateUID}
@@ -353,7 +349,7 @@ func (w *warmPool) bootAndSave(ctx context.Context, t *Template, base string) er
 // share gives a built template's files back to root: its OS disk becomes
 // a read-only base every warm desktop's QEMU reads (as an image is); its
 // RAM and data disk only bureau reads, to copy them.
-func (w *warmPool) share(ctx context.Context, dir, osDisk string) error {
+func (w *WarmPool) share(ctx context.Context, dir, osDisk string) error {
 	w.local.Disown(ctx, dir)
 	if err := w.local.Chmod(ctx, dir, 0o711); err != nil {
 		return err
@@ -364,7 +360,7 @@ func (w *warmPool) share(ctx context.Context, dir, osDisk string) error {
 // fromTemplate makes a desktop from a ready template: overlay of its OS disk,
 // a copy of its data disk, its saved RAM restored as this desktop's VM, then
 // this desktop's identity and data disk size applied in the running guest.
-func (w *warmPool) fromTemplate(ctx context.Context, d *desktop.Desktop, t *Template, seed Seed, undo *reverter, took *warmTimes) error {
+func (w *WarmPool) fromTemplate(ctx context.Context, d *desktop.Desktop, t *Template, seed Seed, undo *reverter, took *warmTimes) error {
 	begun := time.Now()
 	w.ops.step(ctx, d, stepWarmDisks)
 	vm := w.vmConfigs.VMConfig(d, newUUID())
@@ -389,7 +385,7 @@ func (w *warmPool) fromTemplate(ctx context.Context, d *desktop.Desktop, t *Temp
 // files makes d's disks from template t (a copy of its data disk, an
 // overlay of its OS disk), writes its seed and defines its VM; undo gets
 // a step back for each.
-func (w *warmPool) files(ctx context.Context, t *Template, d *desktop.Desktop, vm desktop.VMConfig, seed Seed, undo *reverter) error {
+func (w *WarmPool) files(ctx context.Context, t *Template, d *desktop.Desktop, vm desktop.VMConfig, seed Seed, undo *reverter) error {
 	dir := w.dir(t.Key)
 	if err := w.disks.Copy(ctx, filepath.Join(dir, "data.qcow2"), d.DataDiskPath); err != nil {
 		return fmt.Errorf("data disk: %w", err)
@@ -412,7 +408,7 @@ func (w *warmPool) files(ctx context.Context, t *Template, d *desktop.Desktop, v
 
 // identityTimed applies d's identity as the last step of a warm create
 // and logs the steps' times.
-func (w *warmPool) identityTimed(ctx context.Context, d *desktop.Desktop, took *warmTimes) error {
+func (w *WarmPool) identityTimed(ctx context.Context, d *desktop.Desktop, took *warmTimes) error {
 	begun := time.Now()
 	err := w.identity.applyIdentity(ctx, d)
 	took.identity = time.Since(begun)

@@ -31,7 +31,7 @@ func TestWarmCreateFromTemplate(t *testing.T) {
 	var ops []string
 	h := newHarness(t, &fakeDisks{snaps: &ops})
 	ctx := context.Background()
-	tp, err := h.m.BuildTemplate(ctx, "base", 2, 2048)
+	tp, err := h.m.WarmPool().BuildTemplate(ctx, "base", 2, 2048)
 	if err != nil || tp.State != "building" {
 		t.Fatalf("build template: %v %+v", err, tp)
 	}
@@ -80,17 +80,17 @@ func TestTemplateRefusals(t *testing.T) {
 	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
 	var ve *desktop.ValidationError
-	if _, err := h.m.BuildTemplate(ctx, "nope", 2, 2048); !errors.As(err, &ve) {
+	if _, err := h.m.WarmPool().BuildTemplate(ctx, "nope", 2, 2048); !errors.As(err, &ve) {
 		t.Errorf("unknown image: %v", err)
 	}
-	if _, err := h.m.BuildTemplate(ctx, "imported", 2, 2048); !errors.As(err, &ve) {
+	if _, err := h.m.WarmPool().BuildTemplate(ctx, "imported", 2, 2048); !errors.As(err, &ve) {
 		t.Errorf("imported image: %v", err)
 	}
-	if _, err := h.m.BuildTemplate(ctx, "base", 99, 2048); !errors.As(err, &ve) {
+	if _, err := h.m.WarmPool().BuildTemplate(ctx, "base", 99, 2048); !errors.As(err, &ve) {
 		t.Errorf("99 vCPUs: %v", err)
 	}
 	h.hv.fail("SaveTo")
-	tp, _ := h.m.BuildTemplate(ctx, "base", 1, 1024)
+	tp, _ := h.m.WarmPool().BuildTemplate(ctx, "base", 1, 1024)
 	if got := h.waitTemplate(t, tp.Key); got.State != "failed" || got.Error == "" {
 		t.Errorf("failed build: %+v", got)
 	}
@@ -105,7 +105,7 @@ func TestTemplateRefusals(t *testing.T) {
 func TestWarmCreateWhoseIdentityFails(t *testing.T) {
 	h := newHarness(t, &fakeDisks{})
 	ctx := context.Background()
-	tp, err := h.m.BuildTemplate(ctx, "base", 2, 2048)
+	tp, err := h.m.WarmPool().BuildTemplate(ctx, "base", 2, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
