@@ -24,6 +24,14 @@ type backupShown struct {
 	State     string `json:"state"`
 }
 
+// fileShown is an entry of a backup's Files view, as browser/backups.mjs
+// reads it.
+type fileShown struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	Size string `json:"size"`
+}
+
 // checkBackupsPage drives the web console's backups in a real browser
 // (browser/backups.mjs, read-only): the Backups tab of desktopID and the
 // admins' Backups page must each show every backup in want, and the page
@@ -32,11 +40,15 @@ type backupShown struct {
 // shown); one without is matched by Kind and State, in the order of want,
 // against the desktop's rows newest first (the order both show). The
 // desktop must exist: its tab is opened, and the page links its backups to
-// it.
-func checkBackupsPage(t *testing.T, s *server, desktopID string, want []apiv1.Backup) {
+// it. filesOf, when set, is a complete backup of the desktop whose Files
+// view is opened from the tab and walked by clicks to /home/agent/work,
+// which must list big, mid, note, numbers and sub (the files TestBackups
+// wrote).
+func checkBackupsPage(t *testing.T, s *server, desktopID string, want []apiv1.Backup, filesOf string) {
 	t.Helper()
 	shot := filepath.Join(os.TempDir(), "bureau-e2e-backups.png")
 	pageShot := strings.TrimSuffix(shot, ".png") + "-page.png"
+	filesShot := strings.TrimSuffix(shot, ".png") + "-files.png"
 	var r struct {
 		Nav     bool          `json:"nav"`
 		Tab     []backupShown `json:"tab"`
@@ -44,13 +56,32 @@ func checkBackupsPage(t *testing.T, s *server, desktopID string, want []apiv1.Ba
 			Name string `json:"name"`
 			Kind string `json:"kind"`
 		} `json:"targets"`
-		Page   []backupShown `json:"page"`
-		Errors []string      `json:"errors"`
+		Page  []backupShown `json:"page"`
+		Files *struct {
+			Path    string      `json:"path"`
+			Crumbs  string      `json:"crumbs"`
+			Entries []fileShown `json:"entries"`
+		} `json:"files"`
+		Errors []string `json:"errors"`
 	}
-	consoleScript(t, s, "backups.mjs", "the backups in the browser (see "+shot+" and "+pageShot+")", &r,
-		"DESKTOP="+desktopID, "SCREENSHOT="+shot, "PAGE_SCREENSHOT="+pageShot)
+	env := []string{"DESKTOP=" + desktopID, "SCREENSHOT=" + shot, "PAGE_SCREENSHOT=" + pageShot}
+	if filesOf != "" {
+		env = append(env, "FILES_BACKUP="+filesOf, "FILES_PATH=/home/agent/work", "FILES_SCREENSHOT="+filesShot)
+	}
+	consoleScript(t, s, "backups.mjs", "the backups in the browser (see "+shot+", "+pageShot+" and "+filesShot+")", &r, env...)
 	if !r.Nav || len(r.Targets) == 0 || len(r.Errors) > 0 {
 		t.Errorf("the Backups page (see %s): header link %v, targets %v, page errors %q", pageShot, r.Nav, r.Targets, r.Errors)
+	}
+	if filesOf != "" {
+		var got []string
+		if r.Files != nil {
+			for _, e := range r.Files.Entries {
+				got = append(got, e.Name+" "+e.Type)
+			}
+		}
+		if want := "big file,mid file,note file,numbers file,sub dir"; r.Files == nil || r.Files.Path != "/home/agent/work" || strings.Join(got, ",") != want {
+			t.Errorf("the Files view of backup %s (see %s) shows %+v, want /home/agent/work listing %s", filesOf, filesShot, r.Files, want)
+		}
 	}
 	var page []backupShown // the page's rows of this desktop
 	for _, b := range r.Page {

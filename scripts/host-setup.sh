@@ -4,7 +4,8 @@
 # are not running (works with and without systemd). Idempotent.
 set -euo pipefail
 
-# What bureau itself needs. ffmpeg: recordings; openssh-client and
+# What bureau itself needs. ffmpeg: recordings; e2fsprogs (debugfs):
+# reading backups' files; openssh-client and
 # iproute2: remote hosts (SSH) and the desktop network.
 PKGS=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients libvirt-dev pkg-config
       dnsmasq-base nftables acl mmdebstrap extlinux syslinux-common fdisk e2fsprogs gcc make git curl ca-certificates

@@ -127,6 +127,7 @@ showing its progress, and prints how it went; a failed backup is an error.`,
 	})
 
 	cmd.AddCommand(create, list, show, verify, restore, rm, backupScheduleCmd(cfg))
+	cmd.AddCommand(backupFilesCmds(cfg)...)
 	return cmd
 }
 

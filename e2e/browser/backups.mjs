@@ -17,12 +17,19 @@
 // the API gives them; save a full-page screenshot to PAGE_SCREENSHOT
 // (default: SCREENSHOT with -page before .png).
 //
+// With FILES_BACKUP (a complete backup of DESKTOP): before leaving the tab,
+// click that backup's Files button, wait up to 3 min for the browser of its
+// /home, click down the folders of FILES_PATH (default /home/agent), save a
+// screenshot to FILES_SCREENSHOT (default: SCREENSHOT with -files), read
+// what it lists and close it: "files" in the output.
+//
 // stdout: one JSON line; rows are in the order shown (newest first), kind
 // and state as their tag and pill read:
 //   {"nav":true,
 //    "tab":[{"id":"…","kind":"incremental","state":"complete"},…],
 //    "targets":[{"name":"offsite","kind":"s3"}],
 //    "page":[{"id":"…","desktop_id":"…","desktop":"web-1","link":true,"target":"offsite","kind":"full","state":"complete"},…],
+//    "files":{"path":"/home/agent","crumbs":"/home/agent","entries":[{"name":"notes.txt","type":"file","size":"12 B"},…]},
 //    "errors":["page errors"]}
 // On failure: a message on stderr (with the page's errors) and exit 1.
 import { BUREAU_URL, TOKEN, script } from './session.mjs';
@@ -31,6 +38,9 @@ const env = process.env;
 const DESKTOP = env.DESKTOP || '';
 const SCREENSHOT = env.SCREENSHOT || '';
 const PAGE_SCREENSHOT = env.PAGE_SCREENSHOT || SCREENSHOT.replace(/(\.png)?$/, '-page.png');
+const FILES_BACKUP = env.FILES_BACKUP || '';
+const FILES_PATH = env.FILES_PATH || '/home/agent';
+const FILES_SCREENSHOT = env.FILES_SCREENSHOT || SCREENSHOT.replace(/(\.png)?$/, '-files.png');
 
 const { errors, fail, signedIn } = script('backups.mjs');
 
@@ -68,10 +78,59 @@ async function rowsFor(page, scope, list, ms) {
   }
 }
 
+// Opens FILES_BACKUP's Files view from the tab, walks to FILES_PATH and
+// reads what it lists.
+async function browseFiles(page) {
+  const dialog = page.locator('dialog.bf-dialog');
+  const says = async () => (await dialog.innerText().catch(() => '(no dialog)')).slice(0, 600);
+  // The folder shown: its path (the crumbs) once read, null while it loads.
+  const shown = () => dialog.evaluate((d) => {
+    if (d.querySelector('.bf-listing.is-loading, .bf-listing .loading')) return null;
+    if (d.querySelector('.bf-error')) return { error: d.querySelector('.bf-error').innerText };
+    if (!d.querySelector('.bf-table')) return null;
+    return { path: '/' + [...d.querySelectorAll('.bf-crumbs a, .bf-crumbs strong')].map((x) => x.textContent.trim()).join('/') };
+  });
+  async function waitFor(path, ms) {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const st = await shown();
+      if (st?.error) fail(`the Files view of backup ${FILES_BACKUP} says: ${st.error}`);
+      if (st?.path === path) return;
+      if (Date.now() > deadline) fail(`the Files view of backup ${FILES_BACKUP} does not show ${path} (it shows ${JSON.stringify(st)}); it says: ${await says()}`);
+      await page.waitForTimeout(500);
+    }
+  }
+  const btn = page.locator(`.tab-body tr.bk-row[data-backup="${FILES_BACKUP}"] button.bk-files`);
+  await btn.waitFor({ timeout: 30_000 }).catch(() => fail(`no Files button on backup ${FILES_BACKUP}'s row`));
+  await btn.click();
+  await dialog.waitFor({ timeout: 10_000 }).catch(() => fail('the Files button opened no dialog'));
+  await waitFor('/home', 180_000); // the first read opens the backup
+  const parts = FILES_PATH.split('/').filter(Boolean).slice(1);
+  let at = '/home';
+  for (const part of parts) {
+    const row = dialog.locator(`tr.bf-row[data-type="dir"][data-name="${part}"]`);
+    await row.waitFor({ timeout: 10_000 }).catch(async () => fail(`${at} in the Files view lists no folder ${part}; it says: ${await says()}`));
+    await row.locator('td.bf-name a').click();
+    at = `${at}/${part}`;
+    await waitFor(at, 60_000);
+  }
+  const files = {
+    path: at,
+    crumbs: (await dialog.locator('.bf-crumbs').innerText()).replace(/\s+/g, ''),
+    entries: await dialog.locator('tr.bf-row').evaluateAll((rows) => rows.map((r) => ({
+      name: r.dataset.name, type: r.dataset.type, size: r.querySelector('.bf-size')?.textContent.trim() || '',
+    }))),
+  };
+  await page.screenshot({ path: FILES_SCREENSHOT });
+  await page.keyboard.press('Escape');
+  await dialog.waitFor({ state: 'detached', timeout: 10_000 }).catch(() => fail('the Files dialog did not close on Escape'));
+  return files;
+}
+
 async function main() {
   if (!BUREAU_URL || !TOKEN || !DESKTOP || !SCREENSHOT) fail('BUREAU_URL, BUREAU_TOKEN, DESKTOP and SCREENSHOT are needed');
   await signedIn(`#/desktops/${encodeURIComponent(DESKTOP)}/backups`, 240_000, async (page) => {
-    const out = { nav: false, tab: [], targets: [], page: [], errors };
+    const out = { nav: false, tab: [], targets: [], page: [], files: null, errors };
 
     // The desktop's Backups tab.
     await page.locator('a.tab[data-tab="backups"][aria-selected="true"]').waitFor({ timeout: 30_000 })
@@ -81,6 +140,7 @@ async function main() {
     out.tab = (await rowsFor(page, '.tab-body', () => api(`/desktops/${encodeURIComponent(DESKTOP)}/backups`, 'backups'), 60_000))
       .map(({ id, kind, state }) => ({ id, kind, state }));
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    if (FILES_BACKUP) out.files = await browseFiles(page);
 
     // The Backups page, through the header's link (admins).
     const link = page.locator('nav.topnav a[href="#/backups"]');

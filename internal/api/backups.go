@@ -48,6 +48,8 @@ type backupHandlers struct {
 	*core
 	backups   Backups         // nil: this bureau takes no backups
 	schedules BackupSchedules // nil: none scheduled
+	// guest puts a backup's files back into desktops (backup_files.go).
+	guest backupGuest
 }
 
 func (s *backupHandlers) backupRoutes(v1 *gin.RouterGroup) {
@@ -62,6 +64,7 @@ func (s *backupHandlers) backupRoutes(v1 *gin.RouterGroup) {
 	v1.POST("/backups/:backup/restore", s.rateLimited(rateHeavy, s.handle(s.restoreBackup)))
 	v1.POST("/backups/:backup/verify", s.rateLimited(rateHeavy, s.handle(s.verifyBackup)))
 	v1.DELETE("/backups/:backup", s.rateLimited(rateHeavy, s.handle(s.deleteBackup)))
+	s.backupFileRoutes(v1)
 	v1.GET("/desktops/:id/backup-schedule", s.handle(s.getSchedule))
 	v1.PUT("/desktops/:id/backup-schedule", s.handle(s.putSchedule))
 	v1.DELETE("/desktops/:id/backup-schedule", s.handle(s.deleteSchedule))

@@ -30,6 +30,9 @@ type fakeBackups struct {
 	deleted     []string // "backup actor" per Delete
 	lastSched   manager.ScheduleRequest
 	unscheduled []string // "desktop actor" per DeleteSchedule
+	// filesOpened counts the calls on backups' files (backup_files_fake_test.go).
+	filesOpened   int
+	filesRestored []manager.FilesRestored
 }
 
 func (f *fakeBackups) nextID(prefix string) string {

@@ -87,10 +87,15 @@ func classify(err error) (int, errorBody) {
 		ne *computer.NoEffectError
 	)
 	var nr *notReady
+	var ip *invalidPath
 	if status, body, ok := classifyLoop(err); ok {
 		return status, body
 	}
 	switch {
+	case errors.As(err, &ip):
+		return http.StatusBadRequest, errorBody{Code: "invalid_path", Message: err.Error(), Field: ip.field}
+	case errors.As(err, new(*existsAlready)):
+		return http.StatusConflict, errorBody{Code: "exists", Message: err.Error()}
 	case errors.As(err, &nr):
 		return http.StatusConflict, errorBody{Code: "not_ready", Message: err.Error(), State: string(desktop.StateRunning), Up: nr.up, WaitingFor: nr.waiting}
 	case errors.As(err, &hi):

@@ -145,6 +145,9 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		{token: e.alice, method: "PUT", path: base + "/backup-schedule", body: `{"every_minutes":30}`, want: 422}, // no target set up
 		{token: e.alice, method: "DELETE", path: base + "/backup-schedule", want: 204},
 		{token: e.admin, method: "DELETE", path: "/api/v1/backups/nope", want: 404},
+		{token: e.admin, method: "GET", path: "/api/v1/backups/nope/files?path=/home/agent", want: 404},
+		{token: e.admin, method: "GET", path: "/api/v1/backups/nope/files/content?path=/home/agent/x", want: 404},
+		{token: e.admin, method: "POST", path: "/api/v1/backups/nope/files/restore", body: `{"path":"/home/agent/x","desktop":"d1"}`, want: 404},
 		{token: e.alice, method: "POST", path: base + "/reimage", want: 202},
 		{token: e.alice, method: "POST", path: base + "/reimage", body: `{"image":"debian"}`, want: 202},
 		{token: e.alice, method: "POST", path: base + "/data-disk", body: `{"size_gib":30}`, want: 200},

@@ -94,6 +94,32 @@ class Backups:
         background. Conflict while it runs."""
         self._h.call("deleteBackup", {"backup": _id(backup)})
 
+    def backup_files(self, backup_id: "str | m.Backup", path: str = "/home") -> m.BackupFiles:
+        """Describes path (the desktop's, under /home) in the backup and, for
+        a folder, what it holds, without restoring it (the first call opens
+        the backup: its disk is read back from its target). NotFound when the
+        backup holds no such path."""
+        return m.BackupFiles.from_dict(self._h.call("listBackupFiles", {"backup": _id(backup_id)}, query={"path": path}))
+
+    def backup_file_content(self, backup_id: "str | m.Backup", path: str) -> bytes:
+        """A file's bytes, or a folder as an uncompressed tar of what it
+        holds (in memory)."""
+        with self._h.open("getBackupFileContent", {"backup": _id(backup_id)}, {"path": path}) as r:
+            return r.read()
+
+    def restore_backup_files(self, backup_id: "str | m.Backup", path: str, desktop: "str | Desktop",
+                             to: str | None = None, overwrite: bool = False) -> m.BackupFilesRestored:
+        """Puts a file or folder of the backup back into a running desktop
+        (its id or name, or a Desktop) at to (default: path). Conflict (code
+        exists) when to exists and overwrite is False."""
+        body: dict[str, Any] = {"path": path, "desktop": desktop if isinstance(desktop, str) else desktop.id}
+        if to:
+            body["to"] = to
+        if overwrite:
+            body["overwrite"] = True
+        return m.BackupFilesRestored.from_dict(
+            self._h.call("restoreBackupFiles", {"backup": _id(backup_id)}, json_body=body))
+
     def schedule(self, desktop: "str | Desktop") -> m.BackupSchedule:
         """The desktop's backup schedule (NotFound when it has none; a desktop
         token may read its own desktop's)."""

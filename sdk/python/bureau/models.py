@@ -506,6 +506,55 @@ class BackupCheck(Model):
 
 
 @dataclass
+class BackupFile(Model):
+    """A file, folder, symlink or other thing in a backup: type is file,
+    dir, symlink or other; mode octal permission bits ("0644"); path the
+    desktop's (under /home)."""
+
+    SCHEMA: ClassVar[str] = 'BackupFile'
+    name: str | None = None
+    path: str | None = None
+    type: str | None = None
+    size: int | None = None
+    mode: str | None = None
+    modified: str | None = None
+    link_target: str | None = None
+
+
+@dataclass
+class BackupFiles(Model):
+    """A path of a backup and, for a folder, its entries sorted by name
+    (truncated: more than the 10 000 listed)."""
+
+    SCHEMA: ClassVar[str] = 'BackupFiles'
+    backup_id: str | None = None
+    path: str | None = None
+    type: str | None = None
+    size: int | None = None
+    mode: str | None = None
+    modified: str | None = None
+    link_target: str | None = None
+    entries: list | None = None
+    truncated: bool | None = None
+
+    def _nest(self) -> None:
+        self.entries = [BackupFile.from_dict(e) for e in self.entries or []]
+
+
+@dataclass
+class BackupFilesRestored(Model):
+    """What putting files of a backup back into a desktop wrote."""
+
+    SCHEMA: ClassVar[str] = 'BackupFilesRestored'
+    backup_id: str | None = None
+    desktop_id: str | None = None
+    path: str | None = None
+    to: str | None = None
+    files: int | None = None
+    bytes: int | None = None
+
+
+@dataclass
 class BackupSchedule(Model):
     """A desktop backed up every every_minutes to a target, its backups
     there thinned out after each: the newest always stays, and so do the

@@ -71,6 +71,31 @@ export class Backups {
     return new Desktop(this.h, d.id, d);
   }
 
+  /**
+   * Describes `path` (the desktop's, under /home; default /home) in the backup and, for a folder, what it holds,
+   * without restoring it (the first call opens the backup). 404 when the backup holds no such path.
+   */
+  backupFiles(backup: BackupRef, path = "/home"): Promise<m.BackupFiles> {
+    return this.h.call("listBackupFiles", { params: { backup: idOf(backup) }, query: { path } });
+  }
+
+  /** A file's bytes, or a folder as an uncompressed tar of what it holds. */
+  async backupFileContent(backup: BackupRef, path: string): Promise<Uint8Array> {
+    const r = await this.h.open("getBackupFileContent", { params: { backup: idOf(backup) }, query: { path } });
+    return new Uint8Array(await r.arrayBuffer());
+  }
+
+  /**
+   * Puts a file or folder of the backup back into a running desktop (id or name, or a Desktop) at `to` (default:
+   * `path`). 409 (code `exists`) when `to` exists and `overwrite` is not set.
+   */
+  restoreBackupFiles(backup: BackupRef, path: string, desktop: DesktopRef, o: { to?: string; overwrite?: boolean } = {}): Promise<m.BackupFilesRestored> {
+    const json: m.BackupFilesRestore = { path, desktop: idOf(desktop) };
+    if (o.to) json.to = o.to;
+    if (o.overwrite) json.overwrite = true;
+    return this.h.call("restoreBackupFiles", { params: { backup: idOf(backup) }, json });
+  }
+
   /** Reads back every chunk of a complete backup and checks it: `ok`, or the `missing` and `corrupt` chunks (a restore would fail). */
   verify(backup: BackupRef): Promise<m.BackupCheck> {
     return this.h.call("verifyBackup", { params: { backup: idOf(backup) } });

@@ -51,6 +51,10 @@ interface Models {
   BackupTarget: M.BackupTarget;
   S3Location: M.S3Location;
   BackupCheck: M.BackupCheck;
+  BackupFile: M.BackupFile;
+  BackupFiles: M.BackupFiles;
+  BackupFilesRestore: M.BackupFilesRestore;
+  BackupFilesRestored: M.BackupFilesRestored;
   BackupSchedule: M.BackupSchedule;
   BackupScheduleRequest: M.BackupScheduleRequest;
   Rect: M.Rect;

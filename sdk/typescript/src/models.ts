@@ -554,6 +554,48 @@ export interface S3Location {
 }
 
 /** What verifying a backup found. */
+/** A file, folder, symlink or other thing in a backup (`path` the desktop's, under /home; `mode` octal, "0644"). */
+export interface BackupFile {
+  name: string;
+  path: string;
+  type: "file" | "dir" | "symlink" | "other";
+  size: number;
+  mode: string;
+  modified: string;
+  link_target?: string;
+}
+
+/** A path of a backup and, for a folder, its entries sorted by name (`truncated`: more than the 10 000 listed). */
+export interface BackupFiles {
+  backup_id: string;
+  path: string;
+  type: "file" | "dir" | "symlink" | "other";
+  size: number;
+  mode: string;
+  modified: string;
+  link_target?: string;
+  entries: BackupFile[];
+  truncated?: boolean;
+}
+
+/** Asks to put a file or folder of a backup back into a running desktop. */
+export interface BackupFilesRestore {
+  path: string;
+  desktop: string;
+  to?: string;
+  overwrite?: boolean;
+}
+
+/** What putting files of a backup back into a desktop wrote. */
+export interface BackupFilesRestored {
+  backup_id: string;
+  desktop_id: string;
+  path: string;
+  to: string;
+  files: number;
+  bytes: number;
+}
+
 export interface BackupCheck {
   backup_id: string;
   chunks: number;
@@ -917,6 +959,10 @@ export const FIELDS = {
   BackupTarget: { schema: "BackupTarget", fields: ["id", "name", "kind", "dir", "s3", "created_at", "created_by"] },
   S3Location: { schema: "S3Location", fields: ["endpoint", "bucket", "prefix", "region", "access_key", "insecure"] },
   BackupCheck: { schema: "BackupCheck", fields: ["backup_id", "chunks", "missing", "corrupt", "ok", "took_ms"] },
+  BackupFile: { schema: "BackupFile", fields: ["name", "path", "type", "size", "mode", "modified", "link_target"] },
+  BackupFiles: { schema: "BackupFiles", fields: ["backup_id", "path", "type", "size", "mode", "modified", "link_target", "entries", "truncated"] },
+  BackupFilesRestore: { schema: "BackupFilesRestore", fields: ["path", "desktop", "to", "overwrite"] },
+  BackupFilesRestored: { schema: "BackupFilesRestored", fields: ["backup_id", "desktop_id", "path", "to", "files", "bytes"] },
   BackupSchedule: { schema: "BackupSchedule", fields: ["desktop_id", "target_id", "every_minutes", "keep_last", "keep_hourly", "keep_daily", "keep_weekly", "next_at", "updated_at", "updated_by"] },
   BackupScheduleRequest: { schema: "BackupScheduleRequest", fields: ["target", "every_minutes", "keep_last", "keep_hourly", "keep_daily", "keep_weekly"] },
   Rect: { schema: "UIRect", fields: ["x", "y", "width", "height"] },

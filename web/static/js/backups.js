@@ -5,6 +5,7 @@
 import { get, post, put, del, seg, describe } from './api.js';
 import { store, subscribe, upsert } from './store.js';
 import { h, icon, clear, toast, modal, confirmDialog, busy, fmtBytes, fmtTime, fmtAgo, timeEl } from './ui.js';
+import { backupFilesDialog } from './backup-files.js';
 
 const FAST = 2000; // while a backup runs
 const SLOW = 15000;
@@ -143,8 +144,8 @@ function backupActions(render, { removed, targetName }) {
     }
   }
 
-  // Verify and restore: a complete backup's (only those are in their target
-  // whole). Delete: a complete or failed one's (not while it runs).
+  // Files, verify and restore: a complete backup's (only those are in their
+  // target whole). Delete: a complete or failed one's (not while it runs).
   function buttons(b) {
     if (b.state !== 'complete' && b.state !== 'failed') return null;
     const gone = deleting.has(b.id);
@@ -162,7 +163,11 @@ function backupActions(render, { removed, targetName }) {
       type: 'button', disabled: gone, title: 'Make a new desktop whose data disk is this backup',
       onclick: () => restoreDialog(b),
     }, icon('undo', 14), h('span', 'Restore as new desktop…'));
-    return h('div.bk-actions', v, r, d);
+    const f = h('button.btn.btn-sm.bk-files', {
+      type: 'button', disabled: gone, title: 'Browse its /home: download files or folders, or put them back into a running desktop',
+      onclick: () => backupFilesDialog(b),
+    }, icon('folder', 14), h('span', 'Files'));
+    return h('div.bk-actions', f, v, r, d);
   }
 
   // The row under a backup's with what verifying it found (null: nothing yet).
