@@ -106,9 +106,11 @@ type Deps struct {
 	KeptRecordings KeptRecordings
 	// Backups copies desktops' data disks to backup targets and restores
 	// them into new desktops (nil: none taken); BackupSchedules takes them
-	// by itself and thins them out (nil: none scheduled).
+	// by itself and thins them out (nil: none scheduled); BackupFiles reads
+	// backups' files without restoring them (nil: it cannot).
 	Backups         Backups
 	BackupSchedules BackupSchedules
+	BackupFiles     BackupFiles
 	// Webhooks registers owners' webhook endpoints (nil: none; the
 	// routes answer 503).
 	Webhooks Webhooks

@@ -480,7 +480,7 @@ func newEnvDeps(t testing.TB, mkImages func(*store.Store) Images, tweak func(*De
 		ConsoleBytes: func(dir string, n int) {
 			v, _ := e.consoleBytes.LoadOrStore(dir, new(atomic.Int64))
 			v.(*atomic.Int64).Add(int64(n))
-		}, Computer: e.computer, Guest: fg, Clipboard: fg, Tokens: tokens, Images: imgs, Hosts: e.hosts, HostLoads: e.hosts, Drains: e.hosts, Steps: e.steps, Recordings: e.recordings, KeptRecordings: e.recordings, Backups: e.backups, BackupSchedules: e.backups,
+		}, Computer: e.computer, Guest: fg, Clipboard: fg, Tokens: tokens, Images: imgs, Hosts: e.hosts, HostLoads: e.hosts, Drains: e.hosts, Steps: e.steps, Recordings: e.recordings, KeptRecordings: e.recordings, Backups: e.backups, BackupSchedules: e.backups, BackupFiles: e.backups,
 		Live: e.live, Stats: fakeStats{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "bureau_up 1\n") }),
 		Log: slog.New(slog.DiscardHandler), Info: map[string]string{"accelerator": "tcg"}, HostDirs: []string{hostDir},
 		CertificateNames: func(context.Context, string) error { return desktop.ErrNotFound }}

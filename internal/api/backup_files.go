@@ -20,7 +20,7 @@ import (
 )
 
 // BackupFiles reads the files of a backup without restoring it
-// (*manager.Backups): paths are the desktop's, under /home; a path the
+// (*manager.BackupFiles): paths are the desktop's, under /home; a path the
 // backup lacks is desktop.ErrNotFound. NoteFilesRestored records on a
 // desktop that files were put back into it.
 type BackupFiles interface {
@@ -100,11 +100,10 @@ func (s *backupHandlers) backupFiles(c *gin.Context) (*desktop.Backup, BackupFil
 	if err != nil {
 		return nil, nil, err
 	}
-	files, ok := s.backups.(BackupFiles)
-	if !ok {
+	if s.files == nil {
 		return nil, nil, fmt.Errorf("this bureau cannot read backups' files: %w", desktop.ErrUnavailable)
 	}
-	return b, files, nil
+	return b, s.files, nil
 }
 
 // unixMode writes permission bits as octal ("0644", "4755").

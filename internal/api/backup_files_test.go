@@ -13,7 +13,7 @@ import (
 	"github.com/bureau/bureau/internal/manager"
 )
 
-var _ BackupFiles = (*manager.Backups)(nil)
+var _ BackupFiles = (*manager.BackupFiles)(nil)
 
 func filesURL(id, sub, p string) string {
 	u := "/api/v1/backups/" + id + "/files" + sub

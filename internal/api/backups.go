@@ -48,7 +48,9 @@ type backupHandlers struct {
 	*core
 	backups   Backups         // nil: this bureau takes no backups
 	schedules BackupSchedules // nil: none scheduled
-	// guest puts a backup's files back into desktops (backup_files.go).
+	// files reads backups' files (nil: it cannot), and guest puts them
+	// back into desktops (backup_files.go).
+	files BackupFiles
 	guest backupGuest
 }
 

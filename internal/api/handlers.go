@@ -87,7 +87,7 @@ func newHandlers(d Deps) handlers {
 		recorder: &stepRecorder{core: s, steps: d.Steps, computer: d.Computer, snapshots: d.Snapshots,
 			thumbnails: d.StepThumbnails},
 		recordings: &recordingHandlers{core: s, recordings: d.Recordings, kept: d.KeptRecordings},
-		backups:    &backupHandlers{core: s, backups: d.Backups, schedules: d.BackupSchedules, guest: d.Guest},
+		backups:    &backupHandlers{core: s, backups: d.Backups, schedules: d.BackupSchedules, files: d.BackupFiles, guest: d.Guest},
 		people:     newPeopleHandlers(s, d),
 		webhooks:   &webhookHandlers{core: s, hooks: d.Webhooks},
 		teams:      &teamHandlers{core: s, consoles: d.Consoles},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"path"
 	"path/filepath"
 	"strings"
@@ -30,22 +29,34 @@ const HomeRoot = "/home"
 // BackupFile is a file, folder, link or other thing in a backup.
 type BackupFile = extfs.Entry
 
-// setFilesDir sets where opened backups are written: the data
-// directory's backup-files (settle clears it when bureau starts).
-func (b *Backups) setFilesDir(dataDir string) {
+// BackupFiles reads the files of backups without restoring them: a
+// backup's disk is opened once into a cache of sparse files and read with
+// extfs (debugfs), however many ask.
+type BackupFiles struct {
+	b     *Backups
+	cache *extfs.Cache
+}
+
+// Files is what reads backups' files.
+func (b *Backups) Files() *BackupFiles { return b.files }
+
+// newBackupFiles reads b's backups, opening them in dir ("" = the
+// system's temp dir, until setDir is called).
+func newBackupFiles(b *Backups, dir string) *BackupFiles {
+	return &BackupFiles{b: b, cache: extfs.NewCache(dir, backupFilesKeep, backupFilesMax, b.log)}
+}
+
+// setDir sets where opened backups are written: the data directory's
+// backup-files (Backups.settle clears it when bureau starts).
+func (f *BackupFiles) setDir(dataDir string) {
 	if dataDir != "" {
-		b.files = newBackupFiles(filepath.Join(dataDir, "backup-files"), b.log)
+		f.cache = extfs.NewCache(filepath.Join(dataDir, "backup-files"), backupFilesKeep, backupFilesMax, f.b.log)
 	}
 }
 
-// newBackupFiles makes the cache of opened backups writing in dir ("" =
-// the system's temp dir, until setFilesDir is called).
-func newBackupFiles(dir string, log *slog.Logger) *extfs.Cache {
-	return extfs.NewCache(dir, backupFilesKeep, backupFilesMax, log)
-}
-
 // fillDisk writes backup id's disk into the cache's sparse raw file.
-func (b *Backups) fillDisk(id string) func(ctx context.Context, disk extfs.Disk) error {
+func (f *BackupFiles) fillDisk(id string) func(ctx context.Context, disk extfs.Disk) error {
+	b := f.b
 	return func(ctx context.Context, disk extfs.Disk) error {
 		bk, t, repo, m, err := b.openBackup(ctx, id, "opened")
 		if errors.Is(err, backup.ErrNotFound) {
@@ -75,15 +86,15 @@ func (b *Backups) fillDisk(id string) func(ctx context.Context, disk extfs.Disk)
 // withFiles runs fn on backup id's file system, opened (or kept open) for
 // the call; p (a path of the desktop, under /home) becomes the file
 // system's path, and its errors name p again.
-func (b *Backups) withFiles(ctx context.Context, id, p string, fn func(fsys *extfs.FS, inFS string) error) error {
+func (f *BackupFiles) withFiles(ctx context.Context, id, p string, fn func(fsys *extfs.FS, inFS string) error) error {
 	inFS, err := FSPath(p)
 	if err != nil {
 		return err
 	}
-	if err := b.on(); err != nil {
+	if err := f.b.on(); err != nil {
 		return err
 	}
-	fsys, release, err := b.files.Acquire(ctx, id, b.fillDisk(id))
+	fsys, release, err := f.cache.Acquire(ctx, id, f.fillDisk(id))
 	if err != nil {
 		return err
 	}
@@ -112,9 +123,9 @@ func FSPath(p string) (string, error) {
 }
 
 // FileStat describes path p (a symlink itself) in backup id.
-func (b *Backups) FileStat(ctx context.Context, id, p string) (*BackupFile, error) {
+func (f *BackupFiles) FileStat(ctx context.Context, id, p string) (*BackupFile, error) {
 	var e *extfs.Entry
-	err := b.withFiles(ctx, id, p, func(fsys *extfs.FS, inFS string) error {
+	err := f.withFiles(ctx, id, p, func(fsys *extfs.FS, inFS string) error {
 		var err error
 		e, err = fsys.Stat(ctx, inFS)
 		return err
@@ -124,10 +135,10 @@ func (b *Backups) FileStat(ctx context.Context, id, p string) (*BackupFile, erro
 
 // FileList lists folder p of backup id, sorted by name: the first limit
 // and whether more were left out.
-func (b *Backups) FileList(ctx context.Context, id, p string, limit int) ([]BackupFile, bool, error) {
+func (f *BackupFiles) FileList(ctx context.Context, id, p string, limit int) ([]BackupFile, bool, error) {
 	var list []extfs.Entry
 	var truncated bool
-	err := b.withFiles(ctx, id, p, func(fsys *extfs.FS, inFS string) error {
+	err := f.withFiles(ctx, id, p, func(fsys *extfs.FS, inFS string) error {
 		var err error
 		list, truncated, err = fsys.List(ctx, inFS, limit)
 		return err
@@ -136,16 +147,16 @@ func (b *Backups) FileList(ctx context.Context, id, p string, limit int) ([]Back
 }
 
 // FileRead writes file p of backup id to w.
-func (b *Backups) FileRead(ctx context.Context, id, p string, w io.Writer) error {
-	return b.withFiles(ctx, id, p, func(fsys *extfs.FS, inFS string) error {
+func (f *BackupFiles) FileRead(ctx context.Context, id, p string, w io.Writer) error {
+	return f.withFiles(ctx, id, p, func(fsys *extfs.FS, inFS string) error {
 		return fsys.Read(ctx, inFS, w)
 	})
 }
 
 // FileTar writes folder p of backup id to w as a tar of what it holds.
-func (b *Backups) FileTar(ctx context.Context, id, p string, w io.Writer) (extfs.TarCount, error) {
+func (f *BackupFiles) FileTar(ctx context.Context, id, p string, w io.Writer) (extfs.TarCount, error) {
 	var n extfs.TarCount
-	err := b.withFiles(ctx, id, p, func(fsys *extfs.FS, inFS string) error {
+	err := f.withFiles(ctx, id, p, func(fsys *extfs.FS, inFS string) error {
 		var err error
 		n, err = fsys.Tar(ctx, inFS, w)
 		return err
@@ -165,7 +176,7 @@ type FilesRestored struct {
 }
 
 // NoteFilesRestored records the desktop's backup_files_restored event.
-func (b *Backups) NoteFilesRestored(ctx context.Context, r FilesRestored) {
-	b.ops.event(ctx, r.DesktopID, "backup_files_restored", r.Actor, "%s from backup %s restored to %s (%d files, %d bytes)",
+func (f *BackupFiles) NoteFilesRestored(ctx context.Context, r FilesRestored) {
+	f.b.ops.event(ctx, r.DesktopID, "backup_files_restored", r.Actor, "%s from backup %s restored to %s (%d files, %d bytes)",
 		r.Path, r.BackupID, r.To, r.Files, r.Bytes)
 }

@@ -57,7 +57,7 @@ func (b *Backups) Delete(ctx context.Context, id, actor string) error {
 	if err := b.forget(ctx, repo, bk); err != nil {
 		return err
 	}
-	b.files.Forget(bk.ID)
+	b.files.cache.Forget(bk.ID)
 	b.ops.event(ctx, bk.DesktopID, "backup_deleted", actor, "backup %s (%s, taken %s) deleted from target %s",
 		bk.ID, bk.Kind, bk.StartedAt.Format(time.RFC3339), t.Name)
 	b.ops.spawn(time.Hour, func(ctx context.Context) { b.sweep(ctx, t, repo) })

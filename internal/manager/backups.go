@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/bureau/bureau/internal/backup"
-	"github.com/bureau/bureau/internal/backup/extfs"
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/secrets"
 )
@@ -115,7 +114,7 @@ type Backups struct {
 	slots chan struct{}
 
 	// files are the backups opened to read their files (backup_files.go).
-	files *extfs.Cache
+	files *BackupFiles
 
 	// locks keep sweeps of a target apart from its readers and writers
 	// (backup_keep.go).
@@ -143,8 +142,8 @@ type restoreCreates interface {
 
 func newBackups(cfg BackupsConfig, ops *runner, vms markVMs, hosts diskHosts, creates restoreCreates, log *slog.Logger) *Backups {
 	b := &Backups{ops: ops, targets: cfg.Targets, records: cfg.Records, schedules: cfg.Schedules, vms: vms, hosts: hosts, creates: creates, log: log,
-		key: cfg.Key, ended: cfg.Ended, running: map[string]string{}, failures: map[string]int{},
-		files: newBackupFiles("", log)}
+		key: cfg.Key, ended: cfg.Ended, running: map[string]string{}, failures: map[string]int{}}
+	b.files = newBackupFiles(b, "")
 	atOnce := cfg.AtOnce
 	if atOnce == 0 {
 		atOnce = 2
@@ -172,7 +171,7 @@ func (b *Backups) on() error {
 // settle marks the backups a previous run of bureau left running as failed:
 // their manifests were never written, so they do not exist in the target.
 func (b *Backups) settle(ctx context.Context) {
-	if err := b.files.Clear(ctx); err != nil {
+	if err := b.files.cache.Clear(ctx); err != nil {
 		b.log.Warn("clearing the backups opened before bureau stopped", "err", err)
 	}
 	if b.on() != nil {

@@ -293,7 +293,7 @@ func New(cfg Config, hv Hypervisor, disks Disks, seeds SeedWriter, store Store, 
 		net: m.ident, clones: m.diskMaker, warm: m.warm, defs: m.defs,
 		napAfter: cfg.NapAfter, sleepAfter: cfg.SleepAfter, defaultImage: cfg.DefaultImage, dataDir: cfg.DataDir, osDiskGiB: cfg.OSDiskGiB}
 	m.backups = newBackups(cfg.Backups, m.ops, hv, m.hosts, m.creator, log)
-	m.backups.setFilesDir(cfg.DataDir)
+	m.backups.files.setDir(cfg.DataDir)
 	m.recon = &reconciler{ops: m.ops, store: store, vms: hv, local: local, life: m.life, creates: m.creator, moves: m.moves, log: log}
 	m.ops.recheck = m.recon.onEvent
 	// Made before the features it uses, lifecycle is given them now.
