@@ -85,29 +85,18 @@ func (s *backupHandlers) writableDesktop(c *gin.Context, idOrName string) (*desk
 	if idOrName == "" {
 		return nil, &desktop.ValidationError{Field: "desktop", Message: "name the desktop (id or name) to restore into"}
 	}
-	ctx := c.Request.Context()
-	d, err := s.lifecycle.Get(ctx, idOrName)
+	d, err := s.ownedID(c, idOrName)
 	if errors.Is(err, desktop.ErrNotFound) {
 		d, err = s.desktopNamed(c, idOrName)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if d.DeletedAt != nil || !isAdmin(c) && d.Owner != caller(c).Owner {
-		return nil, fmt.Errorf("desktop %s: %w", idOrName, desktop.ErrNotFound)
-	}
-	c.Set(ctxSubjectOwner, d.Owner)
 	const op = "restore files into"
 	if d.State != desktop.StateRunning {
 		return nil, &desktop.TransitionError{Op: op, State: d.State}
 	}
-	if s.readiness != nil {
-		if st := s.readiness.Check(ctx, d); !st.Ready {
-			c.Header("Retry-After", "5")
-			return nil, &notReady{op: op, name: d.Name, up: st.Up, waiting: st.Waiting}
-		}
-	}
-	return d, nil
+	return s.readyNow(c, d, op)
 }
 
 // desktopNamed finds the caller's desktop by name.
@@ -118,6 +107,7 @@ func (s *backupHandlers) desktopNamed(c *gin.Context, name string) (*desktop.Des
 	}
 	for _, d := range list {
 		if d.Name == name && d.DeletedAt == nil {
+			c.Set(ctxSubjectOwner, d.Owner) // for the audit log
 			return d, nil
 		}
 	}

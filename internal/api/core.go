@@ -84,7 +84,11 @@ func (s *core) handle(h func(c *gin.Context) (reply, error)) gin.HandlerFunc {
 // owned loads the desktop named in the path if the caller may see it.
 // Someone else's desktop is "not found", so existence does not leak.
 func (s *core) owned(c *gin.Context) (*desktop.Desktop, error) {
-	id := c.Param("id")
+	return s.ownedID(c, c.Param("id"))
+}
+
+// ownedID is owned for a desktop id given elsewhere than the path.
+func (s *core) ownedID(c *gin.Context, id string) (*desktop.Desktop, error) {
 	d, err := s.lifecycle.Get(c.Request.Context(), id)
 	if err != nil {
 		return nil, err

@@ -60,8 +60,17 @@ func waitingFor(w string) string {
 // it: exec, files, computer use, the clipboard, terminals.
 func (s *core) ready(c *gin.Context, op desktop.Op) (*desktop.Desktop, error) {
 	d, err := s.running(c, op)
-	if err != nil || s.readiness == nil {
+	if err != nil {
 		return d, err
+	}
+	return s.readyNow(c, d, op)
+}
+
+// readyNow returns d, a running desktop, if it is ready, or a 409
+// not_ready saying what it waits for.
+func (s *core) readyNow(c *gin.Context, d *desktop.Desktop, op desktop.Op) (*desktop.Desktop, error) {
+	if s.readiness == nil {
+		return d, nil
 	}
 	st := s.readiness.Check(c.Request.Context(), d)
 	if st.Ready {
