@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -305,6 +306,13 @@ func backupEntryNames(l apiv1.BackupFiles) string {
 	return strings.Join(out, " ")
 }
 
+// attachmentNamed says whether a Content-Disposition header is an
+// attachment named name (quoted or not: RFC 6266 allows both).
+func attachmentNamed(header, name string) bool {
+	kind, params, err := mime.ParseMediaType(header)
+	return err == nil && kind == "attachment" && params["filename"] == name
+}
+
 // checkBackupFiles reads the files of two complete backups of d (running)
 // without restoring them: first holds work/{big,numbers,note} and work/sub
 // (a.txt, deeper/b.txt, a symlink link -> a.txt), second also work/mid and
@@ -384,7 +392,7 @@ func checkBackupFiles(t *testing.T, s *server, d *apiv1.Desktop, first, second, 
 		if resp.StatusCode != http.StatusOK || got != c.want[c.name] {
 			t.Errorf("download %s of backup %s: %d, sha256 %s, want %s (the guest's when it was taken)", c.name, c.b.ID, resp.StatusCode, got, c.want[c.name])
 		} else if ct, cd := resp.Header.Get("Content-Type"), resp.Header.Get("Content-Disposition"); ct != "application/octet-stream" ||
-			!strings.Contains(cd, "attachment") || !strings.Contains(cd, `filename="`+base+`"`) || resp.ContentLength < 0 {
+			!attachmentNamed(cd, base) || resp.ContentLength < 0 {
 			t.Errorf("download %s: Content-Type %q, Content-Disposition %q, Content-Length %d", c.name, ct, cd, resp.ContentLength)
 		}
 		if c.name == "big" {
@@ -403,7 +411,7 @@ func checkBackupFiles(t *testing.T, s *server, d *apiv1.Desktop, first, second, 
 	// A folder downloads as a tar of what it holds.
 	var tarball bytes.Buffer
 	resp := s.backupFileGet(adminToken, second.ID, "/home/agent/work/sub", &tarball)
-	if ct, cd := resp.Header.Get("Content-Type"), resp.Header.Get("Content-Disposition"); resp.StatusCode != http.StatusOK || ct != "application/x-tar" || !strings.Contains(cd, `filename="sub.tar"`) {
+	if ct, cd := resp.Header.Get("Content-Type"), resp.Header.Get("Content-Disposition"); resp.StatusCode != http.StatusOK || ct != "application/x-tar" || !attachmentNamed(cd, "sub.tar") {
 		t.Errorf("download a folder: %d, Content-Type %q, Content-Disposition %q", resp.StatusCode, ct, cd)
 	}
 	members := map[string]string{} // name -> what it is: "dir", "-> target" or the sha256 of its bytes

@@ -20,7 +20,7 @@ async function download(b, entry, btn) {
   try {
     const res = await busy(btn, () => api('GET', `/backups/${seg(b.id)}/files/content?path=${encodeURIComponent(entry.path)}`, undefined, { raw: true }));
     const cd = res.headers.get('Content-Disposition') || '';
-    const name = cd.match(/filename="([^"]+)"/)?.[1] || `${baseOf(entry.path)}${entry.type === 'dir' ? '.tar' : ''}`;
+    const name = cd.match(/filename="?([^";]+)"?/)?.[1] || `${baseOf(entry.path)}${entry.type === 'dir' ? '.tar' : ''}`;
     const blob = await res.blob();
     const url = URL.createObjectURL(blob);
     const a = h('a', { href: url, download: name, hidden: true });
