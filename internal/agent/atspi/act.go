@@ -85,10 +85,17 @@ func (d *Desktop) fresh(ctx context.Context, o obj) (*read, error) {
 		return nil, nodeError(o, errNoApp)
 	}
 	at, err := d.startAt(ctx, o)
+	if errors.Is(err, errSlow) && d.left(ctx, o) {
+		// It did not answer because it was shutting down.
+		return nil, nodeError(o, errNoApp)
+	}
 	if err != nil {
 		return nil, err
 	}
 	r, err := readNode(cctx, d.b, o, nil)
+	if errors.Is(err, errSlow) && d.left(ctx, o) {
+		err = errNoApp
+	}
 	if err != nil {
 		return nil, nodeError(o, err)
 	}
@@ -97,6 +104,15 @@ func (d *Desktop) fresh(ctx context.Context, o obj) (*read, error) {
 	}
 	r.node.Parent, r.node.Depth, r.node.App = at[0].parent, at[0].depth, at[0].app
 	return r, nil
+}
+
+// left says whether o's application has left the bus (asked within
+// callWithin; an answer that does not come says no).
+func (d *Desktop) left(ctx context.Context, o obj) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.callWithin)
+	defer cancel()
+	ok, err := d.b.hasOwner(ctx, o.bus)
+	return err == nil && !ok
 }
 
 // reread reads a node again after an action; one that went away is

@@ -124,6 +124,15 @@ func TestGoneNodes(t *testing.T) {
 	wantCode(t, err, wire.CodeGone, "gone")
 }
 
+// An application asked while it shuts down does not answer, then leaves
+// the bus: its node is gone, not an internal error.
+func TestANodeOfAnAppShuttingDown(t *testing.T) {
+	s := newSample()
+	s.f.slow[s.daemon.bus], s.f.leaving[s.daemon.bus] = true, true
+	_, err := act(t, s, s.daemonWin, "click", "")
+	wantCode(t, err, wire.CodeGone, "left the desktop")
+}
+
 func TestAnActionThatEndsTheNode(t *testing.T) {
 	s := newSample()
 	s.f.objs[s.button].onAction = func(f *fakeBus, _ *fakeObj, _ string) { delete(f.objs, s.button) }

@@ -7,9 +7,13 @@ import "github.com/bureau/bureau/internal/agent/wire"
 type Error struct {
 	Code string
 	Msg  string
+	// cause is the bus's error it was made from, if any (errSlow, …).
+	cause error
 }
 
 func (e *Error) Error() string { return e.Msg }
+
+func (e *Error) Unwrap() error { return e.cause }
 
 func invalid(msg string) error { return &Error{Code: wire.CodeInvalid, Msg: msg} }
 

@@ -16,8 +16,10 @@ type fakeBus struct {
 	mu   sync.Mutex
 	objs map[obj]*fakeObj
 	apps []obj
-	// slow applications never answer (until ctx ends).
-	slow map[string]bool
+	// slow applications never answer (until ctx ends); leaving ones,
+	// slow as they shut down, are gone from the bus once a call to them
+	// has timed out.
+	slow, leaving map[string]bool
 	// did records actions done: "<name> <path> <action>".
 	did []string
 }
@@ -38,7 +40,7 @@ type fakeObj struct {
 }
 
 func newFakeBus(screenW, screenH int32) *fakeBus {
-	f := &fakeBus{objs: map[obj]*fakeObj{}, slow: map[string]bool{}}
+	f := &fakeBus{objs: map[obj]*fakeObj{}, slow: map[string]bool{}, leaving: map[string]bool{}}
 	f.objs[obj{registryName, rootPath}] = &fakeObj{role: "desktop frame", ifaces: []string{ifAccessible, ifComponent},
 		bounds: []int32{0, 0, screenW, screenH}}
 	return f
@@ -82,6 +84,12 @@ func (f *fakeBus) get(ctx context.Context, o obj) (*fakeObj, error) {
 	f.mu.Unlock()
 	if slow {
 		<-ctx.Done()
+		f.mu.Lock()
+		leaving := f.leaving[o.bus]
+		f.mu.Unlock()
+		if leaving {
+			f.quit(o.bus)
+		}
 		return nil, errSlow
 	}
 	if !known {

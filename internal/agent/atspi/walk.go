@@ -263,7 +263,7 @@ func nodeError(o obj, err error) error {
 	if errors.As(err, &e) {
 		return e
 	}
-	return &Error{Code: wire.CodeFailed, Msg: err.Error()}
+	return &Error{Code: wire.CodeFailed, Msg: err.Error(), cause: err}
 }
 
 // walkState is a walk under way.
