@@ -224,11 +224,8 @@ func testBureauAgent(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 		t.Errorf("terminal screen: %q", screen.String())
 	}
 
-	// 256 MiB up and down, intact (32 MiB in the quick PostgreSQL run).
+	// 256 MiB up and down, intact.
 	size := 256 << 20
-	if quick() {
-		size = 32 << 20
-	}
 	data := make([]byte, size)
 	rand.Read(data)
 	sum := sha256.Sum256(data)

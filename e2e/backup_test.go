@@ -188,7 +188,9 @@ func TestBackups(t *testing.T) {
 	}
 	s.stop()
 
-	// The disaster drill: a fresh install with the key and the target.
+	// The disaster drill: a fresh install with the key and the target, on
+	// SQLite (in make test the first install is on PostgreSQL: a backup
+	// does not depend on the database that made it).
 	dir2, err := os.MkdirTemp("/var/lib", "bureau-e2e-")
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +198,7 @@ func TestBackups(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir2, "backup.key"), key, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s2 := newServerIn(t, dir2)
+	s2 := newSQLiteServerIn(t, dir2)
 	if code := s2.call(adminToken, "POST", "/api/v1/backup-targets", map[string]any{"name": "offsite", "kind": "s3", "s3": s3}, nil); code != http.StatusCreated {
 		t.Fatalf("the fresh install adds the target: %d", code)
 	}

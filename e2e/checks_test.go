@@ -39,9 +39,8 @@ type runningCheck struct {
 //   - services leaves its service behind (serviceCreated); the lifecycle
 //     test checks it is back after the stop/start that follows this list.
 //
-// The names are also referenced by guestOnly (lifecycle_test.go),
-// e2e/skips.allowed and the Makefile's -run patterns; renaming one means
-// renaming it there too (TestRunningChecksTable checks that).
+// The names are also referenced by e2e/skips.allowed and the Makefile's
+// -run patterns; renaming one means renaming it there too (TestRunningChecksTable checks that).
 var runningChecks = []runningCheck{
 	{"bureau_agent", testBureauAgent},                // agent_test.go
 	{"computer_use", testComputerUse},                // computer_test.go
@@ -87,11 +86,6 @@ func TestRunningChecksTable(t *testing.T) {
 			t.Errorf("running check %q listed twice", c.name)
 		}
 		in[c.name] = true
-	}
-	for name := range guestOnly {
-		if !in[name] {
-			t.Errorf("guestOnly names %q, which is no running check", name)
-		}
 	}
 	// TestDesktopLifecycle/<name> in the allowed skips and in the
 	// Makefile's -run patterns (TestDesktopLifecycle$$/<name>); the

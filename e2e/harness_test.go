@@ -110,11 +110,27 @@ func newServerIn(t *testing.T, dataDir string) *server {
 	return newServerSet(t, dataDir, nil)
 }
 
+// newSQLiteServerIn starts a server in dataDir on its own SQLite database
+// whatever the run's database: a second install beside a first one that
+// may be on PostgreSQL (resetting the one PostgreSQL database would empty
+// the first's).
+func newSQLiteServerIn(t *testing.T, dataDir string) *server {
+	t.Helper()
+	return newServerDB(t, dataDir, "", nil)
+}
+
 func newServerSet(t *testing.T, dataDir string, set func(*server)) *server {
+	t.Helper()
+	return newServerDB(t, dataDir, os.Getenv("BUREAU_E2E_DATABASE_URL"), set)
+}
+
+// newServerDB starts a server in dataDir on dbURL (SQLite in dataDir when
+// empty), set applied before it starts.
+func newServerDB(t *testing.T, dataDir, dbURL string, set func(*server)) *server {
 	t.Helper()
 	bin := os.Getenv("BUREAU_E2E_BIN")
 	var err error
-	s := &server{t: t, bin: bin, dataDir: dataDir, dbURL: os.Getenv("BUREAU_E2E_DATABASE_URL"), logPath: filepath.Join(dataDir, "server.log")}
+	s := &server{t: t, bin: bin, dataDir: dataDir, dbURL: dbURL, logPath: filepath.Join(dataDir, "server.log")}
 	if s.dbURL != "" {
 		resetPostgres(t, s.dbURL)
 	}

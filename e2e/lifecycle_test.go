@@ -117,9 +117,6 @@ func TestDesktopLifecycle(t *testing.T) {
 	// one per feature.
 	for _, c := range runningChecks {
 		t.Run(c.name, func(t *testing.T) {
-			if guestOnly[c.name] && quick() {
-				t.Skip("BUREAU_E2E_QUICK=1: this check drives the guest, not the database; the SQLite run has it")
-			}
 			c.fn(t, s.with(t), alice.Token, running)
 		})
 	}
@@ -158,12 +155,8 @@ func TestDesktopLifecycle(t *testing.T) {
 	s.expectError(alice.Token, "POST", "/api/v1/desktops/"+d.ID+"/stop", nil, 409, "invalid_state")
 	s.expectError(alice.Token, "GET", "/api/v1/desktops/"+d.ID+"/screenshot", nil, 409, "invalid_state")
 	// Start, reboot and a QEMU crash: the hypervisor's side (two more
-	// boots); the quick PostgreSQL run leaves them to the SQLite run, as
-	// what the database keeps of them is the same write as the stop's.
+	// boots).
 	t.Run(lifecycleSubtests[0], func(t *testing.T) {
-		if quick() {
-			t.Skip("BUREAU_E2E_QUICK=1: two more boots, the hypervisor's side; run in e2e-sqlite")
-		}
 		s := s.with(t)
 		startAt := time.Now()
 		s.call(alice.Token, "POST", "/api/v1/desktops/"+d.ID+"/start", nil, nil)
@@ -207,10 +200,6 @@ func TestDesktopLifecycle(t *testing.T) {
 // lifecycleSubtests are the subtests TestDesktopLifecycle runs besides
 // its running checks.
 var lifecycleSubtests = []string{"start_reboot_crash"}
-
-// quick reports the quick run of make test's PostgreSQL half
-// (BUREAU_E2E_QUICK=1): what differs by database, not what the guest does.
-func quick() bool { return os.Getenv("BUREAU_E2E_QUICK") == "1" }
 
 // eventsInclude checks that a desktop's events include each type in want.
 func (s *server) eventsInclude(token, id string, want ...string) {
@@ -269,16 +258,6 @@ func (s *server) deleteKeepsData(token, id string, d *apiv1.Desktop) {
 	s.expectError(token, "GET", "/api/v1/desktops/"+id, nil, 404, "not_found")
 	os.Remove(disk)
 }
-
-// guestOnly names the running checks that exercise the guest and clients
-// rather than what the database keeps; the quick PostgreSQL run of make
-// test skips them (they ran against the same code in the SQLite run).
-// resize_clone_reimage is two more boots: what the database keeps of a
-// clone and a reimage is in the store's unit tests, which run on
-// PostgreSQL too.
-var guestOnly = map[string]bool{"computer_use": true, "console": true, "behind_proxy": true, "mcp_typescript": true, "recordings": true,
-	"sdk_python": true, "sdk_typescript": true, "resize_clone_reimage": true, "benchmarks": true, "windows_ui": true,
-	"people": true}
 
 // settledScreenshot polls the API's screenshot until two frames a few
 // seconds apart are identical and the desktop is drawn, its panel too

@@ -15,12 +15,8 @@ import (
 
 // testResizeCloneReimage grows the data disk live, clones the desktop from
 // a snapshot (the clone has the files but its own identity) and reimages
-// it (the OS is fresh, /home is kept). It boots two more times, so it can
-// be skipped with BUREAU_E2E_QUICK=1 (the PostgreSQL run does).
+// it (the OS is fresh, /home is kept). It boots two more times.
 func testResizeCloneReimage(t *testing.T, s *server, token string, d *apiv1.Desktop) {
-	if quick() {
-		t.Skip("BUREAU_E2E_QUICK=1")
-	}
 	base := "/api/v1/desktops/" + d.ID
 
 	// Live resize: the guest sees the bigger /home at once.

@@ -103,13 +103,8 @@ func testSnapshots(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 
 	// Data-only revert: /home goes back to v1, the OS disk keeps os-v1… as
 	// restored by the memory revert; write a new OS marker to prove it stays.
-	// It restarts the guest (a boot, ~90 s under TCG): the quick PostgreSQL
-	// run leaves it to the SQLite run, as what the database keeps of a
-	// revert is the memory revert's write above.
+	// It restarts the guest (a boot, ~90 s under TCG).
 	t.Run("data_revert", func(t *testing.T) {
-		if quick() {
-			t.Skip("BUREAU_E2E_QUICK=1: a boot; the database keeps of it what it keeps of the memory revert above")
-		}
 		revertData(t, s.with(t), token, d, base, ws)
 	})
 
@@ -132,11 +127,9 @@ func testSnapshots(t *testing.T, s *server, token string, d *apiv1.Desktop) {
 			t.Errorf("events lack %s", want)
 		}
 	}
-	if !quick() {
-		// The desktop is ready again after the restart for the checks after
-		// this (its session up: files and exec answer 409 not_ready before).
-		s.waitReadyAPI(token, d.ID, 5*time.Minute)
-	}
+	// The desktop is ready again after the restart for the checks after
+	// this (its session up: files and exec answer 409 not_ready before).
+	s.waitReadyAPI(token, d.ID, 5*time.Minute)
 }
 
 // revertData reverts the running desktop to its data-only snapshot ws1:
