@@ -32,6 +32,7 @@ import (
 	"github.com/bureau/bureau/internal/secrets"
 	"github.com/bureau/bureau/internal/steps"
 	"github.com/bureau/bureau/internal/store"
+	"github.com/bureau/bureau/internal/store/storetest"
 	"github.com/bureau/bureau/internal/teams"
 	"github.com/bureau/bureau/web"
 )
@@ -440,7 +441,9 @@ func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 // the router is made with.
 func newEnvDeps(t testing.TB, mkImages func(*store.Store) Images, tweak func(*Deps)) *env {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"))
+	dbPath := filepath.Join(t.TempDir(), "b.db")
+	storetest.CopyTo(t, dbPath)
+	st, err := store.Open(context.Background(), dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}

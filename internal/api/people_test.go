@@ -17,6 +17,7 @@ import (
 	"github.com/bureau/bureau/internal/guest"
 	"github.com/bureau/bureau/internal/loop"
 	"github.com/bureau/bureau/internal/store"
+	"github.com/bureau/bureau/internal/store/storetest"
 )
 
 // peopleEnv is an env whose requests are checked against the spec too.
@@ -733,7 +734,9 @@ func specPeople(t *testing.T, e *env, id string) {
 // TestPeopleWithTheRealLoop runs the routes over internal/loop itself (its
 // own store), so the API and the service agree on what they say.
 func TestPeopleWithTheRealLoop(t *testing.T) {
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "loop.db"))
+	dbPath := filepath.Join(t.TempDir(), "loop.db")
+	storetest.CopyTo(t, dbPath)
+	st, err := store.Open(context.Background(), dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}

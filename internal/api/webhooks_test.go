@@ -18,6 +18,7 @@ import (
 
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/store"
+	"github.com/bureau/bureau/internal/store/storetest"
 	"github.com/bureau/bureau/internal/webhooks"
 )
 
@@ -47,7 +48,9 @@ func (r *hookReceiver) wait(t *testing.T, n int) {
 // newHookEnv is the API env with real webhooks (their own store) and a
 // running sender allowed to reach 127.0.0.1.
 func newHookEnv(t *testing.T) (*env, *hookReceiver) {
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "w.db"))
+	dbPath := filepath.Join(t.TempDir(), "w.db")
+	storetest.CopyTo(t, dbPath)
+	st, err := store.Open(context.Background(), dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,13 @@ import (
 
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/store"
+	"github.com/bureau/bureau/internal/store/storetest"
 )
 
 func newService(t *testing.T) (*Service, *store.Store) {
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"))
+	dbPath := filepath.Join(t.TempDir(), "b.db")
+	storetest.CopyTo(t, dbPath)
+	st, err := store.Open(context.Background(), dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}

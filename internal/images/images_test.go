@@ -18,6 +18,7 @@ import (
 
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/store"
+	"github.com/bureau/bureau/internal/store/storetest"
 )
 
 func newService(t *testing.T) *Service {
@@ -32,7 +33,9 @@ func newService(t *testing.T) *Service {
 func newServiceNoQemu(t *testing.T) *Service {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "b.db"))
+	dbPath := filepath.Join(dir, "b.db")
+	storetest.CopyTo(t, dbPath)
+	st, err := store.Open(context.Background(), dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/storage"
 	"github.com/bureau/bureau/internal/store"
+	"github.com/bureau/bureau/internal/store/storetest"
 )
 
 // The backup tests work on real qcow2 data disks: qemu-img makes them and
@@ -111,7 +112,9 @@ func newBkEnv(t *testing.T) *bkEnv {
 		}
 	}
 	dir := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "b.db"))
+	dbPath := filepath.Join(dir, "b.db")
+	storetest.CopyTo(t, dbPath)
+	st, err := store.Open(context.Background(), dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}

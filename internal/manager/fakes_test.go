@@ -15,6 +15,7 @@ import (
 
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/store"
+	"github.com/bureau/bureau/internal/store/storetest"
 )
 
 type fakeHV struct {
@@ -739,7 +740,9 @@ func newHarness(t *testing.T, disks Disks) *harness {
 // newHarnessIn keeps the manager's files and database in dir.
 func newHarnessIn(t *testing.T, disks Disks, dir string, reserve Reserve) *harness {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "b.db"))
+	dbPath := filepath.Join(dir, "b.db")
+	storetest.CopyTo(t, dbPath)
+	st, err := store.Open(context.Background(), dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}

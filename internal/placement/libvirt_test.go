@@ -14,6 +14,7 @@ import (
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
 	"github.com/bureau/bureau/internal/placement"
 	"github.com/bureau/bureau/internal/store"
+	"github.com/bureau/bureau/internal/store/storetest"
 )
 
 // Two hosts as libvirt's test:///default driver reports itself (a fixed
@@ -38,7 +39,9 @@ func TestPlacementFillsLibvirtTestHostsEvenly(t *testing.T) {
 	if facts.FreeMemoryMiB < 64 {
 		facts.FreeMemoryMiB = facts.MemoryMiB - 512
 	}
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "b.db"))
+	dbPath := filepath.Join(t.TempDir(), "b.db")
+	storetest.CopyTo(t, dbPath)
+	st, err := store.Open(ctx, dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}

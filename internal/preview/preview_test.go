@@ -12,12 +12,15 @@ import (
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/preview"
 	"github.com/bureau/bureau/internal/store"
+	"github.com/bureau/bureau/internal/store/storetest"
 )
 
 func newService(t *testing.T, key string) *preview.Service {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "b.db"))
+	dbPath := filepath.Join(t.TempDir(), "b.db")
+	storetest.CopyTo(t, dbPath)
+	st, err := store.Open(ctx, dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}

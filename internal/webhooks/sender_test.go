@@ -19,6 +19,7 @@ import (
 
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/store"
+	"github.com/bureau/bureau/internal/store/storetest"
 	"github.com/bureau/bureau/internal/webhooks"
 )
 
@@ -76,7 +77,9 @@ type env struct {
 
 func newEnv(t *testing.T, schedule string) *env {
 	t.Helper()
-	s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"))
+	dbPath := filepath.Join(t.TempDir(), "b.db")
+	storetest.CopyTo(t, dbPath)
+	s, err := store.Open(context.Background(), dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
