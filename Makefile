@@ -88,8 +88,9 @@ fuzz-short:
 # E2E_ON_POSTGRES on PostgreSQL (several hosts need it; backups with their
 # restore on a second, SQLite install; teams; warm templates; the short
 # fault soak, its bureau kills against PostgreSQL), the rest on SQLite, so
-# that each half stays well inside its go test timeout. The store's unit tests run every query on both. `make e2e-sqlite
-# E2E_ON_POSTGRES=` runs everything on SQLite.
+# that each half stays well inside its go test timeout. The store's unit
+# tests run every query on both. `make e2e-sqlite E2E_ON_POSTGRES=` runs
+# everything on SQLite.
 e2e: e2e-sqlite e2e-postgres
 E2E_ON_POSTGRES ?= TestBackups|TestTeams|TestWarmCreate|TestHostsRemoteDesktop|TestSoak
 

@@ -40,7 +40,8 @@ type runningCheck struct {
 //     test checks it is back after the stop/start that follows this list.
 //
 // The names are also referenced by e2e/skips.allowed and the Makefile's
-// -run patterns; renaming one means renaming it there too (TestRunningChecksTable checks that).
+// -run patterns; renaming one means renaming it there too
+// (TestRunningChecksTable checks that).
 var runningChecks = []runningCheck{
 	{"bureau_agent", testBureauAgent},                // agent_test.go
 	{"computer_use", testComputerUse},                // computer_test.go

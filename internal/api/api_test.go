@@ -441,14 +441,7 @@ func newEnvImages(t testing.TB, mkImages func(*store.Store) Images) *env {
 // the router is made with.
 func newEnvDeps(t testing.TB, mkImages func(*store.Store) Images, tweak func(*Deps)) *env {
 	t.Helper()
-	dbPath := filepath.Join(t.TempDir(), "b.db")
-	storetest.CopyTo(t, dbPath)
-	st, err := store.Open(context.Background(), dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Migrate(context.Background(), slog.New(slog.DiscardHandler))
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, filepath.Join(t.TempDir(), "b.db"))
 	tokens := auth.New(st)
 	mk := func(owner, scope string) string {
 		s, _, err := tokens.Create(context.Background(), auth.CreateRequest{Owner: owner, Scope: scope})

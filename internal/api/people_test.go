@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"github.com/bureau/bureau/internal/computer"
 	"github.com/bureau/bureau/internal/guest"
 	"github.com/bureau/bureau/internal/loop"
-	"github.com/bureau/bureau/internal/store"
 	"github.com/bureau/bureau/internal/store/storetest"
 )
 
@@ -734,14 +732,7 @@ func specPeople(t *testing.T, e *env, id string) {
 // TestPeopleWithTheRealLoop runs the routes over internal/loop itself (its
 // own store), so the API and the service agree on what they say.
 func TestPeopleWithTheRealLoop(t *testing.T) {
-	dbPath := filepath.Join(t.TempDir(), "loop.db")
-	storetest.CopyTo(t, dbPath)
-	st, err := store.Open(context.Background(), dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Migrate(context.Background(), slog.New(slog.DiscardHandler))
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, filepath.Join(t.TempDir(), "loop.db"))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	svc, err := loop.New(ctx, loop.Config{Store: st, Dir: t.TempDir()})

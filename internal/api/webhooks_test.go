@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
-	"github.com/bureau/bureau/internal/store"
 	"github.com/bureau/bureau/internal/store/storetest"
 	"github.com/bureau/bureau/internal/webhooks"
 )
@@ -48,14 +47,7 @@ func (r *hookReceiver) wait(t *testing.T, n int) {
 // newHookEnv is the API env with real webhooks (their own store) and a
 // running sender allowed to reach 127.0.0.1.
 func newHookEnv(t *testing.T) (*env, *hookReceiver) {
-	dbPath := filepath.Join(t.TempDir(), "w.db")
-	storetest.CopyTo(t, dbPath)
-	st, err := store.Open(context.Background(), dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	st.Migrate(context.Background(), slog.New(slog.DiscardHandler))
+	st := storetest.Open(t, filepath.Join(t.TempDir(), "w.db"))
 	cfg, _ := webhooks.ParseConfig("100ms", "", "127.0.0.0/8", 0)
 	key := make([]byte, 32)
 	send, err := webhooks.NewSender(st.Webhooks(), key, cfg, slog.New(slog.DiscardHandler))

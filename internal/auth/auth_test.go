@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,16 +14,7 @@ import (
 )
 
 func newService(t *testing.T) (*Service, *store.Store) {
-	dbPath := filepath.Join(t.TempDir(), "b.db")
-	storetest.CopyTo(t, dbPath)
-	st, err := store.Open(context.Background(), dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Migrate(context.Background(), slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, filepath.Join(t.TempDir(), "b.db"))
 	return New(st), st
 }
 

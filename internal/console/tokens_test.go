@@ -17,17 +17,7 @@ import (
 
 func newService(t *testing.T) (*Service, *store.Store, *time.Time) {
 	t.Helper()
-	ctx := context.Background()
-	dbPath := filepath.Join(t.TempDir(), "b.db")
-	storetest.CopyTo(t, dbPath)
-	st, err := store.Open(ctx, dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx, slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t, filepath.Join(t.TempDir(), "b.db"))
 	s := New(st, slog.New(slog.DiscardHandler))
 	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	s.now = func() time.Time { return now }

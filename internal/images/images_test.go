@@ -33,14 +33,7 @@ func newService(t *testing.T) *Service {
 func newServiceNoQemu(t *testing.T) *Service {
 	t.Helper()
 	dir := t.TempDir()
-	dbPath := filepath.Join(dir, "b.db")
-	storetest.CopyTo(t, dbPath)
-	st, err := store.Open(context.Background(), dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Migrate(context.Background(), slog.New(slog.DiscardHandler))
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, filepath.Join(dir, "b.db"))
 	return &Service{Dir: filepath.Join(dir, "images"), CacheDir: filepath.Join(dir, "cache"), Store: st, Log: slog.New(slog.DiscardHandler)}
 }
 

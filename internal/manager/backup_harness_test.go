@@ -112,17 +112,8 @@ func newBkEnv(t *testing.T) *bkEnv {
 		}
 	}
 	dir := t.TempDir()
-	dbPath := filepath.Join(dir, "b.db")
-	storetest.CopyTo(t, dbPath)
-	st, err := store.Open(context.Background(), dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	ctx := context.Background()
-	if err := st.Migrate(ctx, slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t, filepath.Join(dir, "b.db"))
 	st.PutImage(ctx, &desktop.Image{Name: "base", Path: filepath.Join(dir, "base.qcow2"), RecipeHash: "abc", CreatedAt: time.Now()})
 	fd := &fakeDisks{}
 	hv := newFakeHV()

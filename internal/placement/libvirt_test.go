@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/bureau/bureau/internal/hosts"
 	hv "github.com/bureau/bureau/internal/hypervisor/libvirt"
 	"github.com/bureau/bureau/internal/placement"
-	"github.com/bureau/bureau/internal/store"
 	"github.com/bureau/bureau/internal/store/storetest"
 )
 
@@ -39,16 +37,7 @@ func TestPlacementFillsLibvirtTestHostsEvenly(t *testing.T) {
 	if facts.FreeMemoryMiB < 64 {
 		facts.FreeMemoryMiB = facts.MemoryMiB - 512
 	}
-	dbPath := filepath.Join(t.TempDir(), "b.db")
-	storetest.CopyTo(t, dbPath)
-	st, err := store.Open(ctx, dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Migrate(ctx, slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t, filepath.Join(t.TempDir(), "b.db"))
 	for i, name := range []string{"a", "b"} {
 		h := &hosts.Host{Name: name, URI: fmt.Sprintf("test:///default?%d", i), State: hosts.StateUp, Ready: true, Facts: facts,
 			Labels: map[string]string{}, CreatedAt: time.Now()}

@@ -3,7 +3,6 @@ package preview_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,23 +10,12 @@ import (
 
 	"github.com/bureau/bureau/internal/desktop"
 	"github.com/bureau/bureau/internal/preview"
-	"github.com/bureau/bureau/internal/store"
 	"github.com/bureau/bureau/internal/store/storetest"
 )
 
 func newService(t *testing.T, key string) *preview.Service {
 	t.Helper()
-	ctx := context.Background()
-	dbPath := filepath.Join(t.TempDir(), "b.db")
-	storetest.CopyTo(t, dbPath)
-	st, err := store.Open(ctx, dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx, slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t, filepath.Join(t.TempDir(), "b.db"))
 	return preview.New(st, []byte(key))
 }
 

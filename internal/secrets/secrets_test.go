@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,17 +18,7 @@ import (
 
 func newService(t *testing.T) (*secrets.Service, *store.Store, []byte) {
 	t.Helper()
-	ctx := context.Background()
-	dbPath := filepath.Join(t.TempDir(), "b.db")
-	storetest.CopyTo(t, dbPath)
-	st, err := store.Open(ctx, dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx, slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t, filepath.Join(t.TempDir(), "b.db"))
 	key, err := secrets.LoadOrCreateKey(filepath.Join(t.TempDir(), "secrets.key"))
 	if err != nil {
 		t.Fatal(err)

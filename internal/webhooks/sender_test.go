@@ -77,16 +77,7 @@ type env struct {
 
 func newEnv(t *testing.T, schedule string) *env {
 	t.Helper()
-	dbPath := filepath.Join(t.TempDir(), "b.db")
-	storetest.CopyTo(t, dbPath)
-	s, err := store.Open(context.Background(), dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(context.Background(), slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
+	s := storetest.Open(t, filepath.Join(t.TempDir(), "b.db"))
 	cfg, err := webhooks.ParseConfig(schedule, "1h", "127.0.0.0/8", 0)
 	if err != nil {
 		t.Fatal(err)

@@ -52,6 +52,23 @@ func CopyTo(t testing.TB, path string) {
 	}
 }
 
+// Open opens a migrated SQLite store at path (a copy of the template, or
+// the database already there), closed when the test ends.
+func Open(t testing.TB, path string) *store.Store {
+	t.Helper()
+	CopyTo(t, path)
+	ctx := context.Background()
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatalf("storetest: migrate %s: %v", path, err)
+	}
+	return st
+}
+
 // makeTemplate returns the template for these migrations, migrating a new
 // one when the temporary directory has none (test binaries run in
 // parallel: each writes its own file and renames it into place).

@@ -2,34 +2,19 @@ package storetest
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/bureau/bureau/internal/desktop"
-	"github.com/bureau/bureau/internal/store"
 )
 
 // TestCopyIsAMigratedEmptyDatabase: a copy opens, needs no migration, is
 // empty, takes writes of its own; a database already at the path is kept.
 func TestCopyIsAMigratedEmptyDatabase(t *testing.T) {
 	ctx := context.Background()
-	open := func(path string) *store.Store {
-		t.Helper()
-		CopyTo(t, path)
-		st, err := store.Open(ctx, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		if err := st.Migrate(ctx, slog.New(slog.DiscardHandler)); err != nil {
-			t.Fatalf("migrate a copy: %v", err)
-		}
-		return st
-	}
 	a := filepath.Join(t.TempDir(), "sub", "a.db")
-	st := open(a)
+	st := Open(t, a)
 	if list, err := st.ListDesktops(ctx, desktop.Filter{}); err != nil || len(list) != 0 {
 		t.Fatalf("a new copy lists %d desktops (%v), want none", len(list), err)
 	}
@@ -42,12 +27,12 @@ func TestCopyIsAMigratedEmptyDatabase(t *testing.T) {
 	}
 
 	// Copying again onto the same path keeps what is there.
-	again := open(a)
+	again := Open(t, a)
 	if got, err := again.GetDesktop(ctx, "d1"); err != nil || got.Name != "one" {
 		t.Fatalf("reopened database: %+v %v, want desktop one kept", got, err)
 	}
 	// Another copy starts empty.
-	b := open(filepath.Join(t.TempDir(), "b.db"))
+	b := Open(t, filepath.Join(t.TempDir(), "b.db"))
 	if list, _ := b.ListDesktops(ctx, desktop.Filter{}); len(list) != 0 {
 		t.Errorf("a second copy lists %d desktops, want none", len(list))
 	}
