@@ -77,6 +77,19 @@ func TestRenderCarriesTheAgent(t *testing.T) {
 			t.Errorf("user-data lacks %q:\n%s", want, ud)
 		}
 	}
+	// The unit it writes for an imported image is the one bureau's own image
+	// ships, enabled, so that a desktop of either runs the agent the same way.
+	baked, err := os.ReadFile("../../images/desktop/files/etc/systemd/system/bureau-agent.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var quoted []string
+	for _, line := range strings.Split(strings.TrimSuffix(string(baked), "\n"), "\n") {
+		quoted = append(quoted, "'"+line+"'")
+	}
+	if want := "printf '%s\\n' " + strings.Join(quoted, " ") + " > /etc/systemd/system/bureau-agent.service"; !strings.Contains(ud, want) {
+		t.Errorf("user-data's unit differs from the image's bureau-agent.service:\nwant %s\nin:\n%s", want, ud)
+	}
 	// Still the layout step before it, and well-formed YAML around both.
 	if !strings.Contains(ud, "EndSection\\n' \"us\" > \"$f\"\n    fi\n  # bureau-agent") {
 		t.Errorf("the agent step does not follow the layout step:\n%s", ud)
