@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -158,6 +159,12 @@ func TestDesktopLifecycle(t *testing.T) {
 	// boots).
 	t.Run(lifecycleSubtests[0], func(t *testing.T) {
 		s := s.with(t)
+		// The data disk grown while stopped: the boot grows /home.
+		var grown apiv1.Desktop
+		s.call(alice.Token, "GET", "/api/v1/desktops/"+d.ID, nil, &grown)
+		if code := s.call(alice.Token, "POST", "/api/v1/desktops/"+d.ID+"/data-disk", map[string]any{"size_gib": grown.DataDiskGiB + 2}, &grown); code != 200 {
+			t.Fatalf("grow the data disk while stopped: %d", code)
+		}
 		startAt := time.Now()
 		s.call(alice.Token, "POST", "/api/v1/desktops/"+d.ID+"/start", nil, nil)
 		restarted := s.waitState(alice.Token, d.ID, desktop.StateRunning, 3*time.Minute)
@@ -165,6 +172,17 @@ func TestDesktopLifecycle(t *testing.T) {
 		s.waitGuest(restarted, "/home mounted", "test -f /home/agent/marker.txt", 5*time.Minute)
 		if out, _ := s.guest(restarted, "cat /home/agent/marker.txt"); out != "kept-across-restarts" {
 			t.Errorf("marker after stop/start = %q", out)
+		}
+		s.waitReadyAPI(alice.Token, d.ID, 5*time.Minute)
+		t.Logf("start→ready: %s", time.Since(startAt).Round(time.Second))
+		// A later boot of an instance cloud-init set up: cloud-init skips it
+		// (images/desktop/files/usr/local/lib/bureau/cloud-init-gate), says
+		// done, and /home was grown all the same, before the session.
+		if out, code := s.guest(restarted, "test -e /run/bureau/cloud-init-skip && cloud-init status && systemctl show -p ActiveState --value cloud-final.service"); code != 0 || !strings.Contains(out, "status: done") || !strings.HasSuffix(out, "inactive") {
+			t.Errorf("cloud-init at a later boot: %d %q, want skipped (status done, cloud-final not run)", code, out)
+		}
+		if out, code := s.guest(restarted, "test $(df -BG --output=size /home | tail -1 | tr -dc 0-9) -ge "+strconv.Itoa(grown.DataDiskGiB-1)+" && systemctl is-active bureau-grow-home.service"); code != 0 {
+			t.Errorf("/home after a grow while stopped: %d %q, want at least %d GiB", code, out, grown.DataDiskGiB-1)
 		}
 		// The service left by the services check is started at boot.
 		s.servicesBackAfterBoot(alice.Token, restarted)
