@@ -24,7 +24,7 @@ func (k *soak) killBureau() {
 	d := k.pick()
 	op := k.request(d)
 	after := time.Duration(k.rng.IntN(3000)) * time.Millisecond
-	k.t.Logf("soak step %d: fault: bureau killed %s into %s", k.steps, after, op)
+	k.t.Logf("soak step %s: fault: bureau killed %s into %s", k.at(), after, op)
 	ctx, cancel := context.WithTimeout(context.Background(), answerWait)
 	defer cancel()
 	req := k.newRequest(ctx, op)
@@ -61,7 +61,7 @@ func (k *soak) killQEMU() {
 		}
 	}
 	if victim == nil {
-		k.t.Logf("soak step %d: fault: no QEMU runs; starting one first", k.steps)
+		k.t.Logf("soak step %s: fault: no QEMU runs; starting one first", k.at())
 		k.runOp(k.wake(k.pick()))
 		k.check("start before QEMU kill")
 		for _, id := range k.ds {
@@ -89,11 +89,11 @@ func (k *soak) killQEMU() {
 		select {
 		case <-w.first:
 		case <-time.After(time.Minute):
-			k.t.Logf("soak step %d: no record of %s acknowledged within a minute; killing its QEMU all the same", k.steps, victim.Name)
+			k.t.Logf("soak step %s: no record of %s acknowledged within a minute; killing its QEMU all the same", k.at(), victim.Name)
 		}
 		time.Sleep(time.Duration(k.rng.IntN(1000)) * time.Millisecond)
 	}
-	k.t.Logf("soak step %d: fault: QEMU of %s (%s) killed", k.steps, victim.Name, victim.State)
+	k.t.Logf("soak step %s: fault: QEMU of %s (%s) killed", k.at(), victim.Name, victim.State)
 	killed := time.Now()
 	exec.Command("kill", "-9", pid).Run()
 	if w != nil {
@@ -131,8 +131,8 @@ func (k *soak) awaitRestart(victim *apiv1.Desktop, killed time.Time) {
 			took := time.Since(killed)
 			k.restarts = append(k.restarts, took)
 			k.accept[d.ID] = []desktop.State{desktop.StateRunning}
-			k.t.Logf("soak step %d: restart on crash: %s running again %s after its QEMU was killed (recorded %s)",
-				k.steps, d.Name, took.Round(100*time.Millisecond), strings.Join(seen, " → "))
+			k.t.Logf("soak step %s: restart on crash: %s running again %s after its QEMU was killed (recorded %s)",
+				k.at(), d.Name, took.Round(100*time.Millisecond), strings.Join(seen, " → "))
 			return
 		}
 		if time.Since(killed) > restartWait {
@@ -151,7 +151,7 @@ func (k *soak) awaitCrashed(victim *apiv1.Desktop) {
 	var d *apiv1.Desktop
 	for deadline := time.Now().Add(crashedWait); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
 		if d = k.get(victim.ID); d.State == string(desktop.StateCrashed) && d.Operation == "" && k.matches(d) {
-			k.t.Logf("soak step %d: %s recorded crashed: %s", k.steps, d.Name, d.LastError)
+			k.t.Logf("soak step %s: %s recorded crashed: %s", k.at(), d.Name, d.LastError)
 			return
 		}
 	}
@@ -166,7 +166,7 @@ func (k *soak) restartLibvirtd() {
 	d := k.pick()
 	op := k.request(d)
 	under := k.rng.IntN(2) == 0
-	k.t.Logf("soak step %d: fault: libvirtd restarted (under %s: %t)", k.steps, op, under)
+	k.t.Logf("soak step %s: fault: libvirtd restarted (under %s: %t)", k.at(), op, under)
 	var answered chan soakAnswer
 	if under {
 		ctx, cancel := context.WithTimeout(context.Background(), answerWait)
@@ -203,7 +203,7 @@ func (k *soak) hangUp() {
 	d := k.pick()
 	op := k.request(d)
 	after := time.Duration(5+k.rng.IntN(300)) * time.Millisecond
-	k.t.Logf("soak step %d: fault: client hung up %s into %s", k.steps, after, op)
+	k.t.Logf("soak step %s: fault: client hung up %s into %s", k.at(), after, op)
 	ctx, cancel := context.WithTimeout(context.Background(), after)
 	a := soakDo(opClient, k.newRequest(ctx, op))
 	cancel()
@@ -267,7 +267,7 @@ func (k *soak) stopWriter(w *soakWriter, d *apiv1.Desktop) {
 		k.records[d.ID] = append(k.records[d.ID], res.acked...)
 		k.recWritten += len(res.acked)
 		k.recUnacked += res.unacked
-		k.t.Logf("soak step %d: %d records of %s acknowledged up to the kill, %d not (%v)", k.steps, len(res.acked), d.Name, res.unacked, res.lastErr)
+		k.t.Logf("soak step %s: %d records of %s acknowledged up to the kill, %d not (%v)", k.at(), len(res.acked), d.Name, res.unacked, res.lastErr)
 	case <-time.After(recordWait + time.Minute):
 		k.violate("the record writer of %s did not stop", d.Name)
 	}

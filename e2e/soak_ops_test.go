@@ -100,7 +100,7 @@ func soakDo(c *http.Client, req *http.Request) soakAnswer {
 // 5xx or 4xx is a violation. A desktop in error is a violation at once.
 func (k *soak) finish(op *soakOp, a soakAnswer, fault string) {
 	k.t.Helper()
-	k.t.Logf("soak step %d: %s → %s", k.steps, op, a)
+	k.t.Logf("soak step %s: %s → %s", k.at(), op, a)
 	c := k.ops[op.kind]
 	if c == nil {
 		c = &soakCount{}
@@ -131,11 +131,11 @@ func (k *soak) finish(op *soakOp, a soakAnswer, fault string) {
 		}
 	case a.code == http.StatusConflict && e.Error.Code == "invalid_state" && e.Error.State != "" && !op.mayBeginFrom(desktop.State(e.Error.State)):
 		refused = true
-		k.t.Logf("soak step %d: %s refused: the desktop was %s", k.steps, op, e.Error.State)
+		k.t.Logf("soak step %s: %s refused: the desktop was %s", k.at(), op, e.Error.State)
 		accept = []desktop.State{op.from, desktop.State(e.Error.State)}
 	case a.code >= 500 && fault == "libvirtd restarted":
 		k.counts["op-failed"]++
-		k.t.Logf("soak step %d: %s failed under the libvirtd restart: %s", k.steps, op, a)
+		k.t.Logf("soak step %s: %s failed under the libvirtd restart: %s", k.at(), op, a)
 	default:
 		bad = true
 		k.violate("%s: %s", op, a)
@@ -168,10 +168,10 @@ func (k *soak) finish(op *soakOp, a soakAnswer, fault string) {
 		c.refused++
 	case d.State == string(op.target) && k.done(op):
 		c.reached++
-		k.t.Logf("soak step %d: %s reached %s in %s", k.steps, op, d.State, took)
+		k.t.Logf("soak step %s: %s reached %s in %s", k.at(), op, d.State, took)
 	default:
 		c.unchanged++
-		k.t.Logf("soak step %d: %s left %s %s (%s)", k.steps, op, d.Name, d.State, orElse(fault, "failed"))
+		k.t.Logf("soak step %s: %s left %s %s (%s)", k.at(), op, d.Name, d.State, orElse(fault, "failed"))
 	}
 	if ok {
 		k.accept[op.id] = accept

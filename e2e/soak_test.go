@@ -160,10 +160,16 @@ func envInt(key string, def int) int {
 	return def
 }
 
+// at names the step for the log: its number and the time since the soak
+// began, so a long run's log shows where its time goes.
+func (k *soak) at() string {
+	return fmt.Sprintf("%d (+%s)", k.steps, time.Since(k.begun).Round(time.Second))
+}
+
 func (k *soak) violate(format string, args ...any) {
 	k.t.Helper()
 	k.violations++
-	k.t.Errorf("soak step %d: "+format, append([]any{k.steps}, args...)...)
+	k.t.Errorf("soak step %s: "+format, append([]any{k.at()}, args...)...)
 }
 
 func (k *soak) setUp() {
