@@ -74,6 +74,20 @@ func TestFullDisk(t *testing.T) {
 		t.Fatal("no disk reserve in the data directory")
 	}
 	var releasedReserve bool
+	// The guest writes 48 MiB to its data disk, 1 MiB at a time, each
+	// synced: it is still writing when the host's disk fills (any write
+	// of the guest may then be the one that pauses it), and finishes
+	// once resumed.
+	const bigMiB = 48
+	mib := strings.Repeat("bureau\n", 1<<20/7+1)[:1<<20]
+	want := fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Repeat(mib, bigMiB))))
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		s.hv.GuestExec(ctx, domainOf(d.ID), desktop.Exec{Argv: []string{"/bin/sh", "-c", fmt.Sprintf(
+			": > /home/agent/big.tmp && for i in $(seq %d); do yes bureau | head -c 1048576 >> /home/agent/big.tmp && sync || exit 1; sleep 0.3; done && mv /home/agent/big.tmp /home/agent/big && sync", bigMiB)}})
+	}()
+	s.waitGuest(&d, "the guest writing", "test $(stat -c %s /home/agent/big.tmp) -ge 2097152", 2*time.Minute)
 	filler := fill(t, dir)
 	t.Run("refused_when_full", func(t *testing.T) {
 		s := s.with(t)
@@ -89,16 +103,8 @@ func TestFullDisk(t *testing.T) {
 		}
 	})
 
-	// 48 MiB the guest writes to its data disk, which has no room on the
-	// host: QEMU pauses the VM on the failed write.
-	const bigMiB = 48
-	want := fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Repeat("bureau\n", bigMiB<<20/7+1)[:bigMiB<<20])))
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		s.hv.GuestExec(ctx, domainOf(d.ID), desktop.Exec{Argv: []string{"/bin/sh", "-c",
-			fmt.Sprintf("yes bureau | head -c %d > /home/agent/big.tmp && sync && mv /home/agent/big.tmp /home/agent/big && sync", bigMiB<<20)}})
-	}()
+	// The guest's writes to its disks find no room on the host: QEMU
+	// pauses the VM on the failed write.
 	t.Run("guest_write_pauses_with_the_reason", func(t *testing.T) {
 		s := s.with(t)
 		got := s.waitState(adminToken, d.ID, desktop.StatePaused, 3*time.Minute)
