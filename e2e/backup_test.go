@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -226,6 +227,53 @@ func TestBackups(t *testing.T) {
 	}
 	if note, _ := s2.guest(up, "cat /home/agent/work/note"); note != "first\nsecond\nthird" {
 		t.Errorf("restored note = %q", note)
+	}
+	checkRestoreOnto(t, s2, up, third, sums)
+}
+
+// checkRestoreOnto writes backup bk over desktop d's data disk, in place,
+// once d is stopped (docs/backups.md, "Over a stopped desktop"): its /home
+// is the backup's again (sums: the sha256sum lines of its work files),
+// what was written since is gone, its OS disk is kept, and the disk as it
+// was is a snapshot that reverts the restore.
+func checkRestoreOnto(t *testing.T, s *server, d *apiv1.Desktop, bk apiv1.Backup, sums string) {
+	t.Helper()
+	s.guest(d, "echo changed > /home/agent/work/note && echo new > /home/agent/work/since && echo kept > /var/tmp/os-kept && sync")
+	restore := "/api/v1/backups/" + bk.ID + "/restore"
+	s.expectError(adminToken, "POST", restore, map[string]any{"desktop": d.ID, "replace_data_disk": true}, 409, "invalid_state")
+	if code := s.call(adminToken, "POST", "/api/v1/desktops/"+d.ID+"/stop", nil, nil); code != http.StatusAccepted {
+		t.Fatalf("stop: %d", code)
+	}
+	s.waitState(adminToken, d.ID, desktop.StateStopped, 5*time.Minute)
+	s.expectError(adminToken, "POST", restore, map[string]any{"desktop": d.ID}, 422, "invalid")
+	began := time.Now()
+	var r apiv1.Desktop
+	if code := s.call(adminToken, "POST", restore, map[string]any{"desktop": d.Name, "replace_data_disk": true}, &r); code != http.StatusAccepted ||
+		r.ID != d.ID || r.State != string(desktop.StateReverting) || r.Operation != string(desktop.OpRestoreData) {
+		t.Fatalf("restore over the stopped desktop: %d %+v", code, r)
+	}
+	if done := s.waitState(adminToken, d.ID, desktop.StateStopped, 10*time.Minute); done.LastError != "" {
+		t.Fatalf("restore over the desktop: %q", done.LastError)
+	}
+	t.Logf("restore of backup %s over a stopped desktop's %d GiB data disk: %s", bk.ID, bk.DiskBytes>>30, time.Since(began).Round(100*time.Millisecond))
+	var snaps struct{ Snapshots []apiv1.Snapshot }
+	s.call(adminToken, "GET", "/api/v1/desktops/"+d.ID+"/snapshots", nil, &snaps)
+	if !slices.ContainsFunc(snaps.Snapshots, func(sn apiv1.Snapshot) bool {
+		return sn.Name == "before-restore-"+bk.ID && sn.Scope == desktop.ScopeData
+	}) {
+		t.Errorf("no data snapshot before-restore-%s after the restore: %+v", bk.ID, snaps.Snapshots)
+	}
+	s.eventsInclude(adminToken, d.ID, "restore_requested", "data_disk_restored")
+
+	s.call(adminToken, "POST", "/api/v1/desktops/"+d.ID+"/start", nil, nil)
+	up := s.waitState(adminToken, d.ID, desktop.StateRunning, 5*time.Minute)
+	s.waitAgent(up, 5*time.Minute)
+	s.waitGuest(up, "/home mounted", "test -d /home/agent/work", 5*time.Minute)
+	if got, _ := s.guest(up, "cd /home/agent/work && sha256sum big mid numbers note"); got != sums {
+		t.Errorf("files after the restore over the desktop differ:\n got %s\nwant %s", got, sums)
+	}
+	if out, _ := s.guest(up, "test -e /home/agent/work/since && echo since-stays; cat /var/tmp/os-kept"); out != "kept" {
+		t.Errorf("after the restore over the desktop: %q, want the file written since gone and the OS disk kept", out)
 	}
 }
 

@@ -89,28 +89,46 @@ showing its progress, and prints how it went; a failed backup is an error.`,
 		return checkReport(verify.OutOrStdout(), check)
 	})
 
-	var name string
-	var restoreUntilUp bool
+	var name, onto string
+	var restoreUntilUp, replaceData bool
 	restore := &cobra.Command{
-		Use:   "restore ID --name NAME",
-		Short: "Make a new desktop from a backup (its data disk; a fresh OS disk of its image)",
-		Args:  cobra.ExactArgs(1),
+		Use:   "restore ID (--name NAME | --onto DESKTOP --replace-data-disk)",
+		Short: "Make a new desktop from a backup, or write it over a stopped desktop's data disk",
+		Long: `With --name, make a new desktop from a backup: its data disk is the backup's,
+its OS disk a fresh one of the backup's image.
+
+With --onto DESKTOP --replace-data-disk, write the backup over that stopped
+desktop's data disk (its /home), in place: the desktop keeps its OS disk and
+settings. What the disk holds now is kept first as the snapshot
+before-restore-<backup id>; "bureau snapshot revert DESKTOP before-restore-…"
+undoes the restore.`,
+		Args: cobra.ExactArgs(1),
 	}
 	restore.RunE = runWithClient(cfg, func(ctx context.Context, c *client, args []string) error {
+		if (name == "") == (onto == "") {
+			return fmt.Errorf("give --name (a new desktop) or --onto (a stopped desktop whose data disk the backup replaces)")
+		}
 		var d apiv1.Desktop
-		if err := c.do(ctx, "POST", "/api/v1/backups/"+url.PathEscape(args[0])+"/restore", apiv1.RestoreRequest{Name: name}, &d); err != nil {
+		req := apiv1.RestoreRequest{Name: name, Desktop: onto, ReplaceDataDisk: replaceData}
+		if err := c.do(ctx, "POST", "/api/v1/backups/"+url.PathEscape(args[0])+"/restore", req, &d); err != nil {
 			return err
 		}
 		if restoreUntilUp {
 			if err := settle(ctx, c, &d, restoreWait, restore.ErrOrStderr()); err != nil {
 				return err
 			}
+			if onto != "" && d.LastError != "" {
+				// A restore that fails leaves the desktop stopped, its disk
+				// put back as it was.
+				return fmt.Errorf("desktop %s: %s", d.Name, d.LastError)
+			}
 		}
 		return printJSONTo(restore.OutOrStdout(), d)
 	})
-	restore.Flags().StringVar(&name, "name", "", "the new desktop's name (required)")
-	restore.MarkFlagRequired("name")
-	restore.Flags().BoolVar(&restoreUntilUp, "wait", false, "wait until the new desktop runs (or fails)")
+	restore.Flags().StringVar(&name, "name", "", "the new desktop's name")
+	restore.Flags().StringVar(&onto, "onto", "", "a stopped desktop (name or id) whose data disk the backup replaces")
+	restore.Flags().BoolVar(&replaceData, "replace-data-disk", false, "with --onto: yes, replace its data disk (kept as a snapshot first)")
+	restore.Flags().BoolVar(&restoreUntilUp, "wait", false, "wait until the new desktop runs, or the restore over a desktop is done (or fails)")
 
 	rm := &cobra.Command{
 		Use:     "rm ID",

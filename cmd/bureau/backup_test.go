@@ -264,8 +264,10 @@ func TestBackupVerify(t *testing.T) {
 
 func TestBackupRestore(t *testing.T) {
 	f := newFakeBureau(t)
-	if _, _, err := f.run("backup", "restore", "b1"); err == nil || !strings.Contains(err.Error(), `required flag(s) "name" not set`) {
-		t.Errorf("no name: %v", err)
+	for _, args := range [][]string{{"backup", "restore", "b1"}, {"backup", "restore", "b1", "--name", "x", "--onto", "y"}} {
+		if _, _, err := f.run(args...); err == nil || !strings.Contains(err.Error(), "give --name (a new desktop) or --onto") {
+			t.Errorf("%v: %v", args, err)
+		}
 	}
 	sent := f.bodies("POST /api/v1/backups/b1/restore", 202, map[string]any{"id": "d2", "name": "back", "owner": "alice", "state": "creating",
 		"operation": "create", "operation_step": "disks"})
@@ -279,6 +281,24 @@ func TestBackupRestore(t *testing.T) {
 		t.Errorf("%s %v", out, err)
 	}
 	if strings.Join(*sent, "|") != `{"name":"back"}|{"name":"back"}` {
+		t.Errorf("bodies %v", *sent)
+	}
+}
+
+// TestBackupRestoreOnto: --onto writes the backup over a stopped desktop's
+// data disk; --wait waits until it is stopped again and fails when the
+// restore did (the desktop says why).
+func TestBackupRestoreOnto(t *testing.T) {
+	f := newFakeBureau(t)
+	sent := f.bodies("POST /api/v1/backups/b1/restore", 202, map[string]any{"id": "d1", "name": "work", "owner": "alice", "state": "reverting",
+		"operation": "restore_data"})
+	f.json("GET /api/v1/desktops/d1", 200, map[string]any{"id": "d1", "name": "work", "owner": "alice", "state": "stopped",
+		"last_error": "restoring backup b1 failed: chunk x: not found; the data disk is as it was"})
+	_, _, err := f.run("backup", "restore", "b1", "--onto", "work", "--replace-data-disk", "--wait")
+	if err == nil || !strings.Contains(err.Error(), "the data disk is as it was") {
+		t.Errorf("a failed restore onto a desktop: %v", err)
+	}
+	if strings.Join(*sent, "|") != `{"desktop":"work","replace_data_disk":true}` {
 		t.Errorf("bodies %v", *sent)
 	}
 }

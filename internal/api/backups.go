@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -12,7 +13,8 @@ import (
 )
 
 // Backups copy desktops' data disks to backup targets, list, verify and
-// delete the copies and restore them into new desktops (*manager.Backups).
+// delete the copies and restore them into new desktops or over a stopped
+// desktop's data disk (*manager.Backups).
 type Backups interface {
 	CreateTarget(ctx context.Context, req manager.TargetRequest) (*desktop.BackupTarget, error)
 	Targets(ctx context.Context) ([]*desktop.BackupTarget, error)
@@ -22,6 +24,8 @@ type Backups interface {
 	List(ctx context.Context, f manager.BackupFilter) ([]*desktop.Backup, error)
 	Get(ctx context.Context, id string) (*desktop.Backup, error)
 	Restore(ctx context.Context, backupID string, req manager.RestoreRequest) (*desktop.Desktop, error)
+	// RestoreOnto writes a backup over a stopped desktop's data disk.
+	RestoreOnto(ctx context.Context, backupID string, req manager.RestoreOntoRequest) (*desktop.Desktop, error)
 	Verify(ctx context.Context, backupID, actor string) (*desktop.BackupCheck, error)
 	// Delete refuses a running backup (*desktop.ConflictError).
 	Delete(ctx context.Context, id, actor string) error
@@ -211,7 +215,9 @@ func (s *backupHandlers) getBackup(c *gin.Context) (reply, error) {
 
 // restoreBackup makes a new desktop, the backup's owner's (an admin
 // restoring someone's backup gives it back to them), whose data disk is the
-// backup's: 202 with the desktop, which boots like a create.
+// backup's: 202 with the desktop, which boots like a create. With desktop
+// instead of name, it writes the backup over that stopped desktop's data
+// disk (the owner's own desktop): 202 with the desktop, reverting.
 func (s *backupHandlers) restoreBackup(c *gin.Context) (reply, error) {
 	b, err := s.ownedBackup(c)
 	if err != nil {
@@ -221,8 +227,30 @@ func (s *backupHandlers) restoreBackup(c *gin.Context) (reply, error) {
 	if err := decode(c, &req); err != nil {
 		return reply{}, err
 	}
-	d, err := s.backups.Restore(c.Request.Context(), b.ID, manager.RestoreRequest{Name: req.Name, Owner: b.Owner,
-		Actor: actor(c), Unlimited: isAdmin(c)})
+	var d *desktop.Desktop
+	switch {
+	case req.Name != "" && req.Desktop != "":
+		return reply{}, &desktop.ValidationError{Field: "desktop", Message: "give name (a new desktop) or desktop (restore over its data disk), not both"}
+	case req.Desktop != "":
+		var onto *desktop.Desktop
+		onto, err = s.ownedID(c, req.Desktop)
+		if errors.Is(err, desktop.ErrNotFound) {
+			onto, err = s.desktopNamed(c, req.Desktop)
+		}
+		if err != nil {
+			return reply{}, err
+		}
+		if onto.Owner != b.Owner {
+			return reply{}, &desktop.ConflictError{Message: fmt.Sprintf("backup %s is %s's and desktop %s is %s's: a backup is restored only onto its owner's desktops", b.ID, b.Owner, onto.Name, onto.Owner)}
+		}
+		d, err = s.backups.RestoreOnto(c.Request.Context(), b.ID, manager.RestoreOntoRequest{Desktop: onto.ID, ReplaceDataDisk: req.ReplaceDataDisk,
+			Actor: actor(c), Unlimited: isAdmin(c)})
+	case req.ReplaceDataDisk:
+		return reply{}, &desktop.ValidationError{Field: "replace_data_disk", Message: "replace_data_disk goes with desktop, the desktop whose data disk the backup replaces"}
+	default:
+		d, err = s.backups.Restore(c.Request.Context(), b.ID, manager.RestoreRequest{Name: req.Name, Owner: b.Owner,
+			Actor: actor(c), Unlimited: isAdmin(c)})
+	}
 	if err != nil {
 		return reply{}, err
 	}

@@ -26,6 +26,7 @@ type fakeBackups struct {
 	lastStart   manager.BackupRequest
 	lastFilter  manager.BackupFilter
 	lastRestore manager.RestoreRequest
+	lastOnto    manager.RestoreOntoRequest
 	verified    []string // "backup actor" per Verify
 	deleted     []string // "backup actor" per Delete
 	lastSched   manager.ScheduleRequest
@@ -213,6 +214,35 @@ func (f *fakeBackups) Restore(_ context.Context, id string, req manager.RestoreR
 	d := &desktop.Desktop{ID: fmt.Sprintf("d%d", len(fd.desktops)+1), Owner: req.Owner, Name: req.Name, State: desktop.StateCreating,
 		Spec: desktop.Spec{Image: b.Image, VCPUs: b.VCPUs, MemoryMiB: b.MemoryMiB, DataDiskGiB: int(b.DiskBytes >> 30)}}
 	fd.desktops[d.ID] = d
+	cp := *d
+	return &cp, nil
+}
+
+func (f *fakeBackups) RestoreOnto(_ context.Context, id string, req manager.RestoreOntoRequest) (*desktop.Desktop, error) {
+	f.mu.Lock()
+	f.lastOnto = req
+	b, err := f.get(id)
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if b.State != desktop.BackupComplete {
+		return nil, &desktop.ConflictError{Message: fmt.Sprintf("backup %s is %s: only a complete backup can be restored", b.ID, b.State)}
+	}
+	if !req.ReplaceDataDisk {
+		return nil, &desktop.ValidationError{Field: "replace_data_disk", Message: "say so"}
+	}
+	fd := f.desktops
+	fd.mu.Lock()
+	defer fd.mu.Unlock()
+	d, ok := fd.desktops[req.Desktop]
+	if !ok {
+		return nil, desktop.ErrNotFound
+	}
+	if _, err := desktop.Begin(desktop.OpRestoreData, d.State); err != nil {
+		return nil, err
+	}
+	d.State, d.Operation = desktop.StateReverting, string(desktop.OpRestoreData)
 	cp := *d
 	return &cp, nil
 }

@@ -350,7 +350,14 @@ func TestBackupsMatchTheSpec(t *testing.T) {
 		{token: e.admin, method: "POST", path: "/api/v1/backups/" + e.running + "/verify", want: 409},
 		{token: e.alice, method: "POST", path: "/api/v1/backups/" + e.done + "/restore", body: `{"name":"restored"}`, want: 202},
 		{token: e.admin, method: "POST", path: "/api/v1/backups/" + e.done + "/restore", body: `{}`, want: 422},
-		{token: e.admin, method: "POST", path: "/api/v1/backups/" + e.done + "/restore", body: `{"desktop":"x"}`, want: 400},
+		{token: e.admin, method: "POST", path: "/api/v1/backups/" + e.done + "/restore", body: `{"desktop":"x","replace_data_disk":true}`, want: 404},
+		{token: e.admin, method: "POST", path: "/api/v1/backups/" + e.done + "/restore", body: `{"name":"x","desktop":"` + e.other + `"}`, want: 422},
+		{token: e.admin, method: "POST", path: "/api/v1/backups/" + e.done + "/restore", body: `{"name":"x","replace_data_disk":true}`, want: 422},
+		{token: e.admin, method: "POST", path: "/api/v1/backups/" + e.done + "/restore", body: `{"desktop":"` + e.bobs + `","replace_data_disk":true}`, want: 409},
+		{token: e.bob, method: "POST", path: "/api/v1/backups/" + e.done + "/restore", body: `{"desktop":"` + e.bobs + `","replace_data_disk":true}`, want: 404},
+		{token: e.alice, method: "POST", path: "/api/v1/backups/" + e.done + "/restore", body: `{"desktop":"` + e.other + `"}`, want: 422},
+		{token: e.alice, method: "POST", path: "/api/v1/backups/" + e.done + "/restore", body: `{"desktop":"` + e.other + `","replace_data_disk":true}`, want: 409}, // running
+		{token: e.agent, method: "POST", path: "/api/v1/backups/" + e.done + "/restore", body: `{"desktop":"` + e.mine + `","replace_data_disk":true}`, want: 403},
 		{token: e.admin, method: "POST", path: "/api/v1/backups/" + e.running + "/restore", body: `{"name":"r2"}`, want: 409},
 		{token: e.agent, method: "POST", path: "/api/v1/backups/" + e.done + "/restore", body: `{"name":"r3"}`, want: 403},
 		{token: e.alice, method: "GET", path: mine + "/backup-schedule", want: 404},
@@ -408,4 +415,21 @@ func targetReq(name string) manager.TargetRequest {
 
 func startReq(target string) manager.BackupRequest {
 	return manager.BackupRequest{Target: target, Actor: "alice/tok"}
+}
+
+// TestRestoreOntoADesktop: with desktop and replace_data_disk, a backup is
+// written over the owner's stopped desktop's data disk: 202 with the
+// desktop reverting, and the service asked for exactly that.
+func TestRestoreOntoADesktop(t *testing.T) {
+	e := newBackupEnv(t)
+	e.desktops.mu.Lock()
+	e.desktops.desktops[e.other].State = desktop.StateStopped
+	e.desktops.mu.Unlock()
+	code, d := e.do(t, e.alice, "POST", "/api/v1/backups/"+e.done+"/restore", `{"desktop":"`+e.other+`","replace_data_disk":true}`)
+	if code != 202 || d["id"] != e.other || d["state"] != "reverting" || d["operation"] != "restore_data" {
+		t.Fatalf("restore onto a stopped desktop: %d %v", code, d)
+	}
+	if r := e.backups.lastOnto; r.Desktop != e.other || !r.ReplaceDataDisk || r.Unlimited || !strings.HasPrefix(r.Actor, "alice/") {
+		t.Errorf("the owner's restore asked %+v", r)
+	}
 }

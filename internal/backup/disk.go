@@ -3,6 +3,7 @@ package backup
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -44,4 +45,64 @@ func RestoreDisk(ctx context.Context, r *Repo, m *Manifest, path string, progres
 		return fmt.Errorf("restore backup %s: qemu-img convert to %s: %w: %s", m.ID, path, err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return nil
+}
+
+// RestoreOver writes the disk of backup m over the qcow2 image at path, in
+// place: its internal snapshots stay (their clusters are copy-on-write),
+// so a snapshot taken just before keeps what the disk held. The disk must
+// be at least as large as m's (a larger one keeps its size, and reads as
+// zeros past m's end). The cells are restored into a sparse raw file
+// beside path, first, so a target that fails leaves path untouched; only
+// then does qemu-img write it over path (all of it: areas m has no cells
+// for become zeros). An error from that last step can leave path half
+// written. progress is as for Repo.Restore.
+func RestoreOver(ctx context.Context, r *Repo, m *Manifest, path string, progress func(Progress)) error {
+	size, err := virtualSize(ctx, path)
+	if err != nil {
+		return fmt.Errorf("restore backup %s over %s: %w", m.ID, path, err)
+	}
+	if size < m.DiskBytes {
+		return fmt.Errorf("restore backup %s over %s: the disk holds %d bytes, the backup %d", m.ID, path, size, m.DiskBytes)
+	}
+	raw := path + ".restoring.raw"
+	os.Remove(raw)
+	f, err := os.OpenFile(raw, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("restore backup %s: %w", m.ID, err)
+	}
+	defer os.Remove(raw)
+	err = f.Truncate(size)
+	if err == nil {
+		err = r.Restore(ctx, m, f, progress)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, QemuImg, "convert", "-q", "-n", "-f", "raw", "-O", "qcow2", raw, path)
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("restore backup %s: qemu-img convert over %s: %w: %s", m.ID, path, err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return nil
+}
+
+// virtualSize is the size of the disk in the qcow2 image at path.
+func virtualSize(ctx context.Context, path string) (int64, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, QemuImg, "info", "--output=json", "-f", "qcow2", path)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("qemu-img info: %w: %s", err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	var info struct {
+		VirtualSize int64 `json:"virtual-size"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &info); err != nil || info.VirtualSize <= 0 {
+		return 0, fmt.Errorf("qemu-img info: no virtual size in %q (%v)", bytes.TrimSpace(stdout.Bytes()), err)
+	}
+	return info.VirtualSize, nil
 }

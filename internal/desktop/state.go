@@ -78,6 +78,9 @@ const (
 	// OpMigrate moves a desktop to another host: live when it runs,
 	// cold (its files copied) when it does not.
 	OpMigrate Op = "migrate"
+	// OpRestoreData writes a backup over a stopped desktop's data disk
+	// (its content before is kept as a snapshot first).
+	OpRestoreData Op = "restore_data"
 )
 
 // OpOf is the operation a desktop's recorded Operation names: a delete
@@ -171,6 +174,9 @@ var transitions = map[Op]Transition{
 	// stays: one that ran and is found hibernated after a restart is still
 	// meant to run.
 	OpMigrate: {[]State{StateRunning, StatePaused, StateNapping, StateSleeping, StateHibernated, StateStopped}, StateMigrating, asVMKeep(StateRunning, StateHibernated, StateStopped), asVMKeep()},
+	// A restore of a backup onto a stopped desktop's data disk leaves it
+	// stopped; one that fails too (its disk put back as it was).
+	OpRestoreData: {[]State{StateStopped}, StateReverting, to(StateStopped), asVM(StateStopped)},
 }
 
 // Transitions returns the table of operations (for documentation and

@@ -95,6 +95,10 @@ func (q *qemuDisks) DeleteSnapshot(ctx context.Context, path, name string) error
 	return storage.Disks{}.DeleteSnapshot(ctx, path, name)
 }
 
+func (q *qemuDisks) RevertSnapshot(ctx context.Context, path, name string) error {
+	return storage.Disks{}.RevertSnapshot(ctx, path, name)
+}
+
 // bkEnv is one install: its folder, database and hypervisor; managers
 // (bureau runs) are made over it with a backup key.
 type bkEnv struct {

@@ -91,12 +91,14 @@ type ScheduleRecords interface {
 }
 
 // Backups copies desktops' data disks to backup targets and restores them
-// into new desktops; its exported methods are the API's Backups. A backup
+// into new desktops or over a stopped desktop's data disk; its exported
+// methods are the API's Backups. A backup
 // marks the data disk with an internal snapshot and reads that snapshot's
 // clusters (consistent while the VM runs: they are copy-on-write); the next
 // backup compares its mark with the previous one to read only what changed
 // (backup_take.go). Restores are creates whose data disk comes from the
-// target (backup_restore.go).
+// target (backup_restore.go), or write it over a stopped desktop's
+// (backup_onto.go).
 type Backups struct {
 	ops       *runner
 	targets   TargetRecords
@@ -105,6 +107,7 @@ type Backups struct {
 	vms       markVMs
 	hosts     diskHosts
 	creates   restoreCreates
+	snaps     restoreSnapshots
 	log       *slog.Logger
 
 	key   []byte
@@ -140,8 +143,8 @@ type restoreCreates interface {
 	Create(ctx context.Context, req CreateRequest) (*desktop.Desktop, error)
 }
 
-func newBackups(cfg BackupsConfig, ops *runner, vms markVMs, hosts diskHosts, creates restoreCreates, log *slog.Logger) *Backups {
-	b := &Backups{ops: ops, targets: cfg.Targets, records: cfg.Records, schedules: cfg.Schedules, vms: vms, hosts: hosts, creates: creates, log: log,
+func newBackups(cfg BackupsConfig, ops *runner, vms markVMs, hosts diskHosts, creates restoreCreates, snaps restoreSnapshots, log *slog.Logger) *Backups {
+	b := &Backups{ops: ops, targets: cfg.Targets, records: cfg.Records, schedules: cfg.Schedules, vms: vms, hosts: hosts, creates: creates, snaps: snaps, log: log,
 		key: cfg.Key, ended: cfg.Ended, running: map[string]string{}, failures: map[string]int{}}
 	b.files = newBackupFiles(b, "")
 	atOnce := cfg.AtOnce

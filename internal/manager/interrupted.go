@@ -30,13 +30,19 @@ func (r *reconciler) interrupted(ctx context.Context, d *desktop.Desktop, vm des
 	case target != "":
 		r.life.resumePower(ctx, d, vm, target)
 	default:
-		// revert, reimage: half done is not a state to finish from. The
+		// revert, reimage, restore_data: half done is not a state to finish from. The
 		// desktop is recorded as its VM is (a failure, by the table), and
 		// the caller told to retry.
 		defer r.ops.unlock(d.ID)
 		found, _, _ := desktop.End(desktop.Op(op), false, "", observedAs(vm))
+		more := ""
+		if op == string(desktop.OpRestoreData) {
+			if snaps, err := r.store.ListSnapshots(ctx, d.ID); err == nil {
+				more = restoreInterrupted(snaps)
+			}
+		}
 		r.ops.end(ctx, d, desktop.Op(op), false, observedAs(vm),
-			fmt.Sprintf("%s was interrupted by a bureau restart before it finished (the desktop is %s as found); run it again", op, found))
+			fmt.Sprintf("%s was interrupted by a bureau restart before it finished (the desktop is %s as found); run it again%s", op, found, more))
 		r.ops.event(ctx, d.ID, op+"_failed", "bureau", "%s", d.LastError)
 	}
 }

@@ -292,7 +292,7 @@ func New(cfg Config, hv Hypervisor, disks Disks, seeds SeedWriter, store Store, 
 	m.creator = &creator{ops: m.ops, store: store, vms: hv, local: local, seeds: seeds, hosts: m.hosts, place: m.place, quota: m.quota,
 		net: m.ident, clones: m.diskMaker, warm: m.warm, defs: m.defs,
 		napAfter: cfg.NapAfter, sleepAfter: cfg.SleepAfter, defaultImage: cfg.DefaultImage, dataDir: cfg.DataDir, osDiskGiB: cfg.OSDiskGiB}
-	m.backups = newBackups(cfg.Backups, m.ops, hv, m.hosts, m.creator, log)
+	m.backups = newBackups(cfg.Backups, m.ops, hv, m.hosts, m.creator, m.snaps, log)
 	m.backups.files.setDir(cfg.DataDir)
 	m.recon = &reconciler{ops: m.ops, store: store, vms: hv, local: local, life: m.life, creates: m.creator, moves: m.moves, log: log}
 	m.ops.recheck = m.recon.onEvent

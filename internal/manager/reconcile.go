@@ -79,6 +79,8 @@ type reconciler struct {
 type reconcileStore interface {
 	GetDesktop(ctx context.Context, id string) (*desktop.Desktop, error)
 	ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error)
+	// ListSnapshots names the snapshot an interrupted restore kept.
+	ListSnapshots(ctx context.Context, desktopID string) ([]*desktop.Snapshot, error)
 }
 
 // reconcileVMs lists VMs and reads one's state now.

@@ -63,9 +63,13 @@ type BackupRequest struct {
 	Target string `json:"target,omitempty"`
 }
 
-// RestoreRequest asks for a new desktop from a backup.
+// RestoreRequest asks for a new desktop from a backup (Name), or for the
+// backup written over a stopped desktop's data disk (Desktop, with
+// ReplaceDataDisk set): one of the two.
 type RestoreRequest struct {
-	Name string `json:"name"`
+	Name            string `json:"name,omitempty"`
+	Desktop         string `json:"desktop,omitempty"`
+	ReplaceDataDisk bool   `json:"replace_data_disk,omitempty"`
 }
 
 // BackupScheduleRequest sets a desktop's backup schedule whole: a field

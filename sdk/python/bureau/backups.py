@@ -83,6 +83,19 @@ class Backups:
         d = self._h.call("restoreBackup", {"backup": _id(backup)}, json_body={"name": name})
         return Desktop(self._c, data=m.Desktop.from_dict(d))
 
+    def restore_onto(self, backup: "str | m.Backup", desktop: "str | Desktop") -> Desktop:
+        """Writes a complete backup over a stopped desktop's data disk (its
+        /home), in place: the desktop (yours, the backup's owner's; its id or
+        name, or a Desktop) keeps its OS disk and settings. What the disk
+        holds now is kept first as the snapshot ``before-restore-<backup
+        id>``, which undoes it. The desktop is ``reverting`` until done, then
+        stopped: ``wait_until("stopped")``, and its ``last_error`` says why a
+        restore failed (its disk is then as it was). Conflict when it is not
+        stopped or its data disk is smaller than the backup's."""
+        ref = desktop if isinstance(desktop, str) else desktop.id
+        d = self._h.call("restoreBackup", {"backup": _id(backup)}, json_body={"desktop": ref, "replace_data_disk": True})
+        return Desktop(self._c, data=m.Desktop.from_dict(d))
+
     def verify(self, backup: "str | m.Backup") -> m.BackupCheck:
         """Reads back every chunk of a complete backup and checks it: ``ok``,
         or the ``missing`` and ``corrupt`` chunks (a restore would fail)."""

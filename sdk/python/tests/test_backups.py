@@ -80,6 +80,11 @@ class TestBackups(unittest.TestCase):
         self.assertIsInstance(d, Desktop)
         self.assertEqual((d.id, d.state), ("d2", "creating"))
         self.assertEqual(json.loads(self.fake.seen[-1][3]), {"name": "back"})
+        self.fake.json("POST", "/api/v1/backups/b1/restore", 202, {"id": "d1", "name": "work", "owner": "alice", "state": "reverting",
+                                                                  "operation": "restore_data"})
+        d = self.c.backups.restore_onto("b1", "work")
+        self.assertEqual((d.id, d.state), ("d1", "reverting"))
+        self.assertEqual(json.loads(self.fake.seen[-1][3]), {"desktop": "work", "replace_data_disk": True})
         self.fake.json("POST", "/api/v1/backups/b1/verify", 200, {"backup_id": "b1", "chunks": 768, "missing": [],
                                                                  "corrupt": ["chunks/ab/ab12"], "ok": False, "took_ms": 3240})
         check = self.c.backups.verify(models.Backup(id="b1"))

@@ -72,6 +72,21 @@ export class Backups {
   }
 
   /**
+   * Writes a complete backup over a stopped desktop's data disk (its /home), in place: the desktop (yours, the
+   * backup's owner's; id or name, or a Desktop) keeps its OS disk and settings. What the disk holds now is kept first
+   * as the snapshot `before-restore-<backup id>`, which undoes it. The desktop is `reverting` until done, then
+   * stopped (`waitUntil("stopped")`; its `last_error` says why a restore failed, its disk then as it was). 409 when it
+   * is not stopped or its data disk is smaller than the backup's.
+   */
+  async restoreOnto(backup: BackupRef, desktop: DesktopRef): Promise<Desktop> {
+    const d = await this.h.call<m.Desktop>("restoreBackup", {
+      params: { backup: idOf(backup) },
+      json: { desktop: idOf(desktop), replace_data_disk: true },
+    });
+    return new Desktop(this.h, d.id, d);
+  }
+
+  /**
    * Describes `path` (the desktop's, under /home; default /home) in the backup and, for a folder, what it holds,
    * without restoring it (the first call opens the backup). 404 when the backup holds no such path.
    */

@@ -53,6 +53,9 @@ describe("backups", () => {
     const d = await b().backups.restore("b1", "back");
     assert.ok(d instanceof Desktop);
     assert.deepEqual([d.id, d.data.state, JSON.parse(seen.at(-1).body)], ["d2", "creating", { name: "back" }]);
+    json("POST", "/api/v1/backups/b1/restore", 202, { id: "d1", name: "work", owner: "alice", state: "reverting", operation: "restore_data" });
+    const onto = await b().backups.restoreOnto("b1", "work");
+    assert.deepEqual([onto.id, onto.data.state, JSON.parse(seen.at(-1).body)], ["d1", "reverting", { desktop: "work", replace_data_disk: true }]);
     json("POST", "/api/v1/backups/b1/verify", 200, { backup_id: "b1", chunks: 768, missing: [], corrupt: ["chunks/ab/ab12"], ok: false, took_ms: 3240 });
     const check = await b().backups.verify({ id: "b1" });
     assert.deepEqual([check.ok, check.corrupt], [false, ["chunks/ab/ab12"]]);

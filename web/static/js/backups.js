@@ -1,5 +1,6 @@
 // Backups of desktops' data disks: a desktop's Backups tab (back up now,
-// its schedule, verify, restore into a new desktop, delete) and the Backups
+// its schedule, verify, restore into a new desktop or over a stopped one's
+// data disk, delete) and the Backups
 // page, where admins keep the targets backups go to and find every backup,
 // deleted desktops' included.
 import { get, post, put, del, seg, describe } from './api.js';
@@ -163,11 +164,15 @@ function backupActions(render, { removed, targetName }) {
       type: 'button', disabled: gone, title: 'Make a new desktop whose data disk is this backup',
       onclick: () => restoreDialog(b),
     }, icon('undo', 14), h('span', 'Restore as new desktop…'));
+    const o = h('button.btn.btn-sm.bk-restore-onto', {
+      type: 'button', disabled: gone, title: 'Write this backup over a stopped desktop’s data disk (what it holds now is kept as a snapshot)',
+      onclick: () => restoreOntoDialog(b),
+    }, icon('undo', 14), h('span', 'Restore over a desktop…'));
     const f = h('button.btn.btn-sm.bk-files', {
       type: 'button', disabled: gone, title: 'Browse its /home: download files or folders, or put them back into a running desktop',
       onclick: () => backupFilesDialog(b),
     }, icon('folder', 14), h('span', 'Files'));
-    return h('div.bk-actions', f, v, r, d);
+    return h('div.bk-actions', f, v, r, o, d);
   }
 
   // The row under a backup's with what verifying it found (null: nothing yet).
@@ -246,6 +251,61 @@ function restoreDialog(b) {
       body: form,
       actions: [h('button.btn', { type: 'button', onclick: () => close(null) }, 'Cancel'), submit],
       onOpen: () => { input.focus(); input.select(); },
+    };
+  });
+}
+
+// Asks which stopped desktop of the backup's owner gets it, and for a yes to
+// replacing that desktop's /home; writes b over its data disk and opens its
+// page. Its disk as it is is kept as the snapshot before-restore-<id>.
+function restoreOntoDialog(b) {
+  return modal((close) => {
+    const mine = [...store.desktops.values()].filter((d) => d.owner === b.owner).sort((x, y) => x.name.localeCompare(y.name));
+    const stopped = mine.filter((d) => d.state === 'stopped');
+    const pick = h('select#restore-onto', { required: true, 'aria-describedby': 'restore-onto-hint' },
+      stopped.map((d) => h('option', { value: d.id, selected: d.id === b.desktop_id }, d.name)));
+    const yes = h('input#restore-onto-yes', { type: 'checkbox' });
+    const snap = `before-restore-${b.id}`;
+    const err = h('div.form-error', { role: 'alert', hidden: true });
+    const submit = h('button.btn.btn-primary', { type: 'submit', form: 'restore-onto-form', disabled: !stopped.length }, icon('undo', 14), 'Replace its data disk');
+    const showError = (msg) => { err.hidden = false; err.textContent = msg; };
+    const form = h('form#restore-onto-form.form', {
+      novalidate: true,
+      onsubmit: async (e) => {
+        e.preventDefault();
+        err.hidden = true;
+        if (!yes.checked) {
+          showError('Tick the box: the desktop’s /home is replaced by the backup’s.');
+          yes.focus();
+          return;
+        }
+        try {
+          const d = await busy(submit, () => post(`/backups/${seg(b.id)}/restore`, { desktop: pick.value, replace_data_disk: true }));
+          upsert(d);
+          close(d);
+          toast(`Restoring ${b.desktop_name}’s backup over ${d.name}’s data disk; its disk as it was is snapshot ${snap}.`, 'success');
+          location.hash = `#/desktops/${encodeURIComponent(d.id)}`;
+        } catch (ex) {
+          showError(describe(ex));
+        }
+      },
+    },
+    h('p', 'The backup of ', h('strong', b.desktop_name), `, taken ${fmtTime(b.started_at)}, is written over the data disk (`, h('code', '/home'),
+      ') of a stopped desktop, which keeps its OS disk and settings and boots from it when started. What its data disk holds now is kept first as the snapshot ',
+      h('code', snap), ': reverting it undoes the restore.'),
+    stopped.length
+      ? h('div.field', h('label', { for: 'restore-onto' }, 'Desktop'), pick,
+        h('small.hint#restore-onto-hint', `${b.owner ? `${b.owner}’s ` : ''}stopped desktops: stop a running one first.`))
+      : h('p.bk-note', { dataset: { onto: 'none' } }, mine.length
+        ? `None of ${b.owner ? `${b.owner}’s` : 'the'} desktops is stopped: stop the one to restore over first.`
+        : `${b.owner || 'The owner'} has no desktop: restore it as a new desktop instead.`),
+    h('label.check.check-danger.bk-onto-yes', yes, ' Replace its ', h('code', '/home'), ' with the backup’s'),
+    err);
+    return {
+      title: `Restore ${b.desktop_name}’s backup over a desktop`,
+      body: form,
+      actions: [h('button.btn', { type: 'button', onclick: () => close(null) }, 'Cancel'), submit],
+      onOpen: () => (stopped.length ? pick : yes).focus(),
     };
   });
 }
