@@ -192,11 +192,11 @@ func (f *fakeBackups) Get(_ context.Context, id string) (*desktop.Backup, error)
 	return f.get(id)
 }
 
-// Restore adds the desktop to the fake desktops directly: quotas are the
-// manager's (the request's Unlimited says whether they apply).
-func (f *fakeBackups) Restore(_ context.Context, id string, req manager.RestoreRequest) (*desktop.Desktop, error) {
+// restorable is backup id if a restore may read it (complete), recording
+// the request first (note, under the lock).
+func (f *fakeBackups) restorable(id string, note func()) (*desktop.Backup, error) {
 	f.mu.Lock()
-	f.lastRestore = req
+	note()
 	b, err := f.get(id)
 	f.mu.Unlock()
 	if err != nil {
@@ -204,6 +204,16 @@ func (f *fakeBackups) Restore(_ context.Context, id string, req manager.RestoreR
 	}
 	if b.State != desktop.BackupComplete {
 		return nil, &desktop.ConflictError{Message: fmt.Sprintf("backup %s is %s: only a complete backup can be restored", b.ID, b.State)}
+	}
+	return b, nil
+}
+
+// Restore adds the desktop to the fake desktops directly: quotas are the
+// manager's (the request's Unlimited says whether they apply).
+func (f *fakeBackups) Restore(_ context.Context, id string, req manager.RestoreRequest) (*desktop.Desktop, error) {
+	b, err := f.restorable(id, func() { f.lastRestore = req })
+	if err != nil {
+		return nil, err
 	}
 	if err := desktop.ValidateName(req.Name); err != nil {
 		return nil, err
@@ -219,15 +229,8 @@ func (f *fakeBackups) Restore(_ context.Context, id string, req manager.RestoreR
 }
 
 func (f *fakeBackups) RestoreOnto(_ context.Context, id string, req manager.RestoreOntoRequest) (*desktop.Desktop, error) {
-	f.mu.Lock()
-	f.lastOnto = req
-	b, err := f.get(id)
-	f.mu.Unlock()
-	if err != nil {
+	if _, err := f.restorable(id, func() { f.lastOnto = req }); err != nil {
 		return nil, err
-	}
-	if b.State != desktop.BackupComplete {
-		return nil, &desktop.ConflictError{Message: fmt.Sprintf("backup %s is %s: only a complete backup can be restored", b.ID, b.State)}
 	}
 	if !req.ReplaceDataDisk {
 		return nil, &desktop.ValidationError{Field: "replace_data_disk", Message: "say so"}

@@ -22,19 +22,8 @@ func RestoreDisk(ctx context.Context, r *Repo, m *Manifest, path string, progres
 		return fmt.Errorf("restore backup %s to %s: the file already exists", m.ID, path)
 	}
 	raw := path + ".restoring.raw"
-	f, err := os.OpenFile(raw, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("restore backup %s: %w", m.ID, err)
-	}
 	defer os.Remove(raw)
-	err = f.Truncate(m.DiskBytes)
-	if err == nil {
-		err = r.Restore(ctx, m, f, progress)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := restoreRaw(ctx, r, m, raw, m.DiskBytes, progress); err != nil {
 		return err
 	}
 	var stderr bytes.Buffer
@@ -65,20 +54,9 @@ func RestoreOver(ctx context.Context, r *Repo, m *Manifest, path string, progres
 		return fmt.Errorf("restore backup %s over %s: the disk holds %d bytes, the backup %d", m.ID, path, size, m.DiskBytes)
 	}
 	raw := path + ".restoring.raw"
-	os.Remove(raw)
-	f, err := os.OpenFile(raw, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("restore backup %s: %w", m.ID, err)
-	}
+	os.Remove(raw) // one a restore cut short left
 	defer os.Remove(raw)
-	err = f.Truncate(size)
-	if err == nil {
-		err = r.Restore(ctx, m, f, progress)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := restoreRaw(ctx, r, m, raw, size, progress); err != nil {
 		return err
 	}
 	var stderr bytes.Buffer
@@ -88,6 +66,23 @@ func RestoreOver(ctx context.Context, r *Repo, m *Manifest, path string, progres
 		return fmt.Errorf("restore backup %s: qemu-img convert over %s: %w: %s", m.ID, path, err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return nil
+}
+
+// restoreRaw writes the disk of backup m into a new sparse raw file of
+// size bytes at raw (see Repo.Restore), which the caller removes.
+func restoreRaw(ctx context.Context, r *Repo, m *Manifest, raw string, size int64, progress func(Progress)) error {
+	f, err := os.OpenFile(raw, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("restore backup %s: %w", m.ID, err)
+	}
+	err = f.Truncate(size)
+	if err == nil {
+		err = r.Restore(ctx, m, f, progress)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // virtualSize is the size of the disk in the qcow2 image at path.
