@@ -85,10 +85,7 @@ func (s *backupHandlers) writableDesktop(c *gin.Context, idOrName string) (*desk
 	if idOrName == "" {
 		return nil, &desktop.ValidationError{Field: "desktop", Message: "name the desktop (id or name) to restore into"}
 	}
-	d, err := s.ownedID(c, idOrName)
-	if errors.Is(err, desktop.ErrNotFound) {
-		d, err = s.desktopNamed(c, idOrName)
-	}
+	d, err := s.ownedRef(c, idOrName)
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +94,15 @@ func (s *backupHandlers) writableDesktop(c *gin.Context, idOrName string) (*desk
 		return nil, &desktop.TransitionError{Op: op, State: d.State}
 	}
 	return s.readyNow(c, d, op)
+}
+
+// ownedRef is the caller's desktop with id or name ref.
+func (s *backupHandlers) ownedRef(c *gin.Context, ref string) (*desktop.Desktop, error) {
+	d, err := s.ownedID(c, ref)
+	if errors.Is(err, desktop.ErrNotFound) {
+		d, err = s.desktopNamed(c, ref)
+	}
+	return d, err
 }
 
 // desktopNamed finds the caller's desktop by name.

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -233,11 +232,7 @@ func (s *backupHandlers) restoreBackup(c *gin.Context) (reply, error) {
 		return reply{}, &desktop.ValidationError{Field: "desktop", Message: "give name (a new desktop) or desktop (restore over its data disk), not both"}
 	case req.Desktop != "":
 		var onto *desktop.Desktop
-		onto, err = s.ownedID(c, req.Desktop)
-		if errors.Is(err, desktop.ErrNotFound) {
-			onto, err = s.desktopNamed(c, req.Desktop)
-		}
-		if err != nil {
+		if onto, err = s.ownedRef(c, req.Desktop); err != nil {
 			return reply{}, err
 		}
 		if onto.Owner != b.Owner {

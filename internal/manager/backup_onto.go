@@ -45,10 +45,7 @@ type restoreSnapshots interface {
 // done) unless ReplaceDataDisk is set, the desktop is stopped and on this
 // host, and its data disk is at least as large as the backup's.
 func (b *Backups) RestoreOnto(ctx context.Context, backupID string, req RestoreOntoRequest) (*desktop.Desktop, error) {
-	bk, t, repo, m, err := b.openBackup(ctx, backupID, "restored")
-	if errors.Is(err, backup.ErrNotFound) {
-		return nil, &desktop.ConflictError{Message: fmt.Sprintf("backup %s is no longer in target %s (its manifest is gone)", bk.ID, t.Name)}
-	}
+	bk, t, repo, m, err := b.openRestorable(ctx, backupID)
 	if err != nil {
 		return nil, err
 	}

@@ -23,10 +23,7 @@ type RestoreSource struct {
 // the background like a create (on bureau's own host, booted cold: its OS
 // disk is a fresh one of the backup's image, and memory is not backed up).
 func (b *Backups) Restore(ctx context.Context, backupID string, req RestoreRequest) (*desktop.Desktop, error) {
-	bk, t, repo, m, err := b.openBackup(ctx, backupID, "restored")
-	if errors.Is(err, backup.ErrNotFound) {
-		return nil, &desktop.ConflictError{Message: fmt.Sprintf("backup %s is no longer in target %s (its manifest is gone)", bk.ID, t.Name)}
-	}
+	bk, t, repo, m, err := b.openRestorable(ctx, backupID)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +80,16 @@ func (b *Backups) Verify(ctx context.Context, backupID, actor string) (*desktop.
 	}
 	b.ops.event(ctx, bk.DesktopID, "backup_verified", actor, "backup %s verified: %d chunks read, %s", bk.ID, check.Chunks, verdict)
 	return check, nil
+}
+
+// openRestorable is openBackup for a restore: a manifest gone from the
+// target is a conflict (the backup cannot be restored).
+func (b *Backups) openRestorable(ctx context.Context, id string) (*desktop.Backup, *desktop.BackupTarget, *backup.Repo, *backup.Manifest, error) {
+	bk, t, repo, m, err := b.openBackup(ctx, id, "restored")
+	if errors.Is(err, backup.ErrNotFound) {
+		return nil, nil, nil, nil, &desktop.ConflictError{Message: fmt.Sprintf("backup %s is no longer in target %s (its manifest is gone)", bk.ID, t.Name)}
+	}
+	return bk, t, repo, m, err
 }
 
 // openBackup reads what restoring or verifying a backup starts from: its
