@@ -69,7 +69,8 @@ func (b *Backups) RestoreOnto(ctx context.Context, backupID string, req RestoreO
 			"backup %s holds a %s data disk, desktop %s has %d GiB: grow its data disk to at least %d GiB first",
 			bk.ID, gibString(m.DiskBytes), d.Name, d.DataDiskGiB, (m.DiskBytes+1<<30-1)>>30)}
 	}
-	snap, err := b.keepBefore(ctx, d, bk, req)
+	over := overDisk{b}
+	snap, err := over.keepBefore(ctx, d, bk, req)
 	if err != nil {
 		return nil, err
 	}
@@ -81,13 +82,19 @@ func (b *Backups) RestoreOnto(ctx context.Context, backupID string, req RestoreO
 		"restoring backup %s (%s, of desktop %s, taken %s) from target %s over the data disk; its content before is snapshot %q",
 		bk.ID, bk.Kind, bk.DesktopName, bk.StartedAt.Format(time.RFC3339), t.Name, snap.Name)
 	cp := *d
-	b.ops.background(d.ID, func(ctx context.Context) { b.restoreOnto(ctx, &cp, bk, t, repo, m, snap, req.Actor) })
+	b.ops.background(d.ID, func(ctx context.Context) { over.restoreOnto(ctx, &cp, bk, t, repo, m, snap, req.Actor) })
 	return d, nil
 }
 
+// overDisk is a restore over a stopped desktop's data disk once
+// RestoreOnto checked it: the snapshot kept first, the write, and the way
+// back when the write fails.
+type overDisk struct{ b *Backups }
+
 // keepBefore takes the data snapshot that keeps a desktop's disk as it was
 // before a restore, under a name free among its snapshots.
-func (b *Backups) keepBefore(ctx context.Context, d *desktop.Desktop, bk *desktop.Backup, req RestoreOntoRequest) (*desktop.Snapshot, error) {
+func (o overDisk) keepBefore(ctx context.Context, d *desktop.Desktop, bk *desktop.Backup, req RestoreOntoRequest) (*desktop.Snapshot, error) {
+	b := o.b
 	name := beforeRestore + bk.ID
 	for i := 2; ; i++ {
 		sn, err := b.snaps.CreateSnapshot(ctx, d.ID, SnapshotRequest{Name: name, Scope: desktop.ScopeData, Actor: req.Actor, Unlimited: req.Unlimited,
@@ -103,8 +110,9 @@ func (b *Backups) keepBefore(ctx context.Context, d *desktop.Desktop, bk *deskto
 	}
 }
 
-func (b *Backups) restoreOnto(ctx context.Context, d *desktop.Desktop, bk *desktop.Backup, t *desktop.BackupTarget, repo *backup.Repo,
+func (o overDisk) restoreOnto(ctx context.Context, d *desktop.Desktop, bk *desktop.Backup, t *desktop.BackupTarget, repo *backup.Repo,
 	m *backup.Manifest, snap *desktop.Snapshot, actor string) {
+	b := o.b
 	begun := time.Now()
 	err := func() error {
 		release, err := b.moveData(ctx, t.ID)
@@ -126,7 +134,7 @@ func (b *Backups) restoreOnto(ctx context.Context, d *desktop.Desktop, bk *deskt
 	// reverts.
 	back, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	if rerr := b.revertBefore(back, d, snap); rerr != nil {
+	if rerr := o.revertBefore(back, d, snap); rerr != nil {
 		b.ops.fail(back, d, string(desktop.OpRestoreData), fmt.Errorf("%w; putting the data disk back as it was failed too: %v (revert snapshot %q)", err, rerr, snap.Name))
 		return
 	}
@@ -137,8 +145,8 @@ func (b *Backups) restoreOnto(ctx context.Context, d *desktop.Desktop, bk *deskt
 
 // revertBefore puts a desktop's data disk back to the snapshot taken before
 // a restore.
-func (b *Backups) revertBefore(ctx context.Context, d *desktop.Desktop, snap *desktop.Snapshot) error {
-	disks, err := b.hosts.stoppedDisks(ctx, d)
+func (o overDisk) revertBefore(ctx context.Context, d *desktop.Desktop, snap *desktop.Snapshot) error {
+	disks, err := o.b.hosts.stoppedDisks(ctx, d)
 	if err != nil {
 		return err
 	}
