@@ -3,10 +3,11 @@ package backup
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+
+	"github.com/bureau/bureau/internal/storage"
 )
 
 // QemuImg is the qemu-img binary RestoreDisk runs.
@@ -46,10 +47,11 @@ func RestoreDisk(ctx context.Context, r *Repo, m *Manifest, path string, progres
 // for become zeros). An error from that last step can leave path half
 // written. progress is as for Repo.Restore.
 func RestoreOver(ctx context.Context, r *Repo, m *Manifest, path string, progress func(Progress)) error {
-	size, err := virtualSize(ctx, path)
+	info, err := storage.Disks{QemuImg: QemuImg}.Info(ctx, path)
 	if err != nil {
 		return fmt.Errorf("restore backup %s over %s: %w", m.ID, path, err)
 	}
+	size := info.VirtualSize
 	if size < m.DiskBytes {
 		return fmt.Errorf("restore backup %s over %s: the disk holds %d bytes, the backup %d", m.ID, path, size, m.DiskBytes)
 	}
@@ -83,21 +85,4 @@ func restoreRaw(ctx context.Context, r *Repo, m *Manifest, raw string, size int6
 		err = cerr
 	}
 	return err
-}
-
-// virtualSize is the size of the disk in the qcow2 image at path.
-func virtualSize(ctx context.Context, path string) (int64, error) {
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, QemuImg, "info", "--output=json", "-f", "qcow2", path)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("qemu-img info: %w: %s", err, bytes.TrimSpace(stderr.Bytes()))
-	}
-	var info struct {
-		VirtualSize int64 `json:"virtual-size"`
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &info); err != nil || info.VirtualSize <= 0 {
-		return 0, fmt.Errorf("qemu-img info: no virtual size in %q (%v)", bytes.TrimSpace(stdout.Bytes()), err)
-	}
-	return info.VirtualSize, nil
 }
