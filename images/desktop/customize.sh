@@ -25,10 +25,11 @@ for c in "$R"/usr/lib/*/glib-2.0/glib-compile-schemas; do
 done
 
 # bureau-agent.service (files/) waits for its binary, which the desktop's
-# seed brings at the first boot (images/cloud-init/user-data.tmpl).
+# seed brings at the first boot (files/usr/local/lib/bureau/first-boot).
 # bureau-grow-home.service grows /home at the boots cloud-init skips
-# (files/usr/local/lib/bureau/cloud-init-gate).
-chroot "$R" systemctl enable systemd-networkd.service systemd-resolved.service qemu-guest-agent.service bureau-agent.service bureau-grow-home.service >/dev/null 2>&1 || true
+# (files/usr/local/lib/bureau/cloud-init-gate), bureau-grow-root.service
+# the root file system to a new OS disk.
+chroot "$R" systemctl enable systemd-networkd.service systemd-resolved.service qemu-guest-agent.service bureau-agent.service bureau-grow-home.service bureau-grow-root.service >/dev/null 2>&1 || true
 chroot "$R" systemctl set-default graphical.target
 # Work that only slows a boot under emulation and helps no desktop.
 for unit in e2scrub_reap.service e2scrub_all.timer apt-daily.timer apt-daily-upgrade.timer \

@@ -89,7 +89,25 @@ func Render(c Config) (map[string][]byte, error) {
 	if len(c.Agent) > 0 {
 		out["bureau-agent"] = c.Agent
 	}
+	if !c.InstallDesktop {
+		out["bureau-setup"] = setupFile(c)
+	}
 	return out, nil
+}
+
+// setupFile is what first-boot, in bureau's own image
+// (images/desktop/files/usr/local/lib/bureau/first-boot), reads to set a
+// new instance up without cloud-init: the user-data's settings as
+// name=value lines (values Validate allowed: no quoting needed). Imported
+// images have no first-boot and use the user-data.
+func setupFile(c Config) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# bureau's setup of desktop %s, read by first-boot in bureau's image\n", c.DesktopID)
+	fmt.Fprintf(&b, "hostname=%s\nuser=%s\nkeyboard=%s\n", c.Hostname, c.User, c.KeyboardLayout)
+	for _, k := range c.SSHKeys {
+		fmt.Fprintf(&b, "ssh_key=%s\n", k)
+	}
+	return b.Bytes()
 }
 
 // WriteSeed renders c and writes the ISO at path (atomically: a temporary

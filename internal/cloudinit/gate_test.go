@@ -114,7 +114,7 @@ func TestGateUnitsAgree(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), "ConditionPathExists="+skipFlag+"\n") {
 		t.Errorf("bureau-grow-home does not run at the boots cloud-init skips (%v)", err)
 	}
-	for _, script := range []string{gateScript, imageFiles + "/usr/local/lib/bureau/grow-home"} {
+	for _, script := range []string{gateScript, firstBootScript, imageFiles + "/usr/local/lib/bureau/grow"} {
 		if fi, err := os.Stat(script); err != nil || fi.Mode()&0o111 == 0 {
 			t.Errorf("%s is not executable (%v)", script, err)
 		}
@@ -123,13 +123,7 @@ func TestGateUnitsAgree(t *testing.T) {
 
 func runGate(t *testing.T, root, seed string) string {
 	t.Helper()
-	cmd := exec.Command("sh", gateScript)
-	cmd.Env = append(os.Environ(), "BUREAU_GATE_ROOT="+root, "BUREAU_GATE_SEED="+seed)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("gate: %v\n%s", err, out)
-	}
-	return string(out)
+	return runGateWith(t, root, seed)
 }
 
 func write(t *testing.T, path, content string) {
@@ -140,4 +134,76 @@ func write(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A new instance of bureau's image is set up by first-boot when its seed
+// has bureau-setup, and cloud-init skips the boot only when that worked;
+// a seed without it (an imported image's) leaves the boot to cloud-init.
+func TestGateRunsFirstBootForANewInstance(t *testing.T) {
+	cases := []struct {
+		name      string
+		setup     bool // the seed has bureau-setup
+		firstBoot string
+		skip      bool
+	}{
+		{"first-boot sets it up", true, "ok", true},
+		{"first-boot fails", true, "fail", false},
+		{"first-boot exits 0 without recording the instance", true, "silent", false},
+		{"no bureau-setup on the seed", false, "ok", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root, seed := t.TempDir(), t.TempDir()
+			cfg := testConfig()
+			cfg.InstanceID = "d1-new"
+			cfg.InstallDesktop = !c.setup
+			files, err := Render(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, b := range files {
+				write(t, filepath.Join(seed, name), string(b))
+			}
+			// The instance set up before (a clone's or reimage's source).
+			write(t, filepath.Join(root, "var/lib/cloud/data/instance-id"), "d1\n")
+			write(t, filepath.Join(root, "var/lib/cloud/data/result.json"), `{"v1": {"errors": []}}`)
+			write(t, filepath.Join(root, "var/lib/cloud/instances/d1/boot-finished"), "")
+			calls := filepath.Join(root, "first-boot-calls")
+			fake := filepath.Join(t.TempDir(), "first-boot")
+			write(t, fake, `#!/bin/sh
+echo "$@" >> `+calls+`
+case `+c.firstBoot+` in
+fail) exit 1 ;;
+silent) exit 0 ;;
+esac
+echo "$2" > `+root+`/var/lib/cloud/data/instance-id
+mkdir -p `+root+`/var/lib/cloud/instances/$2 && : > `+root+`/var/lib/cloud/instances/$2/boot-finished
+`)
+			os.Chmod(fake, 0o755)
+
+			out := runGateWith(t, root, seed, "BUREAU_GATE_FIRST_BOOT="+fake)
+			_, err = os.Stat(filepath.Join(root, skipFlag))
+			if skipped := err == nil; skipped != c.skip {
+				t.Fatalf("skip = %t, want %t (output %q)", skipped, c.skip, out)
+			}
+			got, _ := os.ReadFile(calls)
+			if want := seed + " d1-new\n"; c.setup && string(got) != want {
+				t.Errorf("first-boot called with %q, want %q", got, want)
+			}
+			if !c.setup && len(got) > 0 {
+				t.Errorf("first-boot ran for a seed without bureau-setup: %q", got)
+			}
+		})
+	}
+}
+
+func runGateWith(t *testing.T, root, seed string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command("sh", gateScript)
+	cmd.Env = append(append(os.Environ(), "BUREAU_GATE_ROOT="+root, "BUREAU_GATE_SEED="+seed), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("gate: %v\n%s", err, out)
+	}
+	return string(out)
 }
