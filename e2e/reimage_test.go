@@ -31,6 +31,7 @@ func testResizeCloneReimage(t *testing.T, s *server, token string, d *apiv1.Desk
 	// Clone from a snapshot.
 	s.guest(d, "echo from-parent > /home/agent/clone-marker && sync")
 	parentMachineID, _ := s.guest(d, "cat /etc/machine-id")
+	parentHostKey, _ := s.guest(d, "cat /etc/ssh/ssh_host_ed25519_key.pub")
 	if code := s.call(token, "POST", base+"/snapshots", map[string]any{"name": "for-clone", "memory": false}, nil); code != http.StatusCreated {
 		t.Fatalf("snapshot for clone: %d", code)
 	}
@@ -72,14 +73,19 @@ func testResizeCloneReimage(t *testing.T, s *server, token string, d *apiv1.Desk
 	if _, code := s.guest(running, "test -e /var/tmp/os-marker"); code == 0 {
 		t.Error("the clone has the parent's OS change made after the snapshot")
 	}
+	if out, _ := s.guest(running, "cat /etc/ssh/ssh_host_ed25519_key.pub"); out == parentHostKey || !strings.HasPrefix(out, "ssh-ed25519 ") {
+		t.Errorf("clone's SSH host key %q (parent %q)", out, parentHostKey)
+	}
+	checkFirstBoot(t, s, running)
 	s.call(adminToken, "DELETE", "/api/v1/desktops/"+clone.ID+"?delete_data=true", nil, nil)
 
 	s.waitState(token, d.ID, desktop.StateRunning, 5*time.Minute)
 	s.waitGuest(d, "cloud-init after reimage", "cloud-init status | grep -q 'status: done' && test -f /home/agent/reimage-marker", 10*time.Minute)
 	t.Logf("reimage → cloud-init done with /home: %s", time.Since(reimageAt).Round(time.Second))
-	// A fresh OS disk has no bureau-agent: cloud-init installs it from the
-	// seed, as on an imported image.
+	// A fresh OS disk has no bureau-agent: first-boot installs it from the
+	// seed.
 	s.agentUp(token, d, 3*time.Minute)
+	checkFirstBoot(t, s, d)
 	if out, _ := s.guest(d, "systemctl is-enabled bureau-agent"); out != "enabled" {
 		t.Errorf("bureau-agent after reimage: %q", out)
 	}
