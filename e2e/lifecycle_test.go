@@ -101,7 +101,9 @@ func TestDesktopLifecycle(t *testing.T) {
 	if out, _ := s.guest(running, "stat -c %U /home/agent && id -nG agent"); !strings.HasPrefix(out, "agent") || !strings.Contains(out, "sudo") {
 		t.Errorf("agent home/groups: %q", out)
 	}
-	checkFirstBoot(t, s, running)
+	if instance := checkFirstBoot(t, s, running, ""); instance != running.ID {
+		t.Errorf("instance id %q, want the desktop's id", instance)
+	}
 	if out, code := s.guest(running, "command -v firefox-esr xterm xdotool && systemctl is-active qemu-guest-agent"); code != 0 {
 		t.Errorf("tools or guest agent missing: %q", out)
 	}
@@ -359,16 +361,25 @@ func colours(img image.Image, r image.Rectangle) int {
 // checkFirstBoot: bureau's image set the new instance up itself
 // (images/desktop/files/usr/local/lib/bureau/first-boot), not cloud-init's
 // modules, with SSH host keys of its own, a passwordless sudo, and the
-// root file system grown to the 10 GiB OS disk (in the background).
-func checkFirstBoot(t *testing.T, s *server, d *apiv1.Desktop) {
+// root file system grown to the 10 GiB OS disk (in the background). The
+// instance recorded is a new one: not before's (a clone's source's, the
+// OS disk's before a reimage). It returns that instance id. (Not the
+// gate's journal lines: a clone's journal of the boot goes on under its
+// source's machine id, which journalctl -b no longer reads once
+// first-boot gave the clone its own.)
+func checkFirstBoot(t *testing.T, s *server, d *apiv1.Desktop, before string) string {
 	t.Helper()
-	// This boot's gate says so; cloud-config (cloud-init's third stage) did
-	// not run.
-	if out, code := s.guest(d, "sudo -n journalctl -b -o cat -u bureau-cloud-init-gate | grep -c 'set up by bureau first-boot'; systemctl show -p ActiveState --value cloud-config.service"); code != 0 || out != "1\ninactive" {
-		t.Errorf("this boot not set up by first-boot (or cloud-init ran): %q (exit %d)", out, code)
+	out, code := s.guest(d, "grep -c 'set up by bureau first-boot' /var/lib/cloud/data/result.json; cat /var/lib/cloud/data/instance-id; systemctl show -p ActiveState --value cloud-config.service")
+	f := strings.Split(out, "\n")
+	if code != 0 || len(f) != 3 || f[0] != "1" || f[1] == "" || f[1] == before || f[2] != "inactive" {
+		t.Errorf("instance not set up by first-boot (or cloud-init ran), instance before %q: %q (exit %d)", before, out, code)
 	}
 	if out, code := s.guest(d, "ls /etc/ssh/ssh_host_ed25519_key /etc/ssh/ssh_host_ecdsa_key && sudo -n true"); code != 0 {
 		t.Errorf("host keys or sudo: %q (exit %d)", out, code)
 	}
 	s.waitGuest(d, "root grown to the OS disk", "test $(df -BG --output=size / | tail -1 | tr -dc 0-9) -ge 9", 3*time.Minute)
+	if len(f) > 1 {
+		return f[1]
+	}
+	return ""
 }

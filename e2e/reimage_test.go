@@ -32,6 +32,7 @@ func testResizeCloneReimage(t *testing.T, s *server, token string, d *apiv1.Desk
 	s.guest(d, "echo from-parent > /home/agent/clone-marker && sync")
 	parentMachineID, _ := s.guest(d, "cat /etc/machine-id")
 	parentHostKey, _ := s.guest(d, "cat /etc/ssh/ssh_host_ed25519_key.pub")
+	parentInstance, _ := s.guest(d, "cat /var/lib/cloud/data/instance-id")
 	if code := s.call(token, "POST", base+"/snapshots", map[string]any{"name": "for-clone", "memory": false}, nil); code != http.StatusCreated {
 		t.Fatalf("snapshot for clone: %d", code)
 	}
@@ -76,7 +77,7 @@ func testResizeCloneReimage(t *testing.T, s *server, token string, d *apiv1.Desk
 	if out, _ := s.guest(running, "cat /etc/ssh/ssh_host_ed25519_key.pub"); out == parentHostKey || !strings.HasPrefix(out, "ssh-ed25519 ") {
 		t.Errorf("clone's SSH host key %q (parent %q)", out, parentHostKey)
 	}
-	checkFirstBoot(t, s, running)
+	checkFirstBoot(t, s, running, parentInstance)
 	s.call(adminToken, "DELETE", "/api/v1/desktops/"+clone.ID+"?delete_data=true", nil, nil)
 
 	s.waitState(token, d.ID, desktop.StateRunning, 5*time.Minute)
@@ -85,7 +86,7 @@ func testResizeCloneReimage(t *testing.T, s *server, token string, d *apiv1.Desk
 	// A fresh OS disk has no bureau-agent: first-boot installs it from the
 	// seed.
 	s.agentUp(token, d, 3*time.Minute)
-	checkFirstBoot(t, s, d)
+	checkFirstBoot(t, s, d, parentInstance)
 	if out, _ := s.guest(d, "systemctl is-enabled bureau-agent"); out != "enabled" {
 		t.Errorf("bureau-agent after reimage: %q", out)
 	}
