@@ -170,7 +170,8 @@ func (t *Tracker) Check(ctx context.Context, d *desktop.Desktop) Status {
 		return st
 	}
 	t.Follow(d)
-	return t.check(ctx, d.ID, d.DomainName())
+	st, _ := t.check(ctx, d.ID, d.DomainName())
+	return st
 }
 
 // Wait blocks until the desktop is ready, it is no longer followed, or
@@ -207,7 +208,9 @@ func (t *Tracker) watch(id string, e *entry) {
 		tick := time.NewTicker(t.Every)
 		defer tick.Stop()
 		for {
-			if t.check(wctx, id, domain).Ready || wctx.Err() != nil {
+			// Watched until the guest answers ready: a ready desktop kept
+			// ready while its agent is silent is asked again.
+			if st, answered := t.check(wctx, id, domain); st.Ready && answered || wctx.Err() != nil {
 				t.mu.Lock()
 				if t.m[id] == e {
 					e.stop = nil
@@ -224,8 +227,9 @@ func (t *Tracker) watch(id string, e *entry) {
 	}()
 }
 
-// check asks the guest once and records the answer.
-func (t *Tracker) check(ctx context.Context, id, domain string) Status {
+// check asks the guest once and records the answer; answered says
+// whether the guest did answer.
+func (t *Tracker) check(ctx context.Context, id, domain string) (Status, bool) {
 	cctx, cancel := context.WithTimeout(ctx, t.Within)
 	p, err := t.probe.Probe(cctx, domain)
 	cancel()
@@ -236,13 +240,25 @@ func (t *Tracker) check(ctx context.Context, id, domain string) Status {
 			st = Status{Ready: true, ReadyAt: time.Now().UTC(), Up: UpSession, Via: p.Via}
 		}
 	} else if ctx.Err() != nil {
-		return t.Status(id)
+		return t.Status(id), false
 	}
 	t.mu.Lock()
 	e := t.m[id]
 	if e == nil || e.domain != domain {
 		t.mu.Unlock()
-		return st
+		return st, err == nil
+	}
+	// A ready desktop stays ready until its guest answers otherwise: no
+	// answer right after a resume from hibernation, a move or an agent's
+	// new session (Recheck) says nothing about its session, which the
+	// guest's memory kept. A desktop whose guest starts over is forgotten.
+	if err != nil && e.st.Ready {
+		st = e.st
+		t.mu.Unlock()
+		if t.log != nil {
+			t.log.Debug("ready desktop not answering for now", "desktop", id, "err", err)
+		}
+		return st, false
 	}
 	if e.st.Ready && st.Ready {
 		st.ReadyAt = e.st.ReadyAt
@@ -270,5 +286,5 @@ func (t *Tracker) check(ctx context.Context, id, domain string) Status {
 	if err != nil && t.log != nil {
 		t.log.Debug("desktop not answering yet", "desktop", id, "err", err)
 	}
-	return st
+	return st, err == nil
 }
