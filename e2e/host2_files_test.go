@@ -84,6 +84,7 @@ func TestHost2Files(t *testing.T) {
 			if pool := imagesPool(t, virsh, target); pool != "" {
 				if target == imagesDir {
 					virsh("vol-delete", "--pool", pool, filepath.Base(base))
+					virsh("vol-delete", "--pool", pool, filepath.Base(base)+".sha256")
 				}
 				virsh("pool-destroy", pool)
 				if out, err := virsh("pool-undefine", pool); err != nil {
@@ -92,6 +93,7 @@ func TestHost2Files(t *testing.T) {
 			}
 		}
 		os.Remove(filepath.Join(host2Images, filepath.Base(base)))
+		os.Remove(filepath.Join(host2Images, filepath.Base(base)+".sha256"))
 		os.RemoveAll(host2Desk)
 	})
 
@@ -121,7 +123,7 @@ func TestHost2Files(t *testing.T) {
 	run(t, "qemu-img", "create", "-q", "-f", "qcow2", base, "64M")
 	run(t, "qemu-io", "-c", "write -P 0x5a 1M 4M", base)
 	var reports progressLog
-	if err := timed("EnsureImage (copy)", func() error { return f.EnsureImage(ctx, base, reports.add) }); err != nil {
+	if err := timed("EnsureImage (copy)", func() error { return f.EnsureImage(ctx, base, nil, reports.add) }); err != nil {
 		t.Fatal(err)
 	}
 	baseInfo, _ := os.Stat(base)
@@ -134,14 +136,59 @@ func TestHost2Files(t *testing.T) {
 	} else if mode, u, g := filesOwner(st); mode != 0o644 || u != 0 || g != 0 {
 		t.Errorf("host2's copy: %v %d:%d, want 0644 root", mode, u, g)
 	}
+	if b, err := os.ReadFile(copied + ".sha256"); err != nil || strings.TrimSpace(string(b)) != sum(t, base) {
+		t.Errorf("host two's sum file beside the copy: %q %v, want %s", b, err, sum(t, base))
+	}
 	mtime := filesModTime(t, copied)
 	reports = progressLog{}
-	if err := timed("EnsureImage (there)", func() error { return f.EnsureImage(ctx, base, reports.add) }); err != nil {
+	asked := 0
+	never := func(context.Context, string) error { asked++; return errors.New("desktops there use it") }
+	if err := timed("EnsureImage (there)", func() error { return f.EnsureImage(ctx, base, never, reports.add) }); err != nil {
 		t.Fatal(err)
 	}
 	reports.check(t, baseInfo.Size())
-	if !filesModTime(t, copied).Equal(mtime) {
-		t.Error("the complete copy was written again")
+	if !filesModTime(t, copied).Equal(mtime) || asked != 0 {
+		t.Errorf("the complete copy was written again, or replace asked (%d)", asked)
+	}
+
+	// The image rebuilt here: the same size and header, other bytes past
+	// them. Host two's copy is another build: refused, it stays as it
+	// is; allowed, it is replaced by this one.
+	rebuilt, first := base+".rebuilt", base+".first"
+	defer os.Remove(rebuilt)
+	defer os.Remove(first)
+	run(t, "cp", base, rebuilt)
+	run(t, "cp", base, first)
+	if g, err := os.OpenFile(rebuilt, os.O_WRONLY, 0); err != nil {
+		t.Fatal(err)
+	} else {
+		g.WriteAt(bytes.Repeat([]byte{0xa5}, 4096), baseInfo.Size()-8192)
+		g.Close()
+	}
+	if err := os.Rename(rebuilt, base); err != nil {
+		t.Fatal(err)
+	}
+	before := sum(t, copied)
+	var why string
+	err = f.EnsureImage(ctx, base, func(_ context.Context, w string) error { why = w; return errors.New("desktops there use it") }, nil)
+	if err == nil || !strings.Contains(err.Error(), "desktops there use it") || !strings.Contains(why, "another build") || sum(t, copied) != before {
+		t.Errorf("another build, replace refused: %v (why %q); host two's copy changed: %v", err, why, sum(t, copied) != before)
+	}
+	t.Logf("another build on host two, replace refused: %v", err)
+	if err := timed("EnsureImage (another build, replaced)", func() error {
+		return f.EnsureImage(ctx, base, func(context.Context, string) error { return nil }, nil)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if sum(t, copied) != sum(t, base) {
+		t.Error("host two's copy is not the rebuilt image after the replace")
+	}
+	// And back to the first build, which the rest of this test reads.
+	if err := os.Rename(first, base); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.EnsureImage(ctx, base, func(context.Context, string) error { return nil }, nil); err != nil || sum(t, copied) != sum(t, base) {
+		t.Fatalf("back to the first build on host two: %v", err)
 	}
 
 	// MakeDir: 0700, the QEMU user's; given back to it when changed.

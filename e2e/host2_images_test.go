@@ -44,10 +44,12 @@ func TestHost2ImageCopy(t *testing.T) {
 	t.Cleanup(func() {
 		pool := imagesPool(t, virsh, remoteDir)
 		for _, name := range made {
-			if pool != "" {
-				virsh("vol-delete", "--pool", pool, name)
+			for _, name := range []string{name, name + ".sha256"} {
+				if pool != "" {
+					virsh("vol-delete", "--pool", pool, name)
+				}
+				os.Remove(filepath.Join(host2Images, name))
 			}
-			os.Remove(filepath.Join(host2Images, name))
 		}
 		if pool != "" {
 			virsh("pool-destroy", pool)
@@ -164,6 +166,44 @@ func TestHost2ImageCopy(t *testing.T) {
 	check(remote, true)
 	if sum(t, copied) != sum(t, src) {
 		t.Errorf("sha256 of the replaced copy differs from the source's")
+	}
+
+	if b, err := os.ReadFile(copied + ".sha256"); err != nil || strings.TrimSpace(string(b)) != sum(t, src) {
+		t.Errorf("host2's sum file beside the copy: %q %v, want %s", b, err, sum(t, src))
+	}
+	// A copy without its sum file (made before bureau kept one) is read
+	// back whole once, found to be the image, and given one.
+	os.Remove(copied + ".sha256")
+	check(remote, true)
+	if b, _ := os.ReadFile(copied + ".sha256"); strings.TrimSpace(string(b)) != sum(t, src) {
+		t.Errorf("the sum file after reading the copy back: %q", b)
+	}
+
+	// The image rebuilt here: the same size and header, other bytes past
+	// them (64 KiB in the middle of its data). Host2's copy is another
+	// build, not the image (an overlay made over it would read garbage
+	// over this one), and a copy replaces it.
+	rebuilt := src + ".rebuilt"
+	run(t, "cp", src, rebuilt)
+	if g, err := os.OpenFile(rebuilt, os.O_WRONLY, 0); err != nil {
+		t.Fatal(err)
+	} else {
+		g.WriteAt(bytes.Repeat([]byte{0xa5}, 64<<10), srcInfo.Size()/2)
+		g.Close()
+	}
+	if err := os.Rename(rebuilt, src); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(src); st.Size() != srcInfo.Size() || !bytes.Equal(mustHead(t, src), mustHead(t, copied)) {
+		t.Fatal("the rebuild changed the size or the header")
+	}
+	check(remote, false)
+	if err := link.CopyImage(ctx, src, remote, nil); err != nil {
+		t.Fatal(err)
+	}
+	check(remote, true)
+	if sum(t, copied) != sum(t, src) {
+		t.Errorf("sha256 of the copy that replaced another build differs from the source's")
 	}
 
 	// Cancelled mid-way (from the progress callback): while the body is
@@ -400,3 +440,12 @@ func readHead(path string, n int) ([]byte, error) {
 
 // onDisk is the bytes a file takes on disk.
 func onDisk(st os.FileInfo) int64 { return st.Sys().(*syscall.Stat_t).Blocks * 512 }
+
+func mustHead(t *testing.T, path string) []byte {
+	t.Helper()
+	h, err := readHead(path, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}

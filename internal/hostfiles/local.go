@@ -40,7 +40,9 @@ func New(disks Disks) *Local { return &Local{disks: disks} }
 
 // EnsureImage has nothing to copy: base images are on bureau's own host
 // already, at path. No progress is reported.
-func (l *Local) EnsureImage(context.Context, string, func(done, total int64)) error { return nil }
+func (l *Local) EnsureImage(context.Context, string, func(context.Context, string) error, func(done, total int64)) error {
+	return nil
+}
 
 // MakeDir makes dir (and its parents) 0700, owned by uid:gid; an existing
 // folder is given that owner and mode.

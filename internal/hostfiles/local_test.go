@@ -224,7 +224,7 @@ func TestStoppedDisksAreQemuImgs(t *testing.T) {
 		t.Errorf("calls %v, want %v", disks.calls, want)
 	}
 	called := false
-	if err := l.EnsureImage(ctx, "/images/base.qcow2", func(int64, int64) { called = true }); err != nil || called {
+	if err := l.EnsureImage(ctx, "/images/base.qcow2", nil, func(int64, int64) { called = true }); err != nil || called {
 		t.Errorf("EnsureImage here: %v, progress %v", err, called)
 	}
 }

@@ -12,8 +12,10 @@ import (
 // Paths are the same on every host.
 type HostFiles interface {
 	// EnsureImage copies the base image at path to the same path on the
-	// host unless a complete copy is there, reporting progress.
-	EnsureImage(ctx context.Context, path string, progress func(done, total int64)) error
+	// host unless a complete copy is there, reporting progress. replace
+	// is asked before another image at that path (another build of it)
+	// is replaced; its error keeps that file and fails the copy.
+	EnsureImage(ctx context.Context, path string, replace func(ctx context.Context, why string) error, progress func(done, total int64)) error
 	// MakeDir makes a desktop's folder, owned by its QEMU user.
 	MakeDir(ctx context.Context, dir string, uid, gid int) error
 	// Exists says whether a file is there.
@@ -91,6 +93,11 @@ type desktopHosts struct {
 	seeds SeedWriter
 	// sites reaches remote hosts (Config.Sites; nil: bureau's own only).
 	sites Sites
+	// desktops lists the desktops on a host: those whose OS disks are
+	// overlays on its copy of an image (imageOn).
+	desktops interface {
+		ListDesktops(ctx context.Context, f desktop.Filter) ([]*desktop.Desktop, error)
+	}
 }
 
 // filesOf is what works on d's files: on bureau's own host, its files

@@ -269,7 +269,7 @@ func New(cfg Config, hv Hypervisor, disks Disks, seeds SeedWriter, store Store, 
 	local := hostfiles.New(disks)
 	m := &Manager{cfg: cfg, events: hv, store: store, ops: newRunner(cfg, store, feed, log), Feed: feed}
 	m.defs = &vmDefs{tcgCacheMiB: cfg.TCGCacheMiB, network: cfg.Network, group: cfg.VMGroup}
-	m.hosts = &desktopHosts{ops: m.ops, local: local, seeds: seeds, sites: cfg.Sites}
+	m.hosts = &desktopHosts{ops: m.ops, local: local, seeds: seeds, sites: cfg.Sites, desktops: store}
 	m.place = &placer{sites: m.hosts, placement: cfg.Placement, accel: cfg.Accelerator}
 	m.quota = &quotas{store: store, place: m.place, log: log, capacity: cfg.Capacity, defaultPlan: cfg.DefaultPlan}
 	m.life = &lifecycle{ops: m.ops, store: store, vms: hv, room: m.quota, hosts: m.hosts, defs: m.defs, log: log,

@@ -84,6 +84,13 @@ func (mv *Moves) Migrate(ctx context.Context, id, to, actor string) (*desktop.De
 	if err != nil {
 		return nil, err
 	}
+	img, err := mv.store.GetImage(ctx, d.Image)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", d.Image, err)
+	}
+	if err := mv.hosts.sameBase(ctx, d, img.Path); err != nil {
+		return nil, err
+	}
 	desired := was
 	if was.Frozen() {
 		desired = desktop.StateHibernated

@@ -70,6 +70,9 @@ type moveHosts interface {
 	named(ctx context.Context, host string) (*Site, error)
 	filesOf(ctx context.Context, d *desktop.Desktop) (desktopFiles, error)
 	imageOn(ctx context.Context, files HostFiles, d *desktop.Desktop, host, path string, label func(step string) string) error
+	// sameBase refuses a desktop whose host has another build of its
+	// image than bureau's own.
+	sameBase(ctx context.Context, d *desktop.Desktop, path string) error
 	uploadSeed(ctx context.Context, files HostFiles, path string, seed Seed, uid, gid int) error
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/bureau/bureau/internal/desktop"
@@ -116,9 +117,25 @@ func (c *creator) buildRemote(ctx context.Context, d *desktop.Desktop, basePath 
 // imageOn copies the base image at path to host (its files) unless a
 // complete copy is there, showing its progress as d's step ("image 40%",
 // as label words it). Bureau's own host has its images: nothing shows.
+// Another build of the image at that path (the image was rebuilt since
+// it was copied there) is replaced only when no desktop there but d has
+// its OS disk over it: theirs would read another base under their
+// overlays. Else the copy is refused, naming them.
 func (h *desktopHosts) imageOn(ctx context.Context, files HostFiles, d *desktop.Desktop, host, path string, label func(step string) string) error {
 	last := time.Time{}
-	err := files.EnsureImage(ctx, path, func(done, total int64) {
+	replace := func(ctx context.Context, why string) error {
+		users, err := h.imageUsers(ctx, host, d.Image, d.ID)
+		if err != nil {
+			return err
+		}
+		if len(users) > 0 {
+			return &desktop.ConflictError{Message: fmt.Sprintf("host %s holds another build of image %s, the base of desktops %s there: reimage, move or delete them first",
+				host, d.Image, strings.Join(users, ", "))}
+		}
+		h.ops.log.Info("replacing another build of a base image on a host", "host", host, "image", d.Image, "path", path, "why", why)
+		return nil
+	}
+	err := files.EnsureImage(ctx, path, replace, func(done, total int64) {
 		if total > 0 && (time.Since(last) > time.Second || done == total) {
 			last = time.Now()
 			h.ops.step(ctx, d, label(fmt.Sprintf("image %d%%", done*100/total)))
@@ -126,6 +143,45 @@ func (h *desktopHosts) imageOn(ctx context.Context, files HostFiles, d *desktop.
 	})
 	if err != nil {
 		return fmt.Errorf("base image on host %s: %w", host, err)
+	}
+	return nil
+}
+
+// imageUsers names the desktops on host, but except, whose OS disks are
+// overlays on its copy of image.
+func (h *desktopHosts) imageUsers(ctx context.Context, host, image, except string) ([]string, error) {
+	ds, err := h.desktops.ListDesktops(ctx, desktop.Filter{Host: host})
+	if err != nil {
+		return nil, fmt.Errorf("desktops on host %s: %w", host, err)
+	}
+	var users []string
+	for _, o := range ds {
+		if o.ID != except && o.Image == image && o.Host == host {
+			users = append(users, o.Name+" ("+o.ID+")")
+		}
+	}
+	return users, nil
+}
+
+// sameBase refuses to move d off its remote host when that host's copy
+// of its image is another build than bureau's own (the image was rebuilt
+// after d was made there): d's OS disk, an overlay, would be read over
+// another base wherever it went. Only a reimage mends it. A desktop on
+// bureau's own host has the image itself.
+func (h *desktopHosts) sameBase(ctx context.Context, d *desktop.Desktop, path string) error {
+	if !d.Remote() {
+		return nil
+	}
+	there, err := h.filesOf(ctx, d)
+	if err != nil {
+		return err
+	}
+	keep := func(_ context.Context, why string) error {
+		return &desktop.ConflictError{Message: fmt.Sprintf("desktop %s's OS disk is over another build of image %s on host %s than this host's (%s): it cannot move; reimage it first (its data disk stays)",
+			d.Name, d.Image, d.Host, why)}
+	}
+	if err := there.Files.EnsureImage(ctx, path, keep, nil); err != nil {
+		return fmt.Errorf("base image on host %s: %w", d.Host, err)
 	}
 	return nil
 }

@@ -26,6 +26,9 @@ type fakeHostFiles struct {
 	fail  string // method that fails
 	// alloc is what Allocated says a file takes; every call adds 1 MiB.
 	alloc map[string]int64
+	// other holds a path where another build of the image is: EnsureImage
+	// asks replace, and keeps it if refused.
+	other string
 }
 
 func (f *fakeHostFiles) note(call, path, what string) error {
@@ -44,9 +47,22 @@ func (f *fakeHostFiles) note(call, path, what string) error {
 	return nil
 }
 
-func (f *fakeHostFiles) EnsureImage(_ context.Context, path string, progress func(done, total int64)) error {
-	progress(50, 100)
-	progress(100, 100)
+func (f *fakeHostFiles) EnsureImage(ctx context.Context, path string, replace func(context.Context, string) error, progress func(done, total int64)) error {
+	f.mu.Lock()
+	other := f.other == path
+	f.mu.Unlock()
+	if other {
+		if err := replace(ctx, "the bytes at 4096 differ"); err != nil {
+			return err
+		}
+		f.mu.Lock()
+		f.other = ""
+		f.mu.Unlock()
+	}
+	if progress != nil {
+		progress(50, 100)
+		progress(100, 100)
+	}
 	return f.note("EnsureImage", path, "image")
 }
 func (f *fakeHostFiles) MakeDir(_ context.Context, dir string, uid, gid int) error {
@@ -407,5 +423,51 @@ func TestReconcileLeavesTheDesktopsOfAnUnreachableHost(t *testing.T) {
 	}
 	if got, _ := h.m.Get(context.Background(), d.ID); got.State != desktop.StateRunning || got.LastError != "" {
 		t.Errorf("a desktop whose host did not answer: %s %q (nothing is concluded from silence)", got.State, got.LastError)
+	}
+}
+
+// A host holding another build of the image (rebuilt since it was copied
+// there): the copy replaces it only when no other desktop there is over
+// it, and a desktop over it does not move, since its OS disk would be
+// read over another base.
+func TestAnotherBuildOfTheImageOnAHost(t *testing.T) {
+	h, files, _, _, _ := newRemoteHarness(t)
+	ctx := context.Background()
+	base := filepath.Join(h.dir, "base.qcow2")
+	create := func(name string) (*desktop.Desktop, error) {
+		return h.m.Create(ctx, CreateRequest{Owner: "alice", Name: name, Actor: "test", Host: "two",
+			Spec: desktop.Spec{VCPUs: 1, MemoryMiB: 1024, DataDiskGiB: 5}})
+	}
+	files.other = base
+	first, err := create("first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first = h.settle(t, first.ID); first.State != desktop.StateRunning || files.other != "" {
+		t.Fatalf("the first desktop on two: %s %q; other build kept: %v", first.State, first.LastError, files.other != "")
+	}
+
+	files.other = base // rebuilt again: two's copy is now first's base only
+	second, err := create("second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second = h.settle(t, second.ID)
+	if second.State != desktop.StateError || !strings.Contains(second.LastError, "host two holds another build of image "+first.Image+", the base of desktops first ("+first.ID+") there") || files.other != base {
+		t.Errorf("create over first's base: %s %q; other build kept: %v", second.State, second.LastError, files.other == base)
+	}
+	if files.has(filepath.Join(second.Dir, "os.qcow2")) {
+		t.Error("the refused create made an OS disk on two")
+	}
+
+	mv := &fakeMover{}
+	h.m.moves.live, h.m.moves.hostAddress = mv, "10.0.0.1"
+	_, err = h.m.moves.Migrate(ctx, first.ID, desktop.LocalHost, "test")
+	var ce *desktop.ConflictError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "over another build of image "+first.Image+" on host two") || !strings.Contains(err.Error(), "reimage it first") {
+		t.Errorf("move of a desktop over another build: %v", err)
+	}
+	if d, _ := h.store.GetDesktop(ctx, first.ID); d.Host != "two" || d.State != desktop.StateRunning || len(mv.dests) != 0 {
+		t.Errorf("after the refused move: %s on %s, moves %v", d.State, d.Host, mv.dests)
 	}
 }

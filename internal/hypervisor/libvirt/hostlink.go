@@ -248,7 +248,7 @@ func (l *HostLink) storage() pools.Host { return pools.NewHost(l.conn, l.uri) }
 // The file gets mode 0644, owner root.
 //
 // A complete copy already there is kept (progress reports it done); any
-// other file at remotePath (a copy cut short) is replaced. progress, if
+// other file at remotePath (a copy cut short, another build) is replaced. progress, if
 // not nil, is called at most every 250 ms while data moves and once at the
 // end with done == total, from the goroutine moving the data: it must
 // return quickly. Cancelling ctx aborts the stream and removes the
@@ -258,12 +258,13 @@ func (l *HostLink) CopyImage(ctx context.Context, localPath, remotePath string, 
 	if why := l.closed.Load(); why != nil {
 		return errors.New(*why)
 	}
-	return l.storage().CopyImage(ctx, localPath, remotePath, progress, false)
+	return l.storage().CopyImage(ctx, localPath, remotePath, progress, false, nil)
 }
 
 // ImageOnHost says whether remotePath on the host is a complete copy of
 // the local file localPath: the same file size, the same virtual size
-// (libvirt reads the qcow2 header on the host) and the same first 4 KiB.
+// (libvirt reads the qcow2 header on the host), the same first 4 KiB and
+// the same bytes at 16 places spread over the rest.
 // It finds or makes the folder's pool as CopyImage does, and refreshes it,
 // so files put there outside libvirt count too.
 func (l *HostLink) ImageOnHost(ctx context.Context, localPath, remotePath string) (bool, error) {

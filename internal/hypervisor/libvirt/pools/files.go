@@ -58,13 +58,14 @@ func (f *Files) pools(ctx context.Context) (Host, error) {
 
 // EnsureImage copies the local base image at path to the same path on the
 // host unless a complete copy is there (CopyImage; a copy of that path
-// under way is waited for).
-func (f *Files) EnsureImage(ctx context.Context, path string, progress func(done, total int64)) error {
+// under way is waited for). replace is asked before another image at
+// that path (another build of it) is replaced.
+func (f *Files) EnsureImage(ctx context.Context, path string, replace func(ctx context.Context, why string) error, progress func(done, total int64)) error {
 	p, err := f.pools(ctx)
 	if err != nil {
 		return err
 	}
-	return p.CopyImage(ctx, path, path, progress, true)
+	return p.CopyImage(ctx, path, path, progress, true, replace)
 }
 
 // MakeDir makes dir on the host, mode 0700, owned by uid:gid: the target

@@ -289,16 +289,16 @@ func TestEnsureImageWaitsForACopyUnderWay(t *testing.T) {
 	copying.Store(key, busy)
 	defer copying.Delete(key)
 	l := NewHost(conn, f.link.URI())
-	if err := l.CopyImage(ctx, local, local, nil, false); err == nil || !strings.Contains(err.Error(), "under way") {
+	if err := l.CopyImage(ctx, local, local, nil, false, nil); err == nil || !strings.Contains(err.Error(), "under way") {
 		t.Errorf("CopyImage while a copy is under way: %v, want it refused", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := f.EnsureImage(cctx, local, nil); !errors.Is(err, context.Canceled) {
+	if err := f.EnsureImage(cctx, local, nil, nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("EnsureImage cancelled while waiting: %v", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- f.EnsureImage(ctx, local, nil) }()
+	go func() { done <- f.EnsureImage(ctx, local, nil, nil) }()
 	select {
 	case err := <-done:
 		t.Fatalf("EnsureImage did not wait for the copy under way: %v", err)

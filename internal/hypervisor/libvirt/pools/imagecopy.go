@@ -57,10 +57,18 @@ func (p Host) imagePool(ctx context.Context, dir string) (string, error) {
 	return p.ensurePool(ctx, dir, imageDir, false)
 }
 
+// Replace is asked before a copy removes a file at its path on the host
+// that is a whole image, not the copy (why says how it differs): another
+// build of the image, maybe the base of desktops on that host. An error
+// keeps the file, and the copy fails with it.
+type Replace func(ctx context.Context, why string) error
+
 // CopyImage is HostLink.CopyImage (package libvirt) on this host. With
 // wait, a copy to the same path under way is waited for (then found
-// complete) rather than refused.
-func (p Host) CopyImage(ctx context.Context, localPath, remotePath string, progress CopyProgress, wait bool) (err error) {
+// complete) rather than refused. replace, if not nil, is asked before a
+// whole image of another content at remotePath is replaced (a copy cut
+// short is replaced without asking).
+func (p Host) CopyImage(ctx context.Context, localPath, remotePath string, progress CopyProgress, wait bool, replace Replace) (err error) {
 	dir, name, err := SplitRemote(remotePath)
 	if err != nil {
 		return err
@@ -104,35 +112,36 @@ func (p Host) CopyImage(ctx context.Context, localPath, remotePath string, progr
 	}
 	// A complete copy stays; anything else of that name goes. The pool
 	// is refreshed first, so files made outside libvirt are seen.
-	done, err := link.Call(ctx, func() (bool, error) {
-		return p.WithPool(pool, func(pl *libvirt.StoragePool) (bool, error) {
-			Refresh(pl)
-			vol, err := LookupVolume(pl, name)
-			if err != nil {
-				return false, err
+	there, err := p.found(ctx, pool, name, src)
+	if err != nil {
+		return fmt.Errorf("copy %s to the host: %w", remotePath, err)
+	}
+	if there.ok {
+		prog.End()
+		return nil
+	}
+	if there.why != "" && !there.cut && replace != nil {
+		if err := replace(ctx, there.why); err != nil {
+			return fmt.Errorf("copy %s to the host: the file there is another image (%s): %w", remotePath, there.why, err)
+		}
+	}
+	_, err = link.Call(ctx, func() (struct{}, error) {
+		return onPool(p, pool, func(pl *libvirt.StoragePool) (struct{}, error) {
+			// The sum file goes first: a copy is whole only with it.
+			if err := p.removeVolume(pl, sumName(name)); err != nil {
+				return struct{}{}, err
 			}
-			if vol == nil {
-				return false, spaceFor(pl, dir, src)
+			if there.why != "" {
+				if err := p.removeVolume(pl, name); err != nil {
+					return struct{}{}, fmt.Errorf("the other %s: %w", remotePath, err)
+				}
+				Refresh(pl)
 			}
-			defer vol.Free()
-			if ok, _, err := p.complete(vol, src); err != nil {
-				return false, err
-			} else if ok {
-				return true, nil
-			}
-			if err := vol.Delete(0); err != nil {
-				return false, link.HostErr("remove the incomplete "+remotePath, err)
-			}
-			Refresh(pl)
-			return false, spaceFor(pl, dir, src)
+			return struct{}{}, spaceFor(pl, dir, src)
 		})
 	})
 	if err != nil {
 		return fmt.Errorf("copy %s to the host: %w", remotePath, err)
-	}
-	if done {
-		prog.End()
-		return nil
 	}
 
 	// RunCopy: no overall deadline but ctx and the stall watchdog. The
@@ -174,14 +183,30 @@ func (p Host) ImageOnHost(ctx context.Context, localPath, remotePath string) (bo
 				return false, err
 			}
 			defer vol.Free()
-			ok, _, err := p.complete(vol, src)
-			return ok, err
+			v, err := p.complete(pl, vol, name, src)
+			return v.ok, err
 		})
 	})
 	if err != nil {
 		return false, fmt.Errorf("check %s on the host: %w", remotePath, err)
 	}
 	return ok, nil
+}
+
+// found compares the file name in pool (refreshed first: files made
+// outside libvirt show) with src; its why is "" when there is none.
+func (p Host) found(ctx context.Context, pool, name string, src *source) (verdict, error) {
+	return link.Call(ctx, func() (verdict, error) {
+		return onPool(p, pool, func(pl *libvirt.StoragePool) (verdict, error) {
+			Refresh(pl)
+			vol, err := LookupVolume(pl, name)
+			if err != nil || vol == nil {
+				return verdict{}, err
+			}
+			defer vol.Free()
+			return p.complete(pl, vol, name, src)
+		})
+	})
 }
 
 // transfer creates the volume name in pool and uploads src into it: the
@@ -238,12 +263,19 @@ func (p Host) transfer(ctx context.Context, pool, name string, src *source, move
 	}
 	moved(src.size)
 	Refresh(pl)
-	ok, why, err := p.complete(vol, src)
+	v, err := p.matches(vol, src)
 	if err != nil {
 		return fmt.Errorf("check the copy: %w", err)
 	}
-	if !ok {
-		return fmt.Errorf("the copy on the host is not complete: %s", why)
+	if !v.ok {
+		return fmt.Errorf("the copy on the host is not complete: %s", v.why)
+	}
+	sum, err := src.sum()
+	if err != nil {
+		return err
+	}
+	if err := p.writeSum(pl, name, sum); err != nil {
+		return err
 	}
 	return nil
 }

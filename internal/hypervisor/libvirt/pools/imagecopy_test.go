@@ -124,7 +124,7 @@ func TestCopyImageRefusedUploadLeavesNoVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	reports := 0
-	err := l.CopyImage(ctx, local, dir+"/base.qcow2", func(done, total int64) { reports++ }, false)
+	err := l.CopyImage(ctx, local, dir+"/base.qcow2", func(done, total int64) { reports++ }, false, nil)
 	t.Cleanup(func() { removePool(l.conn, PoolName(dir)) })
 	var lerr libvirt.Error
 	if err == nil || !strings.Contains(err.Error(), "not supported") || !errors.As(err, &lerr) || lerr.Code != libvirt.ERR_NO_SUPPORT {
@@ -147,7 +147,7 @@ func TestCopyImageRefusedUploadLeavesNoVolume(t *testing.T) {
 		t.Errorf("ImageOnHost after the failed copy: %v %v", ok, err)
 	}
 	// A second copy of the same path is not refused as under way.
-	if err := l.CopyImage(ctx, local, dir+"/base.qcow2", nil, false); err == nil || strings.Contains(err.Error(), "under way") {
+	if err := l.CopyImage(ctx, local, dir+"/base.qcow2", nil, false, nil); err == nil || strings.Contains(err.Error(), "under way") {
 		t.Errorf("second copy: %v", err)
 	}
 }
@@ -158,11 +158,11 @@ func TestCopyImageChecksItsArguments(t *testing.T) {
 	local := filepath.Join(t.TempDir(), "base.qcow2")
 	os.WriteFile(local, []byte("x"), 0o644)
 	for _, remote := range []string{"relative/base.qcow2", "/", "/images/../base.qcow2", "/images/"} {
-		if err := l.CopyImage(ctx, local, remote, nil, false); err == nil || !strings.Contains(err.Error(), "absolute, clean path") {
+		if err := l.CopyImage(ctx, local, remote, nil, false, nil); err == nil || !strings.Contains(err.Error(), "absolute, clean path") {
 			t.Errorf("remote path %q: %v", remote, err)
 		}
 	}
-	if err := l.CopyImage(ctx, local+".missing", "/bureau-test/x/base.qcow2", nil, false); !errors.Is(err, os.ErrNotExist) {
+	if err := l.CopyImage(ctx, local+".missing", "/bureau-test/x/base.qcow2", nil, false, nil); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing local file: %v", err)
 	}
 	if _, err := l.ImageOnHost(ctx, t.TempDir(), "/bureau-test/x/base.qcow2"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
@@ -170,7 +170,7 @@ func TestCopyImageChecksItsArguments(t *testing.T) {
 	}
 	empty := filepath.Join(t.TempDir(), "empty.qcow2")
 	os.WriteFile(empty, nil, 0o644)
-	if err := l.CopyImage(ctx, empty, "/bureau-test/x/base.qcow2", nil, false); err == nil || !strings.Contains(err.Error(), "empty") {
+	if err := l.CopyImage(ctx, empty, "/bureau-test/x/base.qcow2", nil, false, nil); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Errorf("an empty local file: %v", err)
 	}
 }
@@ -362,4 +362,35 @@ func TestProgressIsSpacedAndEndsAtTotal(t *testing.T) {
 		t.Errorf("reports %v", got)
 	}
 	NewProgress(nil, 10).End() // no callback: nothing to call
+}
+
+func TestSourceSumIsOfTheFileAsItIsNow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "base.qcow2")
+	os.WriteFile(path, []byte("first build"), 0o644)
+	sumOf := func() string {
+		t.Helper()
+		src, err := openSource(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.f.Close()
+		s, err := src.sum()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	first := sumOf()
+	if first != "f3adf3a4014af2dc15376ed0b22ac63cae9073430512bad33659b8f352c9fb30" || sumOf() != first {
+		t.Fatalf("sum: %q, then %q", first, sumOf())
+	}
+	// Rebuilt: the same size, other bytes, renamed over it.
+	next := path + ".new"
+	os.WriteFile(next, []byte("other build"), 0o644)
+	if err := os.Rename(next, path); err != nil {
+		t.Fatal(err)
+	}
+	if again := sumOf(); again == first {
+		t.Errorf("the rebuilt image has the sum of the first build: %s", again)
+	}
 }

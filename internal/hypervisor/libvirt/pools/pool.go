@@ -315,9 +315,14 @@ func autostart(p *libvirt.StoragePool, name string) error {
 
 // WithPool runs fn on the pool named name (within the caller's call).
 func (p Host) WithPool(name string, fn func(*libvirt.StoragePool) (bool, error)) (bool, error) {
+	return onPool(p, name, fn)
+}
+
+// onPool is WithPool for any result.
+func onPool[T any](p Host, name string, fn func(*libvirt.StoragePool) (T, error)) (v T, err error) {
 	pl, err := p.conn.LookupStoragePoolByName(name)
 	if err != nil {
-		return false, link.HostErr("storage pool "+name, err)
+		return v, link.HostErr("storage pool "+name, err)
 	}
 	defer pl.Free()
 	return fn(pl)

@@ -2,11 +2,15 @@ package pools
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -76,30 +80,214 @@ func spaceFor(p *libvirt.StoragePool, dir string, src *source) error {
 	return nil
 }
 
-// complete says whether vol is a complete copy of src, and if not why.
-func (p Host) complete(vol *libvirt.StorageVol, src *source) (bool, string, error) {
+// A copy's content: besides its size and header, a copy on a host is
+// known by the sha256 of its bytes, kept beside it in a small file
+// (sumName) written once the copy is whole. Two builds of one recipe can
+// share a size and a header (a qcow2 header says where its tables are,
+// not what the disk holds); an overlay made over one and run over the
+// other reads garbage. A copy without that file (made before bureau kept
+// it, or cut short just before) is read back whole once and hashed.
+
+// sumName is the file holding the sha256 of the image name on a host.
+func sumName(name string) string { return name + ".sha256" }
+
+// verdict is what complete finds of a file on the host.
+type verdict struct {
+	ok  bool
+	why string // why not ok
+	// cut is a copy cut short: its header is still zeros (the header is
+	// uploaded last), so no desktop ever used it as its base.
+	cut bool
+}
+
+// complete compares the image name in pl with src: sizes, header, then
+// content (its sum file, else its bytes, after which the sum file is
+// written).
+func (p Host) complete(pl *libvirt.StoragePool, vol *libvirt.StorageVol, name string, src *source) (verdict, error) {
+	v, err := p.matches(vol, src)
+	if err != nil || !v.ok {
+		return v, err
+	}
+	want, err := src.sum()
+	if err != nil {
+		return verdict{}, err
+	}
+	got, err := p.readSum(pl, name)
+	if err != nil {
+		return verdict{}, err
+	}
+	if got == "" {
+		if got, err = p.hashVolume(vol, src.size); err != nil {
+			return verdict{}, fmt.Errorf("read the copy back: %w", err)
+		}
+		if got == want {
+			if err := p.writeSum(pl, name, want); err != nil {
+				return verdict{}, err
+			}
+		}
+	}
+	if got != want {
+		return verdict{why: fmt.Sprintf("another build: sha256 %.16s, this host's %.16s", got, want)}, nil
+	}
+	return verdict{ok: true}, nil
+}
+
+// matches compares vol's sizes and header with src's.
+func (p Host) matches(vol *libvirt.StorageVol, src *source) (verdict, error) {
 	phys, err := vol.GetInfoFlags(libvirt.STORAGE_VOL_GET_PHYSICAL)
 	if err != nil {
-		return false, "", link.HostErr("volume size", err)
-	}
-	if int64(phys.Allocation) != src.size {
-		return false, fmt.Sprintf("%d bytes, want %d", phys.Allocation, src.size), nil
-	}
-	info, err := vol.GetInfo()
-	if err != nil {
-		return false, "", link.HostErr("volume size", err)
-	}
-	if int64(info.Capacity) != src.virtual {
-		return false, fmt.Sprintf("virtual size %d, want %d", info.Capacity, src.virtual), nil
+		return verdict{}, link.HostErr("volume size", err)
 	}
 	head, err := p.Download(vol, len(src.head))
 	if err != nil {
-		return false, "", err
+		return verdict{}, err
+	}
+	if !bytes.Equal(head, src.head) && allZero(head) {
+		return verdict{why: "a copy cut short (its header is zeros)", cut: true}, nil
+	}
+	if int64(phys.Allocation) != src.size {
+		return verdict{why: fmt.Sprintf("%d bytes, want %d", phys.Allocation, src.size)}, nil
 	}
 	if !bytes.Equal(head, src.head) {
-		return false, "first bytes differ", nil
+		return verdict{why: "first bytes differ"}, nil
 	}
-	return true, "", nil
+	info, err := vol.GetInfo()
+	if err != nil {
+		return verdict{}, link.HostErr("volume size", err)
+	}
+	if int64(info.Capacity) != src.virtual {
+		return verdict{why: fmt.Sprintf("virtual size %d, want %d", info.Capacity, src.virtual)}, nil
+	}
+	return verdict{ok: true}, nil
+}
+
+// readSum is the sum file of the image name in pl ("" when there is none
+// or it holds no sum).
+func (p Host) readSum(pl *libvirt.StoragePool, name string) (string, error) {
+	vol, err := LookupVolume(pl, sumName(name))
+	if err != nil || vol == nil {
+		return "", err
+	}
+	defer vol.Free()
+	b, err := p.Download(vol, 2*sha256.Size+1)
+	if err != nil {
+		return "", err
+	}
+	sum := strings.TrimSpace(string(b))
+	if _, err := hex.DecodeString(sum); err != nil || len(sum) != 2*sha256.Size {
+		return "", nil
+	}
+	return sum, nil
+}
+
+// writeSum writes the sum file of the image name in pl.
+func (p Host) writeSum(pl *libvirt.StoragePool, name, sum string) error {
+	if err := p.removeVolume(pl, sumName(name)); err != nil {
+		return err
+	}
+	body := []byte(sum + "\n")
+	x, err := VolumeXML(sumName(name), int64(len(body)), imageFile)
+	if err != nil {
+		return err
+	}
+	vol, err := pl.StorageVolCreateXML(x, 0)
+	if err != nil {
+		return link.HostErr("create "+sumName(name), err)
+	}
+	defer vol.Free()
+	sent := false
+	data := func(*libvirt.Stream, int) ([]byte, error) {
+		if sent {
+			return nil, nil
+		}
+		sent = true
+		return body, nil
+	}
+	if err := p.Upload(vol, 0, int64(len(body)), false, data, nil, nil, func() error { return nil }); err != nil {
+		vol.Delete(0)
+		return fmt.Errorf("write %s: %w", sumName(name), err)
+	}
+	return nil
+}
+
+// removeVolume removes the file name from pl (none there is fine).
+func (p Host) removeVolume(pl *libvirt.StoragePool, name string) error {
+	vol, err := LookupVolume(pl, name)
+	if err != nil || vol == nil {
+		return err
+	}
+	defer vol.Free()
+	if err := vol.Delete(0); err != nil {
+		return link.HostErr("remove "+name, err)
+	}
+	return nil
+}
+
+// hashVolume reads vol's size bytes back from the host and hashes them.
+func (p Host) hashVolume(vol *libvirt.StorageVol, size int64) (string, error) {
+	st, err := p.conn.NewStream(0)
+	if err != nil {
+		return "", link.HostErr("stream", err)
+	}
+	defer st.Free()
+	if err := vol.Download(st, 0, uint64(size), 0); err != nil {
+		st.Abort()
+		return "", link.HostErr("download", err)
+	}
+	h := sha256.New()
+	buf := make([]byte, 1<<20)
+	for {
+		k, err := st.Recv(buf)
+		if errors.Is(err, io.EOF) || err == nil && k == 0 {
+			break
+		}
+		if err != nil {
+			st.Abort()
+			return "", link.HostErr("download", err)
+		}
+		h.Write(buf[:k])
+	}
+	if err := st.Finish(); err != nil {
+		return "", link.HostErr("download", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+// sums caches the sha256 of local images: by path, size, change time and
+// inode (a rebuilt image is a new file renamed over the old).
+var sums sync.Map
+
+// sum is the sha256 of the local image, hashed once per file version.
+func (s *source) sum() (string, error) {
+	key := s.path
+	st, err := s.f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("image %s: %w", s.path, err)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		key = fmt.Sprintf("%s\x00%d\x00%d\x00%d.%d", s.path, st.Size(), sys.Ino, sys.Ctim.Sec, sys.Ctim.Nsec)
+	} else {
+		key = fmt.Sprintf("%s\x00%d\x00%d", s.path, st.Size(), st.ModTime().UnixNano())
+	}
+	if v, ok := sums.Load(key); ok {
+		return v.(string), nil
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(s.f, 0, s.size)); err != nil {
+		return "", fmt.Errorf("image %s: %w", s.path, err)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	sums.Store(key, sum)
+	return sum, nil
 }
 
 // Progress spaces a copy's reports.
