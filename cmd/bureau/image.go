@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -28,6 +29,13 @@ func imageCmd(cfg *config.Config) *cobra.Command {
 			im, reused, err := imageService(cfg, st, log).Build(ctx,
 				images.BuildRequest{Name: name, RecipeDir: recipe, OS: osName, Version: osVersion}, progress.report)
 			progress.finish()
+			var kept *images.RebuildInUseError
+			if errors.As(err, &kept) {
+				// Not a failure: the image its desktops run over stays,
+				// and bureau serves with it (make run goes on).
+				fmt.Fprintf(os.Stderr, "warning: %v\n", err)
+				return nil
+			}
 			if err != nil {
 				return err
 			}

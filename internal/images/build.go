@@ -87,6 +87,9 @@ func (s *Service) Build(ctx context.Context, req BuildRequest, progress Progress
 			return nil, false, err
 		}
 	}
+	if err := s.replaceable(ctx, req.Name, im.Path, cached); err != nil {
+		return nil, false, err
+	}
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return nil, false, err
 	}
@@ -98,6 +101,67 @@ func (s *Service) Build(ctx context.Context, req BuildRequest, progress Progress
 	}
 	progress.report(Progress{Phase: "registered", Percent: 100})
 	return im, reused, nil
+}
+
+// RebuildInUseError is a build that was not put in place of the image
+// it rebuilds: desktops have their OS disks over that image, and an
+// overlay run over another base reads garbage. The image stays as it was;
+// the new build stays in the cache.
+type RebuildInUseError struct {
+	Image    string
+	Desktops []string
+	Cached   string // the new build
+}
+
+func (e *RebuildInUseError) Error() string {
+	return fmt.Sprintf("image %q was not replaced by its new build: desktops %s have their OS disks over it, and would read another base under them. "+
+		"It stays as it was; the new build is %s: import it under another name (bureau image import --name %s-new --path %s) and reimage desktops onto it (bureau desktop reimage NAME --image %s-new), or delete those desktops",
+		e.Image, strings.Join(e.Desktops, ", "), e.Cached, e.Image, e.Cached, e.Image)
+}
+
+// replaceable refuses to put the build cached in place of the image name
+// at path while desktops are over it, unless the file there is that
+// build already.
+func (s *Service) replaceable(ctx context.Context, name, path, cached string) error {
+	old, err := os.Stat(path)
+	if err != nil {
+		return nil // nothing there to replace
+	}
+	if st, err := os.Stat(cached); err == nil && os.SameFile(old, st) {
+		return nil
+	}
+	users, err := s.users(ctx, name)
+	if err != nil {
+		return err
+	}
+	if len(users) == 0 {
+		return nil
+	}
+	if same, err := sameContent(path, cached); err != nil || same {
+		return err
+	}
+	return &RebuildInUseError{Image: name, Desktops: users, Cached: cached}
+}
+
+// sameContent says whether files a and b hold the same bytes.
+func sameContent(a, b string) (bool, error) {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	fb, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	if fa.Size() != fb.Size() {
+		return false, nil
+	}
+	sa, err := fileSHA256(a)
+	if err != nil {
+		return false, err
+	}
+	sb, err := fileSHA256(b)
+	return sa == sb, err
 }
 
 // runRecipe runs build.sh, turning its progress lines into reports with an

@@ -84,6 +84,21 @@ func (e *InUseError) Error() string {
 	return fmt.Sprintf("image %q is used by desktops %v; delete or reimage them first", e.Image, e.Desktops)
 }
 
+// users names the desktops that still exist over the image name.
+func (s *Service) users(ctx context.Context, name string) ([]string, error) {
+	ds, err := s.Store.ListDesktops(ctx, desktop.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	var users []string
+	for _, d := range ds {
+		if d.Image == name {
+			users = append(users, d.Name+" ("+d.ID+")")
+		}
+	}
+	return users, nil
+}
+
 // Delete unregisters an image and removes its file, refusing while any
 // desktop that still exists uses it (their OS disks are overlays on it).
 func (s *Service) Delete(ctx context.Context, name string) error {
@@ -91,15 +106,9 @@ func (s *Service) Delete(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	ds, err := s.Store.ListDesktops(ctx, desktop.Filter{})
+	users, err := s.users(ctx, name)
 	if err != nil {
 		return err
-	}
-	var users []string
-	for _, d := range ds {
-		if d.Image == name {
-			users = append(users, d.Name+" ("+d.ID+")")
-		}
 	}
 	if len(users) > 0 {
 		return &InUseError{Image: name, Desktops: users}

@@ -271,3 +271,56 @@ func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// A rebuild is not put in place of an image desktops run over (their OS
+// disks are overlays on it): the image stays, the new build is named.
+func TestRebuildKeepsAnImageInUse(t *testing.T) {
+	s := newService(t)
+	ctx := context.Background()
+	recipe := t.TempDir()
+	first, second := toQcow2(t, makeDisk(t, true)), toQcow2(t, makeDisk(t, false))
+	build := func(from string) (*desktop.Image, error) {
+		os.WriteFile(filepath.Join(recipe, "build.sh"), []byte("#!/bin/bash\nset -e\ncp "+from+" \"$1\"\n"), 0o755)
+		im, _, err := s.Build(ctx, BuildRequest{Name: "deb", RecipeDir: recipe}, nil)
+		return im, err
+	}
+	im, err := build(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := fileSHA256(im.Path)
+	now := time.Now()
+	d := &desktop.Desktop{ID: "d1", Owner: "a", Name: "n", Spec: desktop.Spec{Image: "deb"},
+		State: desktop.StateStopped, DesiredState: desktop.StateStopped, CreatedAt: now, UpdatedAt: now}
+	if err := s.Store.(*store.Store).CreateDesktop(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = build(second) // another recipe: another build
+	var kept *RebuildInUseError
+	if !errors.As(err, &kept) || kept.Image != "deb" || len(kept.Desktops) != 1 || !strings.Contains(err.Error(), "n (d1)") || !exists(kept.Cached) {
+		t.Fatalf("rebuild of an image in use: %v", err)
+	}
+	if after, _ := fileSHA256(im.Path); after != before {
+		t.Error("the image in use was replaced")
+	}
+	if reg, _ := s.Store.GetImage(ctx, "deb"); reg.RecipeHash != im.RecipeHash || reg.SHA256 != before {
+		t.Errorf("the registered image changed: %+v", reg)
+	}
+	if got, _ := fileSHA256(kept.Cached); got == before {
+		t.Error("the named new build is the old one")
+	}
+
+	// Once nothing runs over it, the rebuild goes in.
+	d.State, d.DeletedAt = desktop.StateDeleted, &now
+	if err := s.Store.(*store.Store).UpdateDesktop(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	im2, err := build(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := fileSHA256(im2.Path); after == before || im2.SHA256 != after {
+		t.Errorf("rebuild without desktops: %s, registered %s, was %s", after, im2.SHA256, before)
+	}
+}
