@@ -70,13 +70,14 @@ func (s *Service) Build(ctx context.Context, req BuildRequest, progress Progress
 		return nil, false, err
 	}
 	im := &desktop.Image{Name: req.Name, OS: req.OS, Version: req.Version, Path: s.path(req.Name), RecipeHash: hash, Source: "recipe " + req.RecipeDir}
+	cached := filepath.Join(s.CacheDir, req.Name+"-"+hash+".qcow2")
 	if old, err := s.Store.GetImage(ctx, req.Name); err == nil && old.RecipeHash == hash {
 		if _, err := os.Stat(old.Path); err == nil {
+			s.pruneCache(req.Name, cached)
 			progress.report(Progress{Phase: "reused", Percent: 100})
 			return old, true, nil
 		}
 	}
-	cached := filepath.Join(s.CacheDir, req.Name+"-"+hash+".qcow2")
 	reused := true
 	if _, err := os.Stat(cached); errors.Is(err, os.ErrNotExist) {
 		reused = false
@@ -87,6 +88,7 @@ func (s *Service) Build(ctx context.Context, req BuildRequest, progress Progress
 			return nil, false, err
 		}
 	}
+	s.pruneCache(req.Name, cached)
 	if err := s.replaceable(ctx, req.Name, im.Path, cached); err != nil {
 		return nil, false, err
 	}
@@ -162,6 +164,61 @@ func sameContent(a, b string) (bool, error) {
 	}
 	sb, err := fileSHA256(b)
 	return sa == sb, err
+}
+
+// cacheKeep is how many builds of one image the cache keeps: the newest
+// and the one before it (going back to the previous recipe, another
+// branch, reuses it). A registered image is a link of its own to its
+// build, so pruning the cache never removes an image in use.
+const cacheKeep = 2
+
+// pruneCache removes the oldest cached builds of the image name beyond
+// cacheKeep, never keep itself: each is the size of the image (600+ MiB),
+// and a recipe changed often fills the disk.
+func (s *Service) pruneCache(name, keep string) {
+	entries, err := os.ReadDir(s.CacheDir)
+	if err != nil {
+		return
+	}
+	type build struct {
+		path string
+		mod  time.Time
+	}
+	var others []build
+	for _, e := range entries {
+		hash, ok := strings.CutPrefix(e.Name(), name+"-")
+		if !ok || !isRecipeHash(strings.TrimSuffix(hash, ".qcow2")) || !strings.HasSuffix(hash, ".qcow2") {
+			continue
+		}
+		p := filepath.Join(s.CacheDir, e.Name())
+		if p == keep {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			others = append(others, build{p, info.ModTime()})
+		}
+	}
+	sort.Slice(others, func(i, j int) bool { return others[i].mod.After(others[j].mod) })
+	for _, b := range others[min(len(others), cacheKeep-1):] {
+		if err := os.Remove(b.path); err != nil {
+			s.Log.Warn("remove an old cached build", "path", b.path, "err", err)
+			continue
+		}
+		s.Log.Info("removed an old cached build", "image", name, "path", b.path)
+	}
+}
+
+// isRecipeHash says whether h is a RecipeHash: 16 lowercase hex digits.
+func isRecipeHash(h string) bool {
+	if len(h) != 16 {
+		return false
+	}
+	for _, c := range h {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // runRecipe runs build.sh, turning its progress lines into reports with an

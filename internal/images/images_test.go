@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -322,5 +323,55 @@ func TestRebuildKeepsAnImageInUse(t *testing.T) {
 	}
 	if after, _ := fileSHA256(im2.Path); after == before || im2.SHA256 != after {
 		t.Errorf("rebuild without desktops: %s, registered %s, was %s", after, im2.SHA256, before)
+	}
+}
+
+// The cache keeps the newest two builds of an image; other images' builds
+// and files that are not builds stay, and so does a registered image
+// whose build was pruned (its own link).
+func TestBuildPrunesOldCachedBuilds(t *testing.T) {
+	s := newService(t)
+	ctx := context.Background()
+	recipe := t.TempDir()
+	disk := toQcow2(t, makeDisk(t, true))
+	os.MkdirAll(s.CacheDir, 0o755)
+	old := time.Now().Add(-time.Hour)
+	for i, name := range []string{"deb-0000000000000001.qcow2", "deb-0000000000000002.qcow2", "deb-0000000000000003.qcow2",
+		"other-0000000000000001.qcow2", "deb-notahash.qcow2", "debian-0000000000000004.qcow2"} {
+		p := filepath.Join(s.CacheDir, name)
+		os.WriteFile(p, []byte("build"), 0o644)
+		os.Chtimes(p, old.Add(time.Duration(i)*time.Minute), old.Add(time.Duration(i)*time.Minute))
+	}
+	build := func(v string) *desktop.Image {
+		t.Helper()
+		os.WriteFile(filepath.Join(recipe, "build.sh"), []byte("#!/bin/bash\nset -e\n# "+v+"\ncp "+disk+" \"$1\"\n"), 0o755)
+		im, _, err := s.Build(ctx, BuildRequest{Name: "deb", RecipeDir: recipe}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return im
+	}
+	im := build("v1")
+	var left []string
+	entries, _ := os.ReadDir(s.CacheDir)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	want := []string{"deb-0000000000000003.qcow2", "deb-" + im.RecipeHash + ".qcow2", "deb-notahash.qcow2", "debian-0000000000000004.qcow2", "other-0000000000000001.qcow2"}
+	slices.Sort(want)
+	if !slices.Equal(left, want) {
+		t.Errorf("cache after a build: %v, want %v", left, want)
+	}
+	// The next build prunes the oldest of the two it found; v1's, the
+	// one before it, stays, and so does the registered image.
+	build("v2")
+	if exists(filepath.Join(s.CacheDir, "deb-0000000000000003.qcow2")) {
+		t.Error("the third newest build stays in the cache")
+	}
+	if !exists(filepath.Join(s.CacheDir, "deb-"+im.RecipeHash+".qcow2")) {
+		t.Error("the previous build was pruned")
+	}
+	if sum, _ := fileSHA256(filepath.Join(s.Dir, "deb.qcow2")); sum == "" {
+		t.Error("the registered image is gone")
 	}
 }
