@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"testing"
@@ -123,7 +124,27 @@ chmod 644 /tmp/ui-page.html`)
 	}
 	button := s.uiFind(token, d.ID, url.Values{"app": {"firefox"}, "role": {"button"}, "name": {"go ahead"}}, 2*time.Minute)
 	t.Logf("firefox up and its page's button in the tree: %s", time.Since(begun).Round(time.Second))
-	res = s.computer(token, d, map[string]any{"action": "left_click", "element": button.ID})
+	// The button is in the tree as soon as Firefox reads the page, and on
+	// the screen once it has laid it out: until then a click by element
+	// is a 422 saying the node has no bounds (or is off the screen), and
+	// an agent tries again, as here.
+	res = nil
+	for deadline := time.Now().Add(30 * time.Second); res == nil; {
+		var raw json.RawMessage
+		code := s.call(token, "POST", base+"/computer", map[string]any{"action": "left_click", "element": button.ID}, &raw)
+		switch {
+		case code == http.StatusOK:
+			res = &computer.Result{}
+			if err := json.Unmarshal(raw, res); err != nil {
+				t.Fatalf("click on the page's button: %v", err)
+			}
+		case code == http.StatusUnprocessableEntity && time.Now().Before(deadline):
+			t.Logf("click on the page's button not placed yet, tried again: %s", raw)
+			time.Sleep(time.Second)
+		default:
+			t.Fatalf("click on the page's button: %d %s", code, raw)
+		}
+	}
 	if res.Results[0].Element == nil || res.Results[0].Element.ID != button.ID {
 		t.Errorf("click on the page's button: %+v", res.Results[0])
 	}
