@@ -186,8 +186,9 @@ func (s *Service) pruneCache(name, keep string) {
 	}
 	var others []build
 	for _, e := range entries {
-		hash, ok := strings.CutPrefix(e.Name(), name+"-")
-		if !ok || !isRecipeHash(strings.TrimSuffix(hash, ".qcow2")) || !strings.HasSuffix(hash, ".qcow2") {
+		rest, ok := strings.CutPrefix(e.Name(), name+"-")
+		hash, qcow2 := strings.CutSuffix(rest, ".qcow2")
+		if !ok || !qcow2 || !isRecipeHash(hash) {
 			continue
 		}
 		p := filepath.Join(s.CacheDir, e.Name())

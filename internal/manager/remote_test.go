@@ -52,7 +52,7 @@ func (f *fakeHostFiles) EnsureImage(ctx context.Context, path string, replace fu
 	other := f.other == path
 	f.mu.Unlock()
 	if other {
-		if err := replace(ctx, "the bytes at 4096 differ"); err != nil {
+		if err := replace(ctx, "another build: sha256 89ef5450ccc8a140, this host's 7d9da73de640b020"); err != nil {
 			return err
 		}
 		f.mu.Lock()

@@ -264,7 +264,8 @@ func (l *HostLink) CopyImage(ctx context.Context, localPath, remotePath string, 
 // ImageOnHost says whether remotePath on the host is a complete copy of
 // the local file localPath: the same file size, the same virtual size
 // (libvirt reads the qcow2 header on the host), the same first 4 KiB and
-// the same bytes at 16 places spread over the rest.
+// the same sha256 (the sum file kept beside the copy; a copy without one
+// is read back and hashed once, and given one if it matches).
 // It finds or makes the folder's pool as CopyImage does, and refreshes it,
 // so files put there outside libvirt count too.
 func (l *HostLink) ImageOnHost(ctx context.Context, localPath, remotePath string) (bool, error) {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -142,13 +141,14 @@ func (p Host) matches(vol *libvirt.StorageVol, src *source) (verdict, error) {
 	if err != nil {
 		return verdict{}, err
 	}
-	if !bytes.Equal(head, src.head) && allZero(head) {
+	sameHead := bytes.Equal(head, src.head)
+	if !sameHead && allZero(head) {
 		return verdict{why: "a copy cut short (its header is zeros)", cut: true}, nil
 	}
 	if int64(phys.Allocation) != src.size {
 		return verdict{why: fmt.Sprintf("%d bytes, want %d", phys.Allocation, src.size)}, nil
 	}
-	if !bytes.Equal(head, src.head) {
+	if !sameHead {
 		return verdict{why: "first bytes differ"}, nil
 	}
 	info, err := vol.GetInfo()
@@ -225,30 +225,9 @@ func (p Host) removeVolume(pl *libvirt.StoragePool, name string) error {
 
 // hashVolume reads vol's size bytes back from the host and hashes them.
 func (p Host) hashVolume(vol *libvirt.StorageVol, size int64) (string, error) {
-	st, err := p.conn.NewStream(0)
-	if err != nil {
-		return "", link.HostErr("stream", err)
-	}
-	defer st.Free()
-	if err := vol.Download(st, 0, uint64(size), 0); err != nil {
-		st.Abort()
-		return "", link.HostErr("download", err)
-	}
 	h := sha256.New()
-	buf := make([]byte, 1<<20)
-	for {
-		k, err := st.Recv(buf)
-		if errors.Is(err, io.EOF) || err == nil && k == 0 {
-			break
-		}
-		if err != nil {
-			st.Abort()
-			return "", link.HostErr("download", err)
-		}
-		h.Write(buf[:k])
-	}
-	if err := st.Finish(); err != nil {
-		return "", link.HostErr("download", err)
+	if err := p.downloadTo(vol, size, h); err != nil {
+		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
@@ -268,11 +247,11 @@ var sums sync.Map
 
 // sum is the sha256 of the local image, hashed once per file version.
 func (s *source) sum() (string, error) {
-	key := s.path
 	st, err := s.f.Stat()
 	if err != nil {
 		return "", fmt.Errorf("image %s: %w", s.path, err)
 	}
+	var key string
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 		key = fmt.Sprintf("%s\x00%d\x00%d\x00%d.%d", s.path, st.Size(), sys.Ino, sys.Ctim.Sec, sys.Ctim.Nsec)
 	} else {

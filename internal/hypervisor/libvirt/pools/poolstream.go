@@ -1,6 +1,7 @@
 package pools
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,35 +16,45 @@ import (
 
 // Download reads the first n bytes of vol.
 func (p Host) Download(vol *libvirt.StorageVol, n int) ([]byte, error) {
+	var b bytes.Buffer
+	if err := p.downloadTo(vol, int64(n), &b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// downloadTo writes the first n bytes of vol to w, through one stream.
+func (p Host) downloadTo(vol *libvirt.StorageVol, n int64, w io.Writer) error {
 	st, err := p.conn.NewStream(0)
 	if err != nil {
-		return nil, link.HostErr("stream", err)
+		return link.HostErr("stream", err)
 	}
 	defer st.Free()
 	if err := vol.Download(st, 0, uint64(n), 0); err != nil {
 		st.Abort()
-		return nil, link.HostErr("download", err)
+		return link.HostErr("download", err)
 	}
-	buf := make([]byte, n+1) // one more: the host sends no more than n
-	got := 0
+	buf := make([]byte, min(n+1, 1<<20)) // one more: the host sends no more than n
+	var got int64
 	for {
-		k, err := st.Recv(buf[got:])
+		k, err := st.Recv(buf)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			st.Abort()
-			return nil, link.HostErr("download", err)
+			return link.HostErr("download", err)
 		}
-		if got += k; got > n {
+		if got += int64(k); got > n {
 			st.Abort()
-			return nil, fmt.Errorf("download: the host sent more than the %d bytes asked for", n)
+			return fmt.Errorf("download: the host sent more than the %d bytes asked for", n)
 		}
+		w.Write(buf[:k]) // a bytes.Buffer or a hash: never fails
 	}
 	if err := st.Finish(); err != nil {
-		return nil, link.HostErr("download", err)
+		return link.HostErr("download", err)
 	}
-	return buf[:got], nil
+	return nil
 }
 
 // Upload sends length bytes at offset of vol through one stream; failed
