@@ -22,8 +22,18 @@ func TestKeeperChangedSeesTheFirstChange(t *testing.T) {
 	}
 	nudges, _ := s.counts()
 	start := time.Now()
-	drawn := make(chan time.Time, 1)
+	// The change is drawn 60 ms after Changed has begun watching, which
+	// the server sees as its first nudge: Changed measures from its own
+	// start, which lies between this test's start and that nudge, so the
+	// nudge is the earliest instant its report can be held against.
+	watching, drawn := make(chan time.Time, 1), make(chan time.Time, 1)
 	go func() {
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if n, _ := s.counts(); n > nudges {
+				break
+			}
+		}
+		watching <- time.Now()
 		time.Sleep(60 * time.Millisecond)
 		drawn <- time.Now()
 		s.paint(image.Rect(0, 0, 4, 4), red)
@@ -33,9 +43,9 @@ func TestKeeperChangedSeesTheFirstChange(t *testing.T) {
 	if err != nil || !changed {
 		t.Fatalf("changed=%v err=%v, want the change drawn meanwhile", changed, err)
 	}
-	began := <-drawn
-	if start.Add(after).Before(began) {
-		t.Errorf("change reported %v after the call, before it was drawn (%v after)", after, began.Sub(start))
+	nudged, began := <-watching, <-drawn
+	if nudged.Add(after).Before(began) {
+		t.Errorf("change reported %v after the call, before it was drawn (%v after the call began watching)", after, began.Sub(nudged))
 	}
 	if after > returned.Sub(start) {
 		t.Errorf("change reported %v after the call, but the call returned after %v", after, returned.Sub(start))
