@@ -17,7 +17,9 @@
 # authorized_keys.more, read at start), known_hosts (host2's
 # host key, to pin), port, sshd_config, sshd.log. openssh-server is installed
 # if sshd is missing, with its system service kept off (see need_sshd).
-#   scripts/host2.sh start [DIR] [PORT]   starts it if needed, prints the URI
+#   scripts/host2.sh start [DIR] [PORT]   starts it if needed, prints the URI (a running
+#                                         one that binds another data directory, left by
+#                                         a killed run, is stopped and started afresh)
 #   scripts/host2.sh stop [DIR]           destroys its domains and networks, stops it
 #   scripts/host2.sh status [DIR]         prints the URI if it answers, else exits 1
 #   scripts/host2.sh revive [DIR]         starts its libvirtd again after it died or was
@@ -55,11 +57,17 @@ sshdir=$dir/ssh
 # pid: host2's libvirtd, if running; spid: host2's sshd (its listener).
 pid=$(ours "$dir/libvirtd.pid" libvirtd)
 spid=$(ours "$sshdir/sshd.pid" sshd)
+asked_port=$port
 # A running host2 keeps the port it was started with.
 if [ "$cmd" != start ] || [ -n "$pid" ]; then port=$(cat "$dir/port" 2>/dev/null || echo "$port"); fi
-if ! [[ $port =~ ^[0-9]{1,5}$ ]] || [ "$port" -ge 65535 ]; then die "bad port: $port"; fi
-uri=qemu+tcp://127.0.0.1:$port/system
-sshport=$((port + 1))
+# at PORT: sets the port and the addresses derived from it.
+at() {
+	port=$1
+	if ! [[ $port =~ ^[0-9]{1,5}$ ]] || [ "$port" -ge 65535 ]; then die "bad port: $port"; fi
+	uri=qemu+tcp://127.0.0.1:$port/system
+	sshport=$((port + 1))
+}
+at "$port"
 answers() { timeout 10 virsh -q -c "$uri" uri >/dev/null 2>&1; }
 # hv ARGS: virsh on host2 only (never the system daemon's URI).
 hv() { timeout 60 virsh -q -c "$uri" "$@"; }
@@ -193,6 +201,17 @@ stop_ns() {
 }
 
 start() {
+	# A running host2 is reused only if it binds this data directory's
+	# desktops/ and images/ (DIR/data-dir, written below): one left by an
+	# earlier run that was killed before it stopped host2 binds another
+	# (often deleted) one, and a server's files would land in this host's
+	# own folders instead. It is stopped and started afresh.
+	if [ -n "$pid" ] && [ "$(cat "$dir/data-dir" 2>/dev/null)" != "$data" ]; then
+		log "the running host2 (pid $pid) binds the data directory '$(cat "$dir/data-dir" 2>/dev/null || echo unknown)', not $data: stopping it to start afresh"
+		stop
+		pid= spid=
+		at "$asked_port"
+	fi
 	if [ -n "$pid" ]; then
 		wait_up "$pid"
 		start_sshd "$pid"
@@ -209,6 +228,7 @@ start() {
 	# A stable host UUID (host1's differs: it is random per start here, or SMBIOS).
 	[ -s "$dir/host_uuid" ] || cat /proc/sys/kernel/random/uuid >"$dir/host_uuid"
 	echo "$port" >"$dir/port"
+	echo "$data" >"$dir/data-dir"
 	# /etc/libvirt starts empty; these two files are the only configuration.
 	# listen_tls defaults to 1 (needs certificates); auth_tcp defaults to sasl.
 	cat >"$dir/etc/libvirtd.conf" <<-EOF
