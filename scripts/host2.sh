@@ -206,8 +206,10 @@ start() {
 	# earlier run that was killed before it stopped host2 binds another
 	# (often deleted) one, and a server's files would land in this host's
 	# own folders instead. It is stopped and started afresh.
-	if [ -n "$pid" ] && [ "$(cat "$dir/data-dir" 2>/dev/null)" != "$data" ]; then
-		log "the running host2 (pid $pid) binds the data directory '$(cat "$dir/data-dir" 2>/dev/null || echo unknown)', not $data: stopping it to start afresh"
+	local bound
+	bound=$(cat "$dir/data-dir" 2>/dev/null || true)
+	if [ -n "$pid" ] && [ "$bound" != "$data" ]; then
+		log "the running host2 (pid $pid) binds the data directory '${bound:-unknown}', not $data: stopping it to start afresh"
 		stop
 		pid= spid=
 		at "$asked_port"
